@@ -202,6 +202,10 @@ struct SpmvPlan<T>::State {
   SpmvSelection selection;
   detail::NnzSet<T> nnz;  // empty for the row-balanced kernels
   detail::SpmvWorkspaceView workspace;
+  // The fused dot's partials and ticket, made at the first apply_dot (most plans never need them).
+  mutable std::once_flag dot_once;
+  mutable DeviceArray<unsigned char> dot_memory;
+  mutable detail::SpmvDot dot;
 };
 
 template <class T>
@@ -292,6 +296,27 @@ void SpmvPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmvPlan::apply: plan was made for matrix ",
                 state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
   detail::spmv_device(state_->config, A.device_view(), state_->workspace, alpha, x, beta, y);
+}
+
+template <class T>
+void SpmvPlan<T>::apply_dot(const CsrMatrix<T>& A, const T* x, T* y, double* dot_xy) const {
+  KRYSP_REQUIRE(state_, "SpmvPlan::apply_dot: the plan is empty (default-constructed)");
+  KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmvPlan::apply_dot: plan was made for matrix ",
+                state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
+  KRYSP_REQUIRE(A.rows() == A.cols(), "SpmvPlan::apply_dot: xᵀ(A·x) needs a square matrix, not ", A.rows(), "x",
+                A.cols());
+  KRYSP_REQUIRE(dot_xy != nullptr, "SpmvPlan::apply_dot: the dot's destination is null");
+  const State& s = *state_;
+  std::call_once(s.dot_once, [&] {
+    const std::size_t partials = detail::spmv_dot_partials(s.config, A.rows(), A.nnz());
+    s.dot_memory = DeviceArray<unsigned char>(partials * sizeof(double) + 16);
+    s.dot_memory.zero();  // the ticket starts at 0
+    s.dot.partials = reinterpret_cast<double*>(s.dot_memory.data() + 16);
+    s.dot.ticket = reinterpret_cast<unsigned*>(s.dot_memory.data());
+  });
+  detail::SpmvDot dot = s.dot;
+  dot.out = dot_xy;
+  detail::spmv_device(s.config, A.device_view(), s.workspace, T(1), x, T(0), y, dot);
 }
 
 template <class T>

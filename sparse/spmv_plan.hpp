@@ -71,6 +71,10 @@ class SpmvPlan {
   /// Runs on the default stream. The plan owns a small workspace that apply() writes, so one plan
   /// (and its copies, which share it) must not be applied from two host threads at once.
   void apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y) const;
+  /// y = A·x and, fused into the same pass, *dot_xy = xᵀy (dot_xy: one device double), summed in
+  /// double in a fixed order, so bitwise reproducible: CG's q = A·p and pᵀq without re-reading p
+  /// and q. A must be square. The first call allocates the reduction's small workspace.
+  void apply_dot(const CsrMatrix<T>& A, const T* x, T* y, double* dot_xy) const;
 
   bool valid() const { return state_ != nullptr; }
   const SpmvConfig& config() const;

@@ -6,7 +6,7 @@
 #include "base/cuda/check.cuh"
 #include "solvers/cg.hpp"
 #include "solvers/cuda/cg_kernels.hpp"
-#include "solvers/cuda/reduce.cuh"
+#include "base/cuda/grid_reduce.cuh"
 
 namespace krysp::detail {
 

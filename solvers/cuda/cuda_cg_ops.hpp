@@ -30,11 +30,8 @@ class CudaCgOps {
   void dot(const Vector& a, const Vector& b, int slot);
   void residual(const Vector& b, const Vector& x, Vector& r);
   void spmv(const Vector& p, Vector& q) { plan_.apply(A_, T(1), p.data(), T(0), q.data()); }
-  /// q = A·p and scalars[pq] = pᵀq
-  void spmv_dot(const Vector& p, Vector& q, int pq) {
-    spmv(p, q);
-    dot(p, q, pq);
-  }
+  /// q = A·p and scalars[pq] = pᵀq, in one pass (the plan's fused dot)
+  void spmv_dot(const Vector& p, Vector& q, int pq) { plan_.apply_dot(A_, p.data(), q.data(), scalars_.data() + pq); }
   void precondition(const Vector& r, Vector& z, int rz, int rr);
   void direction(const Vector& z, Vector& p, int rz_k, int rz_prev, bool first);
   void update(int rz_k, int pq, const Vector& p, const Vector& q, Vector& x, Vector& r, Vector& z, int rz_next,

@@ -18,9 +18,12 @@ __device__ __forceinline__ T load_cached(const T* p) {
   return __ldg(p);
 }
 /// y = alpha·sum + beta·y, where beta = 0 never reads y (so NaN in y does not propagate).
+/// Returns the value stored.
 template <class T>
-__device__ __forceinline__ void store_axpby(T* y, T alpha, T sum, T beta) {
-  *y = beta == T(0) ? alpha * sum : alpha * sum + beta * *y;
+__device__ __forceinline__ T store_axpby(T* y, T alpha, T sum, T beta) {
+  const T v = beta == T(0) ? alpha * sum : alpha * sum + beta * *y;
+  *y = v;
+  return v;
 }
 
 /// N consecutive streamed entries p[0..N) into out[0..N) with the widest aligned vector loads:

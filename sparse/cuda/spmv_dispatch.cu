@@ -1,18 +1,39 @@
 // Dispatch from a plan's configuration to a kernel launcher.
+#include <algorithm>
+
 #include "base/error.hpp"
 #include "sparse/cuda/spmv_kernels.cuh"
 #include "sparse/cuda/spmv_launch.hpp"
 
 namespace krysp::detail {
 
+std::size_t spmv_dot_partials(const SpmvConfig& c, index_t rows, index_t nnz) {
+  std::size_t n = 1;
+  switch (c.algorithm) {
+    case SpmvAlgorithm::RowSequential: n = spmv_row_sequential_blocks(rows); break;
+    case SpmvAlgorithm::RowSubwarp: n = spmv_row_subwarp_blocks(rows, c.subwarp); break;
+    case SpmvAlgorithm::NnzSequential:
+    case SpmvAlgorithm::NnzSegmented:
+      n = spmv_nnz_dot_partials(nnz_geometry(nnz, c.nnz_per_thread, c.block_warps), true);  // fix-up: the most
+      break;
+  }
+  return std::max<std::size_t>(n, 1);
+}
+
 template <class T>
 void spmv_device(const SpmvConfig& c, const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const T* x, T beta,
-                 T* y) {
+                 T* y, const SpmvDot& dot) {
+  if (dot.out && (A.rows == 0 || A.nnz == 0)) {  // no kernel to fuse into
+    spmv_scale(A.rows, beta, y);
+    return spmv_dot_only(A.rows, x, y, dot);
+  }
   switch (c.algorithm) {
-    case SpmvAlgorithm::RowSequential: return spmv_row_sequential(A, alpha, x, beta, y);
-    case SpmvAlgorithm::RowSubwarp: return spmv_row_subwarp(A, c.subwarp, alpha, x, beta, y);
-    case SpmvAlgorithm::NnzSequential: return spmv_nnz(A, ws, false, c.nnz_per_thread, c.block_warps, alpha, x, beta, y);
-    case SpmvAlgorithm::NnzSegmented: return spmv_nnz(A, ws, true, c.nnz_per_thread, c.block_warps, alpha, x, beta, y);
+    case SpmvAlgorithm::RowSequential: return spmv_row_sequential(A, alpha, x, beta, y, dot);
+    case SpmvAlgorithm::RowSubwarp: return spmv_row_subwarp(A, c.subwarp, alpha, x, beta, y, dot);
+    case SpmvAlgorithm::NnzSequential:
+      return spmv_nnz(A, ws, false, c.nnz_per_thread, c.block_warps, alpha, x, beta, y, dot);
+    case SpmvAlgorithm::NnzSegmented:
+      return spmv_nnz(A, ws, true, c.nnz_per_thread, c.block_warps, alpha, x, beta, y, dot);
   }
   KRYSP_THROW(InputError, "SpMV algorithm ", static_cast<int>(c.algorithm), " is not available");
 }
@@ -30,8 +51,8 @@ void spmv_preload(const SpmvConfig& c) {
 template void spmv_preload<double>(const SpmvConfig&);
 template void spmv_preload<float>(const SpmvConfig&);
 template void spmv_device(const SpmvConfig&, const CsrView<double>&, const SpmvWorkspaceView&, double,
-                          const double*, double, double*);
+                          const double*, double, double*, const SpmvDot&);
 template void spmv_device(const SpmvConfig&, const CsrView<float>&, const SpmvWorkspaceView&, float, const float*,
-                          float, float*);
+                          float, float*, const SpmvDot&);
 
 }  // namespace krysp::detail

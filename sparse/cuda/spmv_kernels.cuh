@@ -8,18 +8,25 @@
 namespace krysp::detail {
 /// One thread per row, sequential sum (spmv_row_sequential.cu).
 template <class T>
-void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y);
+void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot);
 /// A sub-warp of `subwarp` lanes per row, shuffle reduction (spmv_row_subwarp.cu).
 template <class T>
-void spmv_row_subwarp(const CsrView<T>& A, int subwarp, T alpha, const T* x, T beta, T* y);
+void spmv_row_subwarp(const CsrView<T>& A, int subwarp, T alpha, const T* x, T beta, T* y, const SpmvDot& dot);
 /// Nonzero-balanced, k nonzeros per lane, block_warps tiles per block; segmented (VSR) or sequential per-lane runs
-/// (spmv_nnz.cu). Launches the carry fix-up kernel too when ws.num_runs > 0.
+/// (spmv_nnz.cu). Launches the carry fix-up kernel too in fix-up mode (which then finishes the fused dot).
 template <class T>
 void spmv_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, int k, int block_warps, T alpha,
-              const T* x, T beta, T* y);
+              const T* x, T beta, T* y, const SpmvDot& dot);
 /// y = beta·y over n entries (0 when beta = 0, never reading y).
 template <class T>
 void spmv_scale(index_t n, T beta, T* y);
+/// *dot.out = xᵀy over n entries, one block (the fused dot where no SpMV kernel runs: nnz = 0).
+template <class T>
+void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot);
+/// Blocks (= fused-dot partials) of each kernel's launch.
+std::size_t spmv_row_sequential_blocks(index_t rows);
+std::size_t spmv_row_subwarp_blocks(index_t rows, int subwarp);
+std::size_t spmv_nnz_dot_partials(const NnzGeometry& g, bool fixup);
 /// Force the lazy loading of one kernel (cudaFuncGetAttributes), see spmv_preload().
 template <class T>
 void spmv_row_sequential_preload();

@@ -27,11 +27,22 @@ struct SpmvWorkspaceView {
   unsigned* epoch = nullptr;           ///< HOST counter, advanced by every look-back launch
 };
 
-/// y = alpha·A·x + beta·y with the configured kernel, on the default stream (asynchronous).
-/// A is a device view. Every launch is checked.
+/// Optional epilogue of a square SpMV: *out = Σᵢ x[i]·y[i] over the final y, summed in double in
+/// a fixed order (per-block partials, then the last block adds them up): CG's pᵀAp without a
+/// second pass over p and q.
+struct SpmvDot {
+  double* out = nullptr;       ///< device scalar; null: no dot
+  double* partials = nullptr;  ///< spmv_dot_partials(config, rows, nnz) doubles
+  unsigned* ticket = nullptr;  ///< one counter, zero at rest
+};
+/// How many partials the fused dot of `config` needs on a rows × rows matrix with nnz entries.
+std::size_t spmv_dot_partials(const SpmvConfig& config, index_t rows, index_t nnz);
+
+/// y = alpha·A·x + beta·y with the configured kernel, on the default stream (asynchronous), and
+/// the fused xᵀy when dot.out is set. A is a device view. Every launch is checked.
 template <class T>
 void spmv_device(const SpmvConfig& config, const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha,
-                 const T* x, T beta, T* y);
+                 const T* x, T beta, T* y, const SpmvDot& dot = {});
 
 /// Row statistics of a device row_ptr (one reduction kernel with integer atomics, then a copy to
 /// the host: synchronous). Bitwise equal to row_stats() on the same matrix.

@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "base/cuda/check.cuh"
+#include "base/cuda/grid_reduce.cuh"
 #include "sparse/cuda/load.cuh"
 #include "sparse/cuda/spmv_kernels.cuh"
 
@@ -58,6 +59,7 @@ struct NnzArgs {
   const index_t* carry_in;
   unsigned* ticket;
   unsigned epoch;
+  SpmvDot dot;  // fused xᵀy (DOT kernels only)
 };
 
 /// Shared-memory slot of tile position p, padded so that the lanes of a warp, whose chunks are E
@@ -71,7 +73,7 @@ __device__ __forceinline__ int slot(int p) {
 template <int E, int TILE>
 inline constexpr int kSlots = E >= 8 ? TILE + TILE / E : TILE + TILE / 32;
 
-template <class T, int K, int E, int kWarps>
+template <class T, int K, int E, int kWarps, bool DOT>
 __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> a) {
   static_assert(K % E == 0 && (E & (E - 1)) == 0 && E <= 16, "E must be a power of two dividing K");
   constexpr int TILE = 32 * K;
@@ -240,7 +242,9 @@ __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> 
   }
   if (a.carry == 1) __syncthreads();
 
-  // 7. Write the rows that end in this tile: [part[w], part[w+1]).
+  // 7. Write the rows that end in this tile: [part[w], part[w+1]). The fused dot takes every row
+  //    but, in fix-up mode, the one begun in an earlier block: the fix-up kernel adds that one.
+  double d[1] = {0.0};
   if (active) {
     const index_t block_start = block * (kWarps * TILE);
     for (std::int64_t r = std::int64_t(r0) + lane; r < r1; r += 32) {
@@ -250,29 +254,67 @@ __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> 
         for (int j = warp - 1; j >= 0 && s_crow[j] == r; --j) sum += s_cval[j];
         if (a.carry == 1 && b < block_start) sum += s_carry_in;  // ... and earlier blocks' (look-back)
       }
-      store_axpby(a.y + r, a.alpha, sum, a.beta);
+      const T yv = store_axpby(a.y + r, a.alpha, sum, a.beta);
+      if constexpr (DOT)
+        if (!(a.carry == 2 && b < block_start)) d[0] += double(load_cached(a.x + r)) * double(yv);
     }
+  }
+  if constexpr (DOT) {
+    if (a.carry == 2)
+      block_partial<1, 32 * kWarps>(d, a.dot.partials, unsigned(block));
+    else
+      grid_sum<1, 32 * kWarps>(d, {a.dot.partials, a.dot.ticket}, unsigned(block), gridDim.x, a.dot.out, {{0}});
   }
 }
 
 /// Fix-up mode: y[R] += alpha·Σ carry[b - carry_in[b] .. b) for every block b that writes a row R
 /// begun in earlier blocks (R = part[b·warps], the row holding the block's first nonzero). One
 /// warp per block; lanes strided over the carries, then a fixed shuffle tree (deterministic).
-template <class T>
-__global__ void __launch_bounds__(256) spmv_carry_fixup_kernel(const index_t* __restrict__ carry_in,
-                                                                const index_t* __restrict__ part, index_t num_blocks,
-                                                                int warps, const T* __restrict__ carry, T alpha,
-                                                                T* y) {
+/// DOT: adds x[R]·y[R] to block b's partial of the fused dot, then sums all partials.
+constexpr int kFixupBlock = 256;
+template <class T, bool DOT>
+__global__ void __launch_bounds__(kFixupBlock) spmv_carry_fixup_kernel(const index_t* __restrict__ carry_in,
+                                                                       const index_t* __restrict__ part,
+                                                                       index_t num_blocks, int warps,
+                                                                       const T* __restrict__ carry, T alpha, T* y,
+                                                                       const T* __restrict__ x, SpmvDot dot) {
   const std::int64_t b = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
-  if (b >= num_blocks) return;  // whole warps leave together
-  const index_t count = carry_in[b];
-  if (count == 0) return;
-  T sum = T(0);
-  for (index_t i = lane; i < count; i += 32) sum += carry[b - count + i];
+  double d[1] = {0.0};
+  if (b < num_blocks) {  // whole warps agree
+    const index_t count = carry_in[b];
+    if (count > 0) {
+      T sum = T(0);
+      for (index_t i = lane; i < count; i += 32) sum += carry[b - count + i];
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(kFull, sum, off);
-  if (lane == 0) y[part[b * warps]] += alpha * sum;
+      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(kFull, sum, off);
+      if (lane == 0) {
+        const index_t row = part[b * warps];
+        const T yv = y[row] + alpha * sum;
+        y[row] = yv;
+        if constexpr (DOT) d[0] = double(x[row]) * double(yv);
+      }
+    }
+    if constexpr (DOT)
+      if (lane == 0) d[0] += dot.partials[b];
+  }
+  if constexpr (DOT)
+    grid_sum<1, kFixupBlock>(d, {dot.partials + num_blocks, dot.ticket}, blockIdx.x, gridDim.x, dot.out, {{0}});
+}
+
+index_t fixup_blocks(index_t num_blocks) {
+  return index_t((std::int64_t(num_blocks) * 32 + kFixupBlock - 1) / kFixupBlock);
+}
+
+/// The fused dot alone, in one block: *out = xᵀy (where no SpMV kernel runs).
+template <class T>
+__global__ void __launch_bounds__(kReduceBlock) dot_only_kernel(index_t n, const T* __restrict__ x,
+                                                                const T* __restrict__ y, double* out) {
+  __shared__ double shared[1][kReduceBlock / 32];
+  double d[1] = {0.0};
+  for (index_t i = threadIdx.x; i < n; i += kReduceBlock) d[0] += double(x[i]) * double(y[i]);
+  block_sum<1, kReduceBlock>(d, shared);
+  if (threadIdx.x == 0) *out = d[0];
 }
 
 /// nnz = 0: y = beta·y (0 when beta = 0, never reading y).
@@ -283,22 +325,32 @@ __global__ void __launch_bounds__(256) spmv_scale_kernel(index_t n, T beta, T* y
 }
 
 template <class T, int K, int E, int NW>
-void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const T* x, T beta, T* y) {
+void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const T* x, T beta, T* y,
+                const SpmvDot& dot) {
   using Carry = SpmvWorkspaceView::Carry;
   const int mode = ws.carry == Carry::LookBack ? 1 : ws.carry == Carry::FixUp ? 2 : 0;
   NnzArgs<T> args{A, ws.partition, ws.geometry.num_tiles, alpha, beta, x, y, mode,
-                  static_cast<T*>(ws.block_carry), ws.flags, ws.carry_in, ws.ticket, 0u};
+                  static_cast<T*>(ws.block_carry), ws.flags, ws.carry_in, ws.ticket, 0u, dot};
   if (mode == 1) {
     unsigned e = ++*ws.epoch;  // flags hold the epoch of the launch that published them
     if (e == 0) e = ++*ws.epoch;
     args.epoch = e;
   }
-  spmv_nnz_kernel<T, K, E, NW><<<static_cast<unsigned>(ws.geometry.num_blocks), 32 * NW>>>(args);
+  const auto grid = static_cast<unsigned>(ws.geometry.num_blocks);
+  if (dot.out)
+    spmv_nnz_kernel<T, K, E, NW, true><<<grid, 32 * NW>>>(args);
+  else
+    spmv_nnz_kernel<T, K, E, NW, false><<<grid, 32 * NW>>>(args);
   KRYSP_CUDA_CHECK_LAUNCH("spmv_nnz_kernel");
   if (mode == 2) {
-    const std::int64_t threads = std::int64_t(ws.geometry.num_blocks) * 32;
-    spmv_carry_fixup_kernel<T><<<static_cast<unsigned>((threads + 255) / 256), 256>>>(
-        ws.carry_in, ws.partition, ws.geometry.num_blocks, NW, static_cast<const T*>(ws.block_carry), alpha, y);
+    const auto fgrid = static_cast<unsigned>(fixup_blocks(ws.geometry.num_blocks));
+    const auto* carry = static_cast<const T*>(ws.block_carry);
+    if (dot.out)
+      spmv_carry_fixup_kernel<T, true><<<fgrid, kFixupBlock>>>(ws.carry_in, ws.partition, ws.geometry.num_blocks, NW,
+                                                               carry, alpha, y, x, dot);
+    else
+      spmv_carry_fixup_kernel<T, false><<<fgrid, kFixupBlock>>>(ws.carry_in, ws.partition, ws.geometry.num_blocks, NW,
+                                                                carry, alpha, y, x, dot);
     KRYSP_CUDA_CHECK_LAUNCH("spmv_carry_fixup_kernel");
   }
 }
@@ -312,21 +364,31 @@ void spmv_scale(index_t n, T beta, T* y) {
   KRYSP_CUDA_CHECK_LAUNCH("spmv_scale_kernel");
 }
 
+template <class T>
+void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot) {
+  dot_only_kernel<T><<<1, kReduceBlock>>>(n, x, y, dot.out);
+  KRYSP_CUDA_CHECK_LAUNCH("dot_only_kernel");
+}
+
+std::size_t spmv_nnz_dot_partials(const NnzGeometry& g, bool fixup) {
+  return std::size_t(g.num_blocks) + (fixup ? std::size_t(fixup_blocks(g.num_blocks)) : 0);
+}
+
 template <class T, int NW>
 void spmv_nnz_nw(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, int k, T alpha, const T* x, T beta,
-                 T* y) {
+                 T* y, const SpmvDot& dot) {
   constexpr int V = 16 / int(sizeof(T));  // entries in 16 bytes of values
   if (segmented) {
     switch (k) {
-      case 4: return launch_nnz<T, 4, V, NW>(A, ws, alpha, x, beta, y);
-      case 8: return launch_nnz<T, 8, V, NW>(A, ws, alpha, x, beta, y);
-      case 16: return launch_nnz<T, 16, V, NW>(A, ws, alpha, x, beta, y);
+      case 4: return launch_nnz<T, 4, V, NW>(A, ws, alpha, x, beta, y, dot);
+      case 8: return launch_nnz<T, 8, V, NW>(A, ws, alpha, x, beta, y, dot);
+      case 16: return launch_nnz<T, 16, V, NW>(A, ws, alpha, x, beta, y, dot);
     }
   } else {
     switch (k) {
-      case 4: return launch_nnz<T, 4, 4, NW>(A, ws, alpha, x, beta, y);
-      case 8: return launch_nnz<T, 8, 8, NW>(A, ws, alpha, x, beta, y);
-      case 16: return launch_nnz<T, 16, 16, NW>(A, ws, alpha, x, beta, y);
+      case 4: return launch_nnz<T, 4, 4, NW>(A, ws, alpha, x, beta, y, dot);
+      case 8: return launch_nnz<T, 8, 8, NW>(A, ws, alpha, x, beta, y, dot);
+      case 16: return launch_nnz<T, 16, 16, NW>(A, ws, alpha, x, beta, y, dot);
     }
   }
   KRYSP_THROW(InputError, "spmv_nnz: nnz_per_thread ", k, " is not 4, 8 or 16");
@@ -334,7 +396,7 @@ void spmv_nnz_nw(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmente
 
 template <class T>
 void spmv_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, int k, int block_warps, T alpha,
-              const T* x, T beta, T* y) {
+              const T* x, T beta, T* y, const SpmvDot& dot) {
   if (A.rows == 0) return;
   if (A.nnz == 0) return spmv_scale(A.rows, beta, y);
   if (ws.partition == nullptr || ws.geometry.nnz_per_lane != k || ws.geometry.tile != 32 * k ||
@@ -343,8 +405,8 @@ void spmv_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, 
        (ws.block_carry == nullptr || ws.flags == nullptr || ws.carry_in == nullptr || ws.ticket == nullptr ||
         ws.epoch == nullptr)))
     KRYSP_THROW(InputError, "spmv_nnz: the workspace does not match nnz_per_thread=", k, " block_warps=", block_warps);
-  if (block_warps == 4) return spmv_nnz_nw<T, 4>(A, ws, segmented, k, alpha, x, beta, y);
-  if (block_warps == 8) return spmv_nnz_nw<T, 8>(A, ws, segmented, k, alpha, x, beta, y);
+  if (block_warps == 4) return spmv_nnz_nw<T, 4>(A, ws, segmented, k, alpha, x, beta, y, dot);
+  if (block_warps == 8) return spmv_nnz_nw<T, 8>(A, ws, segmented, k, alpha, x, beta, y, dot);
   KRYSP_THROW(InputError, "spmv_nnz: block_warps ", block_warps, " is not 4 or 8");
 }
 
@@ -353,13 +415,13 @@ void preload_nw(bool segmented, int k) {
   constexpr int V = 16 / int(sizeof(T));
   cudaFuncAttributes attr;
   if (segmented) {
-    if (k == 4) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 4, V, NW>));
-    if (k == 8) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 8, V, NW>));
-    if (k == 16) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 16, V, NW>));
+    if (k == 4) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 4, V, NW, false>));
+    if (k == 8) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 8, V, NW, false>));
+    if (k == 16) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 16, V, NW, false>));
   } else {
-    if (k == 4) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 4, 4, NW>));
-    if (k == 8) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 8, 8, NW>));
-    if (k == 16) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 16, 16, NW>));
+    if (k == 4) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 4, 4, NW, false>));
+    if (k == 8) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 8, 8, NW, false>));
+    if (k == 16) KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_nnz_kernel<T, 16, 16, NW, false>));
   }
 }
 
@@ -373,9 +435,11 @@ template void spmv_nnz_preload<double>(bool, int, int);
 template void spmv_nnz_preload<float>(bool, int, int);
 template void spmv_scale(index_t, double, double*);
 template void spmv_scale(index_t, float, float*);
+template void spmv_dot_only(index_t, const double*, const double*, const SpmvDot&);
+template void spmv_dot_only(index_t, const float*, const float*, const SpmvDot&);
 template void spmv_nnz(const CsrView<double>&, const SpmvWorkspaceView&, bool, int, int, double, const double*,
-                       double, double*);
+                       double, double*, const SpmvDot&);
 template void spmv_nnz(const CsrView<float>&, const SpmvWorkspaceView&, bool, int, int, float, const float*, float,
-                       float*);
+                       float*, const SpmvDot&);
 
 }  // namespace krysp::detail

@@ -2,53 +2,65 @@
 #include <cstdint>
 
 #include "base/cuda/check.cuh"
+#include "base/cuda/grid_reduce.cuh"
 #include "sparse/cuda/load.cuh"
 #include "sparse/cuda/spmv_kernels.cuh"
 
 namespace krysp::detail {
 
-template <class T>
-__global__ void __launch_bounds__(256) spmv_row_sequential_kernel(CsrView<T> A, T alpha, const T* __restrict__ x,
-                                                                  T beta, T* __restrict__ y) {
+constexpr int kRowSeqBlock = 256;
+
+template <class T, bool DOT>
+__global__ void __launch_bounds__(kRowSeqBlock) spmv_row_sequential_kernel(CsrView<T> A, T alpha, const T* __restrict__ x,
+                                                                           T beta, T* __restrict__ y, SpmvDot dot) {
   const std::int64_t row = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (row >= A.rows) return;
-  const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
-  T sum = T(0);
-  index_t k = b;
-  // Four independent loads in flight per trip; the sum stays in row order.
-  for (; k <= e - 4; k += 4) {  // (written so that nothing overflows near nnz = 2^31)
-    index_t c[4];
-    T v[4];
+  double d[1] = {0.0};  // this row's x·y (fused dot)
+  if (row < A.rows) {
+    const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+    T sum = T(0);
+    index_t k = b;
+    // Four independent loads in flight per trip; the sum stays in row order.
+    for (; k <= e - 4; k += 4) {  // (written so that nothing overflows near nnz = 2^31)
+      index_t c[4];
+      T v[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      c[i] = load_stream(A.col_idx + k + i);
-      v[i] = load_stream(A.values + k + i);
+      for (int i = 0; i < 4; ++i) {
+        c[i] = load_stream(A.col_idx + k + i);
+        v[i] = load_stream(A.values + k + i);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sum += v[i] * load_cached(x + c[i]);
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sum += v[i] * load_cached(x + c[i]);
+    for (; k < e; ++k) sum += load_stream(A.values + k) * load_cached(x + load_stream(A.col_idx + k));
+    const T yv = store_axpby(y + row, alpha, sum, beta);
+    if constexpr (DOT) d[0] = double(load_cached(x + row)) * double(yv);
   }
-  for (; k < e; ++k) sum += load_stream(A.values + k) * load_cached(x + load_stream(A.col_idx + k));
-  store_axpby(y + row, alpha, sum, beta);
+  if constexpr (DOT) grid_sum<1, kRowSeqBlock>(d, {dot.partials, dot.ticket}, blockIdx.x, gridDim.x, dot.out, {{0}});
 }
 
 template <class T>
-void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y) {
+void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot) {
   if (A.rows == 0) return;
-  constexpr int block = 256;
-  const std::int64_t grid = (std::int64_t(A.rows) + block - 1) / block;
-  spmv_row_sequential_kernel<T><<<static_cast<unsigned>(grid), block>>>(A, alpha, x, beta, y);
+  const std::int64_t grid = (std::int64_t(A.rows) + kRowSeqBlock - 1) / kRowSeqBlock;
+  if (dot.out)
+    spmv_row_sequential_kernel<T, true><<<static_cast<unsigned>(grid), kRowSeqBlock>>>(A, alpha, x, beta, y, dot);
+  else
+    spmv_row_sequential_kernel<T, false><<<static_cast<unsigned>(grid), kRowSeqBlock>>>(A, alpha, x, beta, y, dot);
   KRYSP_CUDA_CHECK_LAUNCH("spmv_row_sequential_kernel");
 }
 
+std::size_t spmv_row_sequential_blocks(index_t rows) { return (std::size_t(rows) + kRowSeqBlock - 1) / kRowSeqBlock; }
+
+/// Only the plain kernels, which tuning times; the dot variants load at their first use.
 template <class T>
 void spmv_row_sequential_preload() {
   cudaFuncAttributes attr;
-  KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_row_sequential_kernel<T>));
+  KRYSP_CUDA_CHECK(cudaFuncGetAttributes(&attr, spmv_row_sequential_kernel<T, false>));
 }
 
 template void spmv_row_sequential_preload<double>();
 template void spmv_row_sequential_preload<float>();
-template void spmv_row_sequential(const CsrView<double>&, double, const double*, double, double*);
-template void spmv_row_sequential(const CsrView<float>&, float, const float*, float, float*);
+template void spmv_row_sequential(const CsrView<double>&, double, const double*, double, double*, const SpmvDot&);
+template void spmv_row_sequential(const CsrView<float>&, float, const float*, float, float*, const SpmvDot&);
 
 }  // namespace krysp::detail

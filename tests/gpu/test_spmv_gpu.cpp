@@ -187,6 +187,45 @@ void check_result(const CsrMatrix<T>& A, T alpha, const std::vector<T>& x, T bet
   }
 }
 
+/// The fused y = A·x, xᵀy (apply_dot): y as apply() gives it (y starts as NaN: never read), the dot
+/// against Σ x_i·y_i of that very y in long double, bitwise equal over two runs; refused when A is
+/// not square.
+///
+/// Tolerance: c(n)·u·Σ|x_i·y_i| + tiny with u the unit roundoff of double (the dot is summed in
+/// double whatever T is; products of two T values are exact in double for T = float), c(n) =
+/// 4·ceil(log2(n + 1)) + 8, the same random-walk argument as check_result's. A row left out of
+/// the sum, or counted twice, shows up as an error of |x_i·y_i|, far above it.
+template <class T>
+void check_fused_dot(const SpmvPlan<T>& plan, const CsrMatrix<T>& A, const DeviceArray<T>& dx, const std::vector<T>& x,
+                     const std::string& what) {
+  DeviceArray<double> d(2);
+  DeviceArray<T> dy(std::max<std::size_t>(std::size_t(A.rows()), 1));
+  if (A.rows() != A.cols()) {
+    CHECK_THROWS_AS(plan.apply_dot(A, dx.data(), dy.data(), d.data()), InputError);
+    return;
+  }
+  const std::size_t n = std::size_t(A.rows());
+  const std::vector<T> nan_y(n, std::numeric_limits<T>::quiet_NaN());
+  dy.upload(nan_y.data(), n);
+  plan.apply_dot(A, dx.data(), dy.data(), d.data());
+  std::vector<T> y(n);
+  dy.download(y.data(), n);
+  check_result(A, T(1), x, T(0), nan_y, y, what + " apply_dot");
+  plan.apply_dot(A, dx.data(), dy.data(), d.data() + 1);
+  double got[2] = {0, 0};
+  d.download(got, 2);
+  long double ref = 0, mag = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ref += (long double)x[i] * (long double)y[i];
+    mag += std::fabs((long double)x[i] * (long double)y[i]);
+  }
+  const double u = std::numeric_limits<double>::epsilon() / 2;
+  const double tol = (4.0 * std::ceil(std::log2(double(n) + 1.0)) + 8.0) * u * double(mag) + 1e-300;
+  CHECK_MESSAGE(std::fabs(double((long double)got[0] - ref)) <= tol, what, ": fused dot ", got[0], ", expected ",
+                double(ref), " (tolerance ", tol, ")");
+  CHECK_MESSAGE(std::memcmp(&got[0], &got[1], sizeof(double)) == 0, what, ": two fused dots differ");
+}
+
 /// One kernel on one matrix: alpha/beta generic, then beta = 0 with NaN in y, then determinism.
 template <class T>
 void run_config(const CsrMatrix<T>& A, const SpmvConfig& c, const std::string& name, std::uint64_t seed,
@@ -224,6 +263,8 @@ void run_config(const CsrMatrix<T>& A, const SpmvConfig& c, const std::string& n
   plan.apply(A, T(-2.25), dx.data(), T(0), dy.data());
   dy.download(y.data(), n);
   check_result(A, T(-2.25), x, T(0), nan_y, y, what + " beta=0, y=NaN");
+
+  check_fused_dot(plan, A, dx, x, what);
 }
 
 template <class T>

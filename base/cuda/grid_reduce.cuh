@@ -1,0 +1,98 @@
+#pragma once
+/// \file grid_reduce.cuh
+/// Deterministic grid reductions in one launch: each block reduces its share in a fixed tree,
+/// writes a partial, and the last block to finish (found with one atomic ticket) sums the
+/// partials in index order. No floating-point atomics, so results are bitwise reproducible for a
+/// given grid size. Sums are kept in double, also for fp32 data. Used by CG's vector kernels and
+/// by the SpMV kernels' fused xᵀy epilogue.
+#include <cuda_runtime.h>
+
+namespace krysp::detail {
+
+inline constexpr int kReduceBlock = 256;
+
+/// Workspace of a grid reduction: NOUT partials per block and a ticket counter (zero at rest).
+struct ReduceWorkspace {
+  double* partials;
+  unsigned int* ticket;
+};
+
+/// Indices of the scalar slots that receive a reduction's NOUT totals.
+template <int NOUT>
+struct SlotList {
+  int at[NOUT];
+};
+
+/// Sums v over the block (blockDim.x == BLOCK) in a fixed tree; the totals are valid in thread 0.
+template <int NOUT, int BLOCK>
+__device__ __forceinline__ void block_sum(double (&v)[NOUT], double (*shared)[BLOCK / 32]) {
+  static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK must be whole warps");
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int j = 0; j < NOUT; ++j) {
+    for (int off = 16; off > 0; off /= 2) v[j] += __shfl_down_sync(0xffffffffu, v[j], off);
+    if (lane == 0) shared[j][warp] = v[j];
+  }
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int j = 0; j < NOUT; ++j) {
+      v[j] = lane < BLOCK / 32 ? shared[j][lane] : 0.0;
+      for (int off = 16; off > 0; off /= 2) v[j] += __shfl_down_sync(0xffffffffu, v[j], off);
+    }
+  }
+  __syncthreads();
+}
+
+/// First half of a grid reduction split over two launches: every thread of the block calls it;
+/// thread 0 stores the block's NOUT totals as partial number `index`.
+template <int NOUT, int BLOCK>
+__device__ __forceinline__ void block_partial(double (&v)[NOUT], double* partials, unsigned index) {
+  __shared__ double shared[NOUT][BLOCK / 32];
+  block_sum<NOUT, BLOCK>(v, shared);
+  if (threadIdx.x == 0)
+#pragma unroll
+    for (int j = 0; j < NOUT; ++j) partials[index * NOUT + j] = v[j];
+}
+
+/// Call from every thread of every block (blockDim.x == BLOCK) with its NOUT values; the block's
+/// totals become partial number `index` (< count, one per block). Thread 0 of the last block to
+/// finish sums partials 0..count−1 in index order, writes total j to scalars[slots.at[j]] and
+/// returns true (false everywhere else), so a caller can act on the totals in the same launch.
+template <int NOUT, int BLOCK = kReduceBlock>
+__device__ bool grid_sum(double (&v)[NOUT], ReduceWorkspace ws, unsigned index, unsigned count, double* scalars,
+                         SlotList<NOUT> slots) {
+  __shared__ double shared[NOUT][BLOCK / 32];
+  __shared__ bool last;
+  block_sum<NOUT, BLOCK>(v, shared);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int j = 0; j < NOUT; ++j) ws.partials[index * NOUT + j] = v[j];
+    __threadfence();  // partials visible before the ticket is taken
+    last = atomicAdd(ws.ticket, 1u) == count - 1;
+  }
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();  // see every other block's partial
+  double t[NOUT];
+#pragma unroll
+  for (int j = 0; j < NOUT; ++j) t[j] = 0.0;
+  for (unsigned b = threadIdx.x; b < count; b += BLOCK)
+#pragma unroll
+    for (int j = 0; j < NOUT; ++j) t[j] += __ldcg(ws.partials + b * NOUT + j);
+  block_sum<NOUT, BLOCK>(t, shared);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int j = 0; j < NOUT; ++j) scalars[slots.at[j]] = t[j];
+    *ws.ticket = 0;  // ready for the next launch (kernels on one stream run in order)
+  }
+  return threadIdx.x == 0;
+}
+
+/// The common case: one partial per block, in blockIdx order.
+template <int NOUT>
+__device__ bool grid_sum(double (&v)[NOUT], ReduceWorkspace ws, double* scalars, SlotList<NOUT> slots) {
+  return grid_sum<NOUT, kReduceBlock>(v, ws, blockIdx.x, gridDim.x, scalars, slots);
+}
+
+}  // namespace krysp::detail
