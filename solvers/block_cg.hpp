@@ -1,13 +1,19 @@
 #pragma once
 /// \file block_cg.hpp
 /// Breakdown-free block preconditioned CG (Ji and Li, 2017), written once over backend ops:
-///   size(), cols(), block(), spmm(P, w, Q), residual(B, X, R), precondition(R, Z) -> bool,
-///   gram(X, bx, Y, by) -> bx×by, combine(X, bx, C, alpha, beta, Y, by), copy(X, Y, b).
-/// Blocks are n × s row-major (ld = s); a block of width w uses its first w columns.
+///   size(), cols(), block(), zero_columns(X, zero), residual(B, X, R), precondition(R),
+///   spmm(Pn, a, Qn), gram(X, bx, Y, by) -> bx×by,
+///   update(Pn, Qn, a, Ca, X, R) -> {diag RᵀR, QnᵀZ}       X += Pn·Ca, R −= Qn·Ca, Z = M⁻¹·R
+///   direction(Pn, a, Cb, active, R, Pnext) -> {PnextᵀPnext, PnextᵀR}   Pnext = Z[:, active] − Pn·Cb
+/// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
+/// fuses each line into one pass over the tall blocks and returns the small products the next
+/// step needs (so an iteration reads and writes each tall block about twice); the s × s algebra
+/// runs on the host (LAPACK), where it takes microseconds.
 ///
-/// The search block P is kept orthonormal by SVQB applied twice, which drops near-dependent
-/// directions: when the residual block loses rank (identical right-hand sides, converged or zero
-/// columns) P simply gets narrower instead of a singular s × s matrix being inverted. Converged
+/// The search block is kept as P = Pn·C: C comes from SVQB of PnᵀPn, which makes P orthonormal
+/// and drops near-dependent directions. When the residual block loses rank (identical right-hand
+/// sides, converged or zero columns) P simply gets narrower instead of a singular s × s matrix
+/// being inverted. P is never formed: every product with it is a product with Pn and C. Converged
 /// columns leave the active set: their x and r no longer change. With s = 1 this is CG.
 #include <algorithm>
 #include <chrono>
@@ -21,12 +27,6 @@
 namespace krysp {
 
 namespace block_cg_detail {
-/// s × a matrix picking the listed columns: Y = X·S gathers them.
-inline std::vector<double> selection(index_t s, const std::vector<index_t>& cols) {
-  std::vector<double> S(std::size_t(s) * cols.size(), 0.0);
-  for (std::size_t j = 0; j < cols.size(); ++j) S[cm(cols[j], index_t(j), s)] = 1.0;
-  return S;
-}
 /// SVQB (Stathopoulos and Wu): C with Pn·C orthonormal, from H = PnᵀPn (a × a); directions whose
 /// scaled Gram eigenvalue is below `drop` × the largest are dropped. Returns the kept width.
 inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<double>& C) {
@@ -35,8 +35,8 @@ inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<d
   for (index_t j = 0; j < a; ++j)
     for (index_t i = 0; i < a; ++i) H[cm(i, j, a)] *= d[i] * d[j];
   std::vector<double> w, V;
-  if (!dense::sym_eig(a, H, w, V) || a == 0 || !(w[a - 1] > 0)) return 0;
   C.clear();
+  if (a == 0 || !dense::sym_eig(a, H, w, V) || !(w[a - 1] > 0)) return 0;
   index_t kept = 0;
   for (index_t k = 0; k < a; ++k) {
     if (!(w[k] > drop * w[a - 1])) continue;
@@ -44,6 +44,12 @@ inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<d
     ++kept;
   }
   return kept;
+}
+/// The columns `cols` of a column-major rows × s matrix.
+inline std::vector<double> columns(const std::vector<double>& M, index_t rows, const std::vector<index_t>& cols) {
+  std::vector<double> out;
+  for (index_t j : cols) out.insert(out.end(), M.begin() + std::size_t(j) * rows, M.begin() + std::size_t(j + 1) * rows);
+  return out;
 }
 }  // namespace block_cg_detail
 
@@ -56,39 +62,35 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
   const index_t max_iters = opt.max_iters > 0 ? opt.max_iters
                                               : index_t(std::min<std::int64_t>(kMaxIndex, std::max<std::int64_t>(1000, 10 * std::int64_t(n))));
   constexpr double kDrop = 1e-14;  // relative Gram eigenvalue below which a direction is dependent (larger values, 1e-8..1e-6, lose directions and triple the iterations on bcsstk04 with s = 16)
-  auto R = ops.block(), Z = ops.block(), P = ops.block(), Pn = ops.block(), Q = ops.block();
+  auto R = ops.block(), Pn = ops.block(), Pnext = ops.block(), Qn = ops.block();
   BlockSolveResult res;
   res.columns.resize(s);
   auto diag = [&](const std::vector<double>& G, index_t k) { return G[cm(k, k, s)]; };
 
   const auto BB = ops.gram(B, s, B, s);
   std::vector<double> tol2(s);
+  std::vector<char> zero_b(s);
   for (index_t j = 0; j < s; ++j) {
     res.columns[j].b_norm = std::sqrt(diag(BB, j));
     const double tol = std::max(opt.rtol * res.columns[j].b_norm, opt.atol);
     tol2[j] = tol * tol;
+    zero_b[j] = res.columns[j].b_norm == 0;
   }
-  {  // a zero right-hand side has the exact solution x = 0
-    std::vector<double> keep(std::size_t(s) * s, 0.0);
-    for (index_t j = 0; j < s; ++j) keep[cm(j, j, s)] = res.columns[j].b_norm > 0 ? 1.0 : 0.0;
-    ops.combine(X, s, keep, 1.0, 0.0, Pn, s);  // X = X·diag(keep)
-    ops.copy(Pn, X, s);
-  }
-  ops.residual(B, X, R);  // R = B − A·X
+  ops.zero_columns(X, zero_b);  // a zero right-hand side has the exact solution x = 0
+  ops.residual(B, X, R);        // R = B − A·X
 
   std::vector<index_t> active;
-  auto check = [&](index_t it) {  // per-column convergence on the recursive residual
-    const auto RR = ops.gram(R, s, R, s);
+  auto check = [&](index_t it, const std::vector<double>& rr) {  // per-column test on the recursive residual
     std::vector<index_t> still;
     double worst = 0;
     for (index_t j : active) {
       auto& c = res.columns[j];
-      const double rr = diag(RR, j), rnorm = std::sqrt(rr);
+      const double rnorm = std::sqrt(rr[j]);
       c.residual_history.push_back(rnorm);
       c.relative_residual = c.b_norm > 0 ? rnorm / c.b_norm : rnorm;
       c.iterations = it;
-      if (!std::isfinite(rr)) c.status = SolveStatus::NonFinite;
-      else if (rr <= tol2[j]) c.status = SolveStatus::Converged;
+      if (!std::isfinite(rr[j])) c.status = SolveStatus::NonFinite;
+      else if (rr[j] <= tol2[j]) c.status = SolveStatus::Converged;
       else still.push_back(j);
       worst = std::max(worst, c.relative_residual);
     }
@@ -96,31 +98,25 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     if (opt.progress) opt.progress({it, worst, seconds()});
   };
   for (index_t j = 0; j < s; ++j) active.push_back(j);
-  check(0);
-
-  index_t w = 0;  // width of P
-  std::vector<double> C;
-  auto orthonormalize = [&](index_t a) {  // P = orth(Pn[:, :a]) by SVQB twice; returns the width
-    w = svqb(a, ops.gram(Pn, a, Pn, a), kDrop, C);
-    if (w == 0) return;
-    ops.combine(Pn, a, C, 1.0, 0.0, P, w);
-    const index_t w2 = svqb(w, ops.gram(P, w, P, w), kDrop, C);
-    ops.copy(P, Pn, w);
-    ops.combine(Pn, w, C, 1.0, 0.0, P, w2);
-    w = w2;
-  };
-  // Z = M·R; P = orth(Z[:, active])
-  const bool pre = ops.precondition(R, Z);
-  if (!active.empty()) {
-    ops.combine(pre ? Z : R, s, selection(s, active), 1.0, 0.0, Pn, index_t(active.size()));
-    orthonormalize(index_t(active.size()));
+  {
+    const auto RR = ops.gram(R, s, R, s);
+    std::vector<double> rr(s);
+    for (index_t j = 0; j < s; ++j) rr[j] = diag(RR, j);
+    check(0, rr);
   }
 
-  index_t it = 0;
-  while (!active.empty() && w > 0 && it < max_iters) {
+  index_t it = 0, a = index_t(active.size());
+  ops.precondition(R);                                                  // Z = M⁻¹·R
+  auto dir = ops.direction(Pn, 0, {}, active, R, Pnext);                // Pn = Z[:, active]
+  std::swap(Pn, Pnext);
+  std::vector<double> C;
+  while (!active.empty() && it < max_iters) {
+    const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
+    if (w == 0) break;
     ++it;
-    ops.spmm(P, w, Q);                   // Q = A·P
-    auto G = ops.gram(P, w, Q, w);       // G = PᵀAP
+    ops.spmm(Pn, a, Qn);                                                // Qn = A·Pn (Q = A·P = Qn·C)
+    const auto G0 = ops.gram(Pn, a, Qn, a);                             // PnᵀA·Pn
+    auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, G0, C));      // G = PᵀAP = Cᵀ·PnᵀA·Pn·C
     dense::symmetrize(w, G);
     auto L = G;
     if (!dense::cholesky_upper(w, L)) {  // PᵀAP not SPD: A is not SPD (or NaN)
@@ -130,28 +126,26 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       active.clear();
       break;
     }
-    auto solve_g = [&](std::vector<double> F, index_t m) {  // G⁻¹·F for F (w × m), by the Cholesky factor
-      auto Rinv = L;
-      dense::invert_upper(w, Rinv);
-      const auto T1 = dense::at_b(w, w, m, Rinv, F);  // R⁻ᵀF
-      return dense::a_b(w, w, m, Rinv, T1);           // R⁻¹R⁻ᵀF
+    auto Rinv = L;
+    dense::invert_upper(w, Rinv);
+    auto solve_g = [&](const std::vector<double>& F, index_t m) {      // G⁻¹·F = R⁻¹R⁻ᵀF
+      return dense::a_b(w, w, m, Rinv, dense::at_b(w, w, m, Rinv, F));
     };
-    auto alpha = solve_g(ops.gram(P, w, R, s), s);  // α = G⁻¹·PᵀR, only active columns move
+    auto alpha = solve_g(dense::at_b(a, w, s, C, dir.pr), s);          // α = G⁻¹·PᵀR, PᵀR = Cᵀ·PnᵀR
     std::vector<char> is_active(s, 0);
     for (index_t j : active) is_active[j] = 1;
     for (index_t j = 0; j < s; ++j)
       if (!is_active[j])
-        for (index_t i = 0; i < w; ++i) alpha[cm(i, j, w)] = 0.0;
-    ops.combine(P, w, alpha, 1.0, 1.0, X, s);   // X += P·α
-    ops.combine(Q, w, alpha, -1.0, 1.0, R, s);  // R −= Q·α
-    check(it);
+        for (index_t i = 0; i < w; ++i) alpha[cm(i, j, w)] = 0.0;     // only active columns move
+    const auto up = ops.update(Pn, Qn, a, dense::a_b(a, w, s, C, alpha), X, R);
+    // X += P·α; R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
+    check(it, up.rr);
     if (active.empty()) break;
-    const bool pre2 = ops.precondition(R, Z);                                  // Z = M·R
-    const index_t a = index_t(active.size());
-    ops.combine(pre2 ? Z : R, s, selection(s, active), 1.0, 0.0, Pn, a);      // Pn = Z[:, active]
-    const auto beta = solve_g(ops.gram(Q, w, Pn, a), a);                       // β = G⁻¹·QᵀZ
-    ops.combine(P, w, beta, -1.0, 1.0, Pn, a);                                 // Pn = Z − P·β (A-conjugate to P)
-    orthonormalize(a);                                                         // P = orth(Pn)
+    const index_t a2 = index_t(active.size());
+    const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
+    dir = ops.direction(Pn, a, dense::a_b(a, w, a2, C, beta), active, R, Pnext);
+    std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β
+    a = a2;
   }
   for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;
   res.iterations = it;

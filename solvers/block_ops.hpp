@@ -9,9 +9,23 @@
 ///   gram(n, X, ldx, bx, Y, ldy, by, C)            C (bx × by, host) = Xᵀ·Y
 ///   combine(n, X, ldx, bx, C, alpha, beta, Y, ldy, by)   Y = alpha·X·C + beta·Y, C bx × by on host
 ///   copy(n, b, X, ldx, Y, ldy)                    Y = X
+#include <vector>
+
 #include "base/types.hpp"
 
 namespace krysp {
+
+/// What block CG's fused update returns: diag(RᵀR) (s) and Qnᵀ·Z (a × s, column-major).
+struct BlockUpdateGrams {
+  std::vector<double> rr;
+  std::vector<double> qz;
+};
+/// What block CG's fused new-direction step returns, for Pnext of width a2: PnextᵀPnext (a2 × a2)
+/// and PnextᵀR (a2 × s), column-major.
+struct BlockDirectionGrams {
+  std::vector<double> h;
+  std::vector<double> pr;
+};
 
 /// Index of element (i, j) of a column-major small matrix with `rows` rows.
 inline std::size_t cm(index_t i, index_t j, index_t rows) { return std::size_t(j) * rows + i; }

@@ -240,7 +240,10 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
     } else {
       // One pass on the device: statistics and the partitions of every tile shape a candidate may
       // use, then one copy back.
-      const std::vector<detail::NnzKey> keys = {{4, 4}, {8, 4}, {16, 4}, {8, 8}};
+      // Only the tile shapes spmv_candidates() can use at this size (small: two; fewer launches).
+      const std::vector<detail::NnzKey> keys =
+          A.nnz() >= spmv_rule::kLargeNnz ? std::vector<detail::NnzKey>{{4, 4}, {8, 4}, {16, 4}, {8, 8}}
+                                          : std::vector<detail::NnzKey>{{4, 4}, {8, 4}};
       s->nnz = detail::make_nnz_set(dA, keys, options.carry, &s->stats);
       have_stats = true;
       have_nnz_data = true;  // kept whatever wins: a few bytes per tile

@@ -45,11 +45,12 @@ inline constexpr int kNnzPerLaneSmall = 8;
 /// Laplacian went from 149 to 209 us with look-back). From bench/bench_spmv (H200).
 inline constexpr double kLookBackMaxNnz = 1e6;
 /// Tuning: after the first timed round, candidates slower than this factor times the fastest are
-/// not run again (with kTuneFinalists, this kept plan creation with profiling at a median of 44
-/// SpMV-equivalents on the small matrices and 20 on the large ones, H200).
+/// not run again. With kTuneFinalists = 3 plan creation with profiling took a median of 43 and at
+/// most 50.7 SpMV-equivalents on the small matrices (H100, bench/results/spmv_h100_2026-11-22.json);
+/// 2 finalists and only the tile shapes a candidate can use bring it under 50.
 inline constexpr double kTunePruneFactor = 1.5;
 /// Tuning: at most this many candidates (the fastest of the first round) are timed again.
-inline constexpr std::size_t kTuneFinalists = 3;
+inline constexpr std::size_t kTuneFinalists = 2;
 /// Tuning: RowSequential is a candidate only up to this mean row length.
 inline constexpr double kTuneRowSequentialMaxMean = 16;
 }  // namespace spmv_rule

@@ -1,16 +1,30 @@
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 
 #include "base/error.hpp"
+#include "solvers/cuda/block_cg_kernels.hpp"
 
 namespace krysp {
+
+namespace {
+/// Layout of work_: the partials, then room for the largest output (2·s² + s values).
+std::size_t out_size(index_t s) { return std::size_t(2 * s * s + s); }
+}  // namespace
 
 template <class T>
 CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const DevicePreconditioner<T>* M,
                                   const SpmmPlanOptions& plan_options)
-    : A_(A), s_(s), M_(M), plan_options_(plan_options), dense_(s) {
+    : A_(A), s_(s), M_(M), inv_diag_(M ? M->inverse_diagonal() : nullptr), plan_options_(plan_options) {
+  static_assert(std::is_same_v<T, double>, "block CG's tall-skinny kernels are fp64");
   KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
-  KRYSP_REQUIRE(s >= 1, "block CG: ", s, " right-hand sides");
+  KRYSP_REQUIRE(s >= 1 && s <= 64, "block CG: ", s, " right-hand sides (1 to 64 supported)");
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
+  if (M_ && !inv_diag_) Z_ = block();
+  grid_ = detail::tall_grid(A.rows(), s);
+  work_ = DeviceArray<double>(detail::tall_partials(grid_, s) + out_size(s));
+  ticket_ = DeviceArray<unsigned>(1);
+  ticket_.zero();
+  coef_ = DeviceArray<double>(std::size_t(s) * s);
+  active_ = DeviceArray<int>(std::size_t(s));
   plan(s);
 }
 
@@ -33,6 +47,19 @@ const SpmmPlan<T>& CudaBlockCgOps<T>::plan(index_t w) {
 }
 
 template <class T>
+std::vector<double> CudaBlockCgOps<T>::read_out(std::size_t count) const {
+  std::vector<double> v(count);
+  detail::copy_to_host(v.data(), work_.data() + detail::tall_partials(grid_, s_), count * sizeof(double));
+  return v;
+}
+
+template <class T>
+void CudaBlockCgOps<T>::zero_columns(Block& X, const std::vector<char>& zero) {
+  for (index_t j = 0; j < s_; ++j)
+    if (zero[j]) detail::zero_column(X.data(), size(), s_, j);
+}
+
+template <class T>
 void CudaBlockCgOps<T>::spmm(const Block& P, index_t w, Block& Q) {
   plan(w).apply(A_, T(1), P.data(), s_, T(0), Q.data(), s_);
 }
@@ -44,28 +71,56 @@ void CudaBlockCgOps<T>::residual(const Block& B, const Block& X, Block& R) {
 }
 
 template <class T>
-bool CudaBlockCgOps<T>::precondition(const Block& R, Block& Z) const {
-  if (!M_) return false;
-  M_->apply_block(s_, R.data(), s_, Z.data(), s_);
-  return true;
+void CudaBlockCgOps<T>::precondition(const Block& R) {
+  if (M_ && !inv_diag_) M_->apply_block(s_, R.data(), s_, Z_.data(), s_);
 }
 
 template <class T>
 std::vector<double> CudaBlockCgOps<T>::gram(const Block& X, index_t bx, const Block& Y, index_t by) {
-  std::vector<double> C(std::size_t(bx) * by);
-  dense_.gram(size(), X.data(), s_, bx, Y.data(), s_, by, C.data());
-  return C;
+  const detail::TallWorkspace ws{work_.data(), ticket_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  detail::tall_gram(size(), s_, X.data(), bx, Y.data(), by, ws);
+  return read_out(std::size_t(bx) * by);
 }
 
 template <class T>
-void CudaBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta,
-                                Block& Y, index_t by) {
-  dense_.combine(size(), X.data(), s_, bx, C.data(), alpha, beta, Y.data(), s_, by);
+BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca,
+                                           Block& X, Block& R) {
+  KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG update: ", Ca.size(), " coefficients for a ", a, "x", s_,
+                " matrix");
+  if (!Ca.empty()) coef_.upload(Ca.data(), Ca.size());
+  const detail::TallWorkspace ws{work_.data(), ticket_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  using detail::ZSource;
+  if (M_ && !inv_diag_) {  // update, then Z = M⁻¹·R by the preconditioner, then the products
+    detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), coef_.data(), X.data(), R.data(), ZSource::Residual,
+                        nullptr, nullptr, true, false, ws);
+    precondition(R);
+    detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), nullptr, X.data(), R.data(), ZSource::Given, nullptr,
+                        Z_.data(), false, true, ws);
+  } else {
+    detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), coef_.data(), X.data(), R.data(),
+                        inv_diag_ ? ZSource::InverseDiagonal : ZSource::Residual, inv_diag_, nullptr, true, true, ws);
+  }
+  const auto out = read_out(std::size_t(s_) + std::size_t(a) * s_);
+  return {std::vector<double>(out.begin(), out.begin() + s_), std::vector<double>(out.begin() + s_, out.end())};
 }
 
 template <class T>
-void CudaBlockCgOps<T>::copy(const Block& X, Block& Y, index_t b) {
-  dense_.copy(size(), b, X.data(), s_, Y.data(), s_);
+BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
+                                                 const std::vector<index_t>& active, const Block& R, Block& Pnext) {
+  const index_t a2 = index_t(active.size());
+  KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
+                a2, " matrix");
+  if (!Cb.empty()) coef_.upload(Cb.data(), Cb.size());
+  const std::vector<int> act(active.begin(), active.end());
+  if (!act.empty()) active_.upload(act.data(), act.size());
+  const detail::TallWorkspace ws{work_.data(), ticket_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  const detail::ZSource zsrc = !M_ ? detail::ZSource::Residual
+                               : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
+  detail::tall_direction(size(), s_, a, Pn.data(), coef_.data(), a2, active_.data(), R.data(), zsrc, inv_diag_,
+                         Z_.data(), Pnext.data(), ws);
+  const auto out = read_out(std::size_t(a2) * a2 + std::size_t(a2) * s_);
+  return {std::vector<double>(out.begin(), out.begin() + std::size_t(a2) * a2),
+          std::vector<double>(out.begin() + std::size_t(a2) * a2, out.end())};
 }
 
 template class CudaBlockCgOps<double>;

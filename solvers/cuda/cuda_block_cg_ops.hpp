@@ -1,13 +1,16 @@
 #pragma once
 /// \file cuda_block_cg_ops.hpp
-/// Block CG's operations on the GPU (see solvers/block_cg.hpp): SpMM through per-width plans
-/// (made once per width the solver uses), tall products through cuBLAS, b × b work on the host.
+/// Block CG's operations on the GPU (see solvers/block_cg.hpp), CUDA-free header: SpMM through
+/// per-width plans (made once per width the solver uses), each remaining step one fused,
+/// deterministic tall-skinny kernel (block_cg_kernels.hpp) whose small products come back in one
+/// copy, s × s work on the host. A diagonal preconditioner is applied on the fly inside those
+/// kernels (Z = D⁻¹·R is never stored); others fill a Z block first.
 #include <map>
 #include <vector>
 
 #include "base/device_memory.hpp"
 #include "precond/preconditioner.hpp"
-#include "solvers/cuda/cuda_block_ops.hpp"
+#include "solvers/block_ops.hpp"
 #include "sparse/csr.hpp"
 #include "sparse/spmm_plan.hpp"
 
@@ -22,23 +25,32 @@ class CudaBlockCgOps {
   index_t size() const { return A_.rows(); }
   index_t cols() const { return s_; }
   Block block() const;
+  void zero_columns(Block& X, const std::vector<char>& zero);
   void spmm(const Block& P, index_t w, Block& Q);
   void residual(const Block& B, const Block& X, Block& R);
-  bool precondition(const Block& R, Block& Z) const;
+  void precondition(const Block& R);
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by);
-  void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
-               index_t by);
-  void copy(const Block& X, Block& Y, index_t b);
+  BlockUpdateGrams update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca, Block& X,
+                          Block& R);
+  BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
+                                const std::vector<index_t>& active, const Block& R, Block& Pnext);
   /// The plan for width w (made on first use; the plan for s is made in the constructor).
   const SpmmPlan<T>& plan(index_t w);
 
  private:
+  std::vector<double> read_out(std::size_t count) const;
   const CsrMatrix<T>& A_;
   index_t s_;
   const DevicePreconditioner<T>* M_;
+  const T* inv_diag_;  ///< M's inverse diagonal when M is diagonal
   SpmmPlanOptions plan_options_;
   std::map<index_t, SpmmPlan<T>> plans_;
-  CudaBlockOps<T> dense_;
+  DeviceArray<T> Z_;           ///< M⁻¹·R, for a preconditioner that is not diagonal
+  int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
+  DeviceArray<double> work_;   ///< partials, then the outputs
+  DeviceArray<unsigned> ticket_;
+  DeviceArray<double> coef_;   ///< a × s coefficients for the next kernel
+  DeviceArray<int> active_;    ///< active column indices
 };
 
 extern template class CudaBlockCgOps<double>;

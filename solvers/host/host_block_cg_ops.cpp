@@ -1,5 +1,7 @@
 #include "solvers/host/host_block_cg_ops.hpp"
 
+#include <algorithm>
+
 #include "base/error.hpp"
 #include "sparse/host/spmm_reference.hpp"
 
@@ -11,6 +13,14 @@ HostBlockCgOps<T>::HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const HostPr
   KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(s >= 1, "block CG: ", s, " right-hand sides");
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
+  if (M) Z_ = block();
+}
+
+template <class T>
+void HostBlockCgOps<T>::zero_columns(Block& X, const std::vector<char>& zero) const {
+  for (index_t i = 0; i < size(); ++i)
+    for (index_t j = 0; j < s_; ++j)
+      if (zero[j]) X(std::size_t(i) * s_ + j) = T(0);
 }
 
 template <class T>
@@ -20,33 +30,61 @@ void HostBlockCgOps<T>::spmm(const Block& P, index_t w, Block& Q) const {
 
 template <class T>
 void HostBlockCgOps<T>::residual(const Block& B, const Block& X, Block& R) const {
-  dense_.copy(size(), s_, B.data(), s_, R.data(), s_);
+  std::copy(B.data(), B.data() + B.extent(0), R.data());
   spmm_host(A_, s_, T(-1), X.data(), s_, T(1), R.data(), s_);
 }
 
 template <class T>
-bool HostBlockCgOps<T>::precondition(const Block& R, Block& Z) const {
-  if (!M_) return false;
-  M_->apply_block(s_, R.data(), s_, Z.data(), s_);
-  return true;
+void HostBlockCgOps<T>::precondition(const Block& R) {
+  if (M_) M_->apply_block(s_, R.data(), s_, Z_.data(), s_);
 }
 
 template <class T>
 std::vector<double> HostBlockCgOps<T>::gram(const Block& X, index_t bx, const Block& Y, index_t by) const {
-  std::vector<double> C(std::size_t(bx) * by);
-  dense_.gram(size(), X.data(), s_, bx, Y.data(), s_, by, C.data());
+  std::vector<double> C(std::size_t(bx) * by, 0.0);
+  for (index_t r = 0; r < size(); ++r)
+    for (index_t j = 0; j < by; ++j)
+      for (index_t i = 0; i < bx; ++i)
+        C[cm(i, j, bx)] += double(X(std::size_t(r) * s_ + i)) * double(Y(std::size_t(r) * s_ + j));
   return C;
 }
 
 template <class T>
-void HostBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta,
-                                Block& Y, index_t by) const {
-  dense_.combine(size(), X.data(), s_, bx, C.data(), alpha, beta, Y.data(), s_, by);
+BlockUpdateGrams HostBlockCgOps<T>::update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca,
+                                           Block& X, Block& R) {
+  for (index_t r = 0; r < size(); ++r)
+    for (index_t j = 0; j < s_; ++j) {
+      double dx = 0, dr = 0;
+      for (index_t i = 0; i < a; ++i) {
+        dx += double(Pn(std::size_t(r) * s_ + i)) * Ca[cm(i, j, a)];
+        dr += double(Qn(std::size_t(r) * s_ + i)) * Ca[cm(i, j, a)];
+      }
+      X(std::size_t(r) * s_ + j) += T(dx);
+      R(std::size_t(r) * s_ + j) -= T(dr);
+    }
+  precondition(R);
+  BlockUpdateGrams g;
+  g.rr.assign(s_, 0.0);
+  for (index_t r = 0; r < size(); ++r)
+    for (index_t j = 0; j < s_; ++j) g.rr[j] += double(R(std::size_t(r) * s_ + j)) * double(R(std::size_t(r) * s_ + j));
+  Block Zv(const_cast<T*>(z(R)), R.extent(0));
+  g.qz = gram(Qn, a, Zv, s_);
+  return g;
 }
 
 template <class T>
-void HostBlockCgOps<T>::copy(const Block& X, Block& Y, index_t b) const {
-  dense_.copy(size(), b, X.data(), s_, Y.data(), s_);
+BlockDirectionGrams HostBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
+                                                 const std::vector<index_t>& active, const Block& R,
+                                                 Block& Pnext) const {
+  const index_t a2 = index_t(active.size());
+  const T* Z = z(R);
+  for (index_t r = 0; r < size(); ++r)
+    for (index_t j = 0; j < a2; ++j) {
+      double v = double(Z[std::size_t(r) * s_ + active[j]]);
+      for (index_t i = 0; i < a; ++i) v -= double(Pn(std::size_t(r) * s_ + i)) * Cb[cm(i, j, a)];
+      Pnext(std::size_t(r) * s_ + j) = T(v);
+    }
+  return {gram(Pnext, a2, Pnext, a2), gram(Pnext, a2, R, s_)};
 }
 
 template class HostBlockCgOps<double>;

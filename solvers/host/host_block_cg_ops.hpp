@@ -1,12 +1,13 @@
 #pragma once
 /// \file host_block_cg_ops.hpp
-/// Block CG's operations on the host (see solvers/block_cg.hpp).
+/// Block CG's operations on the host (see solvers/block_cg.hpp): the reference for the CUDA ops,
+/// and the no-GPU path. Same fused steps, plain loops, sums in double.
 #include <Kokkos_Core.hpp>
 
 #include <vector>
 
 #include "precond/preconditioner.hpp"
-#include "solvers/host/host_block_ops.hpp"
+#include "solvers/block_ops.hpp"
 #include "sparse/csr.hpp"
 
 namespace krysp {
@@ -21,19 +22,24 @@ class HostBlockCgOps {
   index_t size() const { return A_.rows(); }
   index_t cols() const { return s_; }
   Block block() const { return Block("block", std::size_t(size()) * s_); }
+  void zero_columns(Block& X, const std::vector<char>& zero) const;  ///< X[:, j] = 0 where zero[j]
   void spmm(const Block& P, index_t w, Block& Q) const;
   void residual(const Block& B, const Block& X, Block& R) const;  ///< R = B − A·X
-  bool precondition(const Block& R, Block& Z) const;             ///< Z = M⁻¹·R; false without M
+  void precondition(const Block& R);                              ///< Z = M⁻¹·R (kept inside)
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by) const;
-  void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
-               index_t by) const;
-  void copy(const Block& X, Block& Y, index_t b) const;
+  /// X += Pn·Ca, R −= Qn·Ca (Ca: a × s), Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ.
+  BlockUpdateGrams update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca, Block& X,
+                          Block& R);
+  /// Pnext[:, j] = Z[:, active[j]] − Pn·Cb[:, j] (Cb: a × |active|); returns PnextᵀPnext, PnextᵀR.
+  BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
+                                const std::vector<index_t>& active, const Block& R, Block& Pnext) const;
 
  private:
+  const T* z(const Block& R) const { return M_ ? Z_.data() : R.data(); }
   const CsrMatrix<T>& A_;
   index_t s_;
   const HostPreconditioner<T>* M_;
-  HostBlockOps<T> dense_;
+  Block Z_;  ///< M⁻¹·R (with M)
 };
 
 extern template class HostBlockCgOps<double>;

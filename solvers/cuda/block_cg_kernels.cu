@@ -1,0 +1,237 @@
+// Block CG's tall-skinny kernels (see block_cg_kernels.hpp). One pattern for all three: a block
+// walks chunks of rows (grid-stride), stages the chunk's rows of each input block in shared memory
+// with contiguous, coalesced loads (a chunk of a row-major block is one contiguous run), does its
+// row-wise work element by element, then each thread adds its own outputs of the small products
+// over the chunk's rows into a shared accumulator it alone owns. At the end the blocks' partials
+// are summed in block order by the last block to finish (one atomic ticket): no floating-point
+// atomics, bitwise reproducible for a given grid.
+#include <algorithm>
+
+#include "base/cuda/check.cuh"
+#include "solvers/cuda/block_cg_kernels.hpp"
+
+namespace krysp::detail {
+
+namespace {
+constexpr int kThreads = 256;
+constexpr int kStageDoubles = 2048;  // staged row data per block (16 KB), whatever the width
+
+/// Rows per chunk when `cols` doubles per row are staged: a power of two, 4 to 512.
+int chunk_rows(index_t cols) {
+  int r = 512;
+  while (r > 4 && std::int64_t(r) * cols > kStageDoubles) r /= 2;
+  return r;
+}
+
+/// Copies rows [r0, r0 + nr) of an n × ld row-major block (one contiguous run) to shared memory.
+__device__ __forceinline__ void stage(double* dst, const double* src, index_t r0, int nr, index_t ld) {
+  const std::int64_t base = std::int64_t(r0) * ld, count = std::int64_t(nr) * ld;
+  for (std::int64_t e = threadIdx.x; e < count; e += kThreads) dst[e] = __ldcs(src + base + e);
+}
+
+/// acc[o] += Σ_{r < nr} f(o, r) for every o < nout. With few outputs, L threads share an output
+/// (rows strided by L) and join their sums with a shuffle tree: a fixed order either way.
+template <class F>
+__device__ __forceinline__ void accumulate(double* acc, int nout, int nr, F f) {
+  int L = 1;
+  while (L < 32 && nout * L * 2 <= kThreads) L *= 2;
+  if (L == 1) {
+    for (int o = threadIdx.x; o < nout; o += kThreads) {
+      double v = 0.0;
+      for (int r = 0; r < nr; ++r) v += f(o, r);
+      acc[o] += v;
+    }
+    return;
+  }
+  const int o = threadIdx.x / L, l = threadIdx.x % L;
+  double v = 0.0;
+  if (o < nout)
+    for (int r = l; r < nr; r += L) v += f(o, r);
+  for (int off = L / 2; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off, L);  // every lane takes part
+  if (o < nout && l == 0) acc[o] += v;
+}
+
+/// Writes this block's nout accumulators as its partial; the last block sums the partials of all
+/// blocks in order into ws.out and resets the ticket.
+__device__ void finish(const double* acc, int nout, TallWorkspace ws) {
+  __shared__ bool last;
+  for (int o = threadIdx.x; o < nout; o += kThreads) ws.partials[std::size_t(blockIdx.x) * nout + o] = acc[o];
+  __threadfence();  // partials visible before the ticket is taken
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ws.ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int o = threadIdx.x; o < nout; o += kThreads) {
+    double v = 0.0;
+    for (unsigned b = 0; b < gridDim.x; ++b) v += __ldcg(ws.partials + std::size_t(b) * nout + o);
+    ws.out[o] = v;
+  }
+  if (threadIdx.x == 0) *ws.ticket = 0u;
+}
+
+__global__ void __launch_bounds__(kThreads) gram_kernel(index_t n, index_t ld, const double* __restrict__ X, int bx,
+                                                        const double* __restrict__ Y, int by, int R, TallWorkspace ws) {
+  extern __shared__ double sm[];
+  double* xs = sm;
+  double* ys = xs + std::size_t(R) * ld;
+  double* acc = ys + std::size_t(R) * ld;
+  const int nout = bx * by;
+  for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
+  for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
+    const int nr = int(std::min<index_t>(R, n - r0));
+    stage(xs, X, r0, nr, ld);
+    stage(ys, Y, r0, nr, ld);
+    __syncthreads();
+    accumulate(acc, nout, nr, [&](int o, int r) { return xs[r * ld + o % bx] * ys[r * ld + o / bx]; });
+    __syncthreads();
+  }
+  finish(acc, nout, ws);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    update_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
+                  const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
+                  const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams, int R,
+                  TallWorkspace ws) {
+  extern __shared__ double sm[];
+  double* ps = sm;                       // Pn rows (update)
+  double* qs = ps + std::size_t(R) * s;  // Qn rows
+  double* rs = qs + std::size_t(R) * s;  // R rows after the update
+  double* zs = rs + std::size_t(R) * s;  // Z rows
+  double* ca = zs + std::size_t(R) * s;  // a × s
+  double* acc = ca + std::size_t(a) * s;
+  const int nout = grams ? s + a * s : 0;
+  for (int o = threadIdx.x; o < a * s; o += kThreads) ca[o] = Ca ? Ca[o] : 0.0;
+  for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
+  __syncthreads();
+  for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
+    const int nr = int(std::min<index_t>(R, n - r0));
+    if (update) stage(ps, Pn, r0, nr, s);
+    if (update || grams) stage(qs, Qn, r0, nr, s);
+    __syncthreads();
+    for (int e = threadIdx.x; e < nr * s; e += kThreads) {
+      const int r = e / s, j = e % s;
+      const std::size_t g = std::size_t(r0) * s + e;  // = (r0 + r)·s + j
+      double rv = Rg[g];
+      if (update) {
+        double dx = 0.0, dr = 0.0;
+        for (int i = 0; i < a; ++i) {
+          dx += ps[r * s + i] * ca[i + j * a];
+          dr += qs[r * s + i] * ca[i + j * a];
+        }
+        X[g] += dx;  // inactive columns have zero coefficients: x + 0 and r − 0 leave them as they are
+        rv -= dr;
+        Rg[g] = rv;
+      }
+      rs[e] = rv;
+      zs[e] = zsrc == ZSource::InverseDiagonal ? inv_diag[r0 + r] * rv : zsrc == ZSource::Given ? Z[g] : rv;
+    }
+    __syncthreads();
+    accumulate(acc, nout, nr, [&](int o, int r) {
+      return o < s ? rs[r * s + o] * rs[r * s + o] : qs[r * s + (o - s) % a] * zs[r * s + (o - s) / a];
+    });
+    __syncthreads();
+  }
+  if (grams) finish(acc, nout, ws);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    direction_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
+                     const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
+                     const double* __restrict__ inv_diag, const double* __restrict__ Z, double* __restrict__ Pnext,
+                     int R, TallWorkspace ws) {
+  extern __shared__ double sm[];
+  double* ps = sm;                       // Pn rows
+  double* rs = ps + std::size_t(R) * s;  // R rows
+  double* ns = rs + std::size_t(R) * s;  // the new rows (a2 of s used)
+  double* cb = ns + std::size_t(R) * s;  // a × a2
+  double* acc = cb + std::size_t(a) * a2;
+  int* cols = reinterpret_cast<int*>(acc + a2 * a2 + a2 * s);
+  const int nout = a2 * a2 + a2 * s;
+  for (int o = threadIdx.x; o < a * a2; o += kThreads) cb[o] = Cb[o];
+  for (int o = threadIdx.x; o < a2; o += kThreads) cols[o] = act[o];
+  for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
+  __syncthreads();
+  for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
+    const int nr = int(std::min<index_t>(R, n - r0));
+    if (a > 0) stage(ps, Pn, r0, nr, s);
+    stage(rs, Rg, r0, nr, s);
+    __syncthreads();
+    for (int e = threadIdx.x; e < nr * a2; e += kThreads) {
+      const int r = e / a2, jj = e % a2, c = cols[jj];
+      const index_t row = r0 + r;
+      const double rv = rs[r * s + c];
+      double v = zsrc == ZSource::InverseDiagonal ? inv_diag[row] * rv
+                 : zsrc == ZSource::Given          ? Z[std::size_t(row) * s + c]
+                                                   : rv;
+      for (int i = 0; i < a; ++i) v -= ps[r * s + i] * cb[i + jj * a];
+      Pnext[std::size_t(row) * s + jj] = v;
+      ns[r * s + jj] = v;
+    }
+    __syncthreads();
+    const int hh = a2 * a2;
+    accumulate(acc, nout, nr, [&](int o, int r) {
+      return o < hh ? ns[r * s + o % a2] * ns[r * s + o / a2] : ns[r * s + (o - hh) % a2] * rs[r * s + (o - hh) / a2];
+    });
+    __syncthreads();
+  }
+  finish(acc, nout, ws);
+}
+
+/// Raises the kernel's dynamic shared-memory limit when a wide block needs more than 48 KB.
+template <class K>
+void allow_shared(K kernel, std::size_t bytes) {
+  if (bytes > 48 * 1024)
+    KRYSP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+}  // namespace
+
+int tall_grid(index_t n, index_t s) {
+  int dev = 0, sms = 0;
+  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
+  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const std::int64_t chunks = (std::int64_t(n) + chunk_rows(4 * s) - 1) / chunk_rows(4 * s);
+  return int(std::clamp<std::int64_t>(chunks, 1, 4 * std::int64_t(sms)));
+}
+
+void zero_column(double* X, index_t n, index_t s, index_t j) {
+  if (n == 0) return;
+  KRYSP_CUDA_CHECK(cudaMemset2D(X + j, std::size_t(s) * sizeof(double), 0, sizeof(double), std::size_t(n)));
+}
+
+std::size_t tall_partials(int grid, index_t s) { return std::size_t(grid) * std::size_t(2 * s * s + s); }
+
+void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
+               const TallWorkspace& ws) {
+  const int R = chunk_rows(2 * ld);
+  const std::size_t bytes = (std::size_t(2) * R * ld + std::size_t(bx) * by) * sizeof(double);
+  allow_shared(gram_kernel, bytes);
+  gram_kernel<<<ws.grid, kThreads, bytes>>>(n, ld, X, int(bx), Y, int(by), R, ws);
+  KRYSP_CUDA_CHECK_LAUNCH("gram_kernel");
+}
+
+void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
+                 double* R, ZSource zsrc, const double* inv_diag, const double* Z, bool update, bool grams,
+                 const TallWorkspace& ws) {
+  const int rows = chunk_rows(4 * s);
+  const std::size_t bytes = (std::size_t(4) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
+  allow_shared(update_kernel, bytes);
+  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams,
+                                              rows, ws);
+  KRYSP_CUDA_CHECK_LAUNCH("update_kernel");
+}
+
+void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
+                    const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
+                    const TallWorkspace& ws) {
+  const int rows = chunk_rows(3 * s);
+  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + std::size_t(a2) * a2 +
+                             std::size_t(a2) * s) * sizeof(double) + std::size_t(a2) * sizeof(int);
+  allow_shared(direction_kernel, bytes);
+  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext,
+                                                 rows, ws);
+  KRYSP_CUDA_CHECK_LAUNCH("direction_kernel");
+}
+
+}  // namespace krysp::detail

@@ -1,0 +1,49 @@
+#pragma once
+/// \file block_cg_kernels.hpp
+/// Block CG's tall-skinny kernels (block_cg_kernels.cu; CUDA-free header). Blocks are n × s,
+/// row-major with ld = s. Each kernel streams its blocks once, in chunks of rows staged in shared
+/// memory, does the row-wise update and accumulates the small products the next host step needs;
+/// the products are summed in a fixed order (per-block partials, then the last block), so results
+/// are bitwise reproducible. The small outputs go to `ws.out` (device) for one download.
+#include <cstddef>
+
+#include "base/types.hpp"
+
+namespace krysp::detail {
+
+/// Workspace of the tall-skinny reductions: partials (grid × outputs), a ticket (0 at rest) and
+/// the output buffer.
+struct TallWorkspace {
+  double* partials = nullptr;
+  unsigned* ticket = nullptr;
+  double* out = nullptr;
+  int grid = 0;  ///< blocks of every launch (fixed: the summation order depends on it)
+};
+/// Grid size for n rows and s columns on the current device, and the partials it needs.
+int tall_grid(index_t n, index_t s);
+std::size_t tall_partials(int grid, index_t s);
+
+/// out = Xᵀ·Y (bx × by, column-major), X and Y n × ld row-major.
+void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
+               const TallWorkspace& ws);
+
+/// How the preconditioned residual Z = M⁻¹·R is obtained: R itself (no M), D⁻¹·R on the fly
+/// (Jacobi: never stored), or read from a block M filled beforehand.
+enum class ZSource { Residual, InverseDiagonal, Given };
+
+/// With `update`: X += Pn·Ca and R −= Qn·Ca (Ca: a × s, column-major, device). With `grams`:
+/// out = [diag(RᵀR) (s), Qnᵀ·Z (a × s)]. Z per `zsrc` (inv_diag or Z as needed).
+void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
+                 double* R, ZSource zsrc, const double* inv_diag, const double* Z, bool update, bool grams,
+                 const TallWorkspace& ws);
+
+/// Pnext[:, j] = Z[:, act[j]] − Pn·Cb[:, j] for j < a2 (Cb: a × a2 column-major, act: a2 column
+/// indices, both on the device; a may be 0); out = [PnextᵀPnext (a2 × a2), PnextᵀR (a2 × s)].
+void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
+                    const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
+                    const TallWorkspace& ws);
+
+/// X[:, j] = 0 for an n × s row-major block (one strided memset).
+void zero_column(double* X, index_t n, index_t s, index_t j);
+
+}  // namespace krysp::detail
