@@ -40,7 +40,7 @@ struct SpmvPlanOptions {
   bool use_cache = true;  ///< look the matrix up in the tuning cache first, store the result after
   std::string cache_dir;  ///< tuning-cache folder; empty: default_tune_cache_dir() (tune_cache.hpp)
   int tune_warmup = 0;    ///< untimed rounds over all candidates before timing (kernels are preloaded)
-  int tune_reps = 3;      ///< timed rounds (CUDA events, median); after the first, candidates slower
+  int tune_reps = 2;      ///< timed rounds (CUDA events, median); after the first, candidates slower
                           ///< than spmv_rule::kTunePruneFactor × the fastest are not run again
 };
 

@@ -47,7 +47,8 @@ inline constexpr double kLookBackMaxNnz = 1e6;
 /// Tuning: after the first timed round, candidates slower than this factor times the fastest are
 /// not run again. With kTuneFinalists = 3 plan creation with profiling took a median of 43 and at
 /// most 50.7 SpMV-equivalents on the small matrices (H100, bench/results/spmv_h100_2026-11-22.json);
-/// 2 finalists and only the tile shapes a candidate can use bring it under 50.
+/// 2 finalists, 2 rounds (SpmvPlanOptions::tune_reps) and only the tile shapes a candidate can
+/// use are meant to bring it under 50.
 inline constexpr double kTunePruneFactor = 1.5;
 /// Tuning: at most this many candidates (the fastest of the first round) are timed again.
 inline constexpr std::size_t kTuneFinalists = 2;

@@ -3,7 +3,7 @@
 // with contiguous, coalesced loads (a chunk of a row-major block is one contiguous run), does its
 // row-wise work element by element, then each thread adds its own outputs of the small products
 // over the chunk's rows into a shared accumulator it alone owns. At the end the blocks' partials
-// are summed in block order by the last block to finish (one atomic ticket): no floating-point
+// are summed by a second small kernel, one block per output, in a fixed order: no floating-point
 // atomics, bitwise reproducible for a given grid.
 #include <algorithm>
 
@@ -51,23 +51,34 @@ __device__ __forceinline__ void accumulate(double* acc, int nout, int nr, F f) {
   if (o < nout && l == 0) acc[o] += v;
 }
 
-/// Writes this block's nout accumulators as its partial; the last block sums the partials of all
-/// blocks in order into ws.out and resets the ticket.
-__device__ void finish(const double* acc, int nout, TallWorkspace ws) {
-  __shared__ bool last;
+/// Stores this block's nout accumulators as its partial (summed by reduce_kernel afterwards).
+__device__ __forceinline__ void finish(const double* acc, int nout, TallWorkspace ws) {
   for (int o = threadIdx.x; o < nout; o += kThreads) ws.partials[std::size_t(blockIdx.x) * nout + o] = acc[o];
-  __threadfence();  // partials visible before the ticket is taken
+}
+
+/// out[o] = Σ_b partials[b·nout + o], one block per output: threads strided over the blocks'
+/// partials, then a fixed shuffle/shared tree (deterministic; many SMs share the work).
+constexpr int kReduceThreads = 128;
+__global__ void __launch_bounds__(kReduceThreads) reduce_kernel(const double* __restrict__ partials, int grid,
+                                                                int nout, double* __restrict__ out) {
+  __shared__ double warp_sum[kReduceThreads / 32];
+  const int o = blockIdx.x;
+  double v = 0.0;
+  for (int b = threadIdx.x; b < grid; b += kReduceThreads) v += partials[std::size_t(b) * nout + o];
+  for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+  if (threadIdx.x % 32 == 0) warp_sum[threadIdx.x / 32] = v;
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ws.ticket, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int o = threadIdx.x; o < nout; o += kThreads) {
-    double v = 0.0;
-    for (unsigned b = 0; b < gridDim.x; ++b) v += __ldcg(ws.partials + std::size_t(b) * nout + o);
-    ws.out[o] = v;
+  if (threadIdx.x == 0) {
+    double t = 0.0;
+    for (int w = 0; w < kReduceThreads / 32; ++w) t += warp_sum[w];
+    out[o] = t;
   }
-  if (threadIdx.x == 0) *ws.ticket = 0u;
+}
+
+void reduce_outputs(int nout, const TallWorkspace& ws) {
+  if (nout == 0) return;
+  reduce_kernel<<<nout, kReduceThreads>>>(ws.partials, ws.grid, nout, ws.out);
+  KRYSP_CUDA_CHECK_LAUNCH("reduce_kernel");
 }
 
 __global__ void __launch_bounds__(kThreads) gram_kernel(index_t n, index_t ld, const double* __restrict__ X, int bx,
@@ -209,6 +220,7 @@ void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double*
   allow_shared(gram_kernel, bytes);
   gram_kernel<<<ws.grid, kThreads, bytes>>>(n, ld, X, int(bx), Y, int(by), R, ws);
   KRYSP_CUDA_CHECK_LAUNCH("gram_kernel");
+  reduce_outputs(int(bx * by), ws);
 }
 
 void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
@@ -220,6 +232,7 @@ void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double
   update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams,
                                               rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("update_kernel");
+  if (grams) reduce_outputs(int(s + a * s), ws);
 }
 
 void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
@@ -232,6 +245,7 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
   direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext,
                                                  rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("direction_kernel");
+  reduce_outputs(int(a2 * a2 + a2 * s), ws);
 }
 
 }  // namespace krysp::detail

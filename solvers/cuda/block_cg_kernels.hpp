@@ -3,7 +3,7 @@
 /// Block CG's tall-skinny kernels (block_cg_kernels.cu; CUDA-free header). Blocks are n × s,
 /// row-major with ld = s. Each kernel streams its blocks once, in chunks of rows staged in shared
 /// memory, does the row-wise update and accumulates the small products the next host step needs;
-/// the products are summed in a fixed order (per-block partials, then the last block), so results
+/// the products are summed in a fixed order (per-block partials, then one block per output), so results
 /// are bitwise reproducible. The small outputs go to `ws.out` (device) for one download.
 #include <cstddef>
 
@@ -11,11 +11,9 @@
 
 namespace krysp::detail {
 
-/// Workspace of the tall-skinny reductions: partials (grid × outputs), a ticket (0 at rest) and
-/// the output buffer.
+/// Workspace of the tall-skinny reductions: partials (grid × outputs) and the output buffer.
 struct TallWorkspace {
   double* partials = nullptr;
-  unsigned* ticket = nullptr;
   double* out = nullptr;
   int grid = 0;  ///< blocks of every launch (fixed: the summation order depends on it)
 };

@@ -21,8 +21,6 @@ CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Device
   if (M_ && !inv_diag_) Z_ = block();
   grid_ = detail::tall_grid(A.rows(), s);
   work_ = DeviceArray<double>(detail::tall_partials(grid_, s) + out_size(s));
-  ticket_ = DeviceArray<unsigned>(1);
-  ticket_.zero();
   coef_ = DeviceArray<double>(std::size_t(s) * s);
   active_ = DeviceArray<int>(std::size_t(s));
   plan(s);
@@ -77,7 +75,7 @@ void CudaBlockCgOps<T>::precondition(const Block& R) {
 
 template <class T>
 std::vector<double> CudaBlockCgOps<T>::gram(const Block& X, index_t bx, const Block& Y, index_t by) {
-  const detail::TallWorkspace ws{work_.data(), ticket_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  const detail::TallWorkspace ws{work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
   detail::tall_gram(size(), s_, X.data(), bx, Y.data(), by, ws);
   return read_out(std::size_t(bx) * by);
 }
@@ -88,7 +86,7 @@ BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Pn, const Block& Qn, ind
   KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG update: ", Ca.size(), " coefficients for a ", a, "x", s_,
                 " matrix");
   if (!Ca.empty()) coef_.upload(Ca.data(), Ca.size());
-  const detail::TallWorkspace ws{work_.data(), ticket_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  const detail::TallWorkspace ws{work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
   using detail::ZSource;
   if (M_ && !inv_diag_) {  // update, then Z = M⁻¹·R by the preconditioner, then the products
     detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), coef_.data(), X.data(), R.data(), ZSource::Residual,
@@ -113,7 +111,7 @@ BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, con
   if (!Cb.empty()) coef_.upload(Cb.data(), Cb.size());
   const std::vector<int> act(active.begin(), active.end());
   if (!act.empty()) active_.upload(act.data(), act.size());
-  const detail::TallWorkspace ws{work_.data(), ticket_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  const detail::TallWorkspace ws{work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
   const detail::ZSource zsrc = !M_ ? detail::ZSource::Residual
                                : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
   detail::tall_direction(size(), s_, a, Pn.data(), coef_.data(), a2, active_.data(), R.data(), zsrc, inv_diag_,

@@ -48,7 +48,6 @@ class CudaBlockCgOps {
   DeviceArray<T> Z_;           ///< M⁻¹·R, for a preconditioner that is not diagonal
   int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
   DeviceArray<double> work_;   ///< partials, then the outputs
-  DeviceArray<unsigned> ticket_;
   DeviceArray<double> coef_;   ///< a × s coefficients for the next kernel
   DeviceArray<int> active_;    ///< active column indices
 };
