@@ -19,10 +19,12 @@
 namespace {
 /// max_i Σ_j |A_ij| (bounds ‖A‖₂ from above).
 double inf_norm(const krysp::CsrMatrix<double>& A) {
+  const auto& rp = A.row_ptr();
+  const auto& va = A.values();
   double m = 0;
   for (krysp::index_t i = 0; i < A.rows(); ++i) {
     double s = 0;
-    for (krysp::index_t p = A.row_ptr()(i); p < A.row_ptr()(i + 1); ++p) s += std::abs(A.values()(p));
+    for (krysp::index_t p = rp(i); p < rp(i + 1); ++p) s += std::abs(va(p));
     m = std::max(m, s);
   }
   return m;

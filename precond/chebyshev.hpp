@@ -100,7 +100,8 @@ CsrMatrix<S> with_value_type(const CsrMatrix<T>& A) {
     return A;
   } else {
     typename CsrMatrix<S>::ValueView v("krysp_values_converted", std::size_t(A.nnz()));
-    for (index_t k = 0; k < A.nnz(); ++k) v(k) = S(A.values()(k));
+    const auto& a = A.values();  // once: a device-pointer matrix checks its host snapshot per call
+    for (index_t k = 0; k < A.nnz(); ++k) v(k) = S(a(k));
     return CsrMatrix<S>(A.rows(), A.cols(), A.row_ptr(), A.col_idx(), v);
   }
 }

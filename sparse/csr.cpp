@@ -159,15 +159,15 @@ CsrMatrix<T> CsrMatrix<T>::from_triplets(index_t rows, index_t cols, const std::
 
 namespace {
 /// InputError unless p is device (or managed) memory of the current device.
-void require_device_pointer(const void* p, const char* name) {
+void require_device_pointer(const void* p, const char* where, const char* name) {
   int dev = -1;
   const MemoryKind kind = memory_kind(p, &dev);
-  KRYSP_REQUIRE(kind == MemoryKind::Device || kind == MemoryKind::Managed,
-                "CsrMatrix::from_device_pointers: ", name, " = ", p, " is ", to_string(kind),
+  KRYSP_REQUIRE(kind == MemoryKind::Device || kind == MemoryKind::Managed, "CsrMatrix::", where, ": ", name, " = ",
+                p, " is ", to_string(kind),
                 " memory, not device memory (allocate it with cudaMalloc or cudaMallocManaged)");
   const int current = cuda_current_device();
-  KRYSP_REQUIRE(kind == MemoryKind::Managed || dev == current, "CsrMatrix::from_device_pointers: ", name,
-                " = ", p, " is memory of device ", dev, " but the current device is ", current);
+  KRYSP_REQUIRE(kind == MemoryKind::Managed || dev == current, "CsrMatrix::", where, ": ", name, " = ", p,
+                " is memory of device ", dev, " but the current device is ", current);
 }
 }  // namespace
 
@@ -184,10 +184,10 @@ CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, inde
   if (!cuda_device_available())
     KRYSP_THROW(DeviceError, "CsrMatrix::from_device_pointers: no CUDA device is available, so the ", rows, "x",
                 cols, " matrix's arrays cannot be device memory (build it on the host: from_arrays)");
-  require_device_pointer(d_row_ptr, "d_row_ptr");
+  require_device_pointer(d_row_ptr, "from_device_pointers", "d_row_ptr");
   if (nnz > 0) {
-    require_device_pointer(d_col_idx, "d_col_idx");
-    require_device_pointer(d_values, "d_values");
+    require_device_pointer(d_col_idx, "from_device_pointers", "d_col_idx");
+    require_device_pointer(d_values, "from_device_pointers", "d_values");
   }
   // The structure comes to the host once: checks, fingerprint, row statistics. The values do not
   // (the snapshot is filled on first host use; WithoutInitializing: no pages touched until then).
@@ -244,6 +244,23 @@ void CsrMatrix<T>::set_values(const std::vector<T>& values) {
   if (sh.on_device) detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
   ++sh.values_version;
   if (sh.borrowed) sh.snapshot_version = sh.values_version;  // the snapshot is what was just uploaded
+}
+
+template <class T>
+void CsrMatrix<T>::set_values_device(const T* d_src) {
+  KRYSP_REQUIRE(d_src || nnz() == 0, "set_values_device: d_src is null (nnz = ", nnz(), ")");
+  if (nnz() > 0) {
+    if (!cuda_device_available())
+      KRYSP_THROW(DeviceError, "set_values_device: no CUDA device is available, so d_src cannot be device memory");
+    require_device_pointer(d_src, "set_values_device", "d_src");
+  }
+  device_view();  // a host-built matrix needs its mirror to receive the values
+  Shared& sh = *shared_;
+  std::lock_guard<std::mutex> lock(sh.mu);
+  const std::size_t bytes = values_.extent(0) * sizeof(T);
+  if (d_src != sh.d_values) detail::copy_device_to_device(sh.d_values, d_src, bytes);
+  if (!sh.borrowed) detail::copy_to_host(values_.data(), sh.d_values, bytes);  // the host stays the master copy
+  ++sh.values_version;  // a borrowed matrix's snapshot is stale: the next host use downloads
 }
 
 template <class T>

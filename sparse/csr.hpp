@@ -90,7 +90,8 @@ class CsrMatrix {
   /// Host column indices (nnz entries, strictly increasing within each row).
   const IndexView& col_idx() const { return col_idx_; }
   /// Host values (nnz entries). For a device-borrowed matrix, the host snapshot, downloaded first
-  /// when the values changed since the last download (DeviceError on a failed copy).
+  /// when the values changed since the last download (DeviceError on a failed copy). Take it once
+  /// before a loop rather than per entry (each call checks the snapshot).
   const ValueView& values() const;
   /// A non-owning view of the host arrays (values as in values()).
   CsrView<T> host_view() const;
@@ -101,6 +102,12 @@ class CsrMatrix {
   /// mirror, if any, is updated too; for a device-borrowed matrix the values are copied into the
   /// caller's device array. `values.size()` must equal nnz(). Counts as a values change.
   void set_values(const std::vector<T>& values);
+  /// Replaces the values with nnz values read from device memory `d_src` (current device;
+  /// InputError for a null or host pointer): copied on the device into the device arrays (the
+  /// caller's own for a device-borrowed matrix, where d_src == d_values only declares the change),
+  /// and for a host-built matrix downloaded into the host arrays too (they stay the master copy).
+  /// Plans stay valid. Counts as a values change.
+  void set_values_device(const T* d_src);
   /// Declares that the values were changed in place: through the caller's device array
   /// (device-borrowed matrix; the host snapshot is dropped) or through the host view values()
   /// (host-built matrix; the device mirror, if any, is uploaded again). Plans stay valid;

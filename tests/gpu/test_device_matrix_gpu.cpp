@@ -320,3 +320,40 @@ TEST_CASE("Device matrix GPU: null and host pointers are refused") {
   CHECK(memory_kind(arr.values.data(), &dev) == MemoryKind::Device);
   CHECK(dev == cuda_current_device());
 }
+
+TEST_CASE("Device matrix GPU: set_values_device on host-built and device-pointer matrices") {
+  const auto A0 = test::load("bcsstk06");
+  std::vector<double> w(A0.values().data(), A0.values().data() + A0.nnz());
+  for (auto& e : w) e *= 4;
+  DeviceArray<double> dw(w.size());
+  dw.upload(w.data(), w.size());
+
+  // Host-built: the device mirror and the host arrays both take the new values; the plan stays.
+  auto A = test::load("bcsstk06");
+  SolveOptions o;
+  o.backend = Backend::Cuda;
+  CgSolver solver(A, o);
+  const auto b = test::random_vector(std::size_t(A.rows()));
+  std::vector<double> x1, x2;
+  REQUIRE(solver.solve(b, x1).converged());
+  A.set_values_device(dw.data());
+  for (index_t k = 0; k < A.nnz(); ++k) REQUIRE(A.values()(k) == w[k]);
+  std::vector<double> back(w.size());
+  detail::copy_to_host(back.data(), A.device_view().values, back.size() * sizeof(double));
+  CHECK(back == w);
+  REQUIRE(solver.solve(b, x2).converged());
+  CHECK(solver.preconditioner_setups() == 2);
+  for (std::size_t i = 0; i < x2.size(); i += 41) CHECK(x2[i] == doctest::Approx(x1[i] / 4).epsilon(1e-6));
+
+  // Device-pointer matrix: copied into the caller's array; the host snapshot follows.
+  CallerArrays arr(A0);
+  auto D = arr.wrap(A0);
+  D.set_values_device(dw.data());
+  arr.values.download(back.data(), back.size());
+  CHECK(back == w);
+  CHECK(D.values()(0) == w[0]);
+  const auto version = D.values_version();
+  D.set_values_device(arr.values.data());  // its own array: only declares the change
+  CHECK(D.values_version() == version + 1);
+  CHECK(input_error([&] { D.set_values_device(w.data()); }).find("d_src") != std::string::npos);  // host memory
+}

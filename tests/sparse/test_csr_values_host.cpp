@@ -88,3 +88,14 @@ TEST_CASE("CSR: a corrupt middle offset is refused before any column is read") {
   });
   CHECK(m.find("row_ptr decreases at row 1 (9 > 2)") != std::string::npos);
 }
+
+TEST_CASE("CSR set_values_device: null is an InputError; without a device, a DeviceError") {
+  auto A = laplacian_2d(3, 3);
+  CHECK(error_of<InputError>([&] { A.set_values_device(nullptr); }).find("d_src is null") != std::string::npos);
+  const std::vector<double> v(std::size_t(A.nnz()), 1.0);
+  if (!cuda_device_available())
+    CHECK(error_of<DeviceError>([&] { A.set_values_device(v.data()); }).find("no CUDA device") != std::string::npos);
+  else
+    CHECK(error_of<InputError>([&] { A.set_values_device(v.data()); }).find("not device memory") != std::string::npos);
+  CHECK(A.values_version() == 0);  // refused: nothing changed
+}
