@@ -16,6 +16,22 @@ std::string cuda_device_name();
 void cuda_memory_info(std::size_t& free_bytes, std::size_t& total_bytes);
 /// Blocks until all device work is done; throws DeviceError on an asynchronous fault.
 void cuda_synchronize();
+/// The ordinal of the current CUDA device (throws DeviceError when there is none).
+int cuda_current_device();
+
+/// What a pointer points into, as the CUDA runtime sees it.
+enum class MemoryKind {
+  Unregistered,  ///< ordinary host memory (malloc, new, std::vector), or an address CUDA does not know
+  Host,          ///< page-locked host memory (cudaMallocHost / cudaHostRegister)
+  Device,        ///< device memory (cudaMalloc)
+  Managed,       ///< unified memory (cudaMallocManaged)
+};
+/// Name of a MemoryKind ("host (unregistered)", "host (pinned)", "device", "managed").
+const char* to_string(MemoryKind k);
+/// The kind of memory `p` points into (cudaPointerGetAttributes); for Device and Managed memory
+/// `*device` (when given) receives the device ordinal, else -1. Throws DeviceError without a
+/// CUDA device.
+MemoryKind memory_kind(const void* p, int* device = nullptr);
 
 namespace detail {
 void* device_alloc(std::size_t bytes);  // throws DeviceError with bytes needed/available
@@ -30,14 +46,18 @@ void device_memset_zero(void* p, std::size_t bytes);
 template <class T>
 class DeviceArray {
  public:
+  /// An empty array (no allocation).
   DeviceArray() = default;
+  /// Allocates n elements, uninitialized (DeviceError naming the bytes needed and free).
   explicit DeviceArray(std::size_t n) : n_(n) {
     if (n > 0) p_ = static_cast<T*>(detail::device_alloc(n * sizeof(T)));
   }
   ~DeviceArray() { detail::device_free(p_); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
+  /// Takes o's memory; o becomes empty.
   DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  /// Frees this array's memory and takes o's; o becomes empty.
   DeviceArray& operator=(DeviceArray&& o) noexcept {
     if (this != &o) {
       detail::device_free(p_);
@@ -46,12 +66,19 @@ class DeviceArray {
     }
     return *this;
   }
+  /// The device pointer (null when empty).
   T* data() { return p_; }
+  /// The device pointer (null when empty).
   const T* data() const { return p_; }
+  /// Number of elements.
   std::size_t size() const { return n_; }
+  /// Copies n host elements to the start of the array (InputError when n > size()).
   void upload(const T* host, std::size_t n) { detail::copy_to_device(p_, host, checked(n) * sizeof(T)); }
+  /// Copies the first n elements to host memory (InputError when n > size()); blocks.
   void download(T* host, std::size_t n) const { detail::copy_to_host(host, p_, checked(n) * sizeof(T)); }
+  /// Copies all of o into the start of this array on the device (InputError when o is longer).
   void copy_from(const DeviceArray& o) { detail::copy_device_to_device(p_, o.p_, checked(o.n_) * sizeof(T)); }
+  /// Sets every byte to zero.
   void zero() { detail::device_memset_zero(p_, n_ * sizeof(T)); }
 
  private:
@@ -60,6 +87,7 @@ class DeviceArray {
   std::size_t n_ = 0;
 };
 
+/// Throws the InputError of a DeviceArray copy longer than the array (kept out of line).
 [[noreturn]] void throw_device_size_mismatch(std::size_t have, std::size_t want);
 
 template <class T>

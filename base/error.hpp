@@ -12,6 +12,7 @@ namespace krysp {
 /// Base class of every krysp exception.
 class Error : public std::runtime_error {
  public:
+  /// Takes the full message ("file:line: what").
   using std::runtime_error::runtime_error;
 };
 
@@ -19,12 +20,14 @@ class Error : public std::runtime_error {
 /// The command line maps it to exit code 2.
 class InputError : public Error {
  public:
+  /// Takes the full message ("file:line: what").
   using Error::Error;
 };
 
 /// A failed CUDA runtime or library call (including out-of-memory).
 class DeviceError : public Error {
  public:
+  /// Takes the full message ("file:line: what").
   using Error::Error;
 };
 

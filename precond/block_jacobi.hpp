@@ -57,6 +57,7 @@ void extract_diagonal_block(const CsrMatrix<T>& A, int b, index_t k, T* block);
 /// within the block) is `pivot`: it names the block, its rows (1-based) and the pivot.
 [[noreturn]] void throw_block_not_spd(index_t k, int b, int pivot_index, double pivot);
 
+/// Block Jacobi on the host: M⁻¹ applies the inverted b×b diagonal blocks.
 template <class T>
 class HostBlockJacobi final : public HostPreconditioner<T> {
  public:
@@ -69,6 +70,7 @@ class HostBlockJacobi final : public HostPreconditioner<T> {
   const T* inverse_diagonal() const override { return b_ == 1 ? inv_.data() : nullptr; }
   bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
 
+  /// The block size in use (detected or given).
   int block_size() const { return b_; }
   /// The inverted blocks: n/b dense b×b row-major inverses, one after the other (n·b values).
   const std::vector<T>& inverses() const { return inv_; }

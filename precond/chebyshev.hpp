@@ -53,6 +53,7 @@ struct ChebyshevCoefficients {
   double c0 = 0;
   std::vector<double> c1, c2;
 };
+/// The coefficients of the degree-d polynomial for the interval [lambda_min, lambda_max].
 ChebyshevCoefficients chebyshev_coefficients(double lambda_min, double lambda_max, int degree);
 
 /// One Lanczos run on a symmetric operator S, through the backend that owns the vectors.
@@ -69,6 +70,7 @@ class LanczosOperator {
   virtual void advance(double beta) = 0;
 };
 
+/// What lanczos_largest found.
 struct LanczosResult {
   double theta = 0;       ///< largest Ritz value
   double change = 0;      ///< |θ_j − θ_{j−2}| / θ_j at the last step
@@ -98,7 +100,8 @@ CsrMatrix<S> with_value_type(const CsrMatrix<T>& A) {
     return A;
   } else {
     typename CsrMatrix<S>::ValueView v("krysp_values_converted", std::size_t(A.nnz()));
-    for (index_t k = 0; k < A.nnz(); ++k) v(k) = S(A.values()(k));
+    const auto& a = A.values();  // once: a device-pointer matrix checks its host snapshot per call
+    for (index_t k = 0; k < A.nnz(); ++k) v(k) = S(a(k));
     return CsrMatrix<S>(A.rows(), A.cols(), A.row_ptr(), A.col_idx(), v);
   }
 }
@@ -109,11 +112,14 @@ CsrMatrix<S> with_value_type(const CsrMatrix<T>& A) {
 template <class T, class S = T>
 class HostChebyshev final : public HostPreconditioner<T> {
  public:
+  /// Sets up from A (D⁻¹, the interval by Lanczos unless given, the coefficients). Throws
+  /// InputError for a bad diagonal, Error when λmax does not settle (see the file comment).
   HostChebyshev(const CsrMatrix<T>& A, const PrecondOptions& o);
   PrecondKind kind() const override { return PrecondKind::Chebyshev; }
   void apply(const T* r, T* z) const override;
   void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
   bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
+  /// The interval and degree in use.
   const ChebyshevInfo& info() const { return info_; }
 
  private:

@@ -13,9 +13,11 @@ namespace krysp {
 template <class T>
 std::vector<T> jacobi_inverse_diagonal(const CsrMatrix<T>& A);
 
+/// Jacobi on the host: M⁻¹ = D⁻¹ (diagonal, so CG fuses it).
 template <class T>
 class HostJacobi final : public HostPreconditioner<T> {
  public:
+  /// Sets up from A's diagonal (InputError as jacobi_inverse_diagonal).
   explicit HostJacobi(const CsrMatrix<T>& A) : fingerprint_(A.fingerprint()), inv_(jacobi_inverse_diagonal(A)) {}
   PrecondKind kind() const override { return PrecondKind::Jacobi; }
   void apply(const T* r, T* z) const override;

@@ -23,7 +23,9 @@
 
 namespace krysp {
 
+/// The preconditioners (see the file comment).
 enum class PrecondKind { None, Jacobi, Chebyshev, BlockJacobi };
+/// "none", "jacobi", "chebyshev" or "block-jacobi".
 const char* to_string(PrecondKind k);
 /// Parses a --precond value ("none", "jacobi", "chebyshev", "block-jacobi"); InputError naming
 /// the value and the choices otherwise.
@@ -83,6 +85,7 @@ template <class T>
 class HostPreconditioner {
  public:
   virtual ~HostPreconditioner() = default;
+  /// Which preconditioner this is.
   virtual PrecondKind kind() const = 0;
   /// z = M⁻¹·r (n entries each; z and r do not alias).
   virtual void apply(const T* r, T* z) const = 0;
@@ -99,10 +102,15 @@ template <class T>
 class DevicePreconditioner {
  public:
   virtual ~DevicePreconditioner() = default;
+  /// Which preconditioner this is.
   virtual PrecondKind kind() const = 0;
+  /// z = M⁻¹·r on the device (n entries each; z and r do not alias; default stream).
   virtual void apply(const T* r, T* z) const = 0;
+  /// Z = M⁻¹·R for device n × N row-major blocks with leading dimensions ldr, ldz ≥ N.
   virtual void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const = 0;
+  /// When M⁻¹ is diagonal: its n entries in device memory (fused by CG); else null.
   virtual const T* inverse_diagonal() const { return nullptr; }
+  /// True when this preconditioner was set up for A's structure.
   virtual bool matches(const CsrMatrix<T>& A) const = 0;
 };
 

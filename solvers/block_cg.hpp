@@ -53,6 +53,8 @@ inline std::vector<double> columns(const std::vector<double>& M, index_t rows, c
 }
 }  // namespace block_cg_detail
 
+/// Solves A·X = B (n × s row-major blocks of ops) by block PCG from the initial guess X, which
+/// receives the solution; per-column statuses and residuals in the result.
 template <class Ops>
 BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::Block& X, const CgOptions& opt) {
   using namespace block_cg_detail;

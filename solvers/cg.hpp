@@ -39,14 +39,20 @@ KRYSP_HD inline int cg_step_verdict(double rz, double pq) {
 
 /// Where CG keeps its scalars: fixed slots, then two rings of length check_every + 1.
 struct CgSlots {
+  /// Slots for a loop that reads residuals back every check_every iterations.
   explicit CgSlots(int check_every) : ring(check_every + 1) {}
   static constexpr int flag = 0, flag_iter = 1, pq = 2, bb = 3, rr_true = 4, tol2 = 5, first_ring = 6;
   int ring;
+  /// Slots needed in all.
   int count() const { return first_ring + 2 * ring; }
-  int rz(index_t k) const { return first_ring + int(k % ring); }         // ρ_k = r_kᵀ z_k
-  int rr(index_t k) const { return first_ring + ring + int(k % ring); }  // ‖r_k‖²
+  /// Slot of ρ_k = r_kᵀ z_k.
+  int rz(index_t k) const { return first_ring + int(k % ring); }
+  /// Slot of ‖r_k‖².
+  int rr(index_t k) const { return first_ring + ring + int(k % ring); }
 };
 
+/// Solves A·x = b by PCG over `ops` from the initial guess x, which receives the solution.
+/// Non-convergence and breakdown are statuses in the result (see solve_result.hpp).
 template <class Ops>
 SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x, const CgOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -28,8 +28,12 @@ struct CgSolver::Impl {
   std::unique_ptr<DevicePreconditioner<double>> dev_M;
   std::unique_ptr<CudaCgOps<double>> dev_ops;
   DeviceArray<double> db, dx;
+  std::uint64_t precond_version = 0;  // A.values_version() the preconditioner was set up from
+  int precond_setups = 0;
 
   void set_up_preconditioner() {
+    precond_version = A.values_version();
+    ++precond_setups;
     if (options.backend == Backend::Cuda) {
       dev_ops.reset();
       dev_M = make_device_preconditioner(A, *plan, options.precond);
@@ -64,6 +68,8 @@ CgSolver& CgSolver::operator=(CgSolver&&) noexcept = default;
 
 const SolveOptions& CgSolver::options() const { return impl_->options; }
 const SpmvPlan<double>* CgSolver::plan() const { return impl_->plan.get(); }
+const CsrMatrix<double>& CgSolver::matrix() const { return impl_->A; }
+int CgSolver::preconditioner_setups() const { return impl_->precond_setups; }
 
 void CgSolver::update_values(const std::vector<double>& values) {
   const auto t0 = Clock::now();
@@ -78,6 +84,11 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   KRYSP_REQUIRE(b.size() == n, "solve: b has ", b.size(), " entries, matrix has ", n, " rows");
   if (x.empty()) x.assign(n, 0.0);
   KRYSP_REQUIRE(x.size() == n, "solve: x0 has ", x.size(), " entries, matrix has ", n, " rows");
+  if (s.A.values_version() != s.precond_version) {  // values changed in place: derived data is stale
+    const auto t0 = Clock::now();
+    s.set_up_preconditioner();
+    s.setup_seconds = since(t0);
+  }
   SolveReport rep;
   if (s.options.backend == Backend::Cuda) {
     s.db.upload(b.data(), n);

@@ -10,28 +10,40 @@
 
 namespace krysp {
 
+/// CG bound to one matrix: set up once, solve many times (see the file comment).
 class CgSolver {
  public:
   /// Sets up for A on the backend `options.backend` resolves to (see resolve_backend): the SpMV
-  /// plan (CUDA), the preconditioner, the workspace. A's storage is shared, not copied.
-  /// Throws InputError for a non-square A or a preconditioner A does not allow.
+  /// plan (CUDA), the preconditioner, the workspace. A's storage is shared, not copied (a
+  /// device-borrowed A stays the caller's memory). Throws InputError for a non-square A or a
+  /// preconditioner A does not allow.
   explicit CgSolver(const CsrMatrix<double>& A, const SolveOptions& options = {});
   ~CgSolver();
+  /// Moves the solver (plan, preconditioner and buffers move with it).
   CgSolver(CgSolver&&) noexcept;
+  /// Moves the solver (plan, preconditioner and buffers move with it).
   CgSolver& operator=(CgSolver&&) noexcept;
 
-  /// Solves A·x = b with x as the initial guess (resized and zeroed if empty).
+  /// Solves A·x = b with x as the initial guess (resized and zeroed if empty). When A's values
+  /// changed since the preconditioner was set up (A.values_version() moved on: set_values or
+  /// notify_values_changed on any copy of A), the preconditioner is set up again first; the plan
+  /// stays.
   SolveReport solve(const std::vector<double>& b, std::vector<double>& x);
 
-  /// Replaces A's values, keeping its structure (values.size() == nnz). The SpMV plan stays;
-  /// the preconditioner is set up again, since it depends on the values. A matrix with another
-  /// structure needs a new CgSolver.
+  /// Replaces A's values, keeping its structure (values.size() == nnz; InputError otherwise). The
+  /// SpMV plan stays; the preconditioner is set up again, since it depends on the values. A matrix
+  /// with another structure needs a new CgSolver (a plan refuses it with an InputError).
   void update_values(const std::vector<double>& values);
 
   /// The options in force (backend resolved to Cuda or Host).
   const SolveOptions& options() const;
   /// The SpMV plan (null on the host backend).
   const SpmvPlan<double>* plan() const;
+  /// The matrix this solver is bound to (shares storage with the one given to the constructor).
+  const CsrMatrix<double>& matrix() const;
+  /// How many times the preconditioner was set up: 1 after construction, one more per values
+  /// change seen (update_values, or a solve() after A.values_version() moved on).
+  int preconditioner_setups() const;
 
  private:
   struct Impl;

@@ -12,6 +12,7 @@
 
 namespace krysp {
 
+/// Everything eigensolve() takes.
 struct EigOptions {
   Backend backend = Backend::Auto;
   /// None by default. For the smallest pairs a preconditioner approximating A⁻¹ pays: measured at
@@ -40,6 +41,7 @@ struct ColumnBlock {
   const double* values = nullptr;
 };
 
+/// An eigensolve's result plus where and how it ran.
 struct EigReport : EigResult {
   std::string solver = "lobpcg";
   std::string which;

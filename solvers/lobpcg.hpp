@@ -108,6 +108,8 @@ inline index_t lobpcg_block_size(const LobpcgOptions& o, index_t n, index_t x0_c
   return b;
 }
 
+/// Runs LOBPCG over `ops` (the backend operations listed in the file comment) from the start `st`.
+/// Non-convergence and breakdown are statuses in the result.
 template <class Ops>
 EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
   using namespace lobpcg_detail;

@@ -12,11 +12,14 @@
 
 namespace krysp {
 
+/// Which end of the spectrum is wanted.
 enum class EigWhich { Smallest, Largest };
+/// "smallest" or "largest".
 const char* to_string(EigWhich w);
 /// Parses "smallest" or "largest"; InputError naming the value otherwise.
 EigWhich parse_which(const std::string& name);
 
+/// How an eigensolve ended. Only Converged is success; none of these is an exception.
 enum class EigStatus {
   Converged,       ///< all k wanted pairs meet the tolerance (checked on freshly computed A·X, B·X)
   MaxIterations,   ///< stopped at max_iters; the best pairs are returned
@@ -24,6 +27,7 @@ enum class EigStatus {
   NotPositiveDefinite,  ///< B-Gram matrices stayed indefinite/singular: B (or the preconditioner) is not SPD
   NonFinite,       ///< NaN or Inf appeared (in A, B, x0, or during the iteration)
 };
+/// "converged", "max-iterations", "stagnated", "not-positive-definite" or "non-finite".
 const char* to_string(EigStatus s);
 
 /// What the solver reports after each iteration.
@@ -35,6 +39,7 @@ struct EigProgress {
   double seconds = 0;          ///< since the iteration began (setup excluded)
 };
 
+/// What LOBPCG computes and when it stops.
 struct LobpcgOptions {
   index_t k = 1;               ///< wanted eigenpairs
   index_t block_size = 0;      ///< b ≥ k; 0: default_block_size(k, n)
@@ -65,6 +70,7 @@ index_t default_max_iters(index_t n);
 /// Largest block size accepted (the Rayleigh–Ritz problem is 3b × 3b on the host).
 inline constexpr index_t kMaxBlockSize = 256;
 
+/// What one LOBPCG run reports.
 struct EigResult {
   EigStatus status = EigStatus::MaxIterations;
   index_t k = 0, n = 0, block_size = 0;
@@ -84,6 +90,7 @@ struct EigResult {
   index_t reduced_rr = 0;         ///< Rayleigh–Ritz steps that had to reduce the basis by SVQB
   index_t refreshes = 0;          ///< A·X, B·X recomputed to verify convergence
   double seconds = 0;             ///< wall time of the iteration (setup excluded)
+  /// status == Converged.
   bool converged() const { return status == EigStatus::Converged; }
 };
 

@@ -12,7 +12,9 @@
 
 namespace krysp {
 
+/// Where a solver runs: Auto picks the GPU when there is one (resolve_backend).
 enum class Backend { Auto, Cuda, Host };
+/// "auto", "cuda" or "host".
 const char* to_string(Backend b);
 /// Parses "auto", "cuda" or "host"; InputError naming the value otherwise.
 Backend parse_backend(const std::string& name);
@@ -20,6 +22,7 @@ Backend parse_backend(const std::string& name);
 /// throws DeviceError.
 Backend resolve_backend(Backend requested);
 
+/// Everything solve(), solve_block() and CgSolver take.
 struct SolveOptions {
   Backend backend = Backend::Auto;
   PrecondOptions precond;  ///< Jacobi by default
@@ -27,6 +30,7 @@ struct SolveOptions {
   SpmvPlanOptions plan;  ///< how the CUDA backend plans its SpMV
 };
 
+/// A CG solve's result plus where and how it ran.
 struct SolveReport : SolveResult {
   std::string solver = "cg";
   std::string preconditioner;
@@ -42,6 +46,7 @@ struct SolveReport : SolveResult {
 SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std::vector<double>& x,
                   const SolveOptions& options = {});
 
+/// A block CG solve's results plus where and how it ran.
 struct BlockSolveReport : BlockSolveResult {
   std::string solver = "block-cg";
   std::string preconditioner;

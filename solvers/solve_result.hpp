@@ -11,6 +11,7 @@
 
 namespace krysp {
 
+/// How a linear solve ended. Only Converged is success; none of these is an exception.
 enum class SolveStatus {
   Converged,        ///< ‖r‖ ≤ max(rtol·‖b‖, atol)
   MaxIterations,    ///< stopped at max_iters without converging
@@ -18,6 +19,7 @@ enum class SolveStatus {
   PrecondNotSpd,    ///< rᵀM⁻¹r ≤ 0 with r ≠ 0: the preconditioner is not SPD
   NonFinite,        ///< NaN or Inf appeared (in A, b, x0 or during the iteration)
 };
+/// "converged", "max-iterations", or the breakdown with its reason (what the CLI prints).
 const char* to_string(SolveStatus s);
 
 /// What a solver reports while it runs (at each stopping check).
@@ -27,6 +29,7 @@ struct SolveProgress {
   double seconds = 0;            ///< since the solve began
 };
 
+/// Stopping rule and reporting of CG and block CG.
 struct CgOptions {
   double rtol = 1e-8;       ///< stop when ‖r‖ ≤ rtol·‖b‖ ...
   double atol = 0;          ///< ... or ‖r‖ ≤ atol
@@ -37,6 +40,7 @@ struct CgOptions {
   std::function<void(const SolveProgress&)> progress;  ///< called at each check, if set
 };
 
+/// What one CG solve reports.
 struct SolveResult {
   SolveStatus status = SolveStatus::MaxIterations;
   index_t iterations = 0;                 ///< iterations performed
@@ -46,6 +50,7 @@ struct SolveResult {
   double true_relative_residual = 0;      ///< ‖b − A·x‖ / ‖b‖ (‖b − A·x‖ when b = 0)
   std::vector<double> residual_history;   ///< ‖r_k‖ for k = 0..iterations
   double seconds = 0;                     ///< wall time of the solve (setup excluded)
+  /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }
 };
 
@@ -58,13 +63,16 @@ struct ColumnResult {
   double true_residual_norm = 0;         ///< ‖b − A·x‖ recomputed at exit
   double true_relative_residual = 0;
   std::vector<double> residual_history;  ///< ‖r_k‖ while the column was active
+  /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }
 };
 
+/// What one block CG solve reports: a result per right-hand side.
 struct BlockSolveResult {
   std::vector<ColumnResult> columns;
   index_t iterations = 0;  ///< block iterations performed
   double seconds = 0;
+  /// Every column converged.
   bool converged() const {
     for (const auto& c : columns)
       if (!c.converged()) return false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -32,8 +33,25 @@ std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t bytes) {
 }
 }  // namespace
 
+/// Shared by all copies of one matrix, so that an update through any copy reaches every holder.
 template <class T>
-CsrMatrix<T>::CsrMatrix() {
+struct CsrMatrix<T>::Shared {
+  std::mutex mu;  // guards the mirror upload and the snapshot download
+  std::uint64_t values_version = 0;
+  // Device arrays: pointers into the mirror below, or the caller's own (borrowed).
+  bool borrowed = false;
+  const index_t* d_row_ptr = nullptr;
+  const index_t* d_col_idx = nullptr;
+  T* d_values = nullptr;
+  DeviceArray<index_t> mirror_row_ptr, mirror_col_idx;
+  DeviceArray<T> mirror_values;
+  bool on_device = false;
+  // Borrowed only: the values version the host snapshot holds (none yet: ~0).
+  std::uint64_t snapshot_version = ~std::uint64_t(0);
+};
+
+template <class T>
+CsrMatrix<T>::CsrMatrix() : shared_(std::make_shared<Shared>()) {
   ensure_kokkos();
   row_ptr_ = IndexView("row_ptr", 1);
   col_idx_ = IndexView("col_idx", 0);
@@ -43,7 +61,8 @@ CsrMatrix<T>::CsrMatrix() {
 
 template <class T>
 CsrMatrix<T>::CsrMatrix(index_t rows, index_t cols, IndexView row_ptr, IndexView col_idx, ValueView values)
-    : rows_(rows), cols_(cols), row_ptr_(row_ptr), col_idx_(col_idx), values_(values) {
+    : rows_(rows), cols_(cols), row_ptr_(row_ptr), col_idx_(col_idx), values_(values),
+      shared_(std::make_shared<Shared>()) {
   ensure_kokkos();
   check_and_fingerprint();
 }
@@ -60,9 +79,13 @@ void CsrMatrix<T>::check_and_fingerprint() {
   const index_t nnz = static_cast<index_t>(col_idx_.extent(0));
   KRYSP_REQUIRE(row_ptr_(0) == 0, "CSR: row_ptr[0] = ", row_ptr_(0), ", expected 0");
   KRYSP_REQUIRE(row_ptr_(rows_) == nnz, "CSR: row_ptr[rows] = ", row_ptr_(rows_), ", expected nnz = ", nnz);
+  // All offsets first: with row_ptr[0] = 0 and row_ptr[rows] = nnz, monotone offsets keep the
+  // column loop below inside col_idx even when a middle offset is corrupt.
+  for (index_t i = 0; i < rows_; ++i)
+    KRYSP_REQUIRE(row_ptr_(i) <= row_ptr_(i + 1), "CSR: row_ptr decreases at row ", i, " (", row_ptr_(i), " > ",
+                  row_ptr_(i + 1), ")");
   for (index_t i = 0; i < rows_; ++i) {
     const index_t b = row_ptr_(i), e = row_ptr_(i + 1);
-    KRYSP_REQUIRE(b <= e, "CSR: row_ptr decreases at row ", i, " (", b, " > ", e, ")");
     for (index_t k = b; k < e; ++k) {
       const index_t c = col_idx_(k);
       KRYSP_REQUIRE(c >= 0 && c < cols_, "CSR: column index ", c, " in row ", i, " is outside [0, ", cols_, ")");
@@ -134,40 +157,161 @@ CsrMatrix<T> CsrMatrix<T>::from_triplets(index_t rows, index_t cols, const std::
   return CsrMatrix(rows, cols, rpv, civ, vav);
 }
 
+namespace {
+/// InputError unless p is device (or managed) memory of the current device.
+void require_device_pointer(const void* p, const char* where, const char* name) {
+  int dev = -1;
+  const MemoryKind kind = memory_kind(p, &dev);
+  KRYSP_REQUIRE(kind == MemoryKind::Device || kind == MemoryKind::Managed, "CsrMatrix::", where, ": ", name, " = ",
+                p, " is ", to_string(kind),
+                " memory, not device memory (allocate it with cudaMalloc or cudaMallocManaged)");
+  const int current = cuda_current_device();
+  KRYSP_REQUIRE(kind == MemoryKind::Managed || dev == current, "CsrMatrix::", where, ": ", name, " = ", p,
+                " is memory of device ", dev, " but the current device is ", current);
+}
+}  // namespace
+
+template <class T>
+CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
+                                                const index_t* d_col_idx, T* d_values) {
+  ensure_kokkos();
+  KRYSP_REQUIRE(rows >= 0 && cols >= 0, "CsrMatrix::from_device_pointers: negative dimensions ", rows, "x", cols);
+  KRYSP_REQUIRE(nnz >= 0, "CsrMatrix::from_device_pointers: nnz = ", nnz, " is negative");
+  KRYSP_REQUIRE(d_row_ptr, "CsrMatrix::from_device_pointers: d_row_ptr is null (", rows + std::int64_t(1),
+                " row offsets expected)");
+  KRYSP_REQUIRE(nnz == 0 || d_col_idx, "CsrMatrix::from_device_pointers: d_col_idx is null (nnz = ", nnz, ")");
+  KRYSP_REQUIRE(nnz == 0 || d_values, "CsrMatrix::from_device_pointers: d_values is null (nnz = ", nnz, ")");
+  if (!cuda_device_available())
+    KRYSP_THROW(DeviceError, "CsrMatrix::from_device_pointers: no CUDA device is available, so the ", rows, "x",
+                cols, " matrix's arrays cannot be device memory (build it on the host: from_arrays)");
+  require_device_pointer(d_row_ptr, "from_device_pointers", "d_row_ptr");
+  if (nnz > 0) {
+    require_device_pointer(d_col_idx, "from_device_pointers", "d_col_idx");
+    require_device_pointer(d_values, "from_device_pointers", "d_values");
+  }
+  // The structure comes to the host once: checks, fingerprint, row statistics. The values do not
+  // (the snapshot is filled on first host use; WithoutInitializing: no pages touched until then).
+  IndexView rp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "row_ptr"), std::size_t(rows) + 1);
+  IndexView ci(Kokkos::view_alloc(Kokkos::WithoutInitializing, "col_idx"), std::size_t(nnz));
+  ValueView va(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(nnz));
+  detail::copy_to_host(rp.data(), d_row_ptr, rp.extent(0) * sizeof(index_t));
+  detail::copy_to_host(ci.data(), d_col_idx, ci.extent(0) * sizeof(index_t));
+  CsrMatrix A;
+  try {
+    A = CsrMatrix(rows, cols, rp, ci, va);  // checks the structure (InputError naming row and value)
+  } catch (const InputError& e) {
+    KRYSP_THROW(InputError, "CsrMatrix::from_device_pointers: the device arrays are not valid CSR: ", e.what());
+  }
+  Shared& sh = *A.shared_;
+  sh.borrowed = true;
+  sh.on_device = true;
+  sh.d_row_ptr = d_row_ptr;
+  sh.d_col_idx = d_col_idx;
+  sh.d_values = d_values;
+  return A;
+}
+
+template <class T>
+const T* CsrMatrix<T>::host_values() const {
+  Shared& sh = *shared_;
+  if (!sh.borrowed) return values_.data();
+  std::lock_guard<std::mutex> lock(sh.mu);
+  if (sh.snapshot_version != sh.values_version) {  // values changed on the device since the last download
+    detail::copy_to_host(values_.data(), sh.d_values, values_.extent(0) * sizeof(T));
+    sh.snapshot_version = sh.values_version;
+  }
+  return values_.data();
+}
+
+template <class T>
+const typename CsrMatrix<T>::ValueView& CsrMatrix<T>::values() const {
+  host_values();
+  return values_;
+}
+
 template <class T>
 CsrView<T> CsrMatrix<T>::host_view() const {
-  return {rows_, cols_, nnz(), row_ptr_.data(), col_idx_.data(), values_.data()};
+  return {rows_, cols_, nnz(), row_ptr_.data(), col_idx_.data(), host_values()};
 }
 
 template <class T>
 void CsrMatrix<T>::set_values(const std::vector<T>& values) {
   KRYSP_REQUIRE(values.size() == values_.extent(0), "set_values: got ", values.size(),
                 " values for a matrix with nnz = ", values_.extent(0));
-  std::copy(values.begin(), values.end(), values_.data());
-  if (device_) device_->values.upload(values_.data(), values_.extent(0));
-  ++values_version_;
+  Shared& sh = *shared_;
+  std::lock_guard<std::mutex> lock(sh.mu);
+  std::copy(values.begin(), values.end(), values_.data());  // the host copy, or the borrowed one's snapshot
+  if (sh.on_device) detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
+  ++sh.values_version;
+  if (sh.borrowed) sh.snapshot_version = sh.values_version;  // the snapshot is what was just uploaded
+}
+
+template <class T>
+void CsrMatrix<T>::set_values_device(const T* d_src) {
+  KRYSP_REQUIRE(d_src || nnz() == 0, "set_values_device: d_src is null (nnz = ", nnz(), ")");
+  if (nnz() > 0) {
+    if (!cuda_device_available())
+      KRYSP_THROW(DeviceError, "set_values_device: no CUDA device is available, so d_src cannot be device memory");
+    require_device_pointer(d_src, "set_values_device", "d_src");
+  }
+  device_view();  // a host-built matrix needs its mirror to receive the values
+  Shared& sh = *shared_;
+  std::lock_guard<std::mutex> lock(sh.mu);
+  const std::size_t bytes = values_.extent(0) * sizeof(T);
+  if (d_src != sh.d_values) detail::copy_device_to_device(sh.d_values, d_src, bytes);
+  if (!sh.borrowed) detail::copy_to_host(values_.data(), sh.d_values, bytes);  // the host stays the master copy
+  ++sh.values_version;  // a borrowed matrix's snapshot is stale: the next host use downloads
+}
+
+template <class T>
+void CsrMatrix<T>::notify_values_changed() {
+  Shared& sh = *shared_;
+  std::lock_guard<std::mutex> lock(sh.mu);
+  ++sh.values_version;  // a borrowed matrix's snapshot is now stale: the next host use downloads
+  if (!sh.borrowed && sh.on_device)
+    detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
+}
+
+template <class T>
+std::uint64_t CsrMatrix<T>::values_version() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->values_version;
 }
 
 template <class T>
 CsrView<T> CsrMatrix<T>::device_view() const {
-  if (!device_) {
-    auto m = std::make_shared<DeviceMirror>();
-    m->row_ptr = DeviceArray<index_t>(row_ptr_.extent(0));
-    m->col_idx = DeviceArray<index_t>(col_idx_.extent(0));
-    m->values = DeviceArray<T>(values_.extent(0));
-    m->row_ptr.upload(row_ptr_.data(), row_ptr_.extent(0));
-    m->col_idx.upload(col_idx_.data(), col_idx_.extent(0));
-    m->values.upload(values_.data(), values_.extent(0));
-    device_ = std::move(m);
+  Shared& sh = *shared_;
+  std::lock_guard<std::mutex> lock(sh.mu);
+  if (!sh.on_device) {
+    sh.mirror_row_ptr = DeviceArray<index_t>(row_ptr_.extent(0));
+    sh.mirror_col_idx = DeviceArray<index_t>(col_idx_.extent(0));
+    sh.mirror_values = DeviceArray<T>(values_.extent(0));
+    sh.mirror_row_ptr.upload(row_ptr_.data(), row_ptr_.extent(0));
+    sh.mirror_col_idx.upload(col_idx_.data(), col_idx_.extent(0));
+    sh.mirror_values.upload(values_.data(), values_.extent(0));
+    sh.d_row_ptr = sh.mirror_row_ptr.data();
+    sh.d_col_idx = sh.mirror_col_idx.data();
+    sh.d_values = sh.mirror_values.data();
+    sh.on_device = true;
   }
-  return {rows_, cols_, nnz(), device_->row_ptr.data(), device_->col_idx.data(), device_->values.data()};
+  return {rows_, cols_, nnz(), sh.d_row_ptr, sh.d_col_idx, sh.d_values};
 }
 
 template <class T>
+bool CsrMatrix<T>::has_device_copy() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->on_device;
+}
+
+template <class T>
+bool CsrMatrix<T>::is_device_borrowed() const { return shared_->borrowed; }
+
+template <class T>
 void CsrMatrix<T>::multiply_host(const T* x, T* y) const {
+  const T* va = host_values();
   for (index_t i = 0; i < rows_; ++i) {
     T sum = 0;
-    for (index_t k = row_ptr_(i); k < row_ptr_(i + 1); ++k) sum += values_(k) * x[col_idx_(k)];
+    for (index_t k = row_ptr_(i); k < row_ptr_(i + 1); ++k) sum += va[k] * x[col_idx_(k)];
     y[i] = sum;
   }
 }

@@ -5,7 +5,18 @@
 /// Invariants, checked when a matrix is made (InputError otherwise): row_ptr has rows+1
 /// non-decreasing entries from 0 to nnz; column indices lie in [0, cols) and are strictly
 /// increasing within each row (no duplicates); nnz fits in int32 (see types.hpp).
-/// Copies share storage, like Kokkos views do.
+/// Copies share storage, like Kokkos views do: the host arrays, the device mirror and the
+/// values version (a value update through one copy is seen by all).
+///
+/// Two kinds of matrix:
+///  - host-built (constructor, from_arrays, from_triplets, the Matrix Market reader): the host
+///    arrays are the master copy; device_view() uploads a mirror on first use.
+///  - device-borrowed (from_device_pointers): the caller owns CSR arrays in device memory and
+///    device_view() returns exactly those pointers (no device copy). The structure is copied to
+///    the host once, at creation, to check it and to compute the fingerprint and the row
+///    statistics plans need. The values stay on the device: host-side uses (values(),
+///    host_view(), multiply_host(), the host backend, preconditioner setup, symmetry checks)
+///    download them once per values version into a host snapshot (nnz values).
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -25,17 +36,23 @@ struct StructureFingerprint {
   index_t cols = 0;
   index_t nnz = 0;
   std::uint64_t hash = 0;  ///< FNV-1a over row_ptr and col_idx
+  /// Same size, same nnz, same hash: treated as the same structure.
   bool operator==(const StructureFingerprint& o) const {
     return rows == o.rows && cols == o.cols && nnz == o.nnz && hash == o.hash;
   }
+  /// Not the same structure.
   bool operator!=(const StructureFingerprint& o) const { return !(*this == o); }
+  /// "rows x cols : nnz : hash" (hash in hex), as the tuning caches key it.
   std::string to_string() const;
 };
 
+/// A sparse matrix in compressed sparse row form, T = double or float (see the file comment).
 template <class T>
 class CsrMatrix {
  public:
+  /// Host array of row offsets or column indices.
   using IndexView = Kokkos::View<index_t*, Kokkos::HostSpace>;
+  /// Host array of values.
   using ValueView = Kokkos::View<T*, Kokkos::HostSpace>;
 
   /// An empty 0×0 matrix.
@@ -48,42 +65,80 @@ class CsrMatrix {
   /// Builds from coordinate triplets in any order; duplicate (i, j) entries are summed.
   static CsrMatrix from_triplets(index_t rows, index_t cols, const std::vector<index_t>& i,
                                  const std::vector<index_t>& j, const std::vector<T>& v);
+  /// Wraps CSR arrays the caller already holds in device memory, without copying them on the
+  /// device: device_view() (and so every GPU solver, plan and preconditioner) reads d_row_ptr,
+  /// d_col_idx and d_values themselves. d_row_ptr holds rows+1 offsets, d_col_idx and d_values
+  /// nnz entries each, all on the current CUDA device (cudaMalloc'd or managed memory).
+  ///
+  /// The structure is downloaded once and checked like any matrix (InputError naming the row and
+  /// value); null pointers, host pointers and memory of another device are refused (InputError),
+  /// and so is every call without a CUDA device (DeviceError). The caller keeps the arrays alive
+  /// as long as this matrix, its copies, or a plan or solver made from it is used, and must not
+  /// change the structure. After writing new values into d_values, call
+  /// notify_values_changed(); set_values() copies into d_values.
+  static CsrMatrix from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
+                                        const index_t* d_col_idx, T* d_values);
 
+  /// Number of rows.
   index_t rows() const { return rows_; }
+  /// Number of columns.
   index_t cols() const { return cols_; }
+  /// Number of stored entries.
   index_t nnz() const { return static_cast<index_t>(col_idx_.extent(0)); }
+  /// Host row offsets (rows + 1 entries).
   const IndexView& row_ptr() const { return row_ptr_; }
+  /// Host column indices (nnz entries, strictly increasing within each row).
   const IndexView& col_idx() const { return col_idx_; }
-  const ValueView& values() const { return values_; }
+  /// Host values (nnz entries). For a device-borrowed matrix, the host snapshot, downloaded first
+  /// when the values changed since the last download (DeviceError on a failed copy). Take it once
+  /// before a loop rather than per entry (each call checks the snapshot).
+  const ValueView& values() const;
+  /// A non-owning view of the host arrays (values as in values()).
   CsrView<T> host_view() const;
+  /// The structure's identity (plans, preconditioners and tuning entries are keyed by it).
   const StructureFingerprint& fingerprint() const { return fingerprint_; }
 
   /// Replaces the values, keeping the structure: plans made for this matrix stay valid. The device
-  /// mirror, if any, is updated too. `values.size()` must equal nnz().
+  /// mirror, if any, is updated too; for a device-borrowed matrix the values are copied into the
+  /// caller's device array. `values.size()` must equal nnz(). Counts as a values change.
   void set_values(const std::vector<T>& values);
-  /// Number of set_values() calls so far (lets caches of derived data notice an update).
-  std::uint64_t values_version() const { return values_version_; }
+  /// Replaces the values with nnz values read from device memory `d_src` (current device;
+  /// InputError for a null or host pointer): copied on the device into the device arrays (the
+  /// caller's own for a device-borrowed matrix, where d_src == d_values only declares the change),
+  /// and for a host-built matrix downloaded into the host arrays too (they stay the master copy).
+  /// Plans stay valid. Counts as a values change.
+  void set_values_device(const T* d_src);
+  /// Declares that the values were changed in place: through the caller's device array
+  /// (device-borrowed matrix; the host snapshot is dropped) or through the host view values()
+  /// (host-built matrix; the device mirror, if any, is uploaded again). Plans stay valid;
+  /// CgSolver sets its preconditioner up again at its next solve().
+  void notify_values_changed();
+  /// Number of values changes (set_values, notify_values_changed) so far, over all copies: lets
+  /// holders of derived data (a CgSolver's preconditioner) notice an update.
+  std::uint64_t values_version() const;
 
-  /// The device mirror, uploaded on first call (throws DeviceError without a device / memory).
+  /// The device arrays: the mirror, uploaded on first call (throws DeviceError without a device
+  /// or memory), or the caller's own pointers for a device-borrowed matrix.
   CsrView<T> device_view() const;
-  bool has_device_copy() const { return device_ != nullptr; }
+  /// True when device arrays exist (a mirror was uploaded, or the matrix is device-borrowed).
+  bool has_device_copy() const;
+  /// True for a matrix made by from_device_pointers (the caller owns the device arrays).
+  bool is_device_borrowed() const;
 
-  /// y = A x on the host (reference kernel). Sizes are checked.
+  /// y = A x on the host (reference kernel; x has cols(), y rows() entries). A device-borrowed
+  /// matrix uses its host snapshot of the values (see values()).
   void multiply_host(const T* x, T* y) const;
 
  private:
-  struct DeviceMirror {
-    DeviceArray<index_t> row_ptr, col_idx;
-    DeviceArray<T> values;
-  };
+  struct Shared;  // what all copies share: device arrays, values version, snapshot state
   void check_and_fingerprint();
+  const T* host_values() const;  // values_.data(), refreshed first for a device-borrowed matrix
   index_t rows_ = 0, cols_ = 0;
   IndexView row_ptr_;
   IndexView col_idx_;
   ValueView values_;
   StructureFingerprint fingerprint_;
-  std::uint64_t values_version_ = 0;
-  mutable std::shared_ptr<DeviceMirror> device_;
+  std::shared_ptr<Shared> shared_;
 };
 
 extern template class CsrMatrix<double>;

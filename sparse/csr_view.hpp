@@ -5,6 +5,7 @@
 #include "base/types.hpp"
 
 namespace krysp {
+/// The sizes and the three CSR array pointers of one matrix, all host or all device memory.
 template <class T>
 struct CsrView {
   index_t rows = 0;

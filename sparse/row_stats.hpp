@@ -8,6 +8,7 @@
 
 namespace krysp {
 
+/// Row-length statistics of one matrix (what the kernel-choice rules look at).
 struct RowStats {
   index_t rows = 0;
   index_t nnz = 0;
@@ -17,6 +18,7 @@ struct RowStats {
   index_t empty_rows = 0;
   /// Coefficient of variation: stddev / mean (0 for an empty matrix). The balance rule uses it.
   double cv() const { return mean > 0 ? stddev / mean : 0.0; }
+  /// A one-line summary of the fields.
   std::string to_string() const;
 };
 

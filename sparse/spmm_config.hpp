@@ -6,15 +6,21 @@
 
 namespace krysp {
 
+/// The SpMM design space: parallel (VDL) or sequential (CSC) reduction, times row- or
+/// nonzero-balanced work.
 enum class SpmmAlgorithm : int {
   VdlRow = 0,  ///< parallel reduction, vector loads of X, a sub-warp per row
   VdlNnz = 1,  ///< parallel reduction, vector loads of X, merge-path units (nonzero-balanced)
   CscRow = 2,  ///< sequential reduction, (col, val) pairs cached in shared memory, a sub-warp per row
   CscNnz = 3,  ///< sequential reduction, cached pairs, merge-path units (nonzero-balanced)
 };
+/// Number of SpmmAlgorithm values.
 inline constexpr int kSpmmAlgorithmCount = 4;
+/// "vdl-row", "vdl-nnz", "csc-row" or "csc-nnz".
 const char* to_string(SpmmAlgorithm a);
+/// True for the merge-path (nonzero-balanced) algorithms.
 inline bool is_nnz_balanced(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlNnz || a == SpmmAlgorithm::CscNnz; }
+/// True for the vector-load, parallel-reduction algorithms.
 inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == SpmmAlgorithm::VdlNnz; }
 
 /// Version of the SpMM kernels, their partition and candidate set. Bump it whenever one of them
@@ -29,11 +35,14 @@ struct SpmmConfig {
   int col_lanes = 0;       ///< VDL: Q, lanes that split the columns (power of two <= S); CSC: unused (0)
   int per_lane = 0;        ///< VDL: vectors per lane (1 or 2); CSC: columns per lane (1 or 2)
   int items_per_warp = 0;  ///< nonzero-balanced: rows + nonzeros per unit (one warp); 0 for row kernels
+  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1".
   std::string to_string() const;
+  /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes &&
            per_lane == o.per_lane && items_per_warp == o.items_per_warp;
   }
+  /// Some field differs.
   bool operator!=(const SpmmConfig& o) const { return !(*this == o); }
 };
 

@@ -129,7 +129,8 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
   auto s = std::make_shared<State>();
   s->fingerprint = A.fingerprint();
   s->n = N;
-  s->stats = row_stats(A.host_view());
+  // Structure only: host_view() would download a device-borrowed matrix's values for nothing.
+  s->stats = row_stats(CsrView<T>{A.rows(), A.cols(), A.nnz(), A.row_ptr().data(), A.col_idx().data(), nullptr});
   s->selection.rule = choose_spmm_rule(s->stats, N, int(sizeof(T)));
   const CsrView<T> dA = A.device_view();  // upload now, not inside the first apply
 

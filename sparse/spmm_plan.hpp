@@ -39,6 +39,7 @@ namespace krysp {
 
 /// How a plan picks its kernel.
 struct SpmmPlanOptions {
+  /// Rule: the row-statistics rule picks the kernel; Tune: time the candidates on the matrix.
   enum class Select { Rule, Tune } select = Select::Rule;
   bool force = false;  ///< use `forced` (zero fields derived); InputError if it is invalid
   SpmmConfig forced;
@@ -52,7 +53,9 @@ struct SpmmPlanOptions {
 
 /// How the plan's configuration was chosen and what tuning measured.
 struct SpmmSelection {
+  /// Where the configuration came from.
   enum class Source { Rule, Forced, Tuned, Cache };
+  /// One timed candidate of a tuning run.
   struct Candidate {
     SpmmConfig config;
     double ms = 0;  ///< median time of Y = A·X (alpha 1, beta 0), milliseconds
@@ -64,11 +67,14 @@ struct SpmmSelection {
   double chosen_ms = 0;               ///< Tuned or Cache: time of the chosen kernel
   std::string cache_file;             ///< the cache file consulted ("" when none)
 };
+/// "rule", "forced", "tuned" or "cache".
 const char* to_string(SpmmSelection::Source s);
 
+/// The SpMM plan of one matrix structure and block width N (see the file comment); copies share it.
 template <class T>
 class SpmmPlan {
  public:
+  /// An invalid plan (valid() is false): a placeholder to assign to.
   SpmmPlan() = default;
   /// Makes the plan for A and N columns on the current CUDA device (uploads A if needed; all
   /// device allocations happen here). InputError for N < 1 or an invalid forced configuration.
@@ -80,11 +86,16 @@ class SpmmPlan {
   /// writes: one plan (and its copies) must not be applied from two host threads at once.
   void apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) const;
 
+  /// False for a default-constructed plan (apply() then throws InputError).
   bool valid() const { return state_ != nullptr; }
   index_t n() const;  ///< N, the number of columns of X and Y
+  /// The kernel and launch parameters in use.
   const SpmmConfig& config() const;
+  /// The row statistics the choice was made from.
   const RowStats& stats() const;
+  /// The structure this plan was made for.
   const StructureFingerprint& fingerprint() const;
+  /// How the configuration was chosen (rule, forced, tuned with its candidate table, or cache).
   const SpmmSelection& selection() const;
   /// Kernel launches per apply() (1, or 2 with the fix-up of rows split between units).
   int launches_per_apply() const;
@@ -92,6 +103,7 @@ class SpmmPlan {
   static bool vector_aligned(const T* X, index_t ldx);
   /// True when A has the structure and N this plan was made for.
   bool matches(const CsrMatrix<T>& A, index_t N) const;
+  /// How many SpMM plans this process has made.
   static std::uint64_t plans_created();
 
  private:

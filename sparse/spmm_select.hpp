@@ -104,6 +104,7 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 /// Cost in loop trips of the longest row, and the average cost per resident sub-warp, for a
 /// complete configuration (see kLongRowFactor).
 double spmm_max_row_trips(const RowStats& s, const SpmmConfig& c);
+/// The average cost per resident sub-warp (the other half of the comparison above).
 double spmm_mean_trips_per_slot(const RowStats& s, const SpmmConfig& c);
 /// Is the longest row too long for the row-balanced version of `c`?
 bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
@@ -123,6 +124,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
 //   algorithm=<0..3> subwarp= col_lanes= per_lane= items_per_warp= ms= gpu=<name>
 // Key: fingerprint, precision, GPU name, kSpmmKernelVersion, N and whether X was vector-aligned.
 
+/// What an SpMM tuning entry is looked up by.
 struct SpmmTuneKey {
   StructureFingerprint fingerprint;
   std::string precision;  ///< "double" or "float"
@@ -132,17 +134,21 @@ struct SpmmTuneKey {
   int kernel_version = kSpmmKernelVersion;
 };
 
+/// One SpMM tuning-cache line: the key, the chosen configuration and its measured time.
 struct SpmmTuneEntry {
   SpmmTuneKey key;
   SpmmConfig config;
-  double ms = 0;
+  double ms = 0;  ///< measured time of the chosen kernel, milliseconds
 };
 
+/// The SpMM tuning-cache file (format above).
 class SpmmTuneCache {
  public:
   /// `dir` empty: default_tune_cache_dir(); no folder known: disabled.
   explicit SpmmTuneCache(const std::string& dir = "");
+  /// The cache file, or "" when no folder is known.
   const std::string& file() const { return file_; }
+  /// False when no folder is known (lookups miss, stores do nothing).
   bool enabled() const { return !file_.empty(); }
   /// The valid entry for `key`, if any. Never throws on a bad file (warns).
   std::optional<SpmmTuneEntry> lookup(const SpmmTuneKey& key) const;

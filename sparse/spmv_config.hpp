@@ -14,7 +14,9 @@ enum class SpmvAlgorithm : int {
   NnzSequential = 2,  ///< each thread a fixed run of nonzeros, row boundaries from the plan's partition
   NnzSegmented = 3,   ///< each warp a fixed run of nonzeros, segmented warp-shuffle scan (VSR)
 };
+/// Number of SpmvAlgorithm values.
 inline constexpr int kSpmvAlgorithmCount = 4;
+/// "row-sequential", "row-subwarp", "nnz-sequential" or "nnz-segmented".
 const char* to_string(SpmvAlgorithm a);
 /// True for the two nonzero-balanced algorithms (they need the plan's partition).
 inline bool is_nnz_balanced(SpmvAlgorithm a) {
@@ -31,11 +33,14 @@ struct SpmvConfig {
   int subwarp = 32;        ///< RowSubwarp: lanes per row, a power of two in [2, 32]
   int nnz_per_thread = 0;  ///< Nnz*: nonzeros per thread, 4, 8 or 16 (0 for the row kernels)
   int block_warps = 4;     ///< Nnz*: warps (tiles) per block, 4 or 8 (4 for the row kernels)
+  /// A compact name with the parameters, e.g. "row-subwarp/w8" or "nnz-segmented/k8/b8".
   std::string to_string() const;
+  /// Every field equal.
   bool operator==(const SpmvConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && nnz_per_thread == o.nnz_per_thread &&
            block_warps == o.block_warps;
   }
+  /// Some field differs.
   bool operator!=(const SpmvConfig& o) const { return !(*this == o); }
 };
 

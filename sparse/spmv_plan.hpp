@@ -28,6 +28,7 @@ namespace krysp {
 
 /// How the plan picks its kernel.
 struct SpmvPlanOptions {
+  /// Rule: the row-statistics rule picks the kernel; Tune: time the candidates on the matrix.
   enum class Select { Rule, Tune } select = Select::Rule;
   bool force = false;  ///< use `forced` as is (tests and benchmarks); InputError if it is invalid
   SpmvConfig forced;
@@ -46,7 +47,9 @@ struct SpmvPlanOptions {
 
 /// How a plan's configuration was chosen, and what tuning measured (for `krysp tune`).
 struct SpmvSelection {
+  /// Where the configuration came from.
   enum class Source { Rule, Forced, Tuned, Cache };
+  /// One timed candidate of a tuning run.
   struct Candidate {
     SpmvConfig config;
     double ms = 0;  ///< median time of one y = A·x (alpha 1, beta 0), milliseconds
@@ -58,11 +61,14 @@ struct SpmvSelection {
   double chosen_ms = 0;               ///< Tuned or Cache: measured time of the chosen kernel
   std::string cache_file;             ///< Tune with use_cache: the cache file consulted
 };
+/// "rule", "forced", "tuned" or "cache".
 const char* to_string(SpmvSelection::Source s);
 
+/// The SpMV plan of one matrix structure (see the file comment); copies share it.
 template <class T>
 class SpmvPlan {
  public:
+  /// An invalid plan (valid() is false): a placeholder to assign to.
   SpmvPlan() = default;
   /// Makes the plan for A on the current CUDA device (uploads A if needed; throws DeviceError).
   explicit SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options = {});
@@ -76,9 +82,13 @@ class SpmvPlan {
   /// and q. A must be square. The first call allocates the reduction's small workspace.
   void apply_dot(const CsrMatrix<T>& A, const T* x, T* y, double* dot_xy) const;
 
+  /// False for a default-constructed plan (apply() then throws InputError).
   bool valid() const { return state_ != nullptr; }
+  /// The kernel and launch parameters in use.
   const SpmvConfig& config() const;
+  /// The row statistics the choice was made from.
   const RowStats& stats() const;
+  /// The structure this plan was made for.
   const StructureFingerprint& fingerprint() const;
   /// How the configuration was chosen (rule, forced, tuned with its candidate table, or cache).
   const SpmvSelection& selection() const;

@@ -37,6 +37,7 @@ namespace krysp {
 /// The cache folder from the environment (items 2–4 above), or "" when none is set.
 std::string default_tune_cache_dir();
 
+/// What an SpMV tuning entry is looked up by.
 struct TuneKey {
   StructureFingerprint fingerprint;
   std::string precision;  ///< "double" or "float"
@@ -44,18 +45,21 @@ struct TuneKey {
   int kernel_version = kSpmvKernelVersion;
 };
 
+/// One SpMV tuning-cache line: the key, the chosen configuration and its measured time.
 struct TuneEntry {
   TuneKey key;
   SpmvConfig config;
   double ms = 0;  ///< measured time of the chosen kernel when it was tuned
 };
 
+/// The SpMV tuning-cache file (format above).
 class TuneCache {
  public:
   /// `dir` empty: default_tune_cache_dir().
   explicit TuneCache(const std::string& dir = "");
   /// The cache file, or "" when no folder is known.
   const std::string& file() const { return file_; }
+  /// False when no folder is known (lookups miss, stores do nothing).
   bool enabled() const { return !file_.empty(); }
   /// The entry for `key`, if the file holds a valid one. Never throws on a bad file (warns).
   std::optional<TuneEntry> lookup(const TuneKey& key) const;

@@ -12,6 +12,7 @@
 
 namespace krysp {
 
+/// The host backend of block_cg() (solvers/block_cg.hpp): each operation as that file lists it.
 template <class T>
 class HostBlockCgOps {
  public:
@@ -19,13 +20,18 @@ class HostBlockCgOps {
   /// M (null for none) must have been set up for A; both must outlive the ops.
   HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const HostPreconditioner<T>* M);
 
+  /// n, the order of A.
   index_t size() const { return A_.rows(); }
+  /// s, the number of right-hand sides.
   index_t cols() const { return s_; }
+  /// A new zeroed n × s block.
   Block block() const { return Block("block", std::size_t(size()) * s_); }
   void zero_columns(Block& X, const std::vector<char>& zero) const;  ///< X[:, j] = 0 where zero[j]
+  /// Q = A·P for the first w columns.
   void spmm(const Block& P, index_t w, Block& Q) const;
   void residual(const Block& B, const Block& X, Block& R) const;  ///< R = B − A·X
   void precondition(const Block& R);                              ///< Z = M⁻¹·R (kept inside)
+  /// Xᵀ·Y of the first bx and by columns, bx × by column-major.
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by) const;
   /// X += Pn·Ca, R −= Qn·Ca (Ca: a × s), Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ.
   BlockUpdateGrams update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca, Block& X,

@@ -12,22 +12,32 @@
 
 namespace krysp {
 
+/// The host backend of lobpcg() (solvers/lobpcg.hpp): each operation as that file lists it.
 class HostEigOps {
  public:
+  /// An owning host block.
   struct Block {
     std::vector<double> v;
+    /// The first entry.
     double* data() { return v.data(); }
+    /// The first entry.
     const double* data() const { return v.data(); }
   };
   /// B null: the standard problem (B = I). M null: no preconditioner. A, B and M must outlive the ops.
   HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const HostPreconditioner<double>* M)
       : A_(A), B_(B), M_(M) {}
 
+  /// n, the order of A.
   index_t size() const { return A_.rows(); }
+  /// True for A·x = λ·B·x (a B was given).
   bool generalized() const { return B_ != nullptr; }
+  /// True when a preconditioner was given.
   bool has_preconditioner() const { return M_ != nullptr; }
+  /// A new zeroed block of `count` entries.
   Block block(std::size_t count) const { return Block{std::vector<double>(count, 0.0)}; }
+  /// dst = host (count entries; a plain copy on this backend).
   void upload(const double* host, double* dst, std::size_t count) const { std::copy(host, host + count, dst); }
+  /// host = src (count entries; a plain copy on this backend).
   void download(const double* src, double* host, std::size_t count) const { std::copy(src, src + count, host); }
 
   /// C = Xᵀ·Y (HostBlockOps' contract; loops ordered so the compiler vectorises them).
@@ -35,15 +45,21 @@ class HostEigOps {
   /// Y = alpha·X·C + beta·Y (HostBlockOps' contract, same loop-ordering remark).
   void combine(const double* X, index_t ldx, index_t bx, const double* C, double alpha, double beta, double* Y,
                index_t ldy, index_t by) const;
+  /// Y = X (n × cols).
   void copy(index_t cols, const double* X, index_t ldx, double* Y, index_t ldy) const {
     blk_.copy(size(), cols, X, ldx, Y, ldy);
   }
+  /// Y = A·X (N columns).
   void apply_a(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const;
+  /// Y = B·X (N columns; Y = X for the standard problem).
   void apply_b(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const;
+  /// Z = M⁻¹·R (N columns; Z = R without M).
   void precondition(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) const;
+  /// r_j = AX_j − λ_j·BX_j into column dest[j] of R (−1: not written); rr_j = ‖r_j‖², xx_j = ‖X_j‖².
   void residuals(index_t b, const double* AX, index_t ldax, const double* BX, index_t ldbx, const double* X,
                  index_t ldx, const double* lambda, const index_t* dest, double* R, index_t ldr, double* rr,
                  double* xx) const;
+  /// X(i, j) = random_block_entry(seed, i, first_col + j) for cols columns.
   void fill_random(index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) const;
 
  private:

@@ -8,6 +8,7 @@
 
 namespace krysp {
 
+/// Y = alpha·A·X + beta·Y on the host, as described above.
 template <class T>
 void spmm_host(const CsrMatrix<T>& A, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy);
 

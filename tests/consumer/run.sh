@@ -9,3 +9,4 @@ cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
 cmake -S "$here" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix;$kokkos_prefix" >/dev/null
 cmake --build "$scratch/build" >/dev/null
 "$scratch/build/consumer"
+"$scratch/build/lowest_modes" 4
