@@ -4,6 +4,7 @@
 //
 // usage: bench_block_cg [--quick] [--json out.json] [A.mtx ...]
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -13,6 +14,10 @@
 
 #include "base/device_memory.hpp"
 #include "io/matrix_market.hpp"
+#include "precond/preconditioner.hpp"
+#include "solvers/cuda/cuda_block_cg_ops.hpp"
+#include "sparse/cuda/timing.hpp"
+#include "sparse/spmv_plan.hpp"
 #include "solvers/solve.hpp"
 #include "sparse/generators.hpp"
 
@@ -26,6 +31,7 @@ struct Row {
   index_t block_iters, max_seq_iters;
   bool block_ok, seq_ok;
   std::string spmm;
+  double block_setup_s = 0, seq_setup_s = 0;  // parts of block_s and seq_s: plans, preconditioner, uploads
 };
 
 Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s) {
@@ -47,6 +53,7 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s) {
   std::vector<double> X;
   const auto rep = solve_block(A, B, s, X, o);
   r.block_s = rep.seconds + rep.setup_seconds;
+  r.block_setup_s = rep.setup_seconds;
   r.block_iters = rep.iterations;
   r.block_ok = rep.converged();
   r.spmm = rep.spmm_kernel;
@@ -54,10 +61,53 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s) {
     std::vector<double> b(B.begin() + std::size_t(j) * n, B.begin() + std::size_t(j + 1) * n), x;
     const auto single = solve(A, b, x, o);
     r.seq_s += single.seconds + single.setup_seconds;
+    r.seq_setup_s += single.setup_seconds;
     r.max_seq_iters = std::max(r.max_seq_iters, single.iterations);
     r.seq_ok = r.seq_ok && single.converged();
   }
   return r;
+}
+
+/// One block CG iteration step by step (median of CUDA-event timings, random blocks, Jacobi), with
+/// the bytes each step must move and the bandwidth that makes: where an iteration's time goes.
+void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t s, double copy_gbs) {
+  SpmvPlan<double> spmv(A);
+  PrecondOptions po;
+  po.kind = PrecondKind::Jacobi;
+  const auto M = make_device_preconditioner(A, spmv, po);
+  CudaBlockCgOps<double> ops(A, s, M.get());
+  const std::size_t n = std::size_t(A.rows()), ns = n * s;
+  auto P = ops.block(), Q = ops.block(), X = ops.block(), R = ops.block(), Pn = ops.block();
+  for (auto* b : {&P, &Q, &X, &R}) {
+    std::vector<double> h(ns);
+    std::mt19937_64 rng(ns + std::size_t(b - &P));
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (auto& v : h) v = u(rng);
+    b->upload(h.data(), ns);
+  }
+  std::vector<double> Ca(std::size_t(s) * s, 1e-3), Cb(std::size_t(s) * s, 1e-3);
+  std::vector<index_t> active(s);
+  for (index_t j = 0; j < s; ++j) active[j] = j;
+  const double blk = double(ns) * 8, mat = double(A.nnz()) * 12 + double(n + 1) * 4;
+  struct Step {
+    const char* what;
+    double bytes;
+    std::function<void()> fn;
+  };
+  const std::vector<Step> steps = {
+      {"spmm Q = A*P", mat + 2 * blk, [&] { ops.spmm(P, s, Q); }},
+      {"gram PtQ", 2 * blk, [&] { ops.gram(P, s, Q, s); }},
+      {"update X,R + grams", 6 * blk + 8.0 * n, [&] { ops.update(P, Q, s, Ca, X, R); }},
+      {"direction + grams", 3 * blk + 8.0 * n, [&] { ops.direction(P, s, Cb, active, R, Pn); }},
+  };
+  double total = 0;
+  for (const auto& st : steps) {
+    const double ms = time_device_ms(st.fn, 2, 5);
+    total += ms;
+    std::printf("  %-22s s=%2d %-20s %8.3f ms  %6.0f GB/s  %5.1f%% of copy\n", name.c_str(), s, st.what, ms,
+                st.bytes / (ms * 1e-3) / 1e9, 100 * st.bytes / (ms * 1e-3) / 1e9 / copy_gbs);
+  }
+  std::printf("  %-22s s=%2d %-20s %8.3f ms\n", name.c_str(), s, "iteration (sum)", total);
 }
 }  // namespace
 
@@ -78,14 +128,19 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
   mats.emplace_back("laplace3d_" + std::to_string(g) + "^3", laplacian_3d(g, g, g));
   for (const auto& f : files) mats.emplace_back(f.substr(f.find_last_of('/') + 1), io::read_matrix_market<double>(f));
+  const double copy_gbs = measure_copy_bandwidth_gbs();
+  std::printf("device %s, copy bandwidth %.0f GB/s\n", cuda_device_name().c_str(), copy_gbs);
+  for (index_t s : {8, 16}) profile_steps(mats.front().first, mats.front().second, s, copy_gbs);
   std::vector<Row> rows;
   for (const auto& [name, A] : mats)
     for (index_t s : {8, 16}) {
       rows.push_back(measure(name, A, s));
       const auto& r = rows.back();
-      std::printf("%-22s s=%2d block %.4f s (%d it%s)  sequential %.4f s (max %d it%s)  ratio %.3f  spmm %s\n",
-                  r.name.c_str(), r.s, r.block_s, r.block_iters, r.block_ok ? "" : ", NOT converged", r.seq_s,
-                  r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s, r.spmm.c_str());
+      std::printf("%-22s s=%2d block %.4f s (setup %.4f, %d it%s)  sequential %.4f s (setup %.4f, max %d it%s)  "
+                  "ratio %.3f  spmm %s\n",
+                  r.name.c_str(), r.s, r.block_s, r.block_setup_s, r.block_iters, r.block_ok ? "" : ", NOT converged",
+                  r.seq_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s,
+                  r.spmm.c_str());
       std::fflush(stdout);
     }
   if (!json.empty()) {
@@ -102,9 +157,9 @@ int main(int argc, char** argv) {
       std::fprintf(f,
                    "    {\"matrix\": \"%s\", \"n\": %d, \"nnz\": %d, \"s\": %d, \"block_seconds\": %.6f, "
                    "\"block_iterations\": %d, \"block_converged\": %s, \"sequential_seconds\": %.6f, "
-                   "\"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"spmm\": \"%s\"}%s\n",
+                   "\"block_setup_seconds\": %.6f, \"sequential_setup_seconds\": %.6f, \"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"spmm\": \"%s\"}%s\n",
                    r.name.c_str(), r.n, r.nnz, r.s, r.block_s, r.block_iters, r.block_ok ? "true" : "false", r.seq_s,
-                   r.max_seq_iters, r.seq_ok ? "true" : "false", r.block_s / r.seq_s, r.spmm.c_str(),
+                   r.block_setup_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "true" : "false", r.block_s / r.seq_s, r.spmm.c_str(),
                    i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");

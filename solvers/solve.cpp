@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/cg_solver.hpp"
+#include "solvers/cuda/block_cg_kernels.hpp"
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 #include "solvers/host/host_block_cg_ops.hpp"
 
@@ -75,16 +76,20 @@ BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<do
   const auto M = make_device_preconditioner(A, spmv, o.precond);
   CudaBlockCgOps<double> ops(A, s, M.get());
   auto vb = ops.block(), vx = ops.block();
-  const auto b = to_row_major(B, A.rows(), s), x = to_row_major(X, A.rows(), s);
-  vb.upload(b.data(), b.size());
-  vx.upload(x.data(), x.size());
+  {  // the API's column-major blocks to the kernels' row-major ones, transposed on the device
+    DeviceArray<double> cmaj(B.size());
+    cmaj.upload(B.data(), B.size());
+    detail::transpose(cmaj.data(), s, A.rows(), vb.data());
+    cmaj.upload(X.data(), X.size());
+    detail::transpose(cmaj.data(), s, A.rows(), vx.data());
+  }
   BlockSolveReport rep;
   cuda_synchronize();
   rep.setup_seconds = since(t0);
   static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, o.cg);
-  std::vector<double> xr(x.size());
-  vx.download(xr.data(), xr.size());
-  to_col_major(xr.data(), A.rows(), s, X);
+  DeviceArray<double> cmaj(X.size());
+  detail::transpose(vx.data(), A.rows(), s, cmaj.data());
+  cmaj.download(X.data(), X.size());
   rep.backend = "cuda";
   rep.device = cuda_device_name();
   rep.spmm_kernel = ops.plan(s).config().to_string();

@@ -110,10 +110,10 @@ __global__ void __launch_bounds__(kThreads)
   double* qs = ps + std::size_t(R) * s;  // Qn rows
   double* rs = qs + std::size_t(R) * s;  // R rows after the update
   double* zs = rs + std::size_t(R) * s;  // Z rows
-  double* ca = zs + std::size_t(R) * s;  // a × s
+  double* ca = zs + std::size_t(R) * s;  // Caᵀ (s × a... stored [i·s + j]: lanes of one i read consecutive j)
   double* acc = ca + std::size_t(a) * s;
   const int nout = grams ? s + a * s : 0;
-  for (int o = threadIdx.x; o < a * s; o += kThreads) ca[o] = Ca ? Ca[o] : 0.0;
+  for (int o = threadIdx.x; o < a * s; o += kThreads) ca[(o % a) * s + o / a] = Ca ? Ca[o] : 0.0;
   for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
   __syncthreads();
   for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
@@ -128,8 +128,8 @@ __global__ void __launch_bounds__(kThreads)
       if (update) {
         double dx = 0.0, dr = 0.0;
         for (int i = 0; i < a; ++i) {
-          dx += ps[r * s + i] * ca[i + j * a];
-          dr += qs[r * s + i] * ca[i + j * a];
+          dx += ps[r * s + i] * ca[i * s + j];
+          dr += qs[r * s + i] * ca[i * s + j];
         }
         X[g] += dx;  // inactive columns have zero coefficients: x + 0 and r − 0 leave them as they are
         rv -= dr;
@@ -156,11 +156,11 @@ __global__ void __launch_bounds__(kThreads)
   double* ps = sm;                       // Pn rows
   double* rs = ps + std::size_t(R) * s;  // R rows
   double* ns = rs + std::size_t(R) * s;  // the new rows (a2 of s used)
-  double* cb = ns + std::size_t(R) * s;  // a × a2
+  double* cb = ns + std::size_t(R) * s;  // Cb stored [i·a2 + jj]: lanes of one i read consecutive jj
   double* acc = cb + std::size_t(a) * a2;
   int* cols = reinterpret_cast<int*>(acc + a2 * a2 + a2 * s);
   const int nout = a2 * a2 + a2 * s;
-  for (int o = threadIdx.x; o < a * a2; o += kThreads) cb[o] = Cb[o];
+  for (int o = threadIdx.x; o < a * a2; o += kThreads) cb[(o % a) * a2 + o / a] = Cb[o];
   for (int o = threadIdx.x; o < a2; o += kThreads) cols[o] = act[o];
   for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
   __syncthreads();
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(kThreads)
       double v = zsrc == ZSource::InverseDiagonal ? inv_diag[row] * rv
                  : zsrc == ZSource::Given          ? Z[std::size_t(row) * s + c]
                                                    : rv;
-      for (int i = 0; i < a; ++i) v -= ps[r * s + i] * cb[i + jj * a];
+      for (int i = 0; i < a; ++i) v -= ps[r * s + i] * cb[i * a2 + jj];
       Pnext[std::size_t(row) * s + jj] = v;
       ns[r * s + jj] = v;
     }
@@ -204,6 +204,31 @@ int tall_grid(index_t n, index_t s) {
   KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const std::int64_t chunks = (std::int64_t(n) + chunk_rows(4 * s) - 1) / chunk_rows(4 * s);
   return int(std::clamp<std::int64_t>(chunks, 1, 4 * std::int64_t(sms)));
+}
+
+namespace {
+/// out (cols × rows, row-major) = inᵀ for in (rows × cols, row-major), through 32 × 33 tiles.
+__global__ void transpose_kernel(const double* __restrict__ in, index_t rows, index_t cols, double* __restrict__ out) {
+  __shared__ double tile[32][33];
+  const std::int64_t tiles_c = (std::int64_t(cols) + 31) / 32;  // tiles in one linear grid: no 65535 limit
+  const std::int64_t c0 = (blockIdx.x % tiles_c) * 32, r0 = (blockIdx.x / tiles_c) * 32;
+  for (int k = threadIdx.y; k < 32; k += 8) {
+    const std::int64_t r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[k][threadIdx.x] = in[r * cols + c];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += 8) {
+    const std::int64_t c = c0 + k, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[c * rows + r] = tile[threadIdx.x][k];
+  }
+}
+}  // namespace
+
+void transpose(const double* in, index_t rows, index_t cols, double* out) {
+  if (rows == 0 || cols == 0) return;
+  const std::int64_t tiles = ((std::int64_t(cols) + 31) / 32) * ((std::int64_t(rows) + 31) / 32);
+  transpose_kernel<<<unsigned(tiles), dim3(32, 8)>>>(in, rows, cols, out);
+  KRYSP_CUDA_CHECK_LAUNCH("transpose_kernel");
 }
 
 void zero_column(double* X, index_t n, index_t s, index_t j) {

@@ -41,6 +41,10 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
                     const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
                     const TallWorkspace& ws);
 
+/// out (cols × rows, row-major) = inᵀ, in being rows × cols row-major: a column-major n × s
+/// block is a row-major s × n one, so transpose(in, s, n, out) makes it row-major n × s.
+void transpose(const double* in, index_t rows, index_t cols, double* out);
+
 /// X[:, j] = 0 for an n × s row-major block (one strided memset).
 void zero_column(double* X, index_t n, index_t s, index_t j);
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "solvers/cuda/block_cg_kernels.hpp"
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 #include "solvers/host/host_block_cg_ops.hpp"
 #include "sparse/generators.hpp"
@@ -138,4 +139,23 @@ TEST_CASE("Block CG fused steps: GPU matches the host reference") {
       compare(A, s, hb.get(), db.get(), "block-jacobi");
     }
   }
+}
+
+TEST_CASE("Block transpose on the device: column-major blocks to row-major and back, exactly") {
+  for (index_t n : {1, 31, 33, 1000, 70001})
+    for (index_t s : {1, 3, 32, 64}) {
+      CAPTURE(n);
+      CAPTURE(s);
+      const auto cmaj = test::random_vector(std::size_t(n) * s, std::uint64_t(n * 100 + s));
+      DeviceArray<double> din(cmaj.size()), drow(cmaj.size()), dback(cmaj.size());
+      din.upload(cmaj.data(), cmaj.size());
+      detail::transpose(din.data(), s, n, drow.data());
+      detail::transpose(drow.data(), n, s, dback.data());
+      const auto row = download(drow), back = download(dback);
+      bool same = true;
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0; j < s; ++j) same = same && row[std::size_t(i) * s + j] == cmaj[std::size_t(j) * n + i];
+      CHECK(same);
+      CHECK(back == cmaj);
+    }
 }
