@@ -5,8 +5,8 @@
 // usage: bench_lobpcg [--quick] [--k 8] [--tol 1e-6] [--max-iters 10000] [--reps 1]
 //                     [--precond auto|none|jacobi] [--backend cuda|host] [--json out.json] [A.mtx ...]
 //   --quick: 2-D 256^2 and 3-D 40^3 instead. --no-generated: only the given files.
-//   precond auto = chebyshev (degree 4; jacobi if it cannot be set up) for smallest, none for
-//   largest (what `krysp eigs` does).
+//   precond auto = chebyshev (degree 4; jacobi if it cannot be set up), for the largest pairs on
+//   σI − A (what `krysp eigs` does).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,9 +49,11 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which,
   o.lobpcg.tol = tol;
   o.lobpcg.max_iters = max_iters;
   // auto: what `krysp eigs` does — Chebyshev (falling back to Jacobi) for the smallest, none for the largest
-  o.precond.kind = precond == "auto" ? (which == EigWhich::Smallest ? PrecondKind::Chebyshev : PrecondKind::None)
-                                     : parse_precond(precond);
+  // auto: what `krysp eigs` does for a standard problem: Chebyshev, for the largest pairs on the
+  // flipped operator σI − A (EigOptions::spectral_flip).
+  o.precond.kind = precond == "auto" ? PrecondKind::Chebyshev : parse_precond(precond);
   o.precond_fallback = precond == "auto";
+  o.spectral_flip = precond == "auto" && which == EigWhich::Largest;
   o.check_symmetry = false;  // known symmetric (generated, or SuiteSparse symmetric files); CuPy checks nothing either
   Row row;
   row.matrix = name;
