@@ -136,6 +136,16 @@ double gershgorin_upper(const CsrMatrix<double>& A) {
   }
   return g;
 }
+/// max_i (Σ_j a_ij²)^½: a lower bound on ‖A‖₂ (‖A·e_i‖ is the norm of row i when A is symmetric).
+double max_row_norm(const CsrMatrix<double>& A) {
+  double m = 0;
+  for (index_t i = 0; i < A.rows(); ++i) {
+    double r = 0;
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k) r += A.values()(k) * A.values()(k);
+    m = std::max(m, std::sqrt(r));
+  }
+  return m;
+}
 /// max_i Σ_j |a_ij| (an upper bound on ‖A‖₂ for symmetric A).
 double max_abs_row_sum(const CsrMatrix<double>& A) {
   double m = 0;
@@ -146,24 +156,41 @@ double max_abs_row_sum(const CsrMatrix<double>& A) {
   }
   return m;
 }
-/// F = σI − A (every diagonal entry stored).
+/// F = σI − A (every diagonal entry stored), in one pass over A's rows (columns stay sorted).
 CsrMatrix<double> shifted_negative(const CsrMatrix<double>& A, double sigma) {
-  std::vector<index_t> I, J;
-  std::vector<double> V;
   const auto& rp = A.row_ptr();
   const auto& ci = A.col_idx();
   const auto& va = A.values();
+  std::vector<index_t> row_ptr{0}, col;
+  std::vector<double> val;
+  col.reserve(std::size_t(A.nnz()) + std::size_t(A.rows()));
+  val.reserve(col.capacity());
   for (index_t i = 0; i < A.rows(); ++i) {
+    bool diag = false;
     for (index_t k = rp(i); k < rp(i + 1); ++k) {
-      I.push_back(i);
-      J.push_back(ci(k));
-      V.push_back(-va(k));
+      if (!diag && ci(k) >= i) {
+        diag = true;
+        if (ci(k) > i) {  // no stored diagonal: insert it here
+          col.push_back(i);
+          val.push_back(sigma);
+        } else {
+          col.push_back(i);
+          val.push_back(sigma - va(k));
+          continue;
+        }
+      }
+      col.push_back(ci(k));
+      val.push_back(-va(k));
     }
-    I.push_back(i);  // duplicates are summed: σ lands on the diagonal whether A stores it or not
-    J.push_back(i);
-    V.push_back(sigma);
+    if (!diag) {
+      col.push_back(i);
+      val.push_back(sigma);
+    }
+    KRYSP_REQUIRE(col.size() <= std::size_t(kMaxNnz), "eigs: sigma*I - A needs ", col.size(),
+                  " stored entries, more than the index type allows");
+    row_ptr.push_back(index_t(col.size()));
   }
-  return CsrMatrix<double>::from_triplets(A.rows(), A.cols(), I, J, V);
+  return CsrMatrix<double>::from_arrays(A.rows(), A.cols(), row_ptr, col, val);
 }
 }  // namespace
 
@@ -180,10 +207,11 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     const double sigma = g + 1e-6 * std::max(std::abs(g), 1e-300);
     const CsrMatrix<double> F = shifted_negative(A, sigma);
     // The flipped run's test ‖r‖ ≤ tol_F·(‖F‖ₑ + |μ|) ≤ 2·tol_F·‖F‖∞ must imply A's, ‖r‖ ≤
-    // tol·(‖A‖ₑ + |λ|), where ‖A‖ₑ ≥ max|a_ii|: so tol_F = tol·max|a_ii| / (2·‖F‖∞).
-    const double a_floor = max_abs_diagonal(A), f_inf = max_abs_row_sum(F);
+    // tol·(‖A‖ₑ + |λ|), with ‖A‖ₑ ≥ a_floor = the largest row 2-norm (≤ ‖A‖₂ for symmetric A):
+    // tol_F = tol·a_floor / (2·‖F‖∞). (A = 0: every vector is an eigenvector; tol as given.)
+    const double a_floor = max_row_norm(A), f_inf = max_abs_row_sum(F);
     EigOptions of = o;
-    of.lobpcg.tol = o.lobpcg.tol * std::min(1.0, a_floor / (2 * f_inf));
+    if (a_floor > 0) of.lobpcg.tol = o.lobpcg.tol * std::min(1.0, a_floor / (2 * f_inf));
     of.spectral_flip = false;
     of.check_symmetry = false;  // F is symmetric when A is
     of.lobpcg.which = EigWhich::Smallest;

@@ -172,6 +172,26 @@ TEST_CASE("LOBPCG host: largest pairs through sigma*I - A (spectral flip, Chebys
     CHECK(flipped.eigenvalues[i] == doctest::Approx(plain.eigenvalues[i]).epsilon(1e-9));
 }
 
+TEST_CASE("LOBPCG host: spectral flip on a matrix without stored diagonal (path graph, exact eigenvalues)") {
+  // Adjacency of the path on n vertices: eigenvalues 2·cos(πj/(n+1)), j = 1..n; no diagonal entry
+  // is stored, so σI − A must insert every one.
+  const index_t n = 60;
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i + 1 < n; ++i) {
+    I.insert(I.end(), {i, i + 1});
+    J.insert(J.end(), {i + 1, i});
+    V.insert(V.end(), {1.0, 1.0});
+  }
+  const auto A = CsrMatrix<double>::from_triplets(n, n, I, J, V);
+  auto o = host_options(4, EigWhich::Largest, 1e-10, PrecondKind::Chebyshev);
+  o.spectral_flip = true;
+  const auto r = eigensolve(A, nullptr, o);
+  REQUIRE(r.status == EigStatus::Converged);
+  const double pi = std::acos(-1.0);
+  for (index_t j = 0; j < 4; ++j) CHECK(r.eigenvalues[j] == doctest::Approx(2 * std::cos(pi * (j + 1) / (n + 1))).epsilon(1e-8));
+}
+
 TEST_CASE("LOBPCG host: generalized bcsstk07 x = lambda bcsstm07 x against LAPACK dsygvd") {
   const auto A = test::load("bcsstk07"), B = test::load("bcsstm07");
   const auto& ref = reference_eigs("bcsstk07/bcsstm07", A, &B);
