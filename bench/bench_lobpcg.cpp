@@ -5,8 +5,8 @@
 // usage: bench_lobpcg [--quick] [--k 8] [--tol 1e-6] [--max-iters 10000] [--reps 1]
 //                     [--precond auto|none|jacobi] [--backend cuda|host] [--json out.json] [A.mtx ...]
 //   --quick: 2-D 256^2 and 3-D 40^3 instead. --no-generated: only the given files.
-//   precond auto = chebyshev (degree 4; jacobi if it cannot be set up), for the largest pairs on
-//   σI − A (what `krysp eigs` does).
+//   precond auto = chebyshev (degree 4; jacobi if it cannot be set up) for smallest; for largest
+//   none, or from kSpectralFlipMinRows rows Chebyshev on σI − A (what `krysp eigs` does).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -51,9 +51,10 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which,
   // auto: what `krysp eigs` does — Chebyshev (falling back to Jacobi) for the smallest, none for the largest
   // auto: what `krysp eigs` does for a standard problem: Chebyshev, for the largest pairs on the
   // flipped operator σI − A (EigOptions::spectral_flip).
-  o.precond.kind = precond == "auto" ? PrecondKind::Chebyshev : parse_precond(precond);
+  o.spectral_flip = precond == "auto" && which == EigWhich::Largest && A.rows() >= kSpectralFlipMinRows;
+  o.precond.kind = precond != "auto" ? parse_precond(precond)
+                   : which == EigWhich::Smallest || o.spectral_flip ? PrecondKind::Chebyshev : PrecondKind::None;
   o.precond_fallback = precond == "auto";
-  o.spectral_flip = precond == "auto" && which == EigWhich::Largest;
   o.check_symmetry = false;  // known symmetric (generated, or SuiteSparse symmetric files); CuPy checks nothing either
   Row row;
   row.matrix = name;

@@ -27,8 +27,9 @@ const char* const kEigsUsage =
     "  --B M.mtx            B of the generalized problem (same size as A, SPD)\n"
     "  --precond P          auto | none | jacobi | chebyshev | block-jacobi | jacobi-b (Jacobi of B)\n"
     "                       (default auto: smallest: chebyshev, falling back to jacobi or none when\n"
-    "                       it cannot be set up; largest: the same on sigma*I - A (sigma a bound on\n"
-    "                       the largest eigenvalue), or jacobi-b when B is given)\n"
+    "                       it cannot be set up; largest: none, from 100000 rows the same as for\n"
+    "                       smallest on sigma*I - A (sigma >= the largest eigenvalue), or jacobi-b\n"
+    "                       when B is given)\n"
     "  --cheb-degree d      degree of the Chebyshev preconditioner (default 4)\n"
     "  --tol T              pair i is converged when |A x - lambda B x| <= T (|A| + |lambda| |B|) |x|,\n"
     "                       norms estimated from below (default 1e-6)\n"
@@ -78,8 +79,8 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   const std::string bpath = args.get("B", "");
   // Preconditioners (measurements in solvers/eigensolve.hpp): for the smallest pairs one that
   // approximates A⁻¹, Chebyshev best; for the largest of A x = l B x, M⁻¹ ≈ B⁻¹ (Jacobi of B:
-  // 67 iterations instead of 1512 on bcsstk07/bcsstm07); for the largest of A x = l x, the
-  // smallest of σI − A with Chebyshev (EigOptions::spectral_flip).
+  // 67 iterations instead of 1512 on bcsstk07/bcsstm07); for the largest of A x = l x, none, or
+  // on large matrices the smallest of σI − A with Chebyshev (kSpectralFlipMinRows).
   const std::string pc = args.get("precond", "auto");
   const bool auto_precond = pc == "auto";  // decided once the matrices are read (Jacobi needs a positive diagonal)
   if (pc == "jacobi-b") {
@@ -107,7 +108,7 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     } else if (!bpath.empty()) {  // eigensolve refuses a B with a non-positive diagonal anyway
       opt.precond.kind = PrecondKind::Jacobi;
       opt.precond_from_b = true;
-    } else {  // largest of A: smallest of σI − A, preconditioned like the smallest (EigOptions::spectral_flip)
+    } else if (A.rows() >= kSpectralFlipMinRows) {  // largest of a large A: smallest of σI − A, preconditioned
       opt.spectral_flip = true;
       opt.precond.kind = PrecondKind::Chebyshev;
       opt.precond_fallback = true;
