@@ -190,6 +190,177 @@ __global__ void __launch_bounds__(kThreads)
   finish(acc, nout, ws);
 }
 
+// ---- Narrow blocks (s ≤ 8): a thread per row. Each thread takes whole rows (grid-stride), keeps
+// the row's values and its share of every small product in registers (compile-time width S ≥ s),
+// reads the coefficients from shared memory by broadcast, and the block sums its threads'
+// products once, at the end (a fixed shuffle tree, then warps in order). Nothing is staged, so an
+// element is read once and shared-memory traffic is negligible (the staged kernels above are
+// bound by it at these widths: 33% of the copy bandwidth at s = 8, H100).
+
+/// v[0..count) = p[0..count), the rest 0.
+template <int S>
+__device__ __forceinline__ void load_row(const double* p, int count, double (&v)[S]) {
+#pragma unroll
+  for (int i = 0; i < S; ++i) v[i] = i < count ? p[i] : 0.0;
+}
+
+/// Sums each of the NOUT per-thread accumulators over the block and stores, for o < nout, output
+/// o (= accumulator index(o)) as this block's partial.
+template <int NOUT, class Index>
+__device__ __forceinline__ void block_partials(const double (&acc)[NOUT], int nout, Index index, double* partials) {
+  __shared__ double sh[kThreads / 32][NOUT];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int o = 0; o < NOUT; ++o) {
+    double v = acc[o];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) sh[warp][o] = v;
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < nout; o += kThreads) {
+    const int k = index(o);
+    double t = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) t += sh[w][k];
+    partials[std::size_t(blockIdx.x) * nout + o] = t;
+  }
+}
+
+template <int S>
+__global__ void __launch_bounds__(kThreads) gram_rows_kernel(index_t n, int ld, const double* __restrict__ X, int bx,
+                                                             const double* __restrict__ Y, int by, TallWorkspace ws) {
+  double acc[S * S];
+#pragma unroll
+  for (int o = 0; o < S * S; ++o) acc[o] = 0.0;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
+       row += std::int64_t(gridDim.x) * kThreads) {
+    double x[S], y[S];
+    load_row<S>(X + row * ld, bx, x);
+    load_row<S>(Y + row * ld, by, y);
+#pragma unroll
+    for (int i = 0; i < S; ++i)
+#pragma unroll
+      for (int j = 0; j < S; ++j) acc[i * S + j] += x[i] * y[j];
+  }
+  block_partials<S * S>(acc, bx * by, [&](int o) { return (o % bx) * S + o / bx; }, ws.partials);
+}
+
+template <int S>
+__global__ void __launch_bounds__(kThreads)
+    update_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
+                       const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
+                       const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams,
+                       TallWorkspace ws) {
+  __shared__ double ca[S * S];  // ca[i·S + j] = Ca(i, j)
+  for (int o = threadIdx.x; o < S * S; o += kThreads) {
+    const int i = o / S, j = o % S;
+    ca[o] = Ca && i < a && j < s ? Ca[i + j * a] : 0.0;
+  }
+  __syncthreads();
+  double acc[S + S * S];  // diag(RᵀR) (S), then Qnᵀ·Z as [S + i·S + j]
+#pragma unroll
+  for (int o = 0; o < S + S * S; ++o) acc[o] = 0.0;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
+       row += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t b = row * s;
+    double q[S], r[S];
+    load_row<S>(Qn + b, a, q);
+    load_row<S>(Rg + b, s, r);
+    if (update) {
+      double p[S], x[S];
+      load_row<S>(Pn + b, a, p);
+      load_row<S>(X + b, s, x);
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        if (j >= s) break;
+        double dx = 0.0, dr = 0.0;
+#pragma unroll
+        for (int i = 0; i < S; ++i) {
+          dx += p[i] * ca[i * S + j];  // p, q are 0 beyond a and so are the coefficients
+          dr += q[i] * ca[i * S + j];
+        }
+        X[b + j] = x[j] + dx;  // inactive columns have zero coefficients: they do not change
+        r[j] -= dr;
+        Rg[b + j] = r[j];
+      }
+    }
+    if (grams) {
+      const double d = zsrc == ZSource::InverseDiagonal ? inv_diag[row] : 1.0;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const double z = j >= s ? 0.0 : zsrc == ZSource::Given ? Z[b + j] : d * r[j];
+        acc[j] += r[j] * r[j];
+#pragma unroll
+        for (int i = 0; i < S; ++i) acc[S + i * S + j] += q[i] * z;
+      }
+    }
+  }
+  if (grams)
+    block_partials<S + S * S>(acc, s + a * s, [&](int o) { return o < s ? o : S + ((o - s) % a) * S + (o - s) / a; },
+                              ws.partials);
+}
+
+template <int S>
+__global__ void __launch_bounds__(kThreads)
+    direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
+                          const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
+                          const double* __restrict__ inv_diag, const double* __restrict__ Z,
+                          double* __restrict__ Pnext, TallWorkspace ws) {
+  __shared__ double cb[S * S];  // cb[i·S + j] = Cb(i, j)
+  __shared__ int cols[S];
+  for (int o = threadIdx.x; o < S * S; o += kThreads) {
+    const int i = o / S, j = o % S;
+    cb[o] = i < a && j < a2 ? Cb[i + j * a] : 0.0;
+  }
+  for (int o = threadIdx.x; o < S; o += kThreads) cols[o] = o < a2 ? act[o] : 0;
+  __syncthreads();
+  double acc[2 * S * S];  // PnextᵀPnext [i·S + j] (i ≤ j), then PnextᵀR [S·S + i·S + j]
+#pragma unroll
+  for (int o = 0; o < 2 * S * S; ++o) acc[o] = 0.0;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
+       row += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t b = row * s;
+    double p[S], r[S], v[S];
+    load_row<S>(Pn + b, a, p);
+    load_row<S>(Rg + b, s, r);
+    const double d = zsrc == ZSource::InverseDiagonal ? inv_diag[row] : 1.0;
+#pragma unroll
+    for (int jj = 0; jj < S; ++jj) {
+      v[jj] = 0.0;
+      if (jj >= a2) continue;
+      const int c = cols[jj];
+      double z = 0.0;
+      if (zsrc == ZSource::Given) {
+        z = Z[b + c];
+      } else {
+#pragma unroll
+        for (int m = 0; m < S; ++m) z = m == c ? d * r[m] : z;  // r[c] without indexing registers at run time
+      }
+#pragma unroll
+      for (int i = 0; i < S; ++i) z -= p[i] * cb[i * S + jj];
+      v[jj] = z;
+      Pnext[b + jj] = z;
+    }
+#pragma unroll
+    for (int i = 0; i < S; ++i) {
+#pragma unroll
+      for (int j = i; j < S; ++j) acc[i * S + j] += v[i] * v[j];
+#pragma unroll
+      for (int j = 0; j < S; ++j) acc[S * S + i * S + j] += v[i] * r[j];
+    }
+  }
+  const int hh = a2 * a2;
+  block_partials<2 * S * S>(acc, hh + a2 * s, [&](int o) {
+    if (o < hh) {
+      const int i = o % a2, j = o / a2;
+      return i <= j ? i * S + j : j * S + i;  // symmetric: the upper triangle was accumulated
+    }
+    return S * S + ((o - hh) % a2) * S + (o - hh) / a2;
+  }, ws.partials);
+}
+
+/// The row-per-thread width for s columns, or 0 when the staged kernels take them.
+inline int row_width(index_t s) { return s <= 1 ? 1 : s <= 2 ? 2 : s <= 4 ? 4 : s <= 8 ? 8 : 0; }
+
 /// Raises the kernel's dynamic shared-memory limit when a wide block needs more than 48 KB.
 template <class K>
 void allow_shared(K kernel, std::size_t bytes) {
@@ -240,6 +411,14 @@ std::size_t tall_partials(int grid, index_t s) { return std::size_t(grid) * std:
 
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws) {
+  if (const int S = row_width(std::max(bx, by))) {
+    if (S == 1) gram_rows_kernel<1><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
+    if (S == 2) gram_rows_kernel<2><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
+    if (S == 4) gram_rows_kernel<4><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
+    if (S == 8) gram_rows_kernel<8><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
+    KRYSP_CUDA_CHECK_LAUNCH("gram_rows_kernel");
+    return reduce_outputs(int(bx * by), ws);
+  }
   const int R = chunk_rows(2 * ld);
   const std::size_t bytes = (std::size_t(2) * R * ld + std::size_t(bx) * by) * sizeof(double);
   allow_shared(gram_kernel, bytes);
@@ -251,6 +430,19 @@ void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double*
 void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
                  double* R, ZSource zsrc, const double* inv_diag, const double* Z, bool update, bool grams,
                  const TallWorkspace& ws) {
+  if (const int S = row_width(s)) {
+#define KRYSP_UPDATE_ROWS(W)                                                                                        \
+  update_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams, \
+                                               ws)
+    if (S == 1) KRYSP_UPDATE_ROWS(1);
+    if (S == 2) KRYSP_UPDATE_ROWS(2);
+    if (S == 4) KRYSP_UPDATE_ROWS(4);
+    if (S == 8) KRYSP_UPDATE_ROWS(8);
+#undef KRYSP_UPDATE_ROWS
+    KRYSP_CUDA_CHECK_LAUNCH("update_rows_kernel");
+    if (grams) reduce_outputs(int(s + a * s), ws);
+    return;
+  }
   const int rows = chunk_rows(4 * s);
   const std::size_t bytes = (std::size_t(4) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
   allow_shared(update_kernel, bytes);
@@ -263,6 +455,17 @@ void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double
 void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
                     const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
                     const TallWorkspace& ws) {
+  if (const int S = row_width(s)) {
+#define KRYSP_DIRECTION_ROWS(W) \
+  direction_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext, ws)
+    if (S == 1) KRYSP_DIRECTION_ROWS(1);
+    if (S == 2) KRYSP_DIRECTION_ROWS(2);
+    if (S == 4) KRYSP_DIRECTION_ROWS(4);
+    if (S == 8) KRYSP_DIRECTION_ROWS(8);
+#undef KRYSP_DIRECTION_ROWS
+    KRYSP_CUDA_CHECK_LAUNCH("direction_rows_kernel");
+    return reduce_outputs(int(a2 * a2 + a2 * s), ws);
+  }
   const int rows = chunk_rows(3 * s);
   const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + std::size_t(a2) * a2 +
                              std::size_t(a2) * s) * sizeof(double) + std::size_t(a2) * sizeof(int);
