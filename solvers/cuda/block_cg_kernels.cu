@@ -204,6 +204,37 @@ __device__ __forceinline__ void load_row(const double* p, int count, double (&v)
   for (int i = 0; i < S; ++i) v[i] = i < count ? p[i] : 0.0;
 }
 
+/// Warp-coalesced access to 32 consecutive rows of an n × s row-major block (they are one
+/// contiguous run): the warp moves the run through shared memory `sm` (32 rows of S + 1 values,
+/// padded against bank conflicts) so that global loads and stores are contiguous across lanes,
+/// while each lane works on its own row. Rows at or beyond n are skipped.
+template <int S>
+__device__ __forceinline__ void warp_load_rows(const double* block, std::int64_t row0, index_t n, int s, int count,
+                                               double* sm, double (&v)[S]) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t rows = std::min<std::int64_t>(32, n - row0);
+  const double* src = block + row0 * s;
+  for (int e = lane; e < rows * s; e += 32) sm[(e / s) * (S + 1) + e % s] = src[e];
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < S; ++i) v[i] = i < count && lane < rows ? sm[lane * (S + 1) + i] : 0.0;
+  __syncwarp();
+}
+template <int S>
+__device__ __forceinline__ void warp_store_rows(double* block, std::int64_t row0, index_t n, int s, int count,
+                                                double* sm, const double (&v)[S]) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t rows = std::min<std::int64_t>(32, n - row0);
+#pragma unroll
+  for (int i = 0; i < S; ++i)
+    if (i < count) sm[lane * (S + 1) + i] = v[i];
+  __syncwarp();
+  double* dst = block + row0 * s;
+  for (int e = lane; e < rows * s; e += 32)
+    if (e % s < count) dst[e] = sm[(e / s) * (S + 1) + e % s];
+  __syncwarp();
+}
+
 /// Sums each of the NOUT per-thread accumulators over the block and stores, for o < nout, output
 /// o (= accumulator index(o)) as this block's partial.
 template <int NOUT, class Index>
@@ -259,35 +290,40 @@ __global__ void __launch_bounds__(kThreads)
   double acc[S + S * S];  // diag(RᵀR) (S), then Qnᵀ·Z as [S + i·S + j]
 #pragma unroll
   for (int o = 0; o < S + S * S; ++o) acc[o] = 0.0;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
-       row += std::int64_t(gridDim.x) * kThreads) {
-    const std::int64_t b = row * s;
+  __shared__ double sm[kThreads / 32][32 * (S + 1)];
+  double* w = sm[threadIdx.x / 32];
+  const int lane = threadIdx.x % 32;
+  // Warps take 32 consecutive rows at a time (grid-stride); lane l works on row row0 + l.
+  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
+       row0 += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t row = row0 + lane;
+    const bool live = row < n;
     double q[S], r[S];
-    load_row<S>(Qn + b, a, q);
-    load_row<S>(Rg + b, s, r);
+    warp_load_rows<S>(Qn, row0, n, s, a, w, q);
+    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
     if (update) {
       double p[S], x[S];
-      load_row<S>(Pn + b, a, p);
-      load_row<S>(X + b, s, x);
+      warp_load_rows<S>(Pn, row0, n, s, a, w, p);
+      warp_load_rows<S>(X, row0, n, s, s, w, x);
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        if (j >= s) break;
         double dx = 0.0, dr = 0.0;
 #pragma unroll
         for (int i = 0; i < S; ++i) {
           dx += p[i] * ca[i * S + j];  // p, q are 0 beyond a and so are the coefficients
           dr += q[i] * ca[i * S + j];
         }
-        X[b + j] = x[j] + dx;  // inactive columns have zero coefficients: they do not change
+        x[j] += dx;  // inactive columns have zero coefficients: they do not change
         r[j] -= dr;
-        Rg[b + j] = r[j];
       }
+      warp_store_rows<S>(X, row0, n, s, s, w, x);
+      warp_store_rows<S>(Rg, row0, n, s, s, w, r);
     }
-    if (grams) {
+    if (grams && live) {
       const double d = zsrc == ZSource::InverseDiagonal ? inv_diag[row] : 1.0;
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        const double z = j >= s ? 0.0 : zsrc == ZSource::Given ? Z[b + j] : d * r[j];
+        const double z = j >= s ? 0.0 : zsrc == ZSource::Given ? Z[row * s + j] : d * r[j];
         acc[j] += r[j] * r[j];
 #pragma unroll
         for (int i = 0; i < S; ++i) acc[S + i * S + j] += q[i] * z;
@@ -316,21 +352,24 @@ __global__ void __launch_bounds__(kThreads)
   double acc[2 * S * S];  // PnextᵀPnext [i·S + j] (i ≤ j), then PnextᵀR [S·S + i·S + j]
 #pragma unroll
   for (int o = 0; o < 2 * S * S; ++o) acc[o] = 0.0;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
-       row += std::int64_t(gridDim.x) * kThreads) {
-    const std::int64_t b = row * s;
+  __shared__ double sm[kThreads / 32][32 * (S + 1)];
+  double* w = sm[threadIdx.x / 32];
+  const int lane = threadIdx.x % 32;
+  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
+       row0 += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t row = row0 + lane;
     double p[S], r[S], v[S];
-    load_row<S>(Pn + b, a, p);
-    load_row<S>(Rg + b, s, r);
-    const double d = zsrc == ZSource::InverseDiagonal ? inv_diag[row] : 1.0;
+    warp_load_rows<S>(Pn, row0, n, s, a, w, p);
+    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
+    const double d = zsrc == ZSource::InverseDiagonal && row < n ? inv_diag[row] : 1.0;
 #pragma unroll
     for (int jj = 0; jj < S; ++jj) {
       v[jj] = 0.0;
-      if (jj >= a2) continue;
+      if (jj >= a2 || row >= n) continue;
       const int c = cols[jj];
       double z = 0.0;
       if (zsrc == ZSource::Given) {
-        z = Z[b + c];
+        z = Z[row * s + c];
       } else {
 #pragma unroll
         for (int m = 0; m < S; ++m) z = m == c ? d * r[m] : z;  // r[c] without indexing registers at run time
@@ -338,8 +377,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < S; ++i) z -= p[i] * cb[i * S + jj];
       v[jj] = z;
-      Pnext[b + jj] = z;
     }
+    warp_store_rows<S>(Pnext, row0, n, s, a2, w, v);
 #pragma unroll
     for (int i = 0; i < S; ++i) {
 #pragma unroll
