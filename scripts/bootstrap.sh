@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs="cmake g++ libtrilinos-kokkos-dev libhdf5-dev doctest-dev liblapacke-dev"
+# clang and its libFuzzer runtime for scripts/fuzz.sh (CI fuzzes the file parsers).
+[ -n "${KRYSP_NO_FUZZ_DEPS:-}" ] || pkgs="$pkgs clang libclang-rt-dev"
 if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && ! dpkg -s $pkgs >/dev/null 2>&1; then
   echo "bootstrap: installing $pkgs"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
