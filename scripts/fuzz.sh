@@ -3,6 +3,7 @@
 # build-fuzz and runs each one for a fixed time, starting from the corpus in tests/fuzz/corpus.
 #   scripts/fuzz.sh [seconds per target, default 60] [target ...]
 # Environment: FUZZ_RUNS=N stops each target after N executions instead (seconds stay a cap);
+# FUZZ_MAX_LEN=bytes caps the input size (default 4096);
 # FUZZ_BUILD=dir (default build-fuzz); FUZZ_WORK=dir keeps the grown corpora (default: a temporary
 # folder, removed at exit; the repository corpus is never modified). Exits non-zero on the first
 # crash, hang, leak or sanitizer report; the reproducer is left in the working folder.
@@ -27,10 +28,10 @@ if [ -z "$work" ]; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 fi
-echo "fuzz: $("$cxx" --version | head -1), $(date -u +%Y-%m-%dT%H:%MZ), ${seconds}s per target${FUZZ_RUNS:+, at most $FUZZ_RUNS runs}"
+echo "fuzz: $("$cxx" --version | head -1), $(date -u +%Y-%m-%dT%H:%MZ), ${seconds}s per target${FUZZ_RUNS:+, at most $FUZZ_RUNS runs}, max_len ${FUZZ_MAX_LEN:-4096}"
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t"
-  args=(-max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+  args=(-max_total_time="$seconds" -max_len="${FUZZ_MAX_LEN:-4096}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
         -artifact_prefix="$work/$t-")
   [ -n "${FUZZ_RUNS:-}" ] && args+=(-runs="$FUZZ_RUNS")
   log="$work/$t.log"
