@@ -33,6 +33,16 @@ const char* to_string(MemoryKind k);
 /// CUDA device.
 MemoryKind memory_kind(const void* p, int* device = nullptr);
 
+/// Bytes of device memory krysp itself holds right now (every live DeviceArray and
+/// detail::device_alloc block; not cuBLAS/cuSPARSE handles). 0 without a device. For leak checks.
+std::size_t device_bytes_allocated();
+
+/// Test hook: when the environment variable KRYSP_DEVICE_MEMORY_LIMIT is set to a number of bytes,
+/// a krysp device allocation that would take krysp's live total (device_bytes_allocated()) above it
+/// fails exactly as if the GPU were out of memory (DeviceError naming the bytes needed and free).
+/// Read at every allocation, so tests may set and unset it at run time.
+inline constexpr const char* kDeviceMemoryLimitEnv = "KRYSP_DEVICE_MEMORY_LIMIT";
+
 namespace detail {
 void* device_alloc(std::size_t bytes);  // throws DeviceError with bytes needed/available
 void device_free(void* p) noexcept;

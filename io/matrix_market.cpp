@@ -346,15 +346,17 @@ void parse_banner(std::string_view line, const Where& at, MmInfo& info) {
 }
 
 /// Parses the size line: "rows cols entries" (coordinate) or "rows cols" (array).
-void parse_size_line(std::string_view line, const Where& at, std::int64_t max_nnz, MmInfo& info) {
+void parse_size_line(std::string_view line, const Where& at, const detail::MmLimits& limits, MmInfo& info) {
+  const std::int64_t max_nnz = limits.max_nnz;
   Tokens t(line);
   const std::int64_t rows = read_count(t, at, "row count");
   const std::int64_t cols = read_count(t, at, "column count");
   const std::int64_t entries = info.dense_array ? 0 : read_count(t, at, "entry count");
   if (!t.done())
     fail(at, "trailing garbage ", quoted(t.rest()), " after the size line (expected '", at.layout, "')");
-  if (rows > kMaxIndex) fail(at, "row count ", rows, " exceeds the int32 index limit (", kMaxIndex, ")");
-  if (cols > kMaxIndex) fail(at, "column count ", cols, " exceeds the int32 index limit (", kMaxIndex, ")");
+  const char* index_limit = limits.max_dim == kMaxIndex ? "the int32 index limit" : "the index limit";
+  if (rows > limits.max_dim) fail(at, "row count ", rows, " exceeds ", index_limit, " (", limits.max_dim, ")");
+  if (cols > limits.max_dim) fail(at, "column count ", cols, " exceeds ", index_limit, " (", limits.max_dim, ")");
   if (info.symmetry != MmSymmetry::General && rows != cols)
     fail(at, "a ", info.symmetry == MmSymmetry::Symmetric ? "symmetric" : "skew-symmetric",
          " matrix must be square, but the size line says ", rows, " x ", cols);
@@ -373,7 +375,7 @@ void parse_size_line(std::string_view line, const Where& at, std::int64_t max_nn
 }
 
 /// Reads the banner and the size line; leaves `lines` on the first data line.
-Header read_header(LineReader& lines, const std::string& name, std::int64_t max_nnz) {
+Header read_header(LineReader& lines, const std::string& name, const detail::MmLimits& limits) {
   Header h;
   std::string_view line;
   do {
@@ -384,7 +386,7 @@ Header read_header(LineReader& lines, const std::string& name, std::int64_t max_
     if (!lines.next(line)) fail(name, lines.end_line(), "missing size line: the file ends after the header");
   } while (Tokens(line).blank_or_comment());
   h.size_line = lines.number();
-  parse_size_line(line, {&name, h.size_line, h.info.dense_array ? "rows cols" : "rows cols entries"}, max_nnz,
+  parse_size_line(line, {&name, h.size_line, h.info.dense_array ? "rows cols" : "rows cols entries"}, limits,
                   h.info);
   return h;
 }
@@ -734,10 +736,11 @@ class OutFile {
 // Entry points
 
 template <class T>
-CsrMatrix<T> parse_sparse(std::string_view text, const std::string& name, std::int64_t max_nnz,
+CsrMatrix<T> parse_sparse(std::string_view text, const std::string& name, const detail::MmLimits& limits,
                           MmInfo* info) {
+  const std::int64_t max_nnz = limits.max_nnz;
   LineReader lines(strip_bom(text));
-  const Header h = read_header(lines, name, max_nnz);
+  const Header h = read_header(lines, name, limits);
   CsrMatrix<T> A;
   if (h.info.dense_array) {
     const auto d = array_to_dense(h.info, read_array_values<T>(lines, name, h, text.size()));
@@ -753,24 +756,35 @@ CsrMatrix<T> parse_sparse(std::string_view text, const std::string& name, std::i
 
 template <class T>
 CsrMatrix<T> parse_matrix_market(std::string_view text, const std::string& name, MmInfo* info) {
-  return parse_sparse<T>(text, name, kMaxNnz, info);
+  return parse_sparse<T>(text, name, detail::MmLimits{}, info);
 }
 
 template <class T>
 CsrMatrix<T> read_matrix_market(const std::string& path, MmInfo* info) {
-  return parse_sparse<T>(read_file(path), path, kMaxNnz, info);
+  return parse_sparse<T>(read_file(path), path, detail::MmLimits{}, info);
 }
+
+namespace {
+
+/// parse_dense_matrix_market() under the given limits.
+template <class T>
+DenseBlock<T> parse_dense(std::string_view text, const std::string& name, const detail::MmLimits& limits) {
+  LineReader lines(strip_bom(text));
+  const Header h = read_header(lines, name, limits);
+  if (h.info.dense_array) return array_to_dense(h.info, read_array_values<T>(lines, name, h, text.size()));
+  const std::int64_t size = std::int64_t(h.info.rows) * h.info.cols;
+  if (size > limits.max_nnz)
+    fail(name, h.size_line, "a dense ", h.info.rows, " x ", h.info.cols, " block (", size,
+         " values) is too large (limit ", limits.max_nnz, "); read it with read_matrix_market() instead");
+  return triplets_to_dense(h.info.rows, h.info.cols,
+                           read_entries<T>(lines, name, h, text.size(), limits.max_nnz));
+}
+
+}  // namespace
 
 template <class T>
 DenseBlock<T> parse_dense_matrix_market(std::string_view text, const std::string& name) {
-  LineReader lines(strip_bom(text));
-  const Header h = read_header(lines, name, kMaxNnz);
-  if (h.info.dense_array) return array_to_dense(h.info, read_array_values<T>(lines, name, h, text.size()));
-  const std::int64_t size = std::int64_t(h.info.rows) * h.info.cols;
-  if (size > kMaxNnz)
-    fail(name, h.size_line, "a dense ", h.info.rows, " x ", h.info.cols, " block (", size,
-         " values) is too large (limit ", kMaxNnz, "); read it with read_matrix_market() instead");
-  return triplets_to_dense(h.info.rows, h.info.cols, read_entries<T>(lines, name, h, text.size(), kMaxNnz));
+  return parse_dense<T>(text, name, detail::MmLimits{});
 }
 
 template <class T>
@@ -827,7 +841,17 @@ namespace detail {
 template <class T>
 CsrMatrix<T> parse_matrix_market_limited(std::string_view text, const std::string& name, std::int64_t max_nnz,
                                          MmInfo* info) {
-  return parse_sparse<T>(text, name, max_nnz, info);
+  return parse_sparse<T>(text, name, MmLimits{max_nnz, kMaxIndex}, info);
+}
+template <class T>
+CsrMatrix<T> parse_matrix_market_limited(std::string_view text, const std::string& name, const MmLimits& limits,
+                                         MmInfo* info) {
+  return parse_sparse<T>(text, name, limits, info);
+}
+template <class T>
+DenseBlock<T> parse_dense_matrix_market_limited(std::string_view text, const std::string& name,
+                                                const MmLimits& limits) {
+  return parse_dense<T>(text, name, limits);
 }
 }  // namespace detail
 
@@ -839,7 +863,11 @@ CsrMatrix<T> parse_matrix_market_limited(std::string_view text, const std::strin
   template void write_matrix_market<T>(const std::string&, const CsrMatrix<T>&);                     \
   template void write_dense_matrix_market<T>(const std::string&, index_t, index_t, const T*);        \
   template CsrMatrix<T> detail::parse_matrix_market_limited<T>(std::string_view, const std::string&, \
-                                                               std::int64_t, MmInfo*);
+                                                               std::int64_t, MmInfo*);       \
+  template CsrMatrix<T> detail::parse_matrix_market_limited<T>(std::string_view, const std::string&, \
+                                                               const detail::MmLimits&, MmInfo*);    \
+  template DenseBlock<T> detail::parse_dense_matrix_market_limited<T>(std::string_view, const std::string&, \
+                                                                      const detail::MmLimits&);
 KRYSP_MM_INSTANTIATE(double)
 KRYSP_MM_INSTANTIATE(float)
 #undef KRYSP_MM_INSTANTIATE

@@ -107,11 +107,26 @@ template <class T>
 void write_dense_matrix_market(const std::string& path, index_t rows, index_t cols, const T* colmajor);
 
 namespace detail {
+/// Size limits of a parse. The public functions use the int32 limits; tests and the fuzz targets
+/// lower them to reach the "too large" paths, and to bound what a tiny file may make the parser
+/// allocate (a 2^31-row empty matrix is valid, but needs 8 GB of row offsets).
+struct MmLimits {
+  std::int64_t max_nnz = kMaxNnz;    ///< stored entries after symmetric expansion (and dense size)
+  std::int64_t max_dim = kMaxIndex;  ///< rows and columns
+};
 /// parse_matrix_market() with an entry limit other than kMaxNnz, so that tests can reach the
 /// "too large for int32 row offsets" path without a multi-gigabyte file.
 template <class T>
 CsrMatrix<T> parse_matrix_market_limited(std::string_view text, const std::string& name, std::int64_t max_nnz,
                                          MmInfo* info = nullptr);
+/// parse_matrix_market() under the given limits.
+template <class T>
+CsrMatrix<T> parse_matrix_market_limited(std::string_view text, const std::string& name, const MmLimits& limits,
+                                         MmInfo* info = nullptr);
+/// parse_dense_matrix_market() under the given limits (max_nnz bounds rows*cols of the block).
+template <class T>
+DenseBlock<T> parse_dense_matrix_market_limited(std::string_view text, const std::string& name,
+                                                const MmLimits& limits);
 }  // namespace detail
 
 }  // namespace krysp::io

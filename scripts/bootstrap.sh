@@ -10,6 +10,15 @@ if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && ! dpkg -s $pkgs >/dev/
   echo "bootstrap: installing $pkgs"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
 fi
+# clang and its libFuzzer runtime, for scripts/fuzz.sh (CI fuzzes the file parsers). Not needed to
+# build or use krysp, so a failure here only warns; KRYSP_NO_FUZZ_DEPS=1 skips it.
+fuzz_pkgs="clang libclang-rt-dev"
+if [ -z "${KRYSP_NO_FUZZ_DEPS:-}" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] &&
+   ! dpkg -s $fuzz_pkgs >/dev/null 2>&1; then
+  echo "bootstrap: installing $fuzz_pkgs (for scripts/fuzz.sh)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $fuzz_pkgs >/dev/null; } ||
+    echo "bootstrap: warning: could not install $fuzz_pkgs; scripts/fuzz.sh needs them" >&2
+fi
 prefix=/usr/lib/x86_64-linux-gnu/cmake
 if [ ! -f "$prefix/Kokkos/KokkosConfig.cmake" ]; then
   [ -f .deps/kokkos/usr/lib/x86_64-linux-gnu/cmake/Kokkos/KokkosConfig.cmake ] || scripts/fetch_kokkos.sh

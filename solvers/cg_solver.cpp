@@ -7,6 +7,7 @@
 #include "solvers/cg.hpp"
 #include "solvers/cuda/cuda_cg_ops.hpp"
 #include "solvers/host/host_cg_ops.hpp"
+#include "sparse/symmetry.hpp"
 
 namespace krysp {
 
@@ -49,6 +50,11 @@ struct CgSolver::Impl {
 CgSolver::CgSolver(const CsrMatrix<double>& A, const SolveOptions& options) : impl_(std::make_unique<Impl>()) {
   const auto t0 = Clock::now();
   KRYSP_REQUIRE(A.rows() == A.cols(), "CgSolver: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  KRYSP_REQUIRE(A.rows() > 0, "CG: the matrix is empty (0 x 0): nothing to solve");
+  if (options.check_symmetry) {
+    const std::string why = symmetry_violation(A, "A");
+    KRYSP_REQUIRE(why.empty(), "CG: ", why, " (CG needs a symmetric positive definite matrix)");
+  }
   impl_->A = A;
   impl_->options = options;
   impl_->options.backend = resolve_backend(options.backend);

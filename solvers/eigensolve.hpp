@@ -9,6 +9,7 @@
 #include "solvers/solve.hpp"
 #include "sparse/csr.hpp"
 #include "sparse/spmm_plan.hpp"
+#include "sparse/symmetry.hpp"
 
 namespace krysp {
 
@@ -81,9 +82,5 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
 
 /// True when every diagonal entry of A is stored, positive and finite (Jacobi can be built).
 bool positive_diagonal(const CsrMatrix<double>& A);
-
-/// First entry (1-based) where A differs from Aᵀ by more than 1e-12·max|A|, as a message; empty
-/// when A is symmetric. O(nnz log(row length)).
-std::string symmetry_violation(const CsrMatrix<double>& A, const char* name);
 
 }  // namespace krysp

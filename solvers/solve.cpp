@@ -9,6 +9,7 @@
 #include "solvers/cuda/block_cg_kernels.hpp"
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 #include "solvers/host/host_block_cg_ops.hpp"
+#include "sparse/symmetry.hpp"
 
 namespace krysp {
 
@@ -101,7 +102,12 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
                              std::vector<double>& X, const SolveOptions& o) {
   const auto t0 = Clock::now();
   KRYSP_REQUIRE(A.rows() == A.cols(), "solve_block: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  KRYSP_REQUIRE(A.rows() > 0, "block CG: the matrix is empty (0 x 0): nothing to solve");
   KRYSP_REQUIRE(s >= 1 && s <= 64, "solve_block: ", s, " right-hand sides (1 to 64 supported)");
+  if (o.check_symmetry) {
+    const std::string why = symmetry_violation(A, "A");
+    KRYSP_REQUIRE(why.empty(), "block CG: ", why, " (CG needs a symmetric positive definite matrix)");
+  }
   const std::size_t ns = std::size_t(A.rows()) * s;
   KRYSP_REQUIRE(B.size() == ns, "solve_block: B has ", B.size(), " entries, expected n*s = ", A.rows(), "*", s);
   if (X.empty()) X.assign(ns, 0.0);

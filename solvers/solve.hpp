@@ -28,6 +28,10 @@ struct SolveOptions {
   PrecondOptions precond;  ///< Jacobi by default
   CgOptions cg;
   SpmvPlanOptions plan;  ///< how the CUDA backend plans its SpMV
+  /// Refuse a non-symmetric A up front (InputError naming an entry and its mirror; see
+  /// sparse/symmetry.hpp). O(nnz log(row length)) once per CgSolver / solve_block(); values set
+  /// later by CgSolver::update_values() are not checked again.
+  bool check_symmetry = true;
 };
 
 /// A CG solve's result plus where and how it ran.
@@ -41,8 +45,8 @@ struct SolveReport : SolveResult {
 };
 
 /// Solves A·x = b. On entry x is the initial guess (resized to n and zeroed if empty).
-/// Throws InputError for sizes that do not match, a non-square A, or a Jacobi preconditioner on
-/// a bad diagonal; DeviceError for GPU failures. Non-convergence is a status in the report.
+/// Throws InputError for sizes that do not match, a non-square or non-symmetric A (see
+/// SolveOptions::check_symmetry), or a Jacobi preconditioner on a bad diagonal; DeviceError for GPU failures. Non-convergence is a status in the report.
 SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std::vector<double>& x,
                   const SolveOptions& options = {});
 

@@ -225,18 +225,38 @@ bool same_key(const SpmmTuneKey& a, const SpmmTuneKey& b) {
          a.n == b.n && a.x_vec == b.x_vec && a.kernel_version == b.kernel_version;
 }
 
+/// Valid, current-version entries of the file, in file order; warns about corrupt lines.
 std::vector<SpmmTuneEntry> read_entries(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> warnings;
+  auto out = detail::parse_spmm_tune_text(text.str(), file, &warnings);
+  for (const std::string& w : warnings) warn(w);
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::vector<SpmmTuneEntry> parse_spmm_tune_text(std::string_view text, const std::string& name,
+                                                std::vector<std::string>* warnings) {
   std::vector<SpmmTuneEntry> out;
-  std::ifstream in(file);
-  if (!in) return out;
-  std::string line;
-  for (std::size_t n = 1; std::getline(in, line); ++n) {
+  std::size_t number = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t nl = text.find('\n', pos);
+    std::string line(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     std::string why;
-    auto e = detail::parse_spmm_tune_line(line, &why);
+    auto e = parse_spmm_tune_line(line, &why);
     if (!e) {
-      warn(file + ":" + std::to_string(n) + ": ignoring corrupt entry (" + why + ")");
+      if (warnings)
+        warnings->push_back(name + ":" + std::to_string(number) + ": ignoring corrupt entry (" + why + ")");
       continue;
     }
     if (e->key.kernel_version != kSpmmKernelVersion) continue;  // stale: ignored (and dropped on the next store)
@@ -244,10 +264,6 @@ std::vector<SpmmTuneEntry> read_entries(const std::string& file) {
   }
   return out;
 }
-
-}  // namespace
-
-namespace detail {
 
 std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
   char hash[32], ms[64];

@@ -10,6 +10,7 @@
 /// pick next to the fastest tuning candidate (and the candidate table in --json).
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sparse/csr.hpp"
@@ -161,7 +162,14 @@ class SpmmTuneCache {
 };
 
 namespace detail {
+/// Parses the text of a whole SpMM cache file: the valid entries of the current kernel version, in
+/// file order (stale ones are dropped silently). Each corrupt line adds "<name>:<line>: <why>" to
+/// *warnings when given. Never throws on bad text. Exposed for tests and the fuzz target.
+std::vector<SpmmTuneEntry> parse_spmm_tune_text(std::string_view text, const std::string& name,
+                                                std::vector<std::string>* warnings);
+/// Parses one cache line; on failure returns nullopt and sets *why.
 std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::string* why);
+/// Formats one entry as a cache line (without the newline).
 std::string format_spmm_tune_line(const SpmmTuneEntry& e);
 }  // namespace detail
 

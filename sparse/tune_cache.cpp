@@ -1,8 +1,5 @@
 #include "sparse/tune_cache.hpp"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -14,6 +11,8 @@
 #include <map>
 #include <sstream>
 #include <vector>
+
+#include "io/atomic_file.hpp"
 
 namespace krysp {
 
@@ -70,43 +69,17 @@ bool same_key(const TuneKey& a, const TuneKey& b) {
          a.kernel_version == b.kernel_version;
 }
 
-/// Reads the file's lines; false when it does not exist or cannot be read.
-bool read_lines(const std::string& file, std::vector<std::string>* lines) {
-  std::ifstream in(file);
-  if (!in) return false;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines->push_back(line);
-  }
-  return true;
-}
-
 /// Valid, current-version entries of the file, in file order; warns about the others.
 std::vector<TuneEntry> read_entries(const std::string& file) {
-  std::vector<TuneEntry> out;
-  std::vector<std::string> lines;
-  if (!read_lines(file, &lines)) return out;
-  for (std::size_t n = 0; n < lines.size(); ++n) {
-    const std::string& line = lines[n];
-    if (line.empty() || line[0] == '#') continue;
-    std::string why;
-    auto e = detail::parse_tune_line(line, &why);
-    if (!e) {
-      warn(file + ":" + std::to_string(n + 1) + ": ignoring corrupt entry (" + why + ")");
-      continue;
-    }
-    if (e->key.kernel_version != kSpmvKernelVersion) {
-      warn(file + ":" + std::to_string(n + 1) + ": ignoring stale entry (kernel version " +
-           std::to_string(e->key.kernel_version) + ", current " + std::to_string(kSpmvKernelVersion) + ")");
-      continue;
-    }
-    out.push_back(*e);
-  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> warnings;
+  auto out = detail::parse_tune_text(text.str(), file, &warnings);
+  for (const std::string& w : warnings) warn(w);
   return out;
 }
-
-std::atomic<unsigned> g_tmp_counter{0};
 
 }  // namespace
 
@@ -118,6 +91,35 @@ std::string default_tune_cache_dir() {
 }
 
 namespace detail {
+
+std::vector<TuneEntry> parse_tune_text(std::string_view text, const std::string& name,
+                                       std::vector<std::string>* warnings) {
+  std::vector<TuneEntry> out;
+  std::size_t number = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t nl = text.find('\n', pos);
+    std::string line(text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where = name + ":" + std::to_string(number) + ": ";
+    std::string why;
+    auto e = parse_tune_line(line, &why);
+    if (!e) {
+      if (warnings) warnings->push_back(where + "ignoring corrupt entry (" + why + ")");
+      continue;
+    }
+    if (e->key.kernel_version != kSpmvKernelVersion) {
+      if (warnings)
+        warnings->push_back(where + "ignoring stale entry (kernel version " + std::to_string(e->key.kernel_version) +
+                            ", current " + std::to_string(kSpmvKernelVersion) + ")");
+      continue;
+    }
+    out.push_back(*e);
+  }
+  return out;
+}
 
 std::string format_tune_line(const TuneEntry& e) {
   char hash[32], ms[64];
@@ -228,20 +230,22 @@ bool TuneCache::store(const TuneEntry& entry) const {
     if (!same_key(e.key, entry.key)) text += detail::format_tune_line(e) + "\n";
   text += detail::format_tune_line(entry) + "\n";
 
-  const std::string tmp =
-      file_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_tmp_counter.fetch_add(1));
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    warn("cannot write '" + tmp + "': " + std::strerror(errno));
-    return false;
-  }
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = (std::fflush(f) == 0) && ok;
-  ok = (::fsync(::fileno(f)) == 0) && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), file_.c_str()) != 0) {
-    warn("cannot write '" + file_ + "': " + std::strerror(errno));
-    std::remove(tmp.c_str());
+  try {  // atomic: a temporary file in the same folder, renamed over the old one (io/atomic_file.hpp)
+    io::AtomicOutput out(file_);
+    std::FILE* f = std::fopen(out.temp_path().c_str(), "wb");
+    if (!f) {
+      warn("cannot write '" + out.temp_path() + "': " + std::strerror(errno));
+      return false;
+    }
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = (std::fclose(f) == 0) && ok;
+    if (!ok) {
+      warn("cannot write '" + out.temp_path() + "': " + std::strerror(errno));
+      return false;
+    }
+    out.commit();
+  } catch (const std::exception& ex) {
+    warn(ex.what());
     return false;
   }
   return true;

@@ -28,6 +28,8 @@
 /// the cache is an optimisation, and a lost entry only means profiling once more.
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "sparse/csr.hpp"
 #include "sparse/spmv_plan.hpp"
@@ -74,6 +76,11 @@ class TuneCache {
 namespace detail {
 /// Parses one cache line; on failure returns nullopt and sets *why. Exposed for tests.
 std::optional<TuneEntry> parse_tune_line(const std::string& line, std::string* why);
+/// Parses the text of a whole cache file: the valid entries of the current kernel version, in file
+/// order. Each ignored line (corrupt or stale) adds "<name>:<line>: <why>" to *warnings when given.
+/// Never throws on bad text. Exposed for tests and the fuzz target.
+std::vector<TuneEntry> parse_tune_text(std::string_view text, const std::string& name,
+                                       std::vector<std::string>* warnings);
 /// Formats one entry as a cache line (without the newline). Exposed for tests.
 std::string format_tune_line(const TuneEntry& e);
 }  // namespace detail

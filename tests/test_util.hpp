@@ -48,4 +48,22 @@ inline double true_relative_residual(const CsrMatrix<double>& A, const std::vect
   return norm2(ax) / norm2(b);
 }
 
+/// P + Pᵀ + D with D making it strictly diagonally dominant: SPD, with P's skewed row lengths.
+inline CsrMatrix<double> spd_from(const CsrMatrix<double>& P) {
+  std::vector<index_t> I, J;
+  std::vector<double> V, diag(P.rows(), 1.0);
+  for (index_t i = 0; i < P.rows(); ++i)
+    for (index_t k = P.row_ptr()(i); k < P.row_ptr()(i + 1); ++k) {
+      const index_t j = P.col_idx()(k);
+      const double v = P.values()(k);
+      if (j == i) continue;
+      I.push_back(i), J.push_back(j), V.push_back(v);
+      I.push_back(j), J.push_back(i), V.push_back(v);
+      diag[i] += std::abs(v);
+      diag[j] += std::abs(v);
+    }
+  for (index_t i = 0; i < P.rows(); ++i) I.push_back(i), J.push_back(i), V.push_back(diag[i]);
+  return CsrMatrix<double>::from_triplets(P.rows(), P.cols(), I, J, V);
+}
+
 }  // namespace krysp::test

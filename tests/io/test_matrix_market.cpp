@@ -546,6 +546,25 @@ TEST_CASE("MatrixMarket size limits") {
                Reader::Dense);
 }
 
+TEST_CASE("MatrixMarket lowered limits (the fuzz targets' setting) bound rows, columns and dense blocks") {
+  const io::detail::MmLimits small{100, 50};
+  // Within the limits: parsed as usual.
+  CHECK(io::detail::parse_matrix_market_limited<double>(kGeneral + "50 50 1\n50 50 1\n", "s.mtx", small).rows() == 50);
+  // A 2^31-1-row empty matrix is valid under the int32 limits, but not under lowered ones: the size
+  // line is refused before anything is allocated.
+  CHECK_THROWS_WITH_AS(
+      io::detail::parse_matrix_market_limited<double>(kGeneral + "2147483647 1 0\n", "s.mtx", small),
+      doctest::Contains("s.mtx:2: row count 2147483647 exceeds the index limit (50)"), InputError);
+  CHECK_THROWS_WITH_AS(io::detail::parse_matrix_market_limited<float>(kGeneral + "1 51 0\n", "s.mtx", small),
+                       doctest::Contains("column count 51 exceeds the index limit (50)"), InputError);
+  CHECK_THROWS_WITH_AS(io::detail::parse_dense_matrix_market_limited<double>(kGeneral + "20 20 0\n", "s.mtx", small),
+                       doctest::Contains("block (400 values) is too large (limit 100)"), InputError);
+  CHECK(io::detail::parse_dense_matrix_market_limited<double>(kGeneral + "10 10 1\n2 3 5\n", "s.mtx", small)
+            .values[1 + 2 * 10] == 5.0);
+  // The public functions keep the int32 wording.
+  expect_error(kGeneral + "3000000000 3 1\n", 2, "exceeds the int32 index limit (2147483647)");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Files
 

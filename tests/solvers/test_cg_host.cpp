@@ -142,7 +142,7 @@ TEST_CASE("CG host: bad input is an InputError naming the problem") {
   const auto R = CsrMatrix<double>::from_triplets(2, 3, {0, 1}, {0, 1}, {1.0, 1.0});
   std::vector<double> b2(2, 1.0);
   CHECK_THROWS_WITH_AS(solve(R, b2, x, host_options()), doctest::Contains("not square"), InputError);
-  const auto Z = CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 0}, {1.0, 1.0});  // A(2,2) missing
+  const auto Z = CsrMatrix<double>::from_triplets(2, 2, {0, 1, 0}, {0, 0, 1}, {1.0, 1.0, 1.0});  // A(2,2) missing
   CHECK_THROWS_WITH_AS(solve(Z, b2, x, host_options()), doctest::Contains("A(2,2)"), InputError);
 }
 

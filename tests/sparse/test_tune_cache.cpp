@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "sparse/tune_cache.hpp"
 
@@ -261,4 +262,23 @@ TEST_CASE("tune cache: an unwritable folder warns and fails softly") {
   TuneCache cache((blocker / "sub").string());  // a folder under a regular file cannot exist
   CHECK_FALSE(cache.store(entry()));
   CHECK_FALSE(cache.lookup(entry().key).has_value());
+}
+
+TEST_CASE("tune cache: parse_tune_text (the fuzzed reader) names each ignored line and keeps the good ones") {
+  const std::string good = detail::format_tune_line(entry());
+  TuneEntry stale_e = entry(0x42);
+  stale_e.key.kernel_version = kSpmvKernelVersion + 1;
+  const std::string stale = detail::format_tune_line(stale_e);
+  const std::string text = "# comment\r\n" + good + "\r\n" + "junk\n" + std::string("\0\xff", 2) + "\n\n" + stale +
+                           "\n" + good;  // no final newline
+  std::vector<std::string> warnings;
+  const auto entries = detail::parse_tune_text(text, "cache.txt", &warnings);
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].config == entry().config);
+  REQUIRE(warnings.size() == 3);
+  CHECK(warnings[0].rfind("cache.txt:3: ignoring corrupt entry", 0) == 0);
+  CHECK(warnings[1].rfind("cache.txt:4: ignoring corrupt entry", 0) == 0);
+  CHECK(warnings[2].rfind("cache.txt:6: ignoring stale entry", 0) == 0);
+  CHECK(detail::parse_tune_text("", "x", nullptr).empty());
+  CHECK(detail::parse_tune_text("\n\n\r\n", "x", nullptr).empty());
 }

@@ -1,0 +1,28 @@
+// base/device_memory.hpp without CUDA, for the fuzz targets (tests/fuzz): they parse files on the
+// host and never touch a device, so every device call reports "no device".
+#include "base/device_memory.hpp"
+
+#include "base/error.hpp"
+
+namespace krysp {
+
+bool cuda_device_available() { return false; }
+std::string cuda_device_name() { return "none"; }
+void cuda_memory_info(std::size_t&, std::size_t&) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+void cuda_synchronize() {}
+[[noreturn]] void throw_device_size_mismatch(std::size_t have, std::size_t want) {
+  KRYSP_THROW(InputError, "device array of ", have, " elements cannot take ", want);
+}
+
+namespace detail {
+void* device_alloc(std::size_t bytes) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device for ", bytes, " bytes"); }
+void device_free(void*) noexcept {}
+void copy_to_device(void*, const void*, std::size_t) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+void copy_to_host(void*, const void*, std::size_t) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+void copy_device_to_device(void*, const void*, std::size_t) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
+}
+void device_memset_zero(void*, std::size_t) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+}  // namespace detail
+
+}  // namespace krysp
