@@ -43,5 +43,5 @@ for t in "${targets[@]}"; do
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)
   secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo "$seconds")
-  echo "fuzz: $t ok: $runs executions in ${secs}s, $cov, corpus $(ls "$work/$t" | wc -l) inputs"
+  echo "fuzz: $t ok: $runs executions in ${secs}s, $cov, $(ls "$work/$t" | wc -l) new inputs"
 done
