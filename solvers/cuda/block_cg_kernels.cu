@@ -212,26 +212,42 @@ template <int S>
 __device__ __forceinline__ void warp_load_rows(const double* block, std::int64_t row0, index_t n, int s, int count,
                                                double* sm, double (&v)[S]) {
   const int lane = threadIdx.x % 32;
-  const std::int64_t rows = std::min<std::int64_t>(32, n - row0);
+  const int len = int(std::min<std::int64_t>(32, n - row0)) * s;  // ≤ 32·S values
   const double* src = block + row0 * s;
-  for (int e = lane; e < rows * s; e += 32) sm[(e / s) * (S + 1) + e % s] = src[e];
+  double t[S];  // all S loads in flight before any is used (a load-store loop would wait on each)
+#pragma unroll
+  for (int k = 0; k < S; ++k) t[k] = lane + 32 * k < len ? src[lane + 32 * k] : 0.0;
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    if (e < len) sm[(e / s) * (S + 1) + e % s] = t[k];
+  }
   __syncwarp();
 #pragma unroll
-  for (int i = 0; i < S; ++i) v[i] = i < count && lane < rows ? sm[lane * (S + 1) + i] : 0.0;
+  for (int i = 0; i < S; ++i) v[i] = i < count && lane * s < len ? sm[lane * (S + 1) + i] : 0.0;
   __syncwarp();
 }
 template <int S>
 __device__ __forceinline__ void warp_store_rows(double* block, std::int64_t row0, index_t n, int s, int count,
                                                 double* sm, const double (&v)[S]) {
   const int lane = threadIdx.x % 32;
-  const std::int64_t rows = std::min<std::int64_t>(32, n - row0);
+  const int len = int(std::min<std::int64_t>(32, n - row0)) * s;
 #pragma unroll
   for (int i = 0; i < S; ++i)
     if (i < count) sm[lane * (S + 1) + i] = v[i];
   __syncwarp();
   double* dst = block + row0 * s;
-  for (int e = lane; e < rows * s; e += 32)
-    if (e % s < count) dst[e] = sm[(e / s) * (S + 1) + e % s];
+  double t[S];
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    t[k] = e < len ? sm[(e / s) * (S + 1) + e % s] : 0.0;
+  }
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    if (e < len && e % s < count) dst[e] = t[k];
+  }
   __syncwarp();
 }
 
