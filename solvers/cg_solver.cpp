@@ -52,7 +52,7 @@ CgSolver::CgSolver(const CsrMatrix<double>& A, const SolveOptions& options) : im
   KRYSP_REQUIRE(A.rows() == A.cols(), "CgSolver: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(A.rows() > 0, "CG: the matrix is empty (0 x 0): nothing to solve");
   if (options.check_symmetry) {
-    const std::string why = symmetry_violation(A, "A");
+    const std::string why = symmetry_violation_cached(A, "A");
     KRYSP_REQUIRE(why.empty(), "CG: ", why, " (CG needs a symmetric positive definite matrix)");
   }
   impl_->A = A;

@@ -165,7 +165,7 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
   if (o.spectral_flip && o.lobpcg.which == EigWhich::Largest && !B && A.rows() == A.cols() && A.rows() > 0) {
     const auto t0 = Clock::now();
     if (o.check_symmetry) {
-      const std::string sa = symmetry_violation(A, "A");
+      const std::string sa = symmetry_violation_cached(A, "A");
       KRYSP_REQUIRE(sa.empty(), "eigs: ", sa, " (LOBPCG needs a symmetric matrix)");
     }
     const double g = gershgorin_upper(A);
@@ -208,10 +208,10 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
                 ", but A has ", n, " rows");
   const index_t b = lobpcg_block_size(o.lobpcg, n, x0.cols, Y.cols);  // InputError naming k, b, n
   if (o.check_symmetry) {
-    const std::string sa = symmetry_violation(A, "A");
+    const std::string sa = symmetry_violation_cached(A, "A");
     KRYSP_REQUIRE(sa.empty(), "eigs: ", sa, " (LOBPCG needs a symmetric matrix)");
     if (B) {
-      const std::string sb = symmetry_violation(*B, "B");
+      const std::string sb = symmetry_violation_cached(*B, "B");
       KRYSP_REQUIRE(sb.empty(), "eigs: ", sb, " (B must be symmetric positive definite)");
     }
   }

@@ -105,7 +105,7 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   KRYSP_REQUIRE(A.rows() > 0, "block CG: the matrix is empty (0 x 0): nothing to solve");
   KRYSP_REQUIRE(s >= 1 && s <= 64, "solve_block: ", s, " right-hand sides (1 to 64 supported)");
   if (o.check_symmetry) {
-    const std::string why = symmetry_violation(A, "A");
+    const std::string why = symmetry_violation_cached(A, "A");
     KRYSP_REQUIRE(why.empty(), "block CG: ", why, " (CG needs a symmetric positive definite matrix)");
   }
   const std::size_t ns = std::size_t(A.rows()) * s;

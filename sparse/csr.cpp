@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <sstream>
@@ -48,6 +49,8 @@ struct CsrMatrix<T>::Shared {
   bool on_device = false;
   // Borrowed only: the values version the host snapshot holds (none yet: ~0).
   std::uint64_t snapshot_version = ~std::uint64_t(0);
+  // memo(): tag → (values version, result)
+  std::map<std::string, std::pair<std::uint64_t, std::string>> memo;
 };
 
 template <class T>
@@ -276,6 +279,20 @@ template <class T>
 std::uint64_t CsrMatrix<T>::values_version() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->values_version;
+}
+
+template <class T>
+std::string CsrMatrix<T>::memo(const std::string& tag, const std::function<std::string()>& compute) const {
+  const std::uint64_t version = values_version();
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    const auto it = shared_->memo.find(tag);
+    if (it != shared_->memo.end() && it->second.first == version) return it->second.second;
+  }
+  std::string result = compute();  // outside the lock: it may read the values (snapshot download)
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->memo[tag] = {version, result};
+  return result;
 }
 
 template <class T>

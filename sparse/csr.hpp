@@ -20,6 +20,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,11 @@ class CsrMatrix {
   /// Number of values changes (set_values, notify_values_changed) so far, over all copies: lets
   /// holders of derived data (a CgSolver's preconditioner) notice an update.
   std::uint64_t values_version() const;
+  /// A check derived from the structure and current values (such as the symmetry check), computed
+  /// once per values version and shared by copies: `compute` runs only when no result for `tag`
+  /// exists at the current values_version(). Solvers call this on every solve; the matrix is the
+  /// same each time step, so the O(nnz) host check is paid once, not per solve.
+  std::string memo(const std::string& tag, const std::function<std::string()>& compute) const;
 
   /// The device arrays: the mirror, uploaded on first call (throws DeviceError without a device
   /// or memory), or the caller's own pointers for a device-borrowed matrix.

@@ -41,4 +41,8 @@ std::string symmetry_violation(const CsrMatrix<double>& A, const char* name) {
   return {};
 }
 
+std::string symmetry_violation_cached(const CsrMatrix<double>& A, const char* name) {
+  return A.memo(std::string("symmetry_violation:") + name, [&] { return symmetry_violation(A, name); });
+}
+
 }  // namespace krysp

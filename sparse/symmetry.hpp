@@ -13,5 +13,8 @@ namespace krysp {
 /// message for a non-square A; empty when A is symmetric. NaN entries are not reported (the
 /// solvers report them as a breakdown). O(nnz log(row length)), no allocation.
 std::string symmetry_violation(const CsrMatrix<double>& A, const char* name);
+/// symmetry_violation(), computed once per values version of A (CsrMatrix::memo): what the
+/// solvers call, so that repeated solves with one matrix pay the check once.
+std::string symmetry_violation_cached(const CsrMatrix<double>& A, const char* name);
 
 }  // namespace krysp

@@ -10,6 +10,9 @@ bool cuda_device_available() { return false; }
 std::string cuda_device_name() { return "none"; }
 void cuda_memory_info(std::size_t&, std::size_t&) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
 void cuda_synchronize() {}
+int cuda_current_device() { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+const char* to_string(MemoryKind) { return "unknown (fuzz build)"; }
+MemoryKind memory_kind(const void*, int*) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
 [[noreturn]] void throw_device_size_mismatch(std::size_t have, std::size_t want) {
   KRYSP_THROW(InputError, "device array of ", have, " elements cannot take ", want);
 }

@@ -10,6 +10,7 @@
 #include "base/error.hpp"
 #include "sparse/csr.hpp"
 #include "sparse/generators.hpp"
+#include "sparse/symmetry.hpp"
 
 using namespace krysp;
 
@@ -98,4 +99,19 @@ TEST_CASE("CSR set_values_device: null is an InputError; without a device, a Dev
   else
     CHECK(error_of<InputError>([&] { A.set_values_device(v.data()); }).find("not device memory") != std::string::npos);
   CHECK(A.values_version() == 0);  // refused: nothing changed
+}
+
+TEST_CASE("CsrMatrix::memo: computed once per values version, shared by copies; the symmetry check follows value updates") {
+  auto A = CsrMatrix<double>::from_arrays(2, 2, {0, 2, 4}, {0, 1, 0, 1}, {2.0, 1.0, 1.0, 3.0});
+  int calls = 0;
+  auto f = [&] { return std::to_string(++calls); };
+  CHECK(A.memo("t", f) == "1");
+  CHECK(A.memo("t", f) == "1");  // cached
+  const CsrMatrix<double> copy = A;
+  CHECK(copy.memo("t", f) == "1");  // shared by copies
+  CHECK(A.memo("other", f) == "2");  // tags are separate
+  CHECK(symmetry_violation_cached(A, "A").empty());
+  A.set_values({2.0, 1.0, -1.0, 3.0});  // now A(2,1) = -1: not symmetric
+  CHECK(A.memo("t", f) == "3");        // recomputed after the update
+  CHECK(symmetry_violation_cached(A, "A").find("not symmetric") != std::string::npos);
 }
