@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/device_memory.hpp"
 #include "io/matrix_market.hpp"
 #include "precond/jacobi.hpp"
@@ -24,6 +25,7 @@
 #include "sparse/generators.hpp"
 
 using namespace krysp;
+using bench::median;
 
 #define CK(call)                                                                          \
   do {                                                                                    \
@@ -35,11 +37,6 @@ using namespace krysp;
   } while (0)
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// Device copy bandwidth in GB/s, counting bytes read plus bytes written (median of 20).
 double copy_bandwidth() {

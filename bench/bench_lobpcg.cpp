@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
 #include "io/matrix_market.hpp"
@@ -23,6 +24,8 @@
 #include "sparse/generators.hpp"
 
 using namespace krysp;
+using bench::json_escape;
+using bench::median;
 
 namespace {
 
@@ -34,11 +37,6 @@ struct Row {
   index_t p_restarts = 0, svqb = 0, dropped = 0;
   std::vector<double> eigenvalues;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which, const std::string& precond,
             index_t k, double tol, index_t max_iters, int reps, Backend backend) {
@@ -92,15 +90,6 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which,
               row.dropped);
   std::fflush(stdout);
   return row;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
 }
 
 }  // namespace

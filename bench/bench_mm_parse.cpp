@@ -18,8 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/error.hpp"
 #include "io/matrix_market.hpp"
+
+using krysp::bench::json_escape;
 
 namespace {
 
@@ -75,15 +78,6 @@ Result measure(const std::string& path, int repeat) {
     krysp::CsrMatrix<double>(A.rows(), A.cols(), A.row_ptr(), A.col_idx(), A.values());
   });
   return res;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 void write_json(const std::string& path, const std::vector<Result>& results, int repeat) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
 #include "io/matrix_market.hpp"
@@ -33,6 +34,8 @@
 #include "sparse/spmv_plan.hpp"
 
 using namespace krysp;
+using bench::json_escape;
+using bench::median;
 
 namespace {
 
@@ -140,30 +143,12 @@ struct Row {
   }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 /// A JSON number, or null when x is not finite.
 std::string num(double x) {
   if (!std::isfinite(x)) return "null";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", x);
   return buf;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\';
-    if (ch == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o += ch;
-  }
-  return o;
 }
 
 Row measure(const std::string& name, const CsrMatrix<double>& A, int reps, double max_seconds, index_t max_iters) {

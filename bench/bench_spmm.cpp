@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
 #include "io/matrix_market.hpp"
@@ -47,6 +48,9 @@
 #include "sparse/spmv_plan.hpp"
 
 using namespace krysp;
+using bench::geomean;
+using bench::json_escape;
+using bench::matrix_name;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -90,35 +94,6 @@ struct Result {
   double max_rel_diff = -1;  // -1: not checked
   std::vector<SpmmSelection::Candidate> candidates;
 };
-
-std::string basename(const std::string& p) {
-  const auto s = p.find_last_of('/');
-  std::string b = s == std::string::npos ? p : p.substr(s + 1);
-  if (b.size() > 4 && b.compare(b.size() - 4, 4, ".mtx") == 0) b.resize(b.size() - 4);
-  return b;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      o += ' ';
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
-}
 
 /// Max |ours − theirs| / max |theirs| over the first rows of the result (at most ~1 M entries);
 /// `theirs` is row-major (ld N) or column-major (ld rows).
@@ -350,7 +325,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "bench_spmm: skipping %s: empty\n", f.c_str());
           continue;
         }
-        for (const Result& r : run(b, basename(f), A, false, Ns)) {
+        for (const Result& r : run(b, matrix_name(f), A, false, Ns)) {
           results.push_back(r);
           print_row(r);
         }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
 #include "io/matrix_market.hpp"
@@ -41,6 +42,10 @@
 #include "sparse/spmv_select.hpp"
 
 using namespace krysp;
+using bench::geomean;
+using bench::json_escape;
+using bench::matrix_name;
+using bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -61,41 +66,6 @@ struct Result {
   double max_rel_diff = 0;
   std::vector<SpmvSelection::Candidate> candidates;
 };
-
-std::string basename(const std::string& p) {
-  const auto s = p.find_last_of('/');
-  std::string b = s == std::string::npos ? p : p.substr(s + 1);
-  if (b.size() > 4 && b.compare(b.size() - 4, 4, ".mtx") == 0) b.resize(b.size() - 4);
-  return b;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      o += ' ';
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 Result run(const std::string& name, const CsrMatrix<double>& A, bool generated, double copy_gbs) {
   Result r;
@@ -288,10 +258,10 @@ int main(int argc, char** argv) {
     std::vector<Result> results;
     print_header();
     for (const std::string& f : files) {
-      if (!only.empty() && basename(f).find(only) == std::string::npos) continue;
+      if (!only.empty() && matrix_name(f).find(only) == std::string::npos) continue;
       try {
         const CsrMatrix<double> A = io::read_matrix_market<double>(f);
-        results.push_back(run(basename(f), A, false, copy_gbs));
+        results.push_back(run(matrix_name(f), A, false, copy_gbs));
         print_row(results.back());
       } catch (const InputError& e) {
         std::fprintf(stderr, "bench_spmv: skipping %s: %s\n", f.c_str(), e.what());
