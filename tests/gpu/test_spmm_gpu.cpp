@@ -1,4 +1,4 @@
-// The SpMM kernels against the long-double reference (tests/spmm_test_util.hpp): every variant
+// The SpMM kernels against the long-double reference (tests/sparse_test_util.hpp): every variant
 // forced, N in {1, 2, 3, 4, 5, 8, 16, 17, 32, 64}, fp64 and fp32, on the bundled SuiteSparse
 // matrices and adversarial ones; leading dimensions larger than N (padding untouched), odd ld and
 // misaligned X (scalar-load path), beta = 0 with Y full of NaN, bitwise determinism, plan
@@ -18,7 +18,7 @@
 #include "sparse/generators.hpp"
 #include "sparse/spmm_plan.hpp"
 #include "sparse/spmm_select.hpp"
-#include "spmm_test_util.hpp"
+#include "sparse_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

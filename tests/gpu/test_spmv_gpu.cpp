@@ -26,8 +26,11 @@
 #include "sparse/spmv_partition.hpp"
 #include "sparse/spmv_plan.hpp"
 #include "sparse/spmv_select.hpp"
+#include "sparse_test_util.hpp"
 
 using namespace krysp;
+using test::convert;
+using test::with_row_lengths;
 
 namespace {
 
@@ -40,49 +43,6 @@ std::vector<SpmvConfig> all_configs() {
     for (int k : {4, 8, 16}) out.push_back({SpmvAlgorithm::NnzSegmented, 32, k, b});
   }
   return out;
-}
-
-template <class T>
-CsrMatrix<T> convert(const CsrMatrix<double>& A) {
-  if constexpr (std::is_same_v<T, double>) {
-    return A;
-  } else {
-    std::vector<index_t> rp(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1);
-    std::vector<index_t> ci(A.col_idx().data(), A.col_idx().data() + A.nnz());
-    std::vector<T> va(std::size_t(A.nnz()));
-    for (index_t k = 0; k < A.nnz(); ++k) va[k] = T(A.values()(k));
-    return CsrMatrix<T>::from_arrays(A.rows(), A.cols(), rp, ci, va);
-  }
-}
-
-/// Random CSR matrix with the given row lengths (distinct random columns, values in [−1, 1)).
-CsrMatrix<double> with_row_lengths(const std::vector<index_t>& lens, index_t cols, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<index_t> rp{0}, ci;
-  std::vector<double> va;
-  std::uniform_real_distribution<double> val(-1, 1);
-  std::vector<index_t> all(static_cast<std::size_t>(cols));
-  for (index_t j = 0; j < cols; ++j) all[j] = j;
-  for (index_t len : lens) {
-    std::vector<index_t> pick;
-    if (std::int64_t(len) * 4 > cols) {
-      std::shuffle(all.begin(), all.end(), rng);
-      pick.assign(all.begin(), all.begin() + len);
-    } else {
-      std::uniform_int_distribution<index_t> c(0, cols - 1);
-      while (index_t(pick.size()) < len) {
-        const index_t j = c(rng);
-        if (std::find(pick.begin(), pick.end(), j) == pick.end()) pick.push_back(j);
-      }
-    }
-    std::sort(pick.begin(), pick.end());
-    for (index_t j : pick) {
-      ci.push_back(j);
-      va.push_back(val(rng));
-    }
-    rp.push_back(index_t(ci.size()));
-  }
-  return CsrMatrix<double>::from_arrays(index_t(lens.size()), cols, rp, ci, va);
 }
 
 struct Case {

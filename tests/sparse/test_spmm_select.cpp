@@ -19,7 +19,7 @@
 #include "sparse/host/spmm_reference.hpp"
 #include "sparse/row_stats.hpp"
 #include "sparse/spmm_select.hpp"
-#include "spmm_test_util.hpp"
+#include "sparse_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

@@ -14,42 +14,13 @@
 #include "sparse/csr.hpp"
 #include "sparse/generators.hpp"
 #include "sparse/spmv_partition.hpp"
+#include "sparse_test_util.hpp"
 
 using namespace krysp;
 using namespace krysp::detail;
+using krysp::test::with_row_lengths;
 
 namespace {
-
-/// Random CSR matrix with the given row lengths (columns distinct, random values).
-CsrMatrix<double> with_row_lengths(const std::vector<index_t>& lens, index_t cols, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<index_t> rp{0}, ci;
-  std::vector<double> va;
-  std::uniform_real_distribution<double> val(-1, 1);
-  std::vector<index_t> all(cols);
-  for (index_t j = 0; j < cols; ++j) all[j] = j;
-  for (index_t len : lens) {
-    REQUIRE(len <= cols);
-    std::vector<index_t> pick;
-    if (len * 4 > cols) {
-      std::shuffle(all.begin(), all.end(), rng);
-      pick.assign(all.begin(), all.begin() + len);
-    } else {
-      std::uniform_int_distribution<index_t> c(0, cols - 1);
-      while (index_t(pick.size()) < len) {
-        const index_t j = c(rng);
-        if (std::find(pick.begin(), pick.end(), j) == pick.end()) pick.push_back(j);
-      }
-    }
-    std::sort(pick.begin(), pick.end());
-    for (index_t j : pick) {
-      ci.push_back(j);
-      va.push_back(val(rng));
-    }
-    rp.push_back(index_t(ci.size()));
-  }
-  return CsrMatrix<double>::from_arrays(index_t(lens.size()), cols, rp, ci, va);
-}
 
 /// Scalar model of spmv_nnz_kernel (see spmv_nnz.cu): blocks in index order; each block publishes
 /// its carry, and the block that writes a row begun in earlier blocks adds their carries (look-back).

@@ -1,6 +1,7 @@
 #pragma once
-// Helpers shared by the SpMM tests (host and GPU): a long-double reference with its error bound,
-// a checker, adversarial matrices, and block generation.
+// Helpers shared by the SpMV and SpMM tests (host and GPU): matrices with given row lengths, value
+// conversion, a long-double SpMM reference with its error bound, a checker, adversarial matrices,
+// and block generation.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sparse/csr.hpp"
@@ -21,6 +23,7 @@ namespace krysp::test {
 /// The same matrix with values converted to T.
 template <class T>
 CsrMatrix<T> convert(const CsrMatrix<double>& A) {
+  if constexpr (std::is_same_v<T, double>) return A;  // copies share storage
   const auto v = A.host_view();
   std::vector<index_t> rp(v.row_ptr, v.row_ptr + v.rows + 1), ci(v.col_idx, v.col_idx + v.nnz);
   std::vector<T> va(std::size_t(v.nnz));
@@ -57,6 +60,10 @@ inline CsrMatrix<double> with_row_lengths(index_t cols, const std::vector<index_
     rp.push_back(index_t(ci.size()));
   }
   return CsrMatrix<double>::from_arrays(index_t(lens.size()), cols, rp, ci, va);
+}
+/// The same, lengths first (the SpMV tests' order).
+inline CsrMatrix<double> with_row_lengths(const std::vector<index_t>& lens, index_t cols, std::uint64_t seed) {
+  return with_row_lengths(cols, lens, seed);
 }
 
 struct NamedMatrix {
