@@ -2,7 +2,8 @@
 # Builds krysp on a GPU machine and runs the GPU tests, the CLI on a bundled matrix and (optionally)
 # benchmarks, writing logs and results under $OUT (or ./gpu-out). Needs .deps/kokkos
 # (scripts/fetch_kokkos.sh) when the machine has no Kokkos of its own.
-#   scripts/gpu_check.sh [test] [bench-NAME ...]   (default: test); bench-NAME runs bench/bench_NAME
+#   scripts/gpu_check.sh [test] [gtest=PATTERN] [bench-NAME ...]   (default: test); gtest=PATTERN runs the GPU
+#   test cases matching the doctest filter; bench-NAME runs bench/bench_NAME
 #   with the arguments in $BENCH_ARGS_NAME, e.g. BENCH_ARGS_CG="--quick" for bench-cg.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,11 @@ for step in $steps; do
       note "ctest rc=$rc, gpu tests rc=$g ($(grep -E 'test cases' "$out/gpu_tests.log" | tr -s ' '))"
       ./build-gpu/krysp solve tests/data/bcsstk06.mtx --out "$out/solve_bcsstk06.h5" >"$out/solve.log" 2>&1
       note "krysp solve bcsstk06 rc=$? : $(grep -E 'after|true relative' "$out/solve.log" | tr '\n' ' ')"
+      ;;
+    gtest=*)  # gtest=PATTERN runs only the GPU test cases matching the doctest filter PATTERN
+      ./build-gpu/tests/krysp_gpu_tests --test-case="${step#gtest=}" >"$out/gpu_tests_filtered.log" 2>&1; g=$?
+      grep -E "ERROR|FAILED|test cases|assertions" "$out/gpu_tests_filtered.log" | tail -8
+      note "gpu tests '${step#gtest=}' rc=$g"
       ;;
     bench-*)  # bench-NAME runs build-gpu/bench/bench_NAME with $BENCH_ARGS_NAME (upper case)
       name=${step#bench-}; name=${name//-/_}; var=BENCH_ARGS_$(echo "$name" | tr 'a-z-' 'A-Z_')

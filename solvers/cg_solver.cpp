@@ -88,7 +88,8 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   Impl& s = *impl_;
   const std::size_t n = std::size_t(s.A.rows());
   KRYSP_REQUIRE(b.size() == n, "solve: b has ", b.size(), " entries, matrix has ", n, " rows");
-  if (x.empty()) x.assign(n, 0.0);
+  const bool zero_x0 = x.empty();  // no initial guess: x0 = 0, zeroed on the device rather than uploaded
+  if (zero_x0) x.assign(n, 0.0);
   KRYSP_REQUIRE(x.size() == n, "solve: x0 has ", x.size(), " entries, matrix has ", n, " rows");
   if (s.A.values_version() != s.precond_version) {  // values changed in place: derived data is stale
     const auto t0 = Clock::now();
@@ -98,7 +99,8 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   SolveReport rep;
   if (s.options.backend == Backend::Cuda) {
     s.db.upload(b.data(), n);
-    s.dx.upload(x.data(), n);
+    if (zero_x0) s.dx.zero();
+    else s.dx.upload(x.data(), n);
     static_cast<SolveResult&>(rep) = cg(*s.dev_ops, s.db, s.dx, s.options.cg);
     s.dx.download(x.data(), n);
     rep.device = cuda_device_name();

@@ -72,7 +72,7 @@ BlockSolveReport run_block_host(const CsrMatrix<double>& A, const std::vector<do
 }
 
 BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
-                                std::vector<double>& X, const SolveOptions& o, Clock::time_point t0) {
+                                std::vector<double>& X, bool zero_x0, const SolveOptions& o, Clock::time_point t0) {
   SpmvPlan<double> spmv(A, o.plan);
   const auto M = make_device_preconditioner(A, spmv, o.precond);
   CudaBlockCgOps<double> ops(A, s, M.get());
@@ -81,8 +81,10 @@ BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<do
     DeviceArray<double> cmaj(B.size());
     cmaj.upload(B.data(), B.size());
     detail::transpose(cmaj.data(), s, A.rows(), vb.data());
-    cmaj.upload(X.data(), X.size());
-    detail::transpose(cmaj.data(), s, A.rows(), vx.data());
+    if (!zero_x0) {  // ops.block() is zero already: no initial guess costs no transfer
+      cmaj.upload(X.data(), X.size());
+      detail::transpose(cmaj.data(), s, A.rows(), vx.data());
+    }
   }
   BlockSolveReport rep;
   cuda_synchronize();
@@ -110,10 +112,11 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   }
   const std::size_t ns = std::size_t(A.rows()) * s;
   KRYSP_REQUIRE(B.size() == ns, "solve_block: B has ", B.size(), " entries, expected n*s = ", A.rows(), "*", s);
-  if (X.empty()) X.assign(ns, 0.0);
+  const bool zero_x0 = X.empty();
+  if (zero_x0) X.assign(ns, 0.0);
   KRYSP_REQUIRE(X.size() == ns, "solve_block: X0 has ", X.size(), " entries, expected n*s = ", A.rows(), "*", s);
   const Backend backend = resolve_backend(o.backend);
-  BlockSolveReport rep = backend == Backend::Cuda ? run_block_cuda(A, B, s, X, o, t0) : run_block_host(A, B, s, X, o, t0);
+  BlockSolveReport rep = backend == Backend::Cuda ? run_block_cuda(A, B, s, X, zero_x0, o, t0) : run_block_host(A, B, s, X, o, t0);
   rep.preconditioner = to_string(o.precond.kind);
   return rep;
 }

@@ -291,86 +291,198 @@ __global__ void __launch_bounds__(kThreads) gram_rows_kernel(index_t n, int ld, 
   block_partials<S * S>(acc, bx * by, [&](int o) { return (o % bx) * S + o / bx; }, ws.partials);
 }
 
+/// Uᵀ·V over the 32 rows a warp holds in shared memory (row r of an operand at r·ld), each lane
+/// owning fixed TI × TJ tiles of the NU × NV result. A thread holding a whole row's outer product
+/// would need NU·NV accumulators: 72 and 128 at width 8, more registers than a thread has (one
+/// block per SM and spills, 28-44% of the copy bandwidth). Columns j < nv0 of V come from v0, the
+/// others from v1, so that [V0 | V1] operands need no copy. Sums run over rows in order: fixed.
+template <int NU, int NV>
+struct WarpTiles {
+  static constexpr int TI = NU % 2 == 0 && NU * NV >= 64 ? 2 : 1;
+  static constexpr int TJ = NV % 2 == 0 && NU * NV >= 128 ? 2 : 1;
+  static constexpr int NTI = NU / TI, kTiles = NTI * (NV / TJ), K = (kTiles + 31) / 32, KTT = K * TI * TJ;
+  double acc[K][TI][TJ];
+
+  __device__ WarpTiles() {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int i = 0; i < TI; ++i)
+#pragma unroll
+        for (int j = 0; j < TJ; ++j) acc[k][i][j] = 0.0;
+  }
+  __device__ void add(const double* u, const double* v0, int nv0, const double* v1, int ld) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int t = lane + 32 * k;
+      if (t >= kTiles) continue;
+      const int i0 = (t % NTI) * TI, j0 = (t / NTI) * TJ;
+      const double* uc = u + i0;
+      const double* vc = j0 < nv0 ? v0 + j0 : v1 + (j0 - nv0);  // a tile never straddles nv0 (TJ = 2 only for even NV)
+#pragma unroll 4
+      for (int r = 0; r < 32; ++r) {
+        double x[TI], y[TJ];
+#pragma unroll
+        for (int i = 0; i < TI; ++i) x[i] = uc[r * ld + i];
+#pragma unroll
+        for (int j = 0; j < TJ; ++j) y[j] = vc[r * ld + j];
+#pragma unroll
+        for (int i = 0; i < TI; ++i)
+#pragma unroll
+          for (int j = 0; j < TJ; ++j) acc[k][i][j] += x[i] * y[j];
+      }
+    }
+  }
+  /// Sums the block's warps in warp order through `sh` (kThreads·KTT doubles; the caller
+  /// synchronises before) and calls emit(i, j, sum) once for every (i, j) of the result.
+  template <class Emit>
+  __device__ void finish(double* sh, Emit emit) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int i = 0; i < TI; ++i)
+#pragma unroll
+        for (int j = 0; j < TJ; ++j) sh[threadIdx.x * KTT + (k * TI + i) * TJ + j] = acc[k][i][j];
+    __syncthreads();
+    for (int slot = threadIdx.x; slot < 32 * KTT; slot += kThreads) {  // slot = lane·KTT + tile entry
+      double v = 0.0;
+      for (int w = 0; w < kThreads / 32; ++w) v += sh[w * 32 * KTT + slot];
+      const int lane = slot / KTT, e = slot % KTT, k = e / (TI * TJ), t = lane + 32 * k;
+      if (t < kTiles) emit((t % NTI) * TI + (e / TJ) % TI, (t / NTI) * TJ + e % TJ, v);
+    }
+  }
+};
+
+/// Per-thread sums acc[0..S) over the block (shuffle tree, then warps in order) stored as this
+/// block's partials [0, count).
+template <int S>
+__device__ __forceinline__ void block_sums(const double (&acc)[S], int count, double* sh, double* partials) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int o = 0; o < S; ++o) {
+    double v = acc[o];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) sh[warp * S + o] = v;
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < count; o += kThreads) {
+    double t = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) t += sh[w * S + o];
+    partials[o] = t;
+  }
+  __syncthreads();
+}
+
+/// Shared memory of the narrow kernels: per warp, a staging buffer and a second row buffer
+/// (32 rows of S + 1 values each), reused at the end for the block sums.
+template <int S>
+struct NarrowShared {
+  // + S: the second buffer's columns fall on other banks than the first's (tiles read both at once)
+  static constexpr int kRow = S + 1, kBuf = 32 * kRow + S;
+  double buf[kThreads / 32][2][kBuf];
+};
+
 template <int S>
 __global__ void __launch_bounds__(kThreads)
     update_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
                        const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
                        const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams,
                        TallWorkspace ws) {
+  using Tiles = WarpTiles<S, S>;  // Qnᵀ·Z
+  constexpr int kRow = NarrowShared<S>::kRow;
+  static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
   __shared__ double ca[S * S];  // ca[i·S + j] = Ca(i, j)
+  __shared__ NarrowShared<S> shm;
   for (int o = threadIdx.x; o < S * S; o += kThreads) {
     const int i = o / S, j = o % S;
     ca[o] = Ca && i < a && j < s ? Ca[i + j * a] : 0.0;
   }
   __syncthreads();
-  double acc[S + S * S];  // diag(RᵀR) (S), then Qnᵀ·Z as [S + i·S + j]
+  double rr[S];  // this thread's rows' share of diag(RᵀR)
 #pragma unroll
-  for (int o = 0; o < S + S * S; ++o) acc[o] = 0.0;
-  __shared__ double sm[kThreads / 32][32 * (S + 1)];
-  double* w = sm[threadIdx.x / 32];
+  for (int j = 0; j < S; ++j) rr[j] = 0.0;
+  Tiles qz;
   const int lane = threadIdx.x % 32;
+  double* w = shm.buf[threadIdx.x / 32][0];
+  double* w2 = shm.buf[threadIdx.x / 32][1];
   // Warps take 32 consecutive rows at a time (grid-stride); lane l works on row row0 + l.
   for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
        row0 += std::int64_t(gridDim.x) * kThreads) {
     const std::int64_t row = row0 + lane;
     const bool live = row < n;
-    double q[S], r[S];
-    warp_load_rows<S>(Qn, row0, n, s, a, w, q);
-    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
-    if (update) {
+    if (update) {  // X first, so that only two rows are held in registers at a time
       double p[S], x[S];
       warp_load_rows<S>(Pn, row0, n, s, a, w, p);
       warp_load_rows<S>(X, row0, n, s, s, w, x);
 #pragma unroll
-      for (int j = 0; j < S; ++j) {
-        double dx = 0.0, dr = 0.0;
+      for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
+        double dx = 0.0;
 #pragma unroll
-        for (int i = 0; i < S; ++i) {
-          dx += p[i] * ca[i * S + j];  // p, q are 0 beyond a and so are the coefficients
-          dr += q[i] * ca[i * S + j];
-        }
-        x[j] += dx;  // inactive columns have zero coefficients: they do not change
+        for (int i = 0; i < S; ++i) dx += p[i] * ca[i * S + j];  // p is 0 beyond a and so are the coefficients
+        x[j] += dx;
+      }
+      warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
+    }
+    double q[S], r[S];
+    warp_load_rows<S>(Qn, row0, n, s, a, w, q);
+    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
+    if (update) {
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        double dr = 0.0;
+#pragma unroll
+        for (int i = 0; i < S; ++i) dr += q[i] * ca[i * S + j];
         r[j] -= dr;
       }
-      warp_store_rows<S>(X, row0, n, s, s, w, x);
       warp_store_rows<S>(Rg, row0, n, s, s, w, r);
     }
-    if (grams && live) {
-      const double d = zsrc == ZSource::InverseDiagonal ? inv_diag[row] : 1.0;
+    if (grams) {
+      const double d = zsrc == ZSource::InverseDiagonal && live ? inv_diag[row] : 1.0;
 #pragma unroll
-      for (int j = 0; j < S; ++j) {
-        const double z = j >= s ? 0.0 : zsrc == ZSource::Given ? Z[row * s + j] : d * r[j];
-        acc[j] += r[j] * r[j];
-#pragma unroll
-        for (int i = 0; i < S; ++i) acc[S + i * S + j] += q[i] * z;
+      for (int j = 0; j < S; ++j) {  // rows past n hold zeros: they add nothing
+        const double z = j >= s || !live ? 0.0 : zsrc == ZSource::Given ? Z[row * s + j] : d * r[j];
+        rr[j] += r[j] * r[j];
+        w[lane * kRow + j] = q[j];
+        w2[lane * kRow + j] = z;
       }
+      __syncwarp();
+      qz.add(w, w2, S, w2, kRow);
+      __syncwarp();
     }
   }
-  if (grams)
-    block_partials<S + S * S>(acc, s + a * s, [&](int o) { return o < s ? o : S + ((o - s) % a) * S + (o - s) / a; },
-                              ws.partials);
+  if (!grams) return;
+  const int nout = s + a * s;
+  double* part = ws.partials + std::size_t(blockIdx.x) * nout;
+  __syncthreads();
+  block_sums<S>(rr, s, &shm.buf[0][0][0], part);
+  qz.finish(&shm.buf[0][0][0], [&](int i, int j, double v) {
+    if (i < a && j < s) part[s + i + j * a] = v;
+  });
 }
 
 template <int S>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
                           const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
                           const double* __restrict__ inv_diag, const double* __restrict__ Z,
                           double* __restrict__ Pnext, TallWorkspace ws) {
+  using Tiles = WarpTiles<S, 2 * S>;  // Pnextᵀ·[Pnext | R]
+  constexpr int kRow = NarrowShared<S>::kRow;
+  static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
   __shared__ double cb[S * S];  // cb[i·S + j] = Cb(i, j)
   __shared__ int cols[S];
+  __shared__ NarrowShared<S> shm;
   for (int o = threadIdx.x; o < S * S; o += kThreads) {
     const int i = o / S, j = o % S;
     cb[o] = i < a && j < a2 ? Cb[i + j * a] : 0.0;
   }
   for (int o = threadIdx.x; o < S; o += kThreads) cols[o] = o < a2 ? act[o] : 0;
   __syncthreads();
-  double acc[2 * S * S];  // PnextᵀPnext [i·S + j] (i ≤ j), then PnextᵀR [S·S + i·S + j]
-#pragma unroll
-  for (int o = 0; o < 2 * S * S; ++o) acc[o] = 0.0;
-  __shared__ double sm[kThreads / 32][32 * (S + 1)];
-  double* w = sm[threadIdx.x / 32];
+  Tiles vv;
   const int lane = threadIdx.x % 32;
+  double* w = shm.buf[threadIdx.x / 32][0];
+  double* w2 = shm.buf[threadIdx.x / 32][1];
   for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
        row0 += std::int64_t(gridDim.x) * kThreads) {
     const std::int64_t row = row0 + lane;
@@ -396,21 +508,25 @@ __global__ void __launch_bounds__(kThreads)
     }
     warp_store_rows<S>(Pnext, row0, n, s, a2, w, v);
 #pragma unroll
-    for (int i = 0; i < S; ++i) {
-#pragma unroll
-      for (int j = i; j < S; ++j) acc[i * S + j] += v[i] * v[j];
-#pragma unroll
-      for (int j = 0; j < S; ++j) acc[S * S + i * S + j] += v[i] * r[j];
+    for (int j = 0; j < S; ++j) {  // rows past n hold zeros: they add nothing
+      w[lane * kRow + j] = v[j];
+      w2[lane * kRow + j] = r[j];
     }
+    __syncwarp();
+    vv.add(w, w, S, w2, kRow);
+    __syncwarp();
   }
   const int hh = a2 * a2;
-  block_partials<2 * S * S>(acc, hh + a2 * s, [&](int o) {
-    if (o < hh) {
-      const int i = o % a2, j = o / a2;
-      return i <= j ? i * S + j : j * S + i;  // symmetric: the upper triangle was accumulated
+  double* part = ws.partials + std::size_t(blockIdx.x) * (hh + a2 * s);
+  __syncthreads();
+  vv.finish(&shm.buf[0][0][0], [&](int i, int j, double v) {
+    if (i >= a2) return;
+    if (j < S) {
+      if (j < a2) part[i + j * a2] = v;
+    } else if (j - S < s) {
+      part[hh + i + (j - S) * a2] = v;
     }
-    return S * S + ((o - hh) % a2) * S + (o - hh) / a2;
-  }, ws.partials);
+  });
 }
 
 /// The row-per-thread width for s columns, or 0 when the staged kernels take them.
