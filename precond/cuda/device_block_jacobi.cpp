@@ -11,7 +11,7 @@ namespace krysp {
 template <class T>
 int device_detect_block_size(const CsrMatrix<T>& A) {
   const index_t n = A.rows();
-  if (A.rows() != A.cols() || n == 0) return 1;
+  if (A.rows() != A.cols()) return 1;
   // Every candidate's count queued at once, then one download: exact counts, so the verdicts are
   // those of the host's scan (which stops only once a verdict is certain).
   const CsrView<T> dA = A.device_view();
