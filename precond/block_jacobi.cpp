@@ -4,31 +4,17 @@
 #include <cstdint>
 
 #include "base/error.hpp"
+#include "precond/node_pattern.hpp"
 
 namespace krysp {
 
-namespace {
-/// Do rows r0 and r1 touch the same set of column nodes ⌊j/b⌋? Columns are sorted within a row,
-/// so each row's node sequence is non-decreasing: compare the two sequences without duplicates.
-bool same_node_pattern(const index_t* rp, const index_t* ci, index_t r0, index_t r1, int b) {
-  index_t p = rp[r0], q = rp[r1];
-  const index_t pe = rp[r0 + 1], qe = rp[r1 + 1];
-  while (p < pe && q < qe) {
-    const index_t a = ci[p] / b, c = ci[q] / b;
-    if (a != c) return false;
-    while (p < pe && ci[p] / b == a) ++p;  // skip the rest of this node in both rows
-    while (q < qe && ci[q] / b == a) ++q;
-  }
-  return p == pe && q == qe;
-}
+using detail::node_agrees;
 
-bool node_agrees(const index_t* rp, const index_t* ci, index_t k, int b) {
-  const index_t r0 = k * b;
-  for (int i = 1; i < b; ++i)
-    if (!same_node_pattern(rp, ci, r0, r0 + i, b)) return false;
-  return true;
+bool block_size_qualifies(index_t n, int b, std::int64_t agreeing_nodes) {
+  if (b < 2 || n % b != 0) return false;
+  const index_t nodes = n / b;
+  return agreeing_nodes >= std::int64_t(std::ceil(kBlockPatternShare * double(nodes)));
 }
-}  // namespace
 
 template <class T>
 double node_pattern_fraction(const CsrMatrix<T>& A, int b) {
@@ -53,15 +39,20 @@ int detect_block_size(const CsrMatrix<T>& A) {
     std::int64_t agree = 0, disagree = 0;
     for (index_t k = 0; k < nodes && agree < need && disagree <= nodes - need; ++k)
       (node_agrees(rp, ci, k, b) ? agree : disagree) += 1;
-    if (agree >= need) return b;
+    if (block_size_qualifies(n, b, agree)) return b;  // stopped early only once the verdict was certain
   }
   return 1;
 }
 
 template <class T>
 int resolve_block_size(const CsrMatrix<T>& A, int requested) {
+  return resolve_block_size(A, requested, &detect_block_size<T>);
+}
+
+template <class T>
+int resolve_block_size(const CsrMatrix<T>& A, int requested, int (*detect)(const CsrMatrix<T>&)) {
   KRYSP_REQUIRE(A.rows() == A.cols(), "block Jacobi: matrix is ", A.rows(), "x", A.cols(), ", not square");
-  if (requested == 0) return detect_block_size(A);
+  if (requested == 0) return detect(A);
   KRYSP_REQUIRE(requested >= 1 && requested <= kMaxBlockSize, "block Jacobi: block size ", requested,
                 " is out of range (0 = detect, or 1 to ", kMaxBlockSize, ")");
   KRYSP_REQUIRE(A.rows() % requested == 0, "block Jacobi: block size ", requested, " does not divide n = ", A.rows(),
@@ -139,6 +130,8 @@ template int detect_block_size(const CsrMatrix<double>&);
 template int detect_block_size(const CsrMatrix<float>&);
 template int resolve_block_size(const CsrMatrix<double>&, int);
 template int resolve_block_size(const CsrMatrix<float>&, int);
+template int resolve_block_size(const CsrMatrix<double>&, int, int (*)(const CsrMatrix<double>&));
+template int resolve_block_size(const CsrMatrix<float>&, int, int (*)(const CsrMatrix<float>&));
 template void extract_diagonal_block(const CsrMatrix<double>&, int, index_t, double*);
 template void extract_diagonal_block(const CsrMatrix<float>&, int, index_t, float*);
 template class HostBlockJacobi<double>;

@@ -11,6 +11,7 @@
 /// Block size: given (1..8; n must be a multiple), or detected from the sparsity pattern by
 /// detect_block_size(). b = 1 is point Jacobi: inverse_diagonal() then returns the inverse
 /// diagonal, so CG fuses it like Jacobi.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,17 @@ inline constexpr double kBlockPatternShare = 0.75;
 template <class T>
 int detect_block_size(const CsrMatrix<T>& A);
 
+/// The detection rule for one candidate: does b (2..8) divide n, with at least kBlockPatternShare
+/// of the n/b nodes agreeing? (Shared by the host scan and the GPU count: device_block_jacobi.hpp.)
+bool block_size_qualifies(index_t n, int b, std::int64_t agreeing_nodes);
+
 /// Resolves a requested block size for A: 0 → detect_block_size(A); otherwise checks 1 ≤ b ≤ 8 and
 /// that b divides n (InputError naming b and n).
 template <class T>
 int resolve_block_size(const CsrMatrix<T>& A, int requested);
+/// The same with another detector for requested = 0 (the GPU's: device_detect_block_size).
+template <class T>
+int resolve_block_size(const CsrMatrix<T>& A, int requested, int (*detect)(const CsrMatrix<T>&));
 
 /// The dense diagonal block k of A (b×b row-major, zeros where A stores nothing).
 template <class T>

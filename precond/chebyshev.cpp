@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "precond/cuda/chebyshev_kernels.hpp"
+#include "precond/jacobi.hpp"
 #include "sparse/host/spmm_reference.hpp"
 
 namespace krysp {
@@ -64,14 +65,22 @@ double tridiagonal_max_eigenvalue(const std::vector<double>& a, const std::vecto
 
 LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps) {
   LanczosResult res;
-  if (n <= 0) return res;
+  if (n <= 0 || max_steps <= 0) return res;
   std::vector<double> a, b, thetas;
+  std::vector<double> alphas(static_cast<std::size_t>(max_steps)), betas(static_cast<std::size_t>(max_steps));
   op.start();
-  double beta = 0;
+  const int batch = std::max(1, op.batch());
+  int run = 0;  // steps the operator has run (alphas/betas hold them)
   for (int j = 0; j < max_steps; ++j) {
-    const double alpha = op.alpha(beta);
+    if (j == run) {
+      // Nothing but a breakdown can stop the run before kLanczosMinSteps: ask for those at once.
+      const int want = j == 0 && batch > 1 ? std::max(batch, kLanczosMinSteps) : batch;
+      const int count = std::min(want, max_steps - j);
+      op.steps(count, alphas.data() + j, betas.data() + j);
+      run += count;
+    }
+    const double alpha = alphas[std::size_t(j)], beta = betas[std::size_t(j)];
     a.push_back(alpha);
-    beta = op.beta(alpha);
     const double theta = tridiagonal_max_eigenvalue(a, b);
     thetas.push_back(theta);
     res.theta = theta;
@@ -92,7 +101,6 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps) {
       return res;
     }
     b.push_back(beta);
-    op.advance(beta);
   }
   return res;
 }
@@ -111,10 +119,7 @@ std::vector<T> chebyshev_scaling(const CsrMatrix<T>& A, double* gershgorin) {
       if (ci(k) == i) d = double(va(k));
       sum += std::abs(double(va(k)));
     }
-    KRYSP_REQUIRE(std::isfinite(d), "Chebyshev: diagonal entry A(", i + 1, ",", i + 1, ") = ", d, " is not finite");
-    KRYSP_REQUIRE(d > 0, "Chebyshev: diagonal entry A(", i + 1, ",", i + 1, ") = ", d,
-                  d == 0 ? " is zero (or missing)" : " is negative",
-                  "; Chebyshev works on D^-1 A and needs a positive diagonal (1-based row)");
+    if (!(std::isfinite(d) && d > 0)) throw_bad_diagonal("Chebyshev", kChebyshevNeeds, i, d);
     inv[i] = T(1.0 / d);
     g = std::max(g, sum / d);  // NaN in a row makes sum NaN; max() keeps g then: checked below
     if (!std::isfinite(sum)) g = sum;
@@ -176,8 +181,21 @@ class HostLanczos final : public LanczosOperator {
     const T scale = T(1.0 / std::sqrt(ss));
     for (auto& e : v_) e *= scale;
     std::fill(vp_.begin(), vp_.end(), T(0));
+    step_ = 0;
+    beta_ = 0;
   }
-  double alpha(double beta) override {
+  void steps(int count, double* alpha, double* beta) override {
+    for (int t = 0; t < count; ++t, ++step_) {
+      if (step_ > 0) advance(beta_);
+      alpha[t] = multiply(beta_);
+      beta_ = orthogonalise(alpha[t]);
+      beta[t] = beta_;
+    }
+  }
+
+ private:
+  // w = S·v − β·v_prev; returns wᵀv.
+  double multiply(double beta) {
     for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
     A_.multiply_host(u_.data(), w_.data());
     const T b = T(beta);
@@ -188,7 +206,8 @@ class HostLanczos final : public LanczosOperator {
     }
     return sum;
   }
-  double beta(double alpha) override {
+  // w −= α·v; returns ‖w‖.
+  double orthogonalise(double alpha) {
     const T a = T(alpha);
     double sum = 0;
     for (std::size_t i = 0; i < n_; ++i) {
@@ -197,7 +216,8 @@ class HostLanczos final : public LanczosOperator {
     }
     return std::sqrt(sum);
   }
-  void advance(double beta) override {
+  // v_prev = v; v = w/β.
+  void advance(double beta) {
     const T scale = T(1.0 / beta);
     for (std::size_t i = 0; i < n_; ++i) {
       vp_[i] = v_[i];
@@ -205,10 +225,11 @@ class HostLanczos final : public LanczosOperator {
     }
   }
 
- private:
   const CsrMatrix<T>& A_;
   std::size_t n_;
   std::vector<T> s_, v_, vp_, w_, u_;
+  int step_ = 0;       // the next step's index
+  double beta_ = 0;    // β of the last step (0 before the first)
 };
 
 }  // namespace

@@ -60,14 +60,17 @@ ChebyshevCoefficients chebyshev_coefficients(double lambda_min, double lambda_ma
 class LanczosOperator {
  public:
   virtual ~LanczosOperator() = default;
-  /// v = the fixed start vector (detail::lanczos_start_entry) normalised; v_prev = 0.
+  /// v = the fixed start vector (detail::lanczos_start_entry) normalised; v_prev = 0; step 0 next.
   virtual void start() = 0;
-  /// w = S·v − β·v_prev; returns α = wᵀv.
-  virtual double alpha(double beta) = 0;
-  /// w −= α·v; returns ‖w‖.
-  virtual double beta(double alpha) = 0;
-  /// v_prev = v; v = w/β.
-  virtual void advance(double beta) = 0;
+  /// Runs the next `count` steps j and writes each one's α_j and β_j to alpha[t], beta[t]:
+  ///   (j > 0: v_prev = v, v = w/β_{j−1})  w = S·v − β_{j−1}·v_prev,  α_j = wᵀv,
+  ///   w −= α_j·v,  β_j = ‖w‖.
+  /// A step never needs the host: a GPU backend queues `count` steps and synchronises once.
+  virtual void steps(int count, double* alpha, double* beta) = 0;
+  /// How many steps the caller should ask for at once (1: the host, where asking costs nothing).
+  /// Steps past a stop are wasted work, never a different result: the stop is decided on the
+  /// host, step by step, from the α and β of the steps before it.
+  virtual int batch() const { return 1; }
 };
 
 /// What lanczos_largest found.
@@ -83,6 +86,8 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps);
 /// (b[i] couples i and i+1; b.size() ≥ a.size() − 1), by Sturm-sequence bisection.
 double tridiagonal_max_eigenvalue(const std::vector<double>& a, const std::vector<double>& b);
 
+/// Why Chebyshev refuses a diagonal entry that is not positive (see throw_bad_diagonal).
+inline constexpr const char* kChebyshevNeeds = "Chebyshev works on D^-1 A and needs a positive diagonal";
 /// D⁻¹ of A with the Gershgorin bound of D⁻¹A in *gershgorin, in one pass. InputError naming the
 /// row and value for a diagonal entry that is missing, zero, negative or not finite.
 template <class T>

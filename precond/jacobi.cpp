@@ -1,10 +1,18 @@
 #include "precond/jacobi.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 #include "base/error.hpp"
 
 namespace krysp {
+
+void throw_bad_diagonal(const char* who, const char* needs, index_t row, double d) {
+  const std::int64_t r = std::int64_t(row) + 1;
+  KRYSP_REQUIRE(std::isfinite(d), who, ": diagonal entry A(", r, ",", r, ") = ", d, " is not finite");
+  KRYSP_THROW(InputError, who, ": diagonal entry A(", r, ",", r, ") = ", d, d == 0 ? " is zero (or missing)" : " is negative",
+              "; ", needs, " (1-based row)");
+}
 
 template <class T>
 std::vector<T> jacobi_inverse_diagonal(const CsrMatrix<T>& A) {
@@ -17,9 +25,7 @@ std::vector<T> jacobi_inverse_diagonal(const CsrMatrix<T>& A) {
     T d = 0;
     for (index_t k = rp(i); k < rp(i + 1); ++k)
       if (ci(k) == i) d = va(k);
-    KRYSP_REQUIRE(std::isfinite(double(d)), "Jacobi: diagonal entry A(", i + 1, ",", i + 1, ") = ", d, " is not finite");
-    KRYSP_REQUIRE(d > 0, "Jacobi: diagonal entry A(", i + 1, ",", i + 1, ") = ", d,
-                  d == 0 ? " is zero (or missing)" : " is negative", "; Jacobi needs a positive diagonal (1-based row)");
+    if (!(std::isfinite(double(d)) && d > 0)) throw_bad_diagonal("Jacobi", kJacobiNeeds, i, double(d));
     inv[i] = T(1) / d;
   }
   return inv;

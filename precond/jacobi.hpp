@@ -13,6 +13,14 @@ namespace krysp {
 template <class T>
 std::vector<T> jacobi_inverse_diagonal(const CsrMatrix<T>& A);
 
+/// Why Jacobi refuses a diagonal entry that is not positive (see throw_bad_diagonal).
+inline constexpr const char* kJacobiNeeds = "Jacobi needs a positive diagonal";
+/// Throws the InputError for diagonal entry A(row+1,row+1) = d that is missing (d = 0), zero,
+/// negative or not finite, e.g. "Jacobi: diagonal entry A(3,3) = 0 is zero (or missing); Jacobi
+/// needs a positive diagonal (1-based row)". `who` starts the message, `needs` says why it matters.
+/// One text for the host and the GPU setups (precond/cuda/device_diagonal.hpp).
+[[noreturn]] void throw_bad_diagonal(const char* who, const char* needs, index_t row, double d);
+
 /// Jacobi on the host: M⁻¹ = D⁻¹ (diagonal, so CG fuses it).
 template <class T>
 class HostJacobi final : public HostPreconditioner<T> {

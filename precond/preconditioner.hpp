@@ -66,8 +66,9 @@ struct PrecondOptions {
   /// Run the polynomial in fp32 inside an fp64 solve (matrix values, vectors and SpMV in single
   /// precision; CG stays fp64). Moves ~0.6× the bytes of the fp64 polynomial per step; on badly
   /// conditioned matrices (bcsstk19/20/28) it costs up to 1.7× more CG iterations, on
-  /// well-conditioned ones none. Setup converts A on the host and uploads the fp32 copy with its
-  /// own SpMV plan, so it pays back over many iterations or solves. Ignored for fp32 matrices.
+  /// well-conditioned ones none. On the GPU, setup converts the values there (nnz fp32 values
+  /// more; the copy shares A's device index arrays) and makes its own SpMV plan by the rule; on
+  /// the host it converts a host copy. Ignored for fp32 matrices.
   bool cheb_single = false;
 
   // Block Jacobi

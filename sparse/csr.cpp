@@ -47,6 +47,8 @@ struct CsrMatrix<T>::Shared {
   DeviceArray<index_t> mirror_row_ptr, mirror_col_idx;
   DeviceArray<T> mirror_values;
   bool on_device = false;
+  // with_structure_of: the shared state of the matrix whose device index arrays this one borrows.
+  std::shared_ptr<const void> structure_owner;
   // Borrowed only: the values version the host snapshot holds (none yet: ~0).
   std::uint64_t snapshot_version = ~std::uint64_t(0);
   // memo(): tag → (values version, result)
@@ -215,6 +217,29 @@ CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, inde
 }
 
 template <class T>
+template <class U>
+CsrMatrix<T> CsrMatrix<T>::with_structure_of(const CsrMatrix<U>& A, T* d_values) {
+  KRYSP_REQUIRE(d_values || A.nnz() == 0, "CsrMatrix::with_structure_of: d_values is null (nnz = ", A.nnz(), ")");
+  const CsrView<U> dA = A.device_view();  // A's device index arrays (uploaded now if needed)
+  CsrMatrix M;
+  M.rows_ = A.rows();
+  M.cols_ = A.cols();
+  M.row_ptr_ = A.row_ptr();  // Kokkos views: shared, not copied
+  M.col_idx_ = A.col_idx();
+  // The host snapshot of the values, filled on first host use (WithoutInitializing: no pages touched).
+  M.values_ = ValueView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(A.nnz()));
+  M.fingerprint_ = A.fingerprint();  // the same structure: checked when A was made
+  Shared& sh = *M.shared_;
+  sh.borrowed = true;
+  sh.on_device = true;
+  sh.d_row_ptr = dA.row_ptr;
+  sh.d_col_idx = dA.col_idx;
+  sh.d_values = d_values;
+  sh.structure_owner = A.shared_;
+  return M;
+}
+
+template <class T>
 const T* CsrMatrix<T>::host_values() const {
   Shared& sh = *shared_;
   if (!sh.borrowed) return values_.data();
@@ -335,5 +360,9 @@ void CsrMatrix<T>::multiply_host(const T* x, T* y) const {
 
 template class CsrMatrix<double>;
 template class CsrMatrix<float>;
+template CsrMatrix<float> CsrMatrix<float>::with_structure_of(const CsrMatrix<double>&, float*);
+template CsrMatrix<double> CsrMatrix<double>::with_structure_of(const CsrMatrix<float>&, double*);
+template CsrMatrix<double> CsrMatrix<double>::with_structure_of(const CsrMatrix<double>&, double*);
+template CsrMatrix<float> CsrMatrix<float>::with_structure_of(const CsrMatrix<float>&, float*);
 
 }  // namespace krysp

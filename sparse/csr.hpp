@@ -80,6 +80,14 @@ class CsrMatrix {
   static CsrMatrix from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                         const index_t* d_col_idx, T* d_values);
 
+  /// A device-borrowed matrix (as from_device_pointers) with A's structure and the nnz values at
+  /// d_values, device memory the caller owns and keeps alive: for a copy of A in another precision
+  /// whose values the caller converted on the device. Shares A's host index arrays, A's device
+  /// index arrays (uploaded now if A has none; the new matrix keeps them alive) and A's
+  /// fingerprint: nothing is downloaded or checked again, so it costs no pass over the matrix.
+  template <class U>
+  static CsrMatrix with_structure_of(const CsrMatrix<U>& A, T* d_values);
+
   /// Number of rows.
   index_t rows() const { return rows_; }
   /// Number of columns.
@@ -136,6 +144,8 @@ class CsrMatrix {
   void multiply_host(const T* x, T* y) const;
 
  private:
+  template <class>
+  friend class CsrMatrix;  // with_structure_of reads the other precision's shared state
   struct Shared;  // what all copies share: device arrays, values version, snapshot state
   void check_and_fingerprint();
   const T* host_values() const;  // values_.data(), refreshed first for a device-borrowed matrix

@@ -1,10 +1,12 @@
-// Block Jacobi on the GPU: factor every diagonal block once (one thread per block, the same
+// Block Jacobi on the GPU: detect the block size (count the nodes whose rows share a pattern, the
+// host's test: node_pattern.hpp), factor every diagonal block once (one thread per block, the same
 // Cholesky code as the host: spd_block.hpp), then apply all inverses in one kernel.
 #include <algorithm>
 #include <cstdint>
 
 #include "base/cuda/check.cuh"
 #include "precond/cuda/block_jacobi_kernels.hpp"
+#include "precond/node_pattern.hpp"
 #include "precond/spd_block.hpp"
 
 namespace krysp::detail {
@@ -30,6 +32,14 @@ __device__ void load_block(const CsrView<T>& A, int b, index_t k, T* a) {
       if (c >= 0) a[i * b + c] = A.values[p];
     }
   }
+}
+
+__global__ void __launch_bounds__(kBlock) pattern_kernel(const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                                                         index_t nodes, int b, unsigned long long* count) {
+  unsigned long long agree = 0;
+  for (std::int64_t k = thread_index(); k < nodes; k += grid_stride()) agree += node_agrees(rp, ci, index_t(k), b);
+  for (int off = 16; off > 0; off /= 2) agree += __shfl_xor_sync(0xffffffffu, agree, off);
+  if (threadIdx.x % 32 == 0 && agree > 0) atomicAdd(count, agree);
 }
 
 template <class T>
@@ -88,6 +98,14 @@ void launch_apply(index_t n, index_t N, const T* inv, const T* R, index_t ldr, T
   KRYSP_CUDA_CHECK_LAUNCH("block_jacobi apply_kernel");
 }
 }  // namespace
+
+void block_pattern_count(const index_t* row_ptr, const index_t* col_idx, index_t n, int b, unsigned long long* count) {
+  const index_t nodes = n / b;
+  if (nodes == 0) return;
+  const unsigned grid = unsigned(std::min<std::int64_t>((std::int64_t(nodes) + kBlock - 1) / kBlock, 1 << 20));
+  pattern_kernel<<<grid, kBlock>>>(row_ptr, col_idx, nodes, b, count);
+  KRYSP_CUDA_CHECK_LAUNCH("block_jacobi pattern_kernel");
+}
 
 template <class T>
 void block_jacobi_factor(CsrView<T> A, int b, T* inv, int* first_bad) {

@@ -6,6 +6,10 @@
 
 namespace krysp::detail {
 
+/// *count += the number of nodes k < n/b whose b rows share one node-level pattern
+/// (detail::node_agrees; A's device row offsets and column indices), one thread per node.
+/// Asynchronous; integer sums, so the count is exact.
+void block_pattern_count(const index_t* row_ptr, const index_t* col_idx, index_t n, int b, unsigned long long* count);
 /// Inverts the n/b diagonal b×b blocks of A (device view) into inv (n·b entries: block k's
 /// row-major inverse at inv + k·b²), one thread per block (spd_block.hpp). *first_bad must hold
 /// n/b on entry; on exit it is the smallest index of a block that is not SPD (n/b if none).

@@ -80,15 +80,25 @@ __global__ void __launch_bounds__(kBlock) lanczos_start_kernel(index_t n, T* __r
   block_partial(sum, partials);
 }
 
+__global__ void lanczos_finish_kernel(int grid, const double* __restrict__ partials, double* __restrict__ out,
+                                      bool root) {
+  double sum = 0.0;
+  for (int b = 0; b < grid; ++b) sum += partials[b];
+  *out = root ? sqrt(sum) : sum;
+}
+
 template <class T>
-__global__ void __launch_bounds__(kBlock) lanczos_scale_kernel(index_t n, T a, T* __restrict__ v) {
+__global__ void __launch_bounds__(kBlock) lanczos_scale_inv_kernel(index_t n, const double* __restrict__ d,
+                                                                   T* __restrict__ v) {
+  const T a = T(1.0 / *d);
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) v[i] *= a;
 }
 
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_alpha_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w, T beta, const T* __restrict__ vprev,
-                         const T* __restrict__ v, double* partials) {
+    lanczos_alpha_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w, const double* __restrict__ beta_p,
+                         const T* __restrict__ vprev, const T* __restrict__ v, double* partials) {
+  const T beta = T(*beta_p);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
     const T wi = s[i] * w[i] - beta * vprev[i];
@@ -100,7 +110,9 @@ __global__ void __launch_bounds__(kBlock)
 
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_beta_kernel(index_t n, T alpha, const T* __restrict__ v, T* __restrict__ w, double* partials) {
+    lanczos_beta_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* __restrict__ w,
+                        double* partials) {
+  const T alpha = T(*alpha_p);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
     const T wi = w[i] - alpha * v[i];
@@ -137,22 +149,27 @@ void lanczos_start(index_t n, T* v, double* partials) {
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_kernel");
 }
 
-template <class T>
-void lanczos_scale(index_t n, double a, T* v) {
-  if (n == 0) return;
-  lanczos_scale_kernel<T><<<grid_for(n), kBlock>>>(n, T(a), v);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_scale_kernel");
+void lanczos_finish(int grid, const double* partials, double* out, bool root) {
+  lanczos_finish_kernel<<<1, 1>>>(grid, partials, out, root);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_finish_kernel");
 }
 
 template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, double beta, const T* vprev, const T* v, double* partials) {
-  lanczos_alpha_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, T(beta), vprev, v, partials);
+void lanczos_scale_inv(index_t n, const double* d, T* v) {
+  if (n == 0) return;
+  lanczos_scale_inv_kernel<T><<<grid_for(n), kBlock>>>(n, d, v);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_scale_inv_kernel");
+}
+
+template <class T>
+void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials) {
+  lanczos_alpha_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, beta, vprev, v, partials);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_alpha_kernel");
 }
 
 template <class T>
-void lanczos_beta(index_t n, double alpha, const T* v, T* w, double* partials) {
-  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, T(alpha), v, w, partials);
+void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials) {
+  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
 }
 
@@ -165,11 +182,11 @@ KRYSP_INSTANTIATE_CHEB(float, float, float)
 KRYSP_INSTANTIATE_CHEB(double, float, float)
 KRYSP_INSTANTIATE_CHEB(double, float, double)
 
-#define KRYSP_INSTANTIATE_LANCZOS(T)                                                        \
-  template void lanczos_start<T>(index_t, T*, double*);                                    \
-  template void lanczos_scale<T>(index_t, double, T*);                                     \
-  template void lanczos_alpha<T>(index_t, const T*, T*, double, const T*, const T*, double*); \
-  template void lanczos_beta<T>(index_t, double, const T*, T*, double*);
+#define KRYSP_INSTANTIATE_LANCZOS(T)                                                                      \
+  template void lanczos_start<T>(index_t, T*, double*);                                                  \
+  template void lanczos_scale_inv<T>(index_t, const double*, T*);                                        \
+  template void lanczos_alpha<T>(index_t, const T*, T*, const double*, const T*, const T*, double*);     \
+  template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);
 KRYSP_INSTANTIATE_LANCZOS(double)
 KRYSP_INSTANTIATE_LANCZOS(float)
 

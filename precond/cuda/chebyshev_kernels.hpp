@@ -33,17 +33,22 @@ void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, inde
 
 /// Blocks of the Lanczos reductions for n entries (≤ 1024; partials arrays hold this many).
 int lanczos_grid(index_t n);
+// The Lanczos steps read their scalars (α, β, ‖v‖) from device memory, where lanczos_finish
+// leaves them, so a run of steps is queued without waiting for the host.
 /// v_i = lanczos_start_entry(i); partials[b] = block b's share of vᵀv (grid = lanczos_grid(n)).
 template <class T>
 void lanczos_start(index_t n, T* v, double* partials);
-/// v = a·v
+/// *out = Σ_b partials[b] summed in block order from 0.0 (as std::accumulate on the host), or
+/// its square root when `root`: one thread.
+void lanczos_finish(int grid, const double* partials, double* out, bool root);
+/// v = T(1.0 / *d)·v
 template <class T>
-void lanczos_scale(index_t n, double a, T* v);
-/// w = s∘w − beta·vprev; partials of wᵀv
+void lanczos_scale_inv(index_t n, const double* d, T* v);
+/// w = s∘w − T(*beta)·vprev; partials of wᵀv
 template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, double beta, const T* vprev, const T* v, double* partials);
-/// w −= alpha·v; partials of wᵀw
+void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials);
+/// w −= T(*alpha)·v; partials of wᵀw
 template <class T>
-void lanczos_beta(index_t n, double alpha, const T* v, T* w, double* partials);
+void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials);
 
 }  // namespace krysp::detail

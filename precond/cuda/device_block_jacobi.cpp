@@ -1,5 +1,7 @@
 #include "precond/cuda/device_block_jacobi.hpp"
 
+#include <cstdint>
+
 #include "base/error.hpp"
 #include "precond/block_jacobi.hpp"
 #include "precond/cuda/block_jacobi_kernels.hpp"
@@ -7,8 +9,26 @@
 namespace krysp {
 
 template <class T>
+int device_detect_block_size(const CsrMatrix<T>& A) {
+  const index_t n = A.rows();
+  if (A.rows() != A.cols()) return 1;
+  // Every candidate's count queued at once, then one download: exact counts, so the verdicts are
+  // those of the host's scan (which stops only once a verdict is certain).
+  const CsrView<T> dA = A.device_view();
+  DeviceArray<unsigned long long> counts(kMaxBlockSize + 1);
+  counts.zero();
+  for (int b = kMaxBlockSize; b >= 2; --b)
+    if (n % b == 0) detail::block_pattern_count(dA.row_ptr, dA.col_idx, n, b, counts.data() + b);
+  unsigned long long agree[kMaxBlockSize + 1];
+  counts.download(agree, kMaxBlockSize + 1);  // synchronises
+  for (int b = kMaxBlockSize; b >= 2; --b)
+    if (block_size_qualifies(n, b, std::int64_t(agree[b]))) return b;
+  return 1;
+}
+
+template <class T>
 DeviceBlockJacobi<T>::DeviceBlockJacobi(const CsrMatrix<T>& A, int block_size)
-    : fingerprint_(A.fingerprint()), n_(A.rows()), b_(resolve_block_size(A, block_size)) {
+    : fingerprint_(A.fingerprint()), n_(A.rows()), b_(resolve_block_size(A, block_size, &device_detect_block_size<T>)) {
   const index_t nodes = n_ / b_;
   inv_ = DeviceArray<T>(std::size_t(n_) * b_);
   if (nodes == 0) return;
@@ -42,6 +62,8 @@ void DeviceBlockJacobi<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z,
   detail::block_jacobi_apply(n_, b_, N, inv_.data(), R, ldr, Z, ldz);
 }
 
+template int device_detect_block_size(const CsrMatrix<double>&);
+template int device_detect_block_size(const CsrMatrix<float>&);
 template class DeviceBlockJacobi<double>;
 template class DeviceBlockJacobi<float>;
 

@@ -1,8 +1,9 @@
 #pragma once
 /// \file device_block_jacobi.hpp
 /// Block Jacobi on the GPU (the method, the block-size rule and why it is SPD: block_jacobi.hpp).
-/// Setup factors every diagonal block on the GPU (one thread per block, the host twin's Cholesky
-/// code) and keeps the dense inverses (n·b values); apply() and apply_block() are one kernel each.
+/// Setup runs on the GPU: the block-size detection (device_detect_block_size) and the factoring
+/// of every diagonal block (one thread per block, the host twin's Cholesky code); it keeps the
+/// dense inverses (n·b values); apply() and apply_block() are one kernel each.
 /// A block that is not SPD is an InputError naming the block, its rows and the pivot. With b = 1
 /// the inverses are the inverse diagonal, handed to CG to fuse (inverse_diagonal()). CUDA-free header.
 #include "base/device_memory.hpp"
@@ -10,10 +11,15 @@
 
 namespace krysp {
 
+/// detect_block_size on the GPU from A's device arrays (one thread per node, every candidate b
+/// counted exactly, one download): the same block size, without the host scan of the pattern.
+template <class T>
+int device_detect_block_size(const CsrMatrix<T>& A);
+
 template <class T>
 class DeviceBlockJacobi final : public DevicePreconditioner<T> {
  public:
-  /// block_size 0 detects it (detect_block_size, on the host pattern).
+  /// block_size 0 detects it (device_detect_block_size).
   explicit DeviceBlockJacobi(const CsrMatrix<T>& A, int block_size = 0);
   PrecondKind kind() const override { return PrecondKind::BlockJacobi; }
   void apply(const T* r, T* z) const override;

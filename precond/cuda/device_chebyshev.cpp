@@ -1,65 +1,86 @@
 #include "precond/cuda/device_chebyshev.hpp"
 
 #include <cmath>
-#include <numeric>
 #include <type_traits>
 #include <vector>
 
 #include "base/error.hpp"
 #include "precond/cuda/chebyshev_kernels.hpp"
+#include "precond/cuda/device_diagonal.hpp"
+#include "precond/cuda/diagonal_kernels.hpp"
 #include "precond/cuda/scale_rows.hpp"
 
 namespace krysp {
 
 namespace {
 /// Lanczos on S = D^{-1/2}·A·D^{-1/2} on the GPU through A's SpMV plan. Reductions: one partial
-/// per block, summed on the host in block order (deterministic).
+/// per block, summed by one thread in block order (bitwise the host's std::accumulate of the same
+/// partials). α, β and ‖v‖ stay in device memory (ab_ = β_{−1} = 0, α_0, β_0, α_1, β_1, ...), where
+/// the next kernels read them, so a batch of steps is queued at once and downloaded with one
+/// synchronisation.
 template <class T>
 class DeviceLanczos final : public LanczosOperator {
  public:
-  DeviceLanczos(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const std::vector<T>& dinv)
-      : A_(A), plan_(plan), n_(A.rows()), grid_(detail::lanczos_grid(A.rows())) {
-    std::vector<T> s(dinv.size());
-    for (std::size_t i = 0; i < s.size(); ++i) s[i] = T(std::sqrt(double(dinv[i])));
-    s_ = DeviceArray<T>(s.size());
-    s_.upload(s.data(), s.size());
-    for (auto* a : {&v_, &vp_, &w_, &u_}) *a = DeviceArray<T>(s.size());
+  /// s: D^{-1/2} (n entries, taken over); at most max_steps steps are run.
+  DeviceLanczos(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, DeviceArray<T> s, int max_steps)
+      : A_(A), plan_(plan), n_(A.rows()), grid_(detail::lanczos_grid(A.rows())), max_steps_(max_steps),
+        s_(std::move(s)) {
+    if (max_steps_ == 0) return;  // λmax given: nothing to run
+    for (auto* a : {&v_, &vp_, &w_, &u_}) *a = DeviceArray<T>(std::size_t(n_));
     partials_ = DeviceArray<double>(std::size_t(grid_));
-    host_.resize(std::size_t(grid_));
+    ab_ = DeviceArray<double>(2 * std::size_t(max_steps_) + 2);  // + the start vector's norm at the end
   }
   void start() override {
+    ab_.zero();  // β_{−1} = 0
     detail::lanczos_start(n_, v_.data(), partials_.data());
-    detail::lanczos_scale(n_, 1.0 / std::sqrt(sum()), v_.data());
+    double* norm = ab_.data() + 2 * max_steps_ + 1;
+    detail::lanczos_finish(grid_, partials_.data(), norm, true);
+    detail::lanczos_scale_inv(n_, norm, v_.data());
     vp_.zero();
+    step_ = 0;
   }
-  double alpha(double beta) override {
-    detail::scale_rows<T>(n_, 1, s_.data(), v_.data(), 1, u_.data(), 1);  // u = D^{-1/2} v
-    plan_.apply(A_, T(1), u_.data(), T(0), w_.data());                    // w = A u
-    detail::lanczos_alpha(n_, s_.data(), w_.data(), beta, vp_.data(), v_.data(), partials_.data());
-    return sum();
+  void steps(int count, double* alpha, double* beta) override {
+    KRYSP_REQUIRE(count >= 1 && step_ + count <= max_steps_, "Chebyshev: Lanczos steps ", step_ + 1, "..",
+                  step_ + count, " asked for, but at most ", max_steps_, " were planned");
+    const int first = step_;
+    for (int t = 0; t < count; ++t, ++step_) {
+      double* prev_beta = ab_.data() + 2 * step_;  // β_{j−1}
+      double* a = prev_beta + 1;                   // α_j
+      double* b = prev_beta + 2;                   // β_j
+      if (step_ > 0) {  // v_prev = v; v = w/β_{j−1} (the old v_prev becomes the next w)
+        detail::lanczos_scale_inv(n_, prev_beta, w_.data());
+        std::swap(vp_, v_);
+        std::swap(v_, w_);
+      }
+      detail::scale_rows<T>(n_, 1, s_.data(), v_.data(), 1, u_.data(), 1);  // u = D^{-1/2} v
+      plan_.apply(A_, T(1), u_.data(), T(0), w_.data());                    // w = A u
+      detail::lanczos_alpha(n_, s_.data(), w_.data(), prev_beta, vp_.data(), v_.data(), partials_.data());
+      detail::lanczos_finish(grid_, partials_.data(), a, false);
+      detail::lanczos_beta(n_, a, v_.data(), w_.data(), partials_.data());
+      detail::lanczos_finish(grid_, partials_.data(), b, true);
+    }
+    // One download for the batch (synchronises): α_j, β_j interleaved from α_first on.
+    std::vector<double> h(2 * std::size_t(count));
+    detail::copy_to_host(h.data(), ab_.data() + 2 * first + 1, h.size() * sizeof(double));
+    for (int t = 0; t < count; ++t) {
+      alpha[t] = h[2 * std::size_t(t)];
+      beta[t] = h[2 * std::size_t(t) + 1];
+    }
   }
-  double beta(double alpha) override {
-    detail::lanczos_beta(n_, alpha, v_.data(), w_.data(), partials_.data());
-    return std::sqrt(sum());
-  }
-  void advance(double beta) override {
-    detail::lanczos_scale(n_, 1.0 / beta, w_.data());
-    std::swap(vp_, v_);  // v_prev = v
-    std::swap(v_, w_);   // v = w/β; the old v_prev becomes the next w
-  }
+  /// Four steps a batch (the first batch: until the settling test may first stop the run): at
+  /// most three SpMVs wasted past the stop, against two synchronisations saved per step.
+  int batch() const override { return kBatch; }
 
  private:
-  double sum() {
-    partials_.download(host_.data(), host_.size());  // synchronises
-    return std::accumulate(host_.begin(), host_.end(), 0.0);
-  }
+  static constexpr int kBatch = 4;
   const CsrMatrix<T>& A_;
   const SpmvPlan<T>& plan_;
   index_t n_;
   int grid_;
+  int max_steps_;
+  int step_ = 0;
   DeviceArray<T> s_, v_, vp_, w_, u_;
-  DeviceArray<double> partials_;
-  std::vector<double> host_;
+  DeviceArray<double> partials_, ab_;
 };
 
 /// Leading dimension of the work blocks: N rounded up to 4 entries, so every row starts on a
@@ -72,23 +93,29 @@ DeviceChebyshev<T, S>::DeviceChebyshev(const CsrMatrix<T>& A, const SpmvPlan<T>&
     : fingerprint_(A.fingerprint()) {
   validate(o);
   KRYSP_REQUIRE(plan.valid() && plan.matches(A), "Chebyshev: the SpMV plan was not made for this matrix");
-  double gershgorin = 0;
-  const std::vector<T> dinv = chebyshev_scaling(A, &gershgorin);
+  // D⁻¹, D^{-1/2} (Lanczos only) and the Gershgorin bound on the GPU: no host pass over A.
+  const bool estimate = !(o.cheb_lambda_max > 0);
+  DeviceChebyshevScaling<T> scaling = device_chebyshev_scaling(A, estimate);
   {
-    DeviceLanczos<T> lanczos(A, plan, dinv);
-    info_ = chebyshev_interval(o, gershgorin, lanczos, A.rows());
+    DeviceLanczos<T> lanczos(A, plan, std::move(scaling.inv_sqrt), estimate ? o.cheb_eig_steps : 0);
+    info_ = chebyshev_interval(o, scaling.gershgorin, lanczos, A.rows());
   }
   coef_ = chebyshev_coefficients(info_.lambda_min, info_.lambda_max, info_.degree);
-  const std::size_t n = dinv.size();
-  std::vector<S> dinv_s(dinv.begin(), dinv.end());
-  dinv_ = DeviceArray<S>(n);
-  dinv_.upload(dinv_s.data(), n);
+  const std::size_t n = std::size_t(A.rows());
   if constexpr (std::is_same_v<S, T>) {
+    dinv_ = std::move(scaling.inv);
     A.device_view();  // make sure the copy below shares A's device mirror instead of making its own
     As_ = A;
     plan_ = plan;
   } else {
-    As_ = with_value_type<S>(A);
+    // The fp32 copy: values converted on the GPU; row offsets and column indices are A's own
+    // device arrays (shared, not copied); its SpMV plan by the rule (row statistics on the GPU).
+    dinv_ = DeviceArray<S>(n);
+    detail::convert_values(n, scaling.inv.data(), dinv_.data());
+    const CsrView<T> dA = A.device_view();
+    values_s_ = DeviceArray<S>(std::size_t(A.nnz()));
+    detail::convert_values(std::size_t(A.nnz()), dA.values, values_s_.data());
+    As_ = CsrMatrix<S>::with_structure_of(A, values_s_.data());
     plan_ = SpmvPlan<S>(As_);
   }
   if (info_.degree > 1) {

@@ -5,12 +5,15 @@
 /// precision, or a plan of the fp32 copy (PrecondOptions::cheb_single). apply_block(N, ...) with
 /// N > 1 runs on an SpMM plan made lazily the first time a width N is seen; its three n × N work
 /// blocks are shared by all widths and grow only when a wider N arrives (LOBPCG shrinks its
-/// active block as pairs converge: no allocation then). N = 1 takes the SpMV path. λmax is
-/// estimated on the GPU at setup (Lanczos through the matrix's SpMV plan; a few host
-/// synchronisations). CUDA-free header.
+/// active block as pairs converge: no allocation then). N = 1 takes the SpMV path. Setup runs
+/// on the GPU: D⁻¹, D^{-1/2} and the Gershgorin bound from A's device arrays (device_diagonal.hpp),
+/// λmax by Lanczos through the matrix's SpMV plan with its scalars kept on the device (one
+/// synchronisation per batch of steps, not two per step), and with cheb_single the conversion of
+/// the values to fp32. CUDA-free header.
 ///
 /// Device memory: D⁻¹ and three n-vectors of work, three n × ⌈N⌉₄ work blocks for the widest N
-/// applied, and with cheb_single the fp32 matrix copy. Not thread-safe: applies use the object's
+/// applied, and with cheb_single the fp32 values (nnz; the fp32 matrix shares A's device row
+/// offsets and column indices). Not thread-safe: applies use the object's
 /// work arrays and plans (like the plans themselves).
 #include <cstddef>
 #include <map>
@@ -42,7 +45,8 @@ class DeviceChebyshev final : public DevicePreconditioner<T> {
   void run(index_t N, const T* R, index_t ldr, T* Z, index_t ldz, S* u, S* v, S* w, index_t ld, Mul spmv) const;
 
   StructureFingerprint fingerprint_;
-  CsrMatrix<S> As_;  ///< A (shared storage) or its fp32 copy
+  DeviceArray<S> values_s_;  ///< cheb_single: the fp32 values As_ borrows (declared first: outlives As_)
+  CsrMatrix<S> As_;          ///< A (shared storage) or its fp32 copy (on A's device index arrays)
   SpmvPlan<S> plan_;
   ChebyshevInfo info_;
   ChebyshevCoefficients coef_;

@@ -1,17 +1,14 @@
 #include "precond/cuda/device_jacobi.hpp"
 
 #include "base/error.hpp"
+#include "precond/cuda/device_diagonal.hpp"
 #include "precond/cuda/scale_rows.hpp"
-#include "precond/jacobi.hpp"
 
 namespace krysp {
 
 template <class T>
-DeviceJacobi<T>::DeviceJacobi(const CsrMatrix<T>& A) : fingerprint_(A.fingerprint()) {
-  const auto inv = jacobi_inverse_diagonal(A);
-  inv_ = DeviceArray<T>(inv.size());
-  inv_.upload(inv.data(), inv.size());
-}
+DeviceJacobi<T>::DeviceJacobi(const CsrMatrix<T>& A)
+    : fingerprint_(A.fingerprint()), inv_(device_jacobi_inverse_diagonal(A)) {}
 
 template <class T>
 void DeviceJacobi<T>::apply(const T* r, T* z) const {

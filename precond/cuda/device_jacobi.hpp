@@ -1,6 +1,7 @@
 #pragma once
 /// \file device_jacobi.hpp
-/// Jacobi on the GPU: the inverse diagonal in device memory (CUDA-free header).
+/// Jacobi on the GPU: the inverse diagonal in device memory, computed there from A's device arrays
+/// (device_diagonal.hpp: no host pass over the values). CUDA-free header.
 #include "base/device_memory.hpp"
 #include "precond/preconditioner.hpp"
 
@@ -9,6 +10,7 @@ namespace krysp {
 template <class T>
 class DeviceJacobi final : public DevicePreconditioner<T> {
  public:
+  /// InputError as jacobi_inverse_diagonal (same text) for a bad diagonal entry.
   explicit DeviceJacobi(const CsrMatrix<T>& A);
   PrecondKind kind() const override { return PrecondKind::Jacobi; }
   void apply(const T* r, T* z) const override;

@@ -1,18 +1,26 @@
 // Chebyshev and block Jacobi on the GPU against their host twins: apply and apply_block on random
 // vectors and blocks (leading dimensions > N, padding untouched), λmax estimates, the inverted
 // blocks, the same errors, one SpMM plan per block width, and whole CG solves through solve().
+// Setup on the GPU: Jacobi's and Chebyshev's diagonal bitwise the host's and the same errors, the
+// fp32 copy against a host conversion, block-size detection against the host's.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.hpp"
 #include "precond/block_jacobi.hpp"
 #include "precond/chebyshev.hpp"
 #include "precond/cuda/device_block_jacobi.hpp"
 #include "precond/cuda/device_chebyshev.hpp"
+#include "precond/cuda/device_diagonal.hpp"
+#include "precond/cuda/device_jacobi.hpp"
+#include "precond/cuda/diagonal_kernels.hpp"
+#include "precond/jacobi.hpp"
 #include "precond/precond_test_util.hpp"
 #include "solvers/cuda/cuda_cg_ops.hpp"
 #include "sparse/spmm_plan.hpp"
@@ -337,4 +345,220 @@ TEST_CASE("Preconditioned CG GPU: fewer iterations than Jacobi, as on the host")
   const index_t jl = test::cg_iterations(L, test::precond(PrecondKind::Jacobi), Backend::Cuda);
   CHECK(test::cg_iterations(L, cheb(), Backend::Cuda) <= 0.4 * jl);
   CHECK(test::cg_iterations(L, cheb(4, true), Backend::Cuda) <= 0.4 * jl);
+}
+
+// ---- Setup on the GPU (issue #7): the diagonal, the fp32 copy and block-size detection --------
+
+namespace {
+/// A's arrays copied to device memory the test owns, and the device-borrowed matrix on them.
+template <class T>
+struct Borrowed {
+  DeviceArray<index_t> row_ptr, col_idx;
+  DeviceArray<T> values;
+  CsrMatrix<T> M;
+  explicit Borrowed(const CsrMatrix<T>& A)
+      : row_ptr(A.row_ptr().extent(0)), col_idx(std::size_t(A.nnz())), values(std::size_t(A.nnz())) {
+    row_ptr.upload(A.row_ptr().data(), row_ptr.size());
+    col_idx.upload(A.col_idx().data(), col_idx.size());
+    values.upload(A.values().data(), values.size());
+    M = CsrMatrix<T>::from_device_pointers(A.rows(), A.cols(), A.nnz(), row_ptr.data(), col_idx.data(),
+                                           values.data());
+  }
+};
+
+/// The message (without "file:line: ") of the InputError f throws; "" when none.
+template <class F>
+std::string input_error_text(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return after_location(e.what());
+  }
+  return "";
+}
+
+/// The 3-D Laplacian on 20^3 with the diagonal entries of `rows` replaced by `value` (or dropped
+/// from the structure when `drop`).
+CsrMatrix<double> laplacian_with_bad_diagonal(const std::vector<index_t>& rows, double value, bool drop) {
+  const auto L = laplacian_3d(20, 20, 20);
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i < L.rows(); ++i)
+    for (index_t k = L.row_ptr()(i); k < L.row_ptr()(i + 1); ++k) {
+      const bool bad = L.col_idx()(k) == i && std::find(rows.begin(), rows.end(), i) != rows.end();
+      if (bad && drop) continue;
+      I.push_back(i);
+      J.push_back(L.col_idx()(k));
+      V.push_back(bad ? value : L.values()(k));
+    }
+  return CsrMatrix<double>::from_triplets(L.rows(), L.cols(), I, J, V);
+}
+}  // namespace
+
+TEST_CASE("Jacobi GPU: D^-1 computed on the device is bitwise the host's (fp64, fp32, device-borrowed)") {
+  for (const std::string name : {"bcsstk06", "gr_30_30", "bcsstm12", "laplace3d_30"}) {
+    CAPTURE(name);
+    const auto A = name == "laplace3d_30" ? laplacian_3d(30, 30, 30) : test::load(name);
+    const std::vector<double> host = jacobi_inverse_diagonal(A);
+    CHECK(to_host(device_jacobi_inverse_diagonal(A)) == host);
+    const DeviceJacobi<double> M(A);
+    std::vector<double> fused(host.size());
+    detail::copy_to_host(fused.data(), M.inverse_diagonal(), fused.size() * sizeof(double));
+    CHECK(fused == host);  // what CG and block CG fuse
+    const Borrowed<double> B(A);
+    CHECK(to_host(device_jacobi_inverse_diagonal(B.M)) == host);
+
+    const auto Af = with_value_type<float>(A);
+    CHECK(to_host(device_jacobi_inverse_diagonal(Af)) == jacobi_inverse_diagonal(Af));
+  }
+}
+
+TEST_CASE("Chebyshev GPU: D^-1, D^-1/2 and the Gershgorin bound on the device are bitwise the host's") {
+  for (const std::string name : {"bcsstk06", "gr_30_30", "1138_bus", "laplace3d_30"}) {
+    CAPTURE(name);
+    const auto A = name == "laplace3d_30" ? laplacian_3d(30, 30, 30) : test::load(name);
+    double g = 0;
+    const std::vector<double> host = chebyshev_scaling(A, &g);
+    const auto dev = device_chebyshev_scaling(A, true);
+    CHECK(to_host(dev.inv) == host);
+    CHECK(dev.gershgorin == g);
+    const auto s = to_host(dev.inv_sqrt);
+    bool sqrt_ok = s.size() == host.size();
+    for (std::size_t i = 0; sqrt_ok && i < s.size(); ++i) sqrt_ok = s[i] == std::sqrt(host[i]);
+    CHECK(sqrt_ok);
+    CHECK(device_chebyshev_scaling(A, false).inv_sqrt.size() == 0);
+
+    const auto Af = with_value_type<float>(A);
+    double gf = 0;
+    const std::vector<float> hostf = chebyshev_scaling(Af, &gf);
+    const auto devf = device_chebyshev_scaling(Af, true);
+    CHECK(to_host(devf.inv) == hostf);
+    CHECK(devf.gershgorin == gf);
+    const auto sf = to_host(devf.inv_sqrt);
+    bool sqrtf_ok = sf.size() == hostf.size();
+    for (std::size_t i = 0; sqrtf_ok && i < sf.size(); ++i) sqrtf_ok = sf[i] == float(std::sqrt(double(hostf[i])));
+    CHECK(sqrtf_ok);
+  }
+}
+
+TEST_CASE("Jacobi and Chebyshev GPU: a bad diagonal entry is the host's error, naming the first bad row") {
+  struct Case {
+    std::string what, row;
+    CsrMatrix<double> A;
+  };
+  const std::vector<Case> cases = {
+      {"zero", "A(3,3) = 0 is zero", CsrMatrix<double>::from_triplets(3, 3, {0, 1, 2, 0, 2}, {0, 1, 2, 2, 0}, {2.0, 2.0, 0.0, -1.0, -1.0})},
+      {"missing", "A(2,2) = 0 is zero (or missing)", CsrMatrix<double>::from_triplets(3, 3, {0, 1, 2, 0, 2}, {0, 2, 2, 2, 0}, {2.0, -1.0, 2.0, -1.0, -1.0})},
+      {"negative", "A(1,1) = -2 is negative", CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 1}, {-2.0, 1.0})},
+      {"NaN", "A(2,2) = nan is not finite", CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 1}, {1.0, std::nan("")})},
+      {"Inf", "A(1,1) = inf is not finite", CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 1}, {HUGE_VAL, 1.0})},
+      // Bad rows far apart (different thread blocks): the smallest one is named.
+      {"zero, two blocks", "A(5001,5001) = 0 is zero", laplacian_with_bad_diagonal({7000, 5000}, 0.0, false)},
+      {"missing, two blocks", "A(4097,4097) = 0 is zero (or missing)", laplacian_with_bad_diagonal({7999, 4096}, 0.0, true)},
+      {"negative and zero", "A(101,101) = -6 is negative", laplacian_with_bad_diagonal({100, 6000}, -6.0, false)},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    SpmvPlan<double> plan(c.A);
+    const std::string host_j = input_error_text([&] { HostJacobi<double> M(c.A); });
+    const std::string dev_j = input_error_text([&] { DeviceJacobi<double> M(c.A); });
+    CAPTURE(host_j);
+    CHECK(host_j.find(c.row) != std::string::npos);
+    CHECK(host_j.find("Jacobi: diagonal entry") == 0);
+    CHECK(dev_j == host_j);
+    const std::string host_c = input_error_text([&] { HostChebyshev<double> M(c.A, cheb()); });
+    const std::string dev_c = input_error_text([&] { DeviceChebyshev<double> M(c.A, plan, cheb()); });
+    CAPTURE(host_c);
+    CHECK(host_c.find(c.row) != std::string::npos);
+    CHECK(dev_c == host_c);
+    // The same through a matrix on caller-owned device memory (its values are never downloaded
+    // whole: the bad entry is read back alone).
+    const Borrowed<double> B(c.A);
+    CHECK(input_error_text([&] { DeviceJacobi<double> M(B.M); }) == host_j);
+    // fp32 matrices
+    const auto Af = with_value_type<float>(c.A);
+    CHECK(input_error_text([&] { DeviceJacobi<float> M(Af); }) ==
+          input_error_text([&] { HostJacobi<float> M(Af); }));
+  }
+  cuda_synchronize();  // nothing left behind by the failed setups
+}
+
+TEST_CASE("Chebyshev GPU: the fp32 copy is converted on the device and shares A's device index arrays") {
+  for (const std::string name : {"bcsstk06", "laplace3d_30"}) {
+    CAPTURE(name);
+    const auto A = name == "laplace3d_30" ? laplacian_3d(30, 30, 30) : test::load(name);
+    const auto ref = with_value_type<float>(A);  // the host conversion
+    DeviceArray<float> vals(std::size_t(A.nnz()));
+    detail::convert_values(std::size_t(A.nnz()), A.device_view().values, vals.data());
+    const auto hv = to_host(vals);
+    bool same = hv.size() == std::size_t(A.nnz());
+    for (index_t k = 0; same && k < A.nnz(); ++k) same = hv[std::size_t(k)] == ref.values()(k);
+    CHECK(same);
+
+    CsrMatrix<float> Af;
+    {
+      const CsrMatrix<double> copy = A;  // a copy dropped below: Af must keep the index arrays alive
+      Af = CsrMatrix<float>::with_structure_of(copy, vals.data());
+    }
+    CHECK(Af.is_device_borrowed());
+    CHECK(Af.fingerprint() == A.fingerprint());
+    CHECK(Af.device_view().row_ptr == A.device_view().row_ptr);  // shared, not copied
+    CHECK(Af.device_view().col_idx == A.device_view().col_idx);
+    CHECK(Af.device_view().values == vals.data());
+    bool snapshot = true;  // host uses download the device values
+    for (index_t k = 0; snapshot && k < A.nnz(); ++k) snapshot = Af.values()(k) == ref.values()(k);
+    CHECK(snapshot);
+    // SpMV on the borrowed copy equals SpMV on the host-converted one (same rule, same kernel).
+    SpmvPlan<float> plan(Af), plan_ref(ref);
+    CHECK(plan.config() == plan_ref.config());
+    const auto xd = test::random_vector(std::size_t(A.cols()));
+    const std::vector<float> x(xd.begin(), xd.end());
+    auto dx = to_device(x);
+    DeviceArray<float> y(std::size_t(A.rows())), y_ref(std::size_t(A.rows()));
+    plan.apply(Af, 1.0f, dx.data(), 0.0f, y.data());
+    plan_ref.apply(ref, 1.0f, dx.data(), 0.0f, y_ref.data());
+    CHECK(to_host(y) == to_host(y_ref));
+
+    // The preconditioner built on it applies like its host twin (fp32 polynomial).
+    SpmvPlan<double> plan64(A);
+    const DeviceChebyshev<double, float> dev(A, plan64, cheb(4, true));
+    PrecondOptions o = cheb(4, true);
+    o.cheb_lambda_max = dev.info().lambda_max;
+    const HostChebyshev<double, float> host(A, o);
+    compare_vector<double>(host, dev, A.rows(), 1e-4);
+  }
+}
+
+TEST_CASE("Chebyshev GPU: Lanczos with its scalars on the device estimates as before, with lambda_max given too") {
+  const auto L = laplacian_3d(30, 30, 30);
+  SpmvPlan<double> plan(L);
+  const DeviceChebyshev<double> dev(L, plan, cheb());
+  const HostChebyshev<double> host(L, cheb());
+  CHECK(std::abs(dev.info().lanczos_steps - host.info().lanczos_steps) <= 1);
+  CHECK(dev.info().lambda_estimate == doctest::Approx(host.info().lambda_estimate).epsilon(2e-3));
+  CHECK(dev.info().lanczos_steps >= 8);
+  // 30^3: D^-1 A has λmax = 1 + cos(π/31) ≈ 1.995; the boosted estimate is capped by Gershgorin (2).
+  CHECK(dev.info().lambda_max == doctest::Approx(2.0).epsilon(1e-2));
+  PrecondOptions given = cheb();
+  given.cheb_lambda_max = 1.9;
+  const DeviceChebyshev<double> fixed(L, plan, given);
+  CHECK(fixed.info().lanczos_steps == 0);
+  CHECK(fixed.info().lambda_max == 1.9);
+  CHECK(fixed.info().gershgorin == host.info().gershgorin);
+}
+
+TEST_CASE("Block Jacobi GPU: the block size detected on the device is the host's") {
+  std::vector<std::pair<std::string, CsrMatrix<double>>> cases = {
+      {"bcsstk01", test::load("bcsstk01")}, {"bcsstk06", test::load("bcsstk06")},
+      {"bcsstm12", test::load("bcsstm12")}, {"gr_30_30", test::load("gr_30_30")},
+      {"1138_bus", test::load("1138_bus")}, {"laplace3d_20", laplacian_3d(20, 20, 20)},
+      {"kron2", test::kron_laplacian_block(9, 7, 2)}, {"kron5", test::kron_laplacian_block(9, 7, 5)},
+      {"kron7", test::kron_laplacian_block(9, 7, 7)}, {"kron8", test::kron_laplacian_block(9, 7, 8)}};
+  for (const auto& [name, A] : cases) {
+    CAPTURE(name);
+    CHECK(device_detect_block_size(A) == detect_block_size(A));
+    CHECK(DeviceBlockJacobi<double>(A).block_size() == HostBlockJacobi<double>(A).block_size());
+  }
+  const CsrMatrix<double> empty;
+  CHECK(device_detect_block_size(empty) == detect_block_size(empty));
 }

@@ -3,11 +3,15 @@
 // than Jacobi on SuiteSparse SPD matrices, fp32 polynomials, and every failure path.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "precond/chebyshev.hpp"
+#include "precond/cuda/chebyshev_kernels.hpp"
 #include "precond/jacobi.hpp"
 #include "precond/precond_test_util.hpp"
 #include "solvers/host/host_cg_ops.hpp"
@@ -259,6 +263,78 @@ TEST_CASE("Chebyshev host: failures are clear errors") {
     o = cheb();
     o.cheb_lambda_max = -1;
     CHECK_THROWS_WITH_AS(make_host_preconditioner(A, o), doctest::Contains("lambda_max -1"), InputError);
+  }
+}
+
+namespace {
+// Lanczos on diag(d) (dense vectors, same start vector as the backends), asked for `batch` steps
+// at a time: batching is how the GPU saves synchronisations, so it must not change the result.
+class DiagonalLanczos final : public LanczosOperator {
+ public:
+  DiagonalLanczos(std::vector<double> d, int batch) : d_(std::move(d)), batch_(batch) {}
+  void start() override {
+    const std::size_t n = d_.size();
+    v_.assign(n, 0);
+    vp_.assign(n, 0);
+    w_.assign(n, 0);
+    double ss = 0;
+    for (std::size_t i = 0; i < n; ++i) ss += (v_[i] = detail::lanczos_start_entry(std::int64_t(i))) * v_[i];
+    for (auto& e : v_) e /= std::sqrt(ss);
+    step_ = 0;
+    beta_ = 0;
+  }
+  void steps(int count, double* alpha, double* beta) override {
+    ++calls;
+    asked += count;
+    for (int t = 0; t < count; ++t, ++step_) {
+      if (step_ > 0)
+        for (std::size_t i = 0; i < d_.size(); ++i) {
+          vp_[i] = v_[i];
+          v_[i] = w_[i] / beta_;
+        }
+      double a = 0, b = 0;
+      for (std::size_t i = 0; i < d_.size(); ++i) {
+        w_[i] = d_[i] * v_[i] - beta_ * vp_[i];
+        a += w_[i] * v_[i];
+      }
+      for (std::size_t i = 0; i < d_.size(); ++i) b += (w_[i] -= a * v_[i]) * w_[i];
+      alpha[t] = a;
+      beta[t] = beta_ = std::sqrt(b);
+    }
+  }
+  int batch() const override { return batch_; }
+  int calls = 0, asked = 0;
+
+ private:
+  std::vector<double> d_, v_, vp_, w_;
+  int batch_, step_ = 0;
+  double beta_ = 0;
+};
+}  // namespace
+
+TEST_CASE("Chebyshev host: Lanczos asked for steps in batches stops where and as one step at a time does") {
+  std::vector<double> spread(500), clustered(300), tiny = {1.0, 3.0, 2.0};
+  for (std::size_t i = 0; i < spread.size(); ++i) spread[i] = 1.0 + double(i * i % 997);
+  for (std::size_t i = 0; i < clustered.size(); ++i) clustered[i] = i < 290 ? 1.0 + 1e-3 * double(i) : 5.0 - 0.01 * double(i - 290);
+  for (const auto& d : {spread, clustered, tiny}) {
+    CAPTURE(d.size());
+    for (int max_steps : {3, 9, 40}) {
+      CAPTURE(max_steps);
+      DiagonalLanczos one(d, 1);
+      const LanczosResult ref = lanczos_largest(one, index_t(d.size()), max_steps);
+      CHECK(one.calls == ref.steps);  // one step per call: exactly the steps used
+      for (int batch : {2, 4, 7}) {
+        CAPTURE(batch);
+        DiagonalLanczos op(d, batch);
+        const LanczosResult r = lanczos_largest(op, index_t(d.size()), max_steps);
+        CHECK(r.theta == ref.theta);  // bitwise: the same steps, the same stopping decision
+        CHECK(r.steps == ref.steps);
+        CHECK(r.change == ref.change);
+        CHECK(r.converged == ref.converged);
+        CHECK(op.asked <= max_steps);              // never past the allowed steps
+        CHECK(op.asked < r.steps + std::max(batch, 8));  // at most one batch past the stop
+      }
+    }
   }
 }
 

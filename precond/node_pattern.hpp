@@ -1,0 +1,33 @@
+#pragma once
+/// \file node_pattern.hpp
+/// The node-pattern test behind block Jacobi's block-size detection (block_jacobi.hpp), one
+/// definition for the host and the GPU (the device detection runs it with one thread per node).
+/// CUDA-free and Kokkos-free: .cu files include it.
+#include "base/host_device.hpp"
+#include "base/types.hpp"
+
+namespace krysp::detail {
+
+/// Do rows r0 and r1 touch the same set of column nodes ⌊j/b⌋? Columns are sorted within a row,
+/// so each row's node sequence is non-decreasing: compare the two sequences without duplicates.
+KRYSP_HD inline bool same_node_pattern(const index_t* rp, const index_t* ci, index_t r0, index_t r1, int b) {
+  index_t p = rp[r0], q = rp[r1];
+  const index_t pe = rp[r0 + 1], qe = rp[r1 + 1];
+  while (p < pe && q < qe) {
+    const index_t a = ci[p] / b, c = ci[q] / b;
+    if (a != c) return false;
+    while (p < pe && ci[p] / b == a) ++p;  // skip the rest of this node in both rows
+    while (q < qe && ci[q] / b == a) ++q;
+  }
+  return p == pe && q == qe;
+}
+
+/// Do the b rows of node k (rows k·b .. k·b+b−1) share one node-level pattern?
+KRYSP_HD inline bool node_agrees(const index_t* rp, const index_t* ci, index_t k, int b) {
+  const index_t r0 = k * b;
+  for (int i = 1; i < b; ++i)
+    if (!same_node_pattern(rp, ci, r0, r0 + i, b)) return false;
+  return true;
+}
+
+}  // namespace krysp::detail
