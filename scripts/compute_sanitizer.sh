@@ -5,8 +5,17 @@
 #   scripts/compute_sanitizer.sh [build dir, default build-gpu] [doctest arguments]
 # e.g. scripts/compute_sanitizer.sh build-gpu --test-case='CG*'
 # The build dir must hold tests/krysp_gpu_tests (cmake --build <dir> --target krysp_gpu_tests).
-# The soak and out-of-memory tests are excluded by default (slow under the sanitizer; the real
-# out-of-memory case provokes an expected cudaMalloc failure); set CS_ALL=1 to include them.
+#
+# CS_JOBS=N: every test case in its own process, N at a time, both tools at once (the sanitizers
+# are slow — racecheck took > 280 s on one test case — and mostly bound by host-side work, so
+# processes sharing the GPU finish the whole suite in one sitting). Logs go to $CS_OUT (default
+# cs-out), one per tool and test case, and a table (tool, test case, exit code, errors, seconds)
+# to $CS_OUT/summary.tsv; CS_TIMEOUT (s, default 500) bounds each process.
+# Without CS_JOBS the soak and out-of-memory tests are excluded (slow under the sanitizer; the real
+# out-of-memory case provokes an expected cudaMalloc failure); set CS_ALL=1 to include them. With
+# CS_JOBS every test case runs; the OOM ones are run under memcheck with the API-error report
+# off for the cudaMalloc failure they provoke on purpose (--report-api-errors no), and the
+# device-side checks still on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-gpu}
@@ -15,6 +24,38 @@ bin=$build/tests/krysp_gpu_tests
 [ -x "$bin" ] || { echo "compute_sanitizer: $bin not found (build it first)" >&2; exit 2; }
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { echo "compute_sanitizer: compute-sanitizer not found" >&2; exit 2; }
+
+if [ -n "${CS_JOBS:-}" ]; then
+  out=${CS_OUT:-cs-out}
+  mkdir -p "$out"
+  # test case names, with the filter's special characters (, [ ] and the like) as '?' wildcards
+  "$bin" --list-test-cases --no-version | sed -n 's/^\(.*[^ ]\) *$/\1/p' | grep -v -E '^(=+|\[doctest\].*|no CUDA.*|GPU tests on.*)$' \
+    | sed 's/[],[\\]/?/g' >"$out/cases.txt"
+  echo "compute_sanitizer: $(wc -l <"$out/cases.txt") test cases x memcheck, racecheck, $CS_JOBS at a time"
+  run_one() {  # tool index case
+    local tool=$1 i=$2 name=$3 extra=() t0 rc errors
+    [ "$tool" = memcheck ] && [[ "$name" == OOM* ]] && extra=(--report-api-errors no)
+    t0=$(date +%s)
+    rc=0
+    timeout "${CS_TIMEOUT:-500}" "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 99 "$bin" --test-case="$name" \
+      >"$out/$tool.$i.log" 2>&1 || rc=$?
+    errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$out/$tool.$i.log" | grep -oE '[0-9]+' || echo "?")
+    printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "$name" "$rc" "$errors" "$(( $(date +%s) - t0 ))" >>"$out/summary.tsv"
+  }
+  export -f run_one
+  export cs bin out
+  : >"$out/summary.tsv"
+  awk '{print "racecheck\t" NR "\t" $0} END {}' "$out/cases.txt" >"$out/jobs.tsv"
+  awk '{print "memcheck\t" NR "\t" $0}' "$out/cases.txt" >>"$out/jobs.tsv"
+  tr '\n' '\0' <"$out/jobs.tsv" | xargs -0 -P "$CS_JOBS" -I{} bash -c 'IFS=$'"'"'\t'"'"' read -r t i n <<<"$1"; run_one "$t" "$i" "$n"' _ {}
+  sort "$out/summary.tsv" -o "$out/summary.tsv"
+  bad=$(awk -F'\t' '$3 != 0 || $4 != 0' "$out/summary.tsv" | wc -l)
+  echo "compute_sanitizer: $(wc -l <"$out/summary.tsv") runs, $bad not clean (exit code or errors):"
+  awk -F'\t' '$3 != 0 || $4 != 0' "$out/summary.tsv"
+  [ "$bad" -eq 0 ]
+  exit
+fi
+
 filter=()
 [ -n "${CS_ALL:-}" ] || filter=(--test-case-exclude='Soak GPU*,OOM GPU*')
 status=0
