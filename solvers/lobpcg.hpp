@@ -56,6 +56,7 @@
 ///   using Block (owning, .data()); Block block(count); size(); generalized(); has_preconditioner();
 ///   upload(host, dst, count); download(src, host, count);
 ///   gram(X, ldx, bx, Y, ldy, by, C)                 C (bx × by, host, column-major) = Xᵀ·Y
+///   gram2(X, ldx, bx, Y1, ldy1, Y2, ldy2, by, C1, C2) C1 = Xᵀ·Y1, C2 = Xᵀ·Y2 (one wait on a GPU)
 ///   combine(X, ldx, bx, C, alpha, beta, Y, ldy, by) Y = alpha·X·C + beta·Y (Y must not alias X)
 ///   copy(cols, X, ldx, Y, ldy)                      Y = X
 ///   apply_a(N, X, ldx, Y, ldy), apply_b(...)        Y = A·X, Y = B·X (SpMM)
@@ -113,6 +114,7 @@ struct ProfiledOps {
   KRYSP_PROFILED_OP(upload, "op: upload")
   KRYSP_PROFILED_OP(download, "op: download")
   KRYSP_PROFILED_OP(gram, "op: gram (X^T Y, to host)")
+  KRYSP_PROFILED_OP(gram2, "op: gram2 (two X^T Y, to host)")
   KRYSP_PROFILED_OP(combine, "op: combine (X C, C from host)")
   KRYSP_PROFILED_OP(copy, "op: copy")
   KRYSP_PROFILED_OP(apply_a, "op: spmm A")
@@ -280,8 +282,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     ops.apply_a(b, X(), L, AX(), L);
     if (gen) ops.apply_b(b, X(), L, BX(), L);
     std::vector<double> GA(std::size_t(b) * b), GB(std::size_t(b) * b);
-    ops.gram(X(), L, b, AX(), L, b, GA.data());
-    ops.gram(X(), L, b, BX(), L, b, GB.data());
+    ops.gram2(X(), L, b, AX(), L, BX(), L, b, GA.data(), GB.data());
     const RitzStep rs = [&] {
       auto ph2 = phase(prof, "host: rayleigh-ritz (LAPACK)");
       return rayleigh_ritz(b, GA, GB, largest, b, true, tols);
@@ -301,8 +302,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     const index_t q = b + p;  // the [X P] blocks, from the fresh products (P's are carried ones)
     GXA.assign(std::size_t(q) * q, 0.0);
     GXB.assign(std::size_t(q) * q, 0.0);
-    ops.gram(X(), L, q, AX(), L, q, GXA.data());
-    ops.gram(X(), L, q, BX(), L, q, GXB.data());
+    ops.gram2(X(), L, q, AX(), L, BX(), L, q, GXA.data(), GXB.data());
     dense::symmetrize(q, GXA);
     dense::symmetrize(q, GXB);
     ++res.refreshes;
@@ -476,8 +476,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     std::vector<double> GA(std::size_t(m) * m), GB(std::size_t(m) * m);
     {
       std::vector<double> RA(std::size_t(aw) * m), RB(std::size_t(aw) * m);
-      ops.gram(S, L, aw, AS, L, m, RA.data());
-      ops.gram(S, L, aw, BS, L, m, RB.data());
+      ops.gram2(S, L, aw, AS, L, BS, L, m, RA.data(), RB.data());
       for (index_t j = 0; j < q; ++j)
         for (index_t i = 0; i < q; ++i) {
           GA[cm(aw + i, aw + j, m)] = GXA[cm(i, j, q)];
