@@ -62,37 +62,66 @@ double tridiagonal_max_eigenvalue(const std::vector<double>& a, const std::vecto
   return hi;
 }
 
+void LanczosOperator::steps(int count, double beta_prev, double* alpha, double* beta) {
+  for (int j = 0; j < count; ++j) {
+    alpha[j] = this->alpha(beta_prev);
+    beta[j] = this->beta(alpha[j]);
+    advance(beta[j]);
+    beta_prev = beta[j];
+  }
+}
+
 LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps) {
   LanczosResult res;
   if (n <= 0) return res;
   std::vector<double> a, b, thetas;
   op.start();
   double beta = 0;
-  for (int j = 0; j < max_steps; ++j) {
-    const double alpha = op.alpha(beta);
+  // Records step j (α, β); true when the run ends there (res is then final).
+  auto record = [&](int j, double alpha, double beta_j) -> bool {
     a.push_back(alpha);
-    beta = op.beta(alpha);
     const double theta = tridiagonal_max_eigenvalue(a, b);
     thetas.push_back(theta);
     res.theta = theta;
     res.steps = j + 1;
     res.change = j >= 2 ? std::abs(theta - thetas[j - 2]) / std::abs(theta) : 1.0;
-    if (!std::isfinite(alpha) || !std::isfinite(beta) || !std::isfinite(theta)) {
+    if (!std::isfinite(alpha) || !std::isfinite(beta_j) || !std::isfinite(theta)) {
       res.theta = std::nan("");
-      return res;
+      return true;
     }
     // β = 0: the Krylov space is invariant (or all of R^n), so θ is an eigenvalue, the largest
     // one the start vector reaches.
-    if (beta <= kLanczosBreakdown * std::abs(theta) || j + 1 >= n) {
+    if (beta_j <= kLanczosBreakdown * std::abs(theta) || j + 1 >= n) {
       res.converged = true;
-      return res;
+      return true;
     }
     if (j + 1 >= kLanczosMinSteps && res.change <= kLanczosTol) {
       res.converged = true;
-      return res;
+      return true;
     }
-    b.push_back(beta);
-    op.advance(beta);
+    b.push_back(beta_j);
+    return false;
+  };
+  const int batch = op.batch();
+  std::vector<double> al, be;
+  for (int j = 0; j < max_steps;) {
+    if (batch <= 1) {
+      const double alpha = op.alpha(beta);
+      beta = op.beta(alpha);
+      if (record(j, alpha, beta)) return res;
+      op.advance(beta);
+      ++j;
+      continue;
+    }
+    // Batched (a GPU: one wait per batch instead of two per step). The first batch reaches the
+    // first step the settling test may end the run at.
+    const int count = std::min(max_steps - j, j == 0 ? std::max(batch, kLanczosMinSteps) : batch);
+    al.resize(std::size_t(count));
+    be.resize(std::size_t(count));
+    op.steps(count, beta, al.data(), be.data());
+    for (int c = 0; c < count; ++c, ++j)
+      if (record(j, al[c], be[c])) return res;
+    beta = be[std::size_t(count) - 1];
   }
   return res;
 }

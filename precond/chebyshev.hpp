@@ -68,6 +68,14 @@ class LanczosOperator {
   virtual double beta(double alpha) = 0;
   /// v_prev = v; v = w/β.
   virtual void advance(double beta) = 0;
+  /// Steps steps() runs at once; 1 (the default): lanczos_largest drives alpha/beta/advance.
+  virtual int batch() const { return 1; }
+  /// Runs `count` whole steps (alpha with the previous step's β — beta_prev, 0 at first —, beta,
+  /// advance) without the caller looking at them in between, writing α_j and β_j (j < count).
+  /// lanczos_largest calls it when batch() > 1 and examines the steps in order, exactly as one at
+  /// a time (steps after the one that ends the run are wasted work, not a different result).
+  /// The default runs alpha/beta/advance; a GPU operator overrides it to wait once per batch.
+  virtual void steps(int count, double beta_prev, double* alpha, double* beta);
 };
 
 /// What lanczos_largest found.

@@ -80,15 +80,26 @@ __global__ void __launch_bounds__(kBlock) lanczos_start_kernel(index_t n, T* __r
   block_partial(sum, partials);
 }
 
+// The scalars (α, β, norms) stay on the device, so a run of Lanczos steps needs no host wait.
 template <class T>
-__global__ void __launch_bounds__(kBlock) lanczos_scale_kernel(index_t n, T a, T* __restrict__ v) {
+__global__ void __launch_bounds__(kBlock) lanczos_scale_kernel(index_t n, const double* d, bool root, T* __restrict__ v) {
+  const T a = T(root ? 1.0 / sqrt(*d) : 1.0 / *d);
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) v[i] *= a;
+}
+
+// One thread, partials in block order: the same sum as std::accumulate on the host.
+__global__ void lanczos_finish_kernel(int grid, const double* __restrict__ partials, bool root,
+                                      double* __restrict__ out) {
+  double s = 0.0;
+  for (int g = 0; g < grid; ++g) s += partials[g];
+  *out = root ? sqrt(s) : s;
 }
 
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_alpha_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w, T beta, const T* __restrict__ vprev,
-                         const T* __restrict__ v, double* partials) {
+    lanczos_alpha_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w, const double* beta_d,
+                         const T* __restrict__ vprev, const T* __restrict__ v, double* partials) {
+  const T beta = T(*beta_d);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
     const T wi = s[i] * w[i] - beta * vprev[i];
@@ -100,7 +111,9 @@ __global__ void __launch_bounds__(kBlock)
 
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_beta_kernel(index_t n, T alpha, const T* __restrict__ v, T* __restrict__ w, double* partials) {
+    lanczos_beta_kernel(index_t n, const double* alpha_d, const T* __restrict__ v, T* __restrict__ w,
+                        double* partials) {
+  const T alpha = T(*alpha_d);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
     const T wi = w[i] - alpha * v[i];
@@ -138,21 +151,26 @@ void lanczos_start(index_t n, T* v, double* partials) {
 }
 
 template <class T>
-void lanczos_scale(index_t n, double a, T* v) {
+void lanczos_scale(index_t n, const double* d, bool root, T* v) {
   if (n == 0) return;
-  lanczos_scale_kernel<T><<<grid_for(n), kBlock>>>(n, T(a), v);
+  lanczos_scale_kernel<T><<<grid_for(n), kBlock>>>(n, d, root, v);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_scale_kernel");
 }
 
+void lanczos_finish(index_t n, const double* partials, bool root, double* out) {
+  lanczos_finish_kernel<<<1, 1>>>(lanczos_grid(n), partials, root, out);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_finish_kernel");
+}
+
 template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, double beta, const T* vprev, const T* v, double* partials) {
-  lanczos_alpha_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, T(beta), vprev, v, partials);
+void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials) {
+  lanczos_alpha_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, beta, vprev, v, partials);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_alpha_kernel");
 }
 
 template <class T>
-void lanczos_beta(index_t n, double alpha, const T* v, T* w, double* partials) {
-  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, T(alpha), v, w, partials);
+void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials) {
+  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
 }
 
@@ -167,9 +185,9 @@ KRYSP_INSTANTIATE_CHEB(double, float, double)
 
 #define KRYSP_INSTANTIATE_LANCZOS(T)                                                        \
   template void lanczos_start<T>(index_t, T*, double*);                                    \
-  template void lanczos_scale<T>(index_t, double, T*);                                     \
-  template void lanczos_alpha<T>(index_t, const T*, T*, double, const T*, const T*, double*); \
-  template void lanczos_beta<T>(index_t, double, const T*, T*, double*);
+  template void lanczos_scale<T>(index_t, const double*, bool, T*);                        \
+  template void lanczos_alpha<T>(index_t, const T*, T*, const double*, const T*, const T*, double*); \
+  template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);
 KRYSP_INSTANTIATE_LANCZOS(double)
 KRYSP_INSTANTIATE_LANCZOS(float)
 

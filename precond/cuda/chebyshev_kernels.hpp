@@ -36,14 +36,19 @@ int lanczos_grid(index_t n);
 /// v_i = lanczos_start_entry(i); partials[b] = block b's share of vᵀv (grid = lanczos_grid(n)).
 template <class T>
 void lanczos_start(index_t n, T* v, double* partials);
-/// v = a·v
+// The scalars below are single doubles in DEVICE memory, so that Lanczos steps can be queued
+// without the host waiting for each reduction.
+/// v = a·v with a = 1/√d (root) or 1/d, d = *d.
 template <class T>
-void lanczos_scale(index_t n, double a, T* v);
-/// w = s∘w − beta·vprev; partials of wᵀv
+void lanczos_scale(index_t n, const double* d, bool root, T* v);
+/// *out = Σ partials (lanczos_grid(n) of them, summed in block order by one thread, like
+/// std::accumulate on the host), or its square root when root.
+void lanczos_finish(index_t n, const double* partials, bool root, double* out);
+/// w = s∘w − β·vprev, β = *beta; partials of wᵀv
 template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, double beta, const T* vprev, const T* v, double* partials);
-/// w −= alpha·v; partials of wᵀw
+void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials);
+/// w −= α·v, α = *alpha; partials of wᵀw
 template <class T>
-void lanczos_beta(index_t n, double alpha, const T* v, T* w, double* partials);
+void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials);
 
 }  // namespace krysp::detail

@@ -1,7 +1,6 @@
 #include "precond/cuda/device_chebyshev.hpp"
 
 #include <cmath>
-#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -13,52 +12,102 @@ namespace krysp {
 
 namespace {
 /// Lanczos on S = D^{-1/2}·A·D^{-1/2} on the GPU through A's SpMV plan. Reductions: one partial
-/// per block, summed on the host in block order (deterministic).
+/// per block, summed in block order by one device thread (deterministic, and the same sum the
+/// host's std::accumulate gives). α, β and the start norm stay on the device (scal_), so steps()
+/// queues a whole batch of steps and waits once, for its α's and β's.
 template <class T>
 class DeviceLanczos final : public LanczosOperator {
  public:
   DeviceLanczos(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const std::vector<T>& dinv)
-      : A_(A), plan_(plan), n_(A.rows()), grid_(detail::lanczos_grid(A.rows())) {
+      : A_(A), plan_(plan), n_(A.rows()) {
     std::vector<T> s(dinv.size());
     for (std::size_t i = 0; i < s.size(); ++i) s[i] = T(std::sqrt(double(dinv[i])));
     s_ = DeviceArray<T>(s.size());
     s_.upload(s.data(), s.size());
     for (auto* a : {&v_, &vp_, &w_, &u_}) *a = DeviceArray<T>(s.size());
-    partials_ = DeviceArray<double>(std::size_t(grid_));
-    host_.resize(std::size_t(grid_));
+    partials_ = DeviceArray<double>(std::size_t(detail::lanczos_grid(A.rows())));
+    reserve(8);
   }
   void start() override {
+    scal_.zero();  // slot 0: β of the step before the first = 0
     detail::lanczos_start(n_, v_.data(), partials_.data());
-    detail::lanczos_scale(n_, 1.0 / std::sqrt(sum()), v_.data());
+    detail::lanczos_finish(n_, partials_.data(), false, scal_.data() + 1);  // vᵀv (slot 1 is free until α_0)
+    detail::lanczos_scale(n_, scal_.data() + 1, true, v_.data());         // v /= √(vᵀv)
     vp_.zero();
   }
+  // One step at a time (batch() > 1, so lanczos_largest uses steps(); these serve other callers).
   double alpha(double beta) override {
-    detail::scale_rows<T>(n_, 1, s_.data(), v_.data(), 1, u_.data(), 1);  // u = D^{-1/2} v
-    plan_.apply(A_, T(1), u_.data(), T(0), w_.data());                    // w = A u
-    detail::lanczos_alpha(n_, s_.data(), w_.data(), beta, vp_.data(), v_.data(), partials_.data());
-    return sum();
+    detail::copy_to_device(scal_.data(), &beta, sizeof(double));
+    queue_alpha(scal_.data(), scal_.data() + 1);
+    return get(1);
   }
   double beta(double alpha) override {
-    detail::lanczos_beta(n_, alpha, v_.data(), w_.data(), partials_.data());
-    return std::sqrt(sum());
+    detail::copy_to_device(scal_.data() + 1, &alpha, sizeof(double));
+    queue_beta(scal_.data() + 1, scal_.data() + 2);
+    return get(2);
   }
   void advance(double beta) override {
-    detail::lanczos_scale(n_, 1.0 / beta, w_.data());
-    std::swap(vp_, v_);  // v_prev = v
-    std::swap(v_, w_);   // v = w/β; the old v_prev becomes the next w
+    detail::copy_to_device(scal_.data() + 2, &beta, sizeof(double));
+    queue_advance(scal_.data() + 2);
+  }
+  int batch() const override { return 4; }
+  /// Slot 0 holds β of the step before (written by start() or the previous batch: beta_prev);
+  /// step j writes α_j to slot 1 + 2j and β_j to slot 2 + 2j.
+  void steps(int count, double /*beta_prev: slot 0 already holds it*/, double* alpha, double* beta) override {
+    if (count <= 0) return;
+    reserve(count);
+    for (int j = 0; j < count; ++j) {
+      double* a = scal_.data() + 1 + 2 * j;
+      queue_alpha(a - 1, a);
+      queue_beta(a, a + 1);
+      queue_advance(a + 1);
+    }
+    host_.resize(2 * std::size_t(count));
+    detail::copy_to_host(host_.data(), scal_.data() + 1, host_.size() * sizeof(double));  // the one wait
+    for (int j = 0; j < count; ++j) {
+      alpha[j] = host_[2 * std::size_t(j)];
+      beta[j] = host_[2 * std::size_t(j) + 1];
+    }
+    detail::copy_device_to_device(scal_.data(), scal_.data() + 2 * count, sizeof(double));  // β for the next batch
   }
 
  private:
-  double sum() {
-    partials_.download(host_.data(), host_.size());  // synchronises
-    return std::accumulate(host_.begin(), host_.end(), 0.0);
+  /// Room for batches of `count` steps (slot 0 is kept).
+  void reserve(int count) {
+    const std::size_t need = 2 * std::size_t(count) + 1;
+    if (scal_.size() >= need) return;
+    DeviceArray<double> bigger(need);
+    if (scal_.size() > 0) detail::copy_device_to_device(bigger.data(), scal_.data(), sizeof(double));
+    scal_ = std::move(bigger);
+  }
+  /// w = S·v − β·v_prev (β = *beta); *alpha = wᵀv.
+  void queue_alpha(const double* beta, double* alpha) {
+    detail::scale_rows<T>(n_, 1, s_.data(), v_.data(), 1, u_.data(), 1);  // u = D^{-1/2} v
+    plan_.apply(A_, T(1), u_.data(), T(0), w_.data());                    // w = A u
+    detail::lanczos_alpha(n_, s_.data(), w_.data(), beta, vp_.data(), v_.data(), partials_.data());
+    detail::lanczos_finish(n_, partials_.data(), false, alpha);
+  }
+  /// w −= α·v (α = *alpha); *beta = ‖w‖.
+  void queue_beta(const double* alpha, double* beta) {
+    detail::lanczos_beta(n_, alpha, v_.data(), w_.data(), partials_.data());
+    detail::lanczos_finish(n_, partials_.data(), true, beta);
+  }
+  /// v_prev = v; v = w/β (β = *beta).
+  void queue_advance(const double* beta) {
+    detail::lanczos_scale(n_, beta, false, w_.data());
+    std::swap(vp_, v_);  // v_prev = v
+    std::swap(v_, w_);   // v = w/β; the old v_prev becomes the next w
+  }
+  double get(int slot) {
+    double x = 0;
+    detail::copy_to_host(&x, scal_.data() + slot, sizeof(double));  // synchronises
+    return x;
   }
   const CsrMatrix<T>& A_;
   const SpmvPlan<T>& plan_;
   index_t n_;
-  int grid_;
   DeviceArray<T> s_, v_, vp_, w_, u_;
-  DeviceArray<double> partials_;
+  DeviceArray<double> partials_, scal_;
   std::vector<double> host_;
 };
 
