@@ -3,6 +3,7 @@
 /// RAII device memory without CUDA headers, so that host code (and public headers) can own device
 /// buffers. Every call is checked; allocation failure names the bytes needed and free.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -36,6 +37,11 @@ MemoryKind memory_kind(const void* p, int* device = nullptr);
 /// Bytes of device memory krysp itself holds right now (every live DeviceArray and
 /// detail::device_alloc block; not cuBLAS/cuSPARSE handles). 0 without a device. For leak checks.
 std::size_t device_bytes_allocated();
+
+/// Device→host copies krysp has made so far in this process (detail::copy_to_host and every
+/// DeviceArray::download): each one waits for the device, so this counts host synchronisations.
+/// For profiles (base/phase_profile.hpp).
+std::uint64_t device_to_host_copies();
 
 /// Test hook: when the environment variable KRYSP_DEVICE_MEMORY_LIMIT is set to a number of bytes,
 /// a krysp device allocation that would take krysp's live total (device_bytes_allocated()) above it

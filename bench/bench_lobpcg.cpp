@@ -3,8 +3,11 @@
 // wall time, iterations, converged. bench/cupy_lobpcg.py runs CuPy's lobpcg on the same matrices.
 //
 // usage: bench_lobpcg [--quick] [--k 8] [--tol 1e-6] [--max-iters 10000] [--reps 1]
-//                     [--precond auto|none|jacobi] [--backend cuda|host] [--json out.json] [A.mtx ...]
+//                     [--precond auto|none|jacobi] [--backend cuda|host] [--json out.json] [--profile]
+//                     [A.mtx ...]
 //   --quick: 2-D 256^2 and 3-D 40^3 instead. --no-generated: only the given files.
+//   --profile: each measured solve prints its phase profile to stderr (EigOptions::profile; the
+//   device is synchronised around every phase, so the times of profiled runs are inflated).
 //   precond auto = chebyshev (degree 4; jacobi if it cannot be set up) for smallest; for largest
 //   none, or from kSpectralFlipMinRows rows Chebyshev on σI − A (what `krysp eigs` does).
 #include <algorithm>
@@ -39,7 +42,7 @@ struct Row {
 };
 
 Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which, const std::string& precond,
-            index_t k, double tol, index_t max_iters, int reps, Backend backend) {
+            index_t k, double tol, index_t max_iters, int reps, Backend backend, bool profile = false) {
   EigOptions o;
   o.backend = backend;
   o.lobpcg.k = k;
@@ -53,6 +56,7 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which,
   o.precond.kind = precond != "auto" ? parse_precond(precond)
                    : which == EigWhich::Smallest || o.spectral_flip ? PrecondKind::Chebyshev : PrecondKind::None;
   o.precond_fallback = precond == "auto";
+  o.profile = profile;
   o.check_symmetry = false;  // known symmetric (generated, or SuiteSparse symmetric files); CuPy checks nothing either
   Row row;
   row.matrix = name;
@@ -95,7 +99,7 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which,
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, generated = true;
+  bool quick = false, generated = true, profile = false;
   index_t k = 8, max_iters = 10000;
   int reps = 1;
   double tol = 1e-6;
@@ -112,6 +116,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--quick") quick = true;
     else if (a == "--no-generated") generated = false;
+    else if (a == "--profile") profile = true;
     else if (a == "--k") k = index_t(std::atoi(next().c_str()));
     else if (a == "--tol") tol = std::atof(next().c_str());
     else if (a == "--max-iters") max_iters = index_t(std::atoi(next().c_str()));
@@ -139,7 +144,7 @@ int main(int argc, char** argv) {
   auto run_both = [&](const std::string& name, const CsrMatrix<double>& A) {
     for (EigWhich w : {EigWhich::Smallest, EigWhich::Largest})
       try {
-        rows.push_back(measure(name, A, w, precond, k, tol, max_iters, reps, backend));
+        rows.push_back(measure(name, A, w, precond, k, tol, max_iters, reps, backend, profile));
       } catch (const Error& e) {
         std::printf("%-22s %-8s error: %s\n", name.c_str(), to_string(w), e.what());
       }

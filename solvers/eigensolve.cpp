@@ -4,10 +4,14 @@
 #include <limits>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
+#include "base/phase_profile.hpp"
 #include "solvers/cuda/cuda_eig_ops.hpp"
 #include "solvers/host/host_eig_ops.hpp"
 #include "solvers/lobpcg.hpp"
@@ -82,6 +86,7 @@ std::vector<double> to_row_major(const ColumnBlock& blk) {
 
 template <class Ops>
 void run(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
+  auto solve_phase = phase(st.profile, "solve (lobpcg, total)");
   const auto t = Clock::now();
   static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, st);
   rep.solve_seconds = since(t);
@@ -160,8 +165,9 @@ CsrMatrix<double> shifted_negative(const CsrMatrix<double>& A, double sigma) {
 }
 }  // namespace
 
-EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
-                     const ColumnBlock& x0, const ColumnBlock& Y) {
+namespace {
+EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
+                          const ColumnBlock& x0, const ColumnBlock& Y, PhaseProfile* prof) {
   if (o.spectral_flip && o.lobpcg.which == EigWhich::Largest && !B && A.rows() == A.cols() && A.rows() > 0) {
     const auto t0 = Clock::now();
     if (o.check_symmetry) {
@@ -171,7 +177,10 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     const double g = gershgorin_upper(A);
     KRYSP_REQUIRE(std::isfinite(g), "eigs: A has a non-finite entry (Gershgorin bound ", g, ")");
     const double sigma = g + 1e-6 * std::max(std::abs(g), 1e-300);
-    const CsrMatrix<double> F = shifted_negative(A, sigma);
+    const CsrMatrix<double> F = [&] {
+      auto ph = phase(prof, "setup: spectral flip (host, sigma*I - A)");
+      return shifted_negative(A, sigma);
+    }();
     // The flipped run's test ‖r‖ ≤ tol_F·(‖F‖ₑ + |μ|) ≤ 2·tol_F·‖F‖∞ must imply A's, ‖r‖ ≤
     // tol·(‖A‖ₑ + |λ|), with ‖A‖ₑ ≥ a_floor = the largest row 2-norm (≤ ‖A‖₂ for symmetric A):
     // tol_F = tol·a_floor / (2·‖F‖∞). (A = 0: every vector is an eigenvector; tol as given.)
@@ -182,7 +191,7 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     of.check_symmetry = false;  // F is symmetric when A is
     of.lobpcg.which = EigWhich::Smallest;
     const double flip_seconds = since(t0);  // the bound and F: part of the setup
-    EigReport rep = eigensolve(F, nullptr, of, x0, Y);
+    EigReport rep = eigensolve_impl(F, nullptr, of, x0, Y, prof);
     rep.setup_seconds += flip_seconds;
     for (double& l : rep.eigenvalues) l = sigma - l;  // ascending μ: descending λ, largest first
     // Residual norms ‖F·x − μ·x‖ = ‖A·x − λ·x‖; A's measure with ‖A‖ₑ = max|a_ii| ≤ ‖A‖₂ (x has unit norm).
@@ -239,6 +248,7 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
   st.constraint_cols = Y.cols;
   st.a_norm_floor = max_abs_diagonal(A);
   st.b_norm_floor = bdiag;
+  st.profile = prof;
 
   EigReport rep;
   rep.which = to_string(o.lobpcg.which);
@@ -262,11 +272,25 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
   };
   auto name = [&] { return std::string(to_string(po.kind)) + (o.precond_from_b && po.kind != PrecondKind::None ? "(B)" : ""); };
   if (resolve_backend(o.backend) == Backend::Cuda) {
+    {
+      auto ph = phase(prof, "setup: matrix upload");
+      A.device_view();  // the plans below would upload it anyway; here it is timed on its own
+      if (B) B->device_view();
+    }
     SpmvPlan<double> spmv;  // the preconditioner factory takes the matrix's SpMV plan
-    if (po.kind != PrecondKind::None) spmv = SpmvPlan<double>(P);
-    const auto M = build([&](const PrecondOptions& opts) { return make_device_preconditioner(P, spmv, opts); });
+    if (po.kind != PrecondKind::None) {
+      auto ph = phase(prof, "setup: spmv plan (preconditioner)");
+      spmv = SpmvPlan<double>(P);
+    }
+    const auto M = [&] {
+      auto ph = phase(prof, "setup: preconditioner");
+      return build([&](const PrecondOptions& opts) { return make_device_preconditioner(P, spmv, opts); });
+    }();
+    std::optional<PhaseProfile::Scope> ops_phase;
+    ops_phase.emplace(prof, "setup: eig ops + spmm plans");
     CudaEigOps ops(A, B, M.get(), max_cols, o.spmm);
     ops.prepare(b);  // the SpMM plans for N = b now; narrower ones (W shrinks by soft locking) on first use
+    ops_phase.reset();
     cuda_synchronize();
     rep.setup_seconds = since(t0);
     rep.preconditioner = name();
@@ -275,7 +299,10 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     rep.device = cuda_device_name();
     rep.spmm_kernel = ops.spmm_kernel(b);
   } else {
-    const auto M = build([&](const PrecondOptions& opts) { return make_host_preconditioner(P, opts); });
+    const auto M = [&] {
+      auto ph = phase(prof, "setup: preconditioner");
+      return build([&](const PrecondOptions& opts) { return make_host_preconditioner(P, opts); });
+    }();
     HostEigOps ops(A, B, M.get());
     rep.setup_seconds = since(t0);
     rep.preconditioner = name();
@@ -284,6 +311,28 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     rep.device = "host";
     rep.spmm_kernel = "host-reference";
   }
+  return rep;
+}
+
+bool profile_requested(const EigOptions& o) {
+  const char* e = std::getenv("KRYSP_PROFILE");
+  return o.profile || (e && *e && std::string(e) != "0");
+}
+}  // namespace
+
+EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
+                     const ColumnBlock& x0, const ColumnBlock& Y) {
+  if (!profile_requested(o)) return eigensolve_impl(A, B, o, x0, Y, nullptr);
+  const bool cuda = resolve_backend(o.backend) == Backend::Cuda;
+  PhaseProfile prof(cuda ? std::function<void()>(cuda_synchronize) : std::function<void()>(),
+                    cuda ? std::function<std::uint64_t()>(device_to_host_copies) : std::function<std::uint64_t()>());
+  EigReport rep;
+  {
+    auto total = phase(&prof, "eigensolve (total)");
+    rep = eigensolve_impl(A, B, o, x0, Y, &prof);
+  }
+  prof.print(stderr, detail::concat("krysp profile: lobpcg ", rep.backend, ", n = ", rep.n, ", b = ", rep.block_size,
+                                    ", ", rep.iterations, " iterations, ", to_string(rep.status)));
   return rep;
 }
 

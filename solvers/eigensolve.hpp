@@ -50,6 +50,10 @@ struct EigOptions {
   LobpcgOptions lobpcg;
   SpmmPlanOptions spmm;        ///< how the CUDA backend plans its SpMM (per block width)
   bool check_symmetry = true;  ///< refuse a non-symmetric A or B (InputError naming an entry)
+  /// Print a phase profile (setup steps, LOBPCG phases and operations: ms, calls, device→host
+  /// copies) to stderr after the solve. Also on when the environment variable KRYSP_PROFILE is
+  /// set to anything but "" or "0". Profiling synchronises the device around every phase.
+  bool profile = false;
 };
 
 /// A dense block given by the caller, COLUMN-major rows × cols (what read_dense_matrix_market

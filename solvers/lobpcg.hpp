@@ -56,6 +56,7 @@
 ///   using Block (owning, .data()); Block block(count); size(); generalized(); has_preconditioner();
 ///   upload(host, dst, count); download(src, host, count);
 ///   gram(X, ldx, bx, Y, ldy, by, C)                 C (bx × by, host, column-major) = Xᵀ·Y
+///   gram2(X, ldx, bx, Y1, ldy1, Y2, ldy2, by, C1, C2) C1 = Xᵀ·Y1, C2 = Xᵀ·Y2 (one wait on a GPU)
 ///   combine(X, ldx, bx, C, alpha, beta, Y, ldy, by) Y = alpha·X·C + beta·Y (Y must not alias X)
 ///   copy(cols, X, ldx, Y, ldy)                      Y = X
 ///   apply_a(N, X, ldx, Y, ldy), apply_b(...)        Y = A·X, Y = B·X (SpMM)
@@ -69,10 +70,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/phase_profile.hpp"
 #include "solvers/block_ops.hpp"
 #include "solvers/lobpcg_result.hpp"
 #include "solvers/lobpcg_small.hpp"
@@ -89,7 +92,39 @@ struct LobpcgStart {
   index_t constraint_cols = 0;
   double a_norm_floor = 0;
   double b_norm_floor = 1;
+  PhaseProfile* profile = nullptr;  ///< non-null: time phases and operations (base/phase_profile.hpp)
 };
+
+namespace lobpcg_detail {
+/// The backend's operations, each timed as an "op:" phase of `p` (nothing when p is null).
+template <class Ops>
+struct ProfiledOps {
+  Ops& o;
+  PhaseProfile* p;
+  index_t size() const { return o.size(); }
+  bool generalized() const { return o.generalized(); }
+  bool has_preconditioner() const { return o.has_preconditioner(); }
+  auto block(std::size_t count) const { return o.block(count); }
+#define KRYSP_PROFILED_OP(fn, label)                  \
+  template <class... Args>                             \
+  void fn(Args&&... args) {                            \
+    auto s = phase(p, label);                          \
+    o.fn(std::forward<Args>(args)...);                 \
+  }
+  KRYSP_PROFILED_OP(upload, "op: upload")
+  KRYSP_PROFILED_OP(download, "op: download")
+  KRYSP_PROFILED_OP(gram, "op: gram (X^T Y, to host)")
+  KRYSP_PROFILED_OP(gram2, "op: gram2 (two X^T Y, to host)")
+  KRYSP_PROFILED_OP(combine, "op: combine (X C, C from host)")
+  KRYSP_PROFILED_OP(copy, "op: copy")
+  KRYSP_PROFILED_OP(apply_a, "op: spmm A")
+  KRYSP_PROFILED_OP(apply_b, "op: spmm B")
+  KRYSP_PROFILED_OP(precondition, "op: preconditioner")
+  KRYSP_PROFILED_OP(residuals, "op: residuals + norms (to host)")
+  KRYSP_PROFILED_OP(fill_random, "op: fill random")
+#undef KRYSP_PROFILED_OP
+};
+}  // namespace lobpcg_detail
 
 /// Checks k, the block size, tol and the shapes against n; InputError naming the numbers.
 /// Returns the block size to use.
@@ -111,8 +146,10 @@ inline index_t lobpcg_block_size(const LobpcgOptions& o, index_t n, index_t x0_c
 /// Runs LOBPCG over `ops` (the backend operations listed in the file comment) from the start `st`.
 /// Non-convergence and breakdown are statuses in the result.
 template <class Ops>
-EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
+EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& st) {
   using namespace lobpcg_detail;
+  PhaseProfile* const prof = st.profile;
+  ProfiledOps<Ops> ops{backend_ops, prof};
   using Clock = std::chrono::steady_clock;
   const index_t n = ops.size();
   const index_t k = opt.k, cin = st.constraint_cols;
@@ -131,6 +168,8 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
   const index_t L = (oX + 2 * b + 1) / 2 * 2;  // P at [oX+b, oX+b+p); ld of the basis blocks
   const std::size_t nn = std::size_t(n);
   const index_t wsc = std::max(b, cin);      // scratch width (W, X0, and the constraint block)
+  std::optional<PhaseProfile::Scope> storage_phase;
+  storage_phase.emplace(prof, "lobpcg: allocate blocks");
   typename Ops::Block S0 = ops.block(nn * L), S1 = ops.block(nn * L), AS0 = ops.block(nn * L),
                       AS1 = ops.block(nn * L), T0 = ops.block(nn * wsc), T1 = ops.block(nn * wsc);
   typename Ops::Block BS0, BS1, BT0, BT1, Yb, BYb;
@@ -140,6 +179,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
     BT0 = ops.block(nn * wsc);
     BT1 = ops.block(nn * wsc);
   }
+  storage_phase.reset();
   double* Sb[2] = {S0.data(), S1.data()};
   double* ASb[2] = {AS0.data(), AS1.data()};
   double* BSb[2] = {gen ? BS0.data() : S0.data(), gen ? BS1.data() : S1.data()};  // B·S = S when B = I
@@ -209,7 +249,10 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
           ops.gram(V, ld, a, gen ? BV : V, ld, a, G.data());
         }
       }
-      const OrthoCoefficients oc = ortho_coefficients(a, G, tols, scale);
+      const OrthoCoefficients oc = [&] {
+        auto ph = phase(prof, "host: ortho coefficients (LAPACK)");
+        return ortho_coefficients(a, G, tols, scale);
+      }();
       if (!oc.finite) return -1;
       if (gen && oc.indefinite) saw_indefinite = true;
       if (oc.used_svqb) ++res.svqb_passes;
@@ -234,13 +277,16 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
   // consistent again. False when X has lost rank (B not SPD) or values are not finite.
   bool nonfinite = false;
   auto refresh_x = [&]() -> bool {
+    auto ph = phase(prof, "lobpcg: refresh X (spmm + rayleigh-ritz on X)");
     if (c > 0) project(X(), L, b, nullptr, Yb.data(), gen ? BYb.data() : Yb.data(), ldy, c, nullptr);
     ops.apply_a(b, X(), L, AX(), L);
     if (gen) ops.apply_b(b, X(), L, BX(), L);
     std::vector<double> GA(std::size_t(b) * b), GB(std::size_t(b) * b);
-    ops.gram(X(), L, b, AX(), L, b, GA.data());
-    ops.gram(X(), L, b, BX(), L, b, GB.data());
-    const RitzStep rs = rayleigh_ritz(b, GA, GB, largest, b, true, tols);
+    ops.gram2(X(), L, b, AX(), L, BX(), L, b, GA.data(), GB.data());
+    const RitzStep rs = [&] {
+      auto ph2 = phase(prof, "host: rayleigh-ritz (LAPACK)");
+      return rayleigh_ritz(b, GA, GB, largest, b, true, tols);
+    }();
     if (!rs.ok) {
       for (double e : GA) nonfinite |= !std::isfinite(e);
       for (double e : GB) nonfinite |= !std::isfinite(e);
@@ -256,8 +302,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
     const index_t q = b + p;  // the [X P] blocks, from the fresh products (P's are carried ones)
     GXA.assign(std::size_t(q) * q, 0.0);
     GXB.assign(std::size_t(q) * q, 0.0);
-    ops.gram(X(), L, q, AX(), L, q, GXA.data());
-    ops.gram(X(), L, q, BX(), L, q, GXB.data());
+    ops.gram2(X(), L, q, AX(), L, BX(), L, q, GXA.data(), GXB.data());
     dense::symmetrize(q, GXA);
     dense::symmetrize(q, GXB);
     ++res.refreshes;
@@ -270,6 +315,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
 
   // ---- constraints: Y ← B-orthonormal basis of the given columns, B·Y -------------------------
   if (cin > 0) {
+    auto ph = phase(prof, "lobpcg init: constraints");
     Yb = ops.block(nn * ldy);
     if (gen) BYb = ops.block(nn * ldy);
     ops.upload(st.constraints, Tb[0], nn * cin);
@@ -285,6 +331,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
 
   // ---- starting block: x0 columns, then random; B-orthonormal, off Y; refilled if rank-deficient
   {
+    auto ph = phase(prof, "lobpcg init: starting block + refresh");
     const index_t g = st.x0_cols;
     if (g > 0) {
       ops.upload(st.x0, Tb[1], nn * g);
@@ -329,7 +376,10 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
   bool recheck = false;     // this residual evaluation follows a refresh in the same iteration
   index_t it = 0;
   res.status = EigStatus::MaxIterations;
+  std::optional<PhaseProfile::Scope> check_phase;
   for (;;) {
+    auto iteration_phase = phase(prof, "iteration (loop pass, total)");
+    check_phase.emplace(prof, "iter: residuals + convergence check");
     evaluate_residuals();  // R of all b Ritz pairs in T0 (ld b), rr, xx
     bool finite = true;
     for (index_t j = 0; j < b; ++j) {
@@ -360,6 +410,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
     ++res.history_rows;
     recheck = false;
     if (opt.progress) opt.progress({it, nconv, k, maxres, seconds()});
+    check_phase.reset();
     if (nconv == k) {
       if (fresh) {
         res.status = EigStatus::Converged;
@@ -375,6 +426,8 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
     if (it >= max_iters) break;
 
     // ---- W = M⁻¹·R for the active pairs, B-orthonormal, off Y and [X P] -----------------
+    std::optional<PhaseProfile::Scope> step_phase;
+    step_phase.emplace(prof, "iter: W = M^-1 R, orthonormalised");
     active.clear();
     for (index_t j = 0; j < b; ++j)
       if (rel[j] > opt.tol) active.push_back(j);
@@ -405,6 +458,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
       res.status = EigStatus::Stagnated;
       break;
     }
+    step_phase.emplace(prof, "iter: spmm on W");
     const index_t oW = oX - aw;
     double* const S = Sb[cur] + oW;
     double* const AS = ASb[cur] + oW;
@@ -416,13 +470,13 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
     // GA = SᵀAS, GB = SᵀBS: the W rows by tall products (Wᵀ·[AW AX AP], Wᵀ·[BW BX BP]), the
     // [X P] block from the previous step (GXA, GXB). Nothing assumes W orthonormal or B-orthogonal
     // to [X P]: what the products say is what Rayleigh–Ritz uses.
+    step_phase.emplace(prof, "iter: rayleigh-ritz [W X P]");
     const index_t q = b + p;
     index_t m = aw + q;
     std::vector<double> GA(std::size_t(m) * m), GB(std::size_t(m) * m);
     {
       std::vector<double> RA(std::size_t(aw) * m), RB(std::size_t(aw) * m);
-      ops.gram(S, L, aw, AS, L, m, RA.data());
-      ops.gram(S, L, aw, BS, L, m, RB.data());
+      ops.gram2(S, L, aw, AS, L, BS, L, m, RA.data(), RB.data());
       for (index_t j = 0; j < q; ++j)
         for (index_t i = 0; i < q; ++i) {
           GA[cm(aw + i, aw + j, m)] = GXA[cm(i, j, q)];
@@ -440,6 +494,8 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
       dense::symmetrize(m, GA);
       dense::symmetrize(m, GB);
     }
+    std::optional<PhaseProfile::Scope> host_phase;
+    host_phase.emplace(prof, "host: rayleigh-ritz (LAPACK)");
     RitzStep rs = rayleigh_ritz(m, GA, GB, largest, b, p == 0, tols);
     if (!rs.ok && rs.ill_conditioned && p > 0) {  // restart: drop P (the trailing p columns)
       ++res.p_restarts;
@@ -456,6 +512,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
       GB.swap(GB2);
       rs = rayleigh_ritz(m, GA, GB, largest, b, true, tols);
     }
+    host_phase.reset();
     if (!rs.ok) {
       bool nf = false;
       for (double e : GA) nf |= !std::isfinite(e);
@@ -472,6 +529,8 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
       for (double t : rs.theta) anorm = std::max(anorm, std::abs(t));
 
     // ---- P_new = S·C₂·orth(C₂ᵀ·GB·E), E = non-X parts of the active pairs' coefficients ----
+    step_phase.emplace(prof, "iter: basis update (P, combines)");
+    host_phase.emplace(prof, "host: P coefficients, [X P] grams");
     const index_t r = rs.rank, extra = r - b;
     index_t pn = 0;
     std::vector<double> coef(rs.C.begin(), rs.C.begin() + std::size_t(m) * b);  // [C₁ | Z], m × (b + pn)
@@ -488,6 +547,7 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
         coef.insert(coef.end(), Z.begin(), Z.end());
       }
     }
+    host_phase.reset();
     const int nxt = 1 - cur;
     ops.combine(S, L, m, coef.data(), 1.0, 0.0, Sb[nxt] + oX, L, b + pn);
     ops.combine(AS, L, m, coef.data(), 1.0, 0.0, ASb[nxt] + oX, L, b + pn);
@@ -502,7 +562,9 @@ EigResult lobpcg(Ops& ops, const LobpcgOptions& opt, const LobpcgStart& st) {
     fresh = false;
     ++it;
   }
+  check_phase.reset();
   res.iterations = it;
+  auto final_phase = phase(prof, "lobpcg: final check + eigenvector download");
 
   // ---- results from fresh products --------------------------------------------------------
   if (res.status != EigStatus::NonFinite && res.status != EigStatus::NotPositiveDefinite && !fresh) {

@@ -60,8 +60,9 @@ OrthoCoefficients ortho_coefficients(index_t a, std::vector<double> G, const Sma
     for (index_t i = 0; i < a; ++i) out.deviation = std::max(out.deviation, std::abs(G[cm(i, j, a)] - (i == j)));
   if (zero_column) out.deviation = kInf;
 
+  // Eigenvalues only for the condition test; the vectors only when SVQB needs them (below).
   std::vector<double> theta, V;
-  if (!dense::sym_eig(a, G, theta, V) || !all_finite(theta)) {
+  if (!dense::sym_eigenvalues(a, G, theta) || !all_finite(theta)) {
     out.finite = false;
     return out;
   }
@@ -82,7 +83,11 @@ OrthoCoefficients ortho_coefficients(index_t a, std::vector<double> G, const Sma
   }
   // SVQB: K = D·V_kept·Θ_kept^{-1/2}, keeping θ > drop·a·θ_max (eigenvalues ascending).
   out.used_svqb = true;
-  const double floor = tol.drop * a * tmax;
+  if (!dense::sym_eig(a, G, theta, V) || !all_finite(theta)) {
+    out.finite = false;
+    return out;
+  }
+  const double floor = tol.drop * a * theta.back();  // theta now from the run with vectors
   index_t first = 0;
   while (first < a && !(theta[first] > floor)) ++first;
   out.rank = a - first;
@@ -105,8 +110,8 @@ RitzStep rayleigh_ritz(index_t m, std::vector<double> GA, std::vector<double> GB
     if (e == 0) return out;  // a basis column with zero B-norm: the caller's basis is broken
   for (index_t j = 0; j < m; ++j)
     for (index_t i = 0; i < m; ++i) GA[cm(i, j, m)] *= d[i] * d[j];
-  std::vector<double> tb, VB;
-  if (!dense::sym_eig(m, GB, tb, VB) || !all_finite(tb)) return out;
+  std::vector<double> tb, VB;  // eigenvalues for the condition test; VB only for the reduction below
+  if (!dense::sym_eigenvalues(m, GB, tb) || !all_finite(tb)) return out;
   const double tmax = tb.back();
   if (!(tmax > 0)) return out;
   out.gram_cond = tb.front() > 0 ? tmax / tb.front() : kInf;
@@ -128,7 +133,8 @@ RitzStep rayleigh_ritz(index_t m, std::vector<double> GA, std::vector<double> GB
     // SVQB reduction of the basis: K = D·VB_kept·Θ_kept^{-1/2} spans the numerically independent
     // part, Kᵀ·GB·K = I; then the standard problem (Kᵀ·GA·K) y = θ y.
     out.reduced = true;
-    const double floor = tol.drop * m * tmax;
+    if (!dense::sym_eig(m, GB, tb, VB) || !all_finite(tb)) return out;
+    const double floor = tol.drop * m * tb.back();
     index_t first = 0;
     while (first < m && !(tb[first] > floor)) ++first;
     const index_t r = m - first;

@@ -27,6 +27,12 @@ bool sym_eig(index_t n, const std::vector<double>& A, std::vector<double>& w, st
   return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', n, V.data(), n, w.data()) == 0;
 }
 
+bool sym_eigenvalues(index_t n, std::vector<double> A, std::vector<double>& w) {
+  w.assign(n, 0.0);
+  if (n == 0) return true;
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', n, A.data(), n, w.data()) == 0;
+}
+
 bool sym_gen_eig(index_t n, const std::vector<double>& A, const std::vector<double>& B, std::vector<double>& w,
                  std::vector<double>& V) {
   V = A;

@@ -17,6 +17,9 @@ bool cholesky_upper(index_t n, std::vector<double>& A);
 bool invert_upper(index_t n, std::vector<double>& R);
 /// Eigenvalues (ascending) and orthonormal eigenvectors (columns of V) of symmetric A.
 bool sym_eig(index_t n, const std::vector<double>& A, std::vector<double>& w, std::vector<double>& V);
+/// Eigenvalues only (ascending) of symmetric A: several times cheaper than sym_eig for the
+/// condition checks that need no vectors (the values agree with sym_eig's to rounding).
+bool sym_eigenvalues(index_t n, std::vector<double> A, std::vector<double>& w);
 /// Generalized symmetric-definite problem A·v = λ·B·v (B SPD): ascending λ, B-orthonormal V.
 bool sym_gen_eig(index_t n, const std::vector<double>& A, const std::vector<double>& B, std::vector<double>& w,
                  std::vector<double>& V);

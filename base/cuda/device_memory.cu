@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -32,7 +33,10 @@ std::size_t test_memory_limit() {
   if (errno != 0 || *end != '\0') return 0;
   return x == 0 ? 1 : std::size_t(x);  // "0" means no device memory at all
 }
+std::atomic<std::uint64_t> g_d2h_copies{0};
 }  // namespace
+
+std::uint64_t device_to_host_copies() { return g_d2h_copies.load(std::memory_order_relaxed); }
 
 std::size_t device_bytes_allocated() {
   AllocationTable& t = allocations();
@@ -179,6 +183,7 @@ void copy_to_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes) KRYSP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
 void copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) g_d2h_copies.fetch_add(1, std::memory_order_relaxed);
   if (bytes >= kStagedCopyMin) {
     std::lock_guard<std::mutex> lock(staging_mutex());
     if (Staging* st = staging()) return staged_to_host(static_cast<char*>(dst), static_cast<const char*>(src), bytes, *st);

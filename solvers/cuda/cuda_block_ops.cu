@@ -15,9 +15,14 @@
 
 namespace krysp {
 
+/// Slots of max_cols² coefficients in the combine ring. A LOBPCG iteration makes at most ~8
+/// combines between two grams, so the ring never fills there.
+constexpr std::size_t kRingSlots = 16;
+
 template <class T>
 struct CudaBlockOps<T>::Handle {
   cublasHandle_t h = nullptr;
+  T* pinned = nullptr;  ///< host side of the ring (cudaMallocHost), ring_.size() entries
 };
 
 namespace {
@@ -45,12 +50,33 @@ template <class T>
 CudaBlockOps<T>::CudaBlockOps(index_t max_cols) : h_(std::make_unique<Handle>()), max_cols_(max_cols) {
   KRYSP_REQUIRE(max_cols > 0, "CudaBlockOps: max_cols = ", max_cols);
   KRYSP_CUBLAS_CHECK(cublasCreate(&h_->h));
-  small_ = DeviceArray<T>(std::size_t(max_cols) * max_cols);
+  const std::size_t sq = std::size_t(max_cols) * max_cols;
+  small_ = DeviceArray<T>(2 * sq);
+  ring_ = DeviceArray<T>(kRingSlots * sq);
+  KRYSP_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&h_->pinned), ring_.size() * sizeof(T)));
 }
 
 template <class T>
 CudaBlockOps<T>::~CudaBlockOps() {
   if (h_ && h_->h) cublasDestroy(h_->h);
+  if (h_ && h_->pinned) {
+    cudaDeviceSynchronize();  // a copy out of the pinned ring may still be queued
+    cudaFreeHost(h_->pinned);
+  }
+}
+
+template <class T>
+const T* CudaBlockOps<T>::stage(const double* host, std::size_t count) {
+  if (ring_used_ + count > ring_.size()) {  // full: wait until every queued copy has read its slot
+    KRYSP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    ring_used_ = 0;
+  }
+  T* h = h_->pinned + ring_used_;
+  T* d = ring_.data() + ring_used_;
+  for (std::size_t i = 0; i < count; ++i) h[i] = T(host[i]);
+  KRYSP_CUDA_CHECK(cudaMemcpyAsync(d, h, count * sizeof(T), cudaMemcpyHostToDevice, nullptr));
+  ring_used_ += count;
+  return d;
 }
 
 template <class T>
@@ -61,20 +87,37 @@ void CudaBlockOps<T>::gram(index_t n, const T* X, index_t ldx, index_t bx, const
   // Row-major X (n × bx) is column-major bx × n: C = X_cm · Y_cmᵀ.
   KRYSP_CUBLAS_CHECK(gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y, ldy, &zero, small_.data(), bx));
   std::vector<T> c(std::size_t(bx) * by);
-  small_.download(c.data(), c.size());
+  small_.download(c.data(), c.size());  // waits for all earlier work on the default stream
+  ring_used_ = 0;                       // so every queued ring copy is done
   for (std::size_t i = 0; i < c.size(); ++i) C[i] = double(c[i]);
+}
+
+template <class T>
+void CudaBlockOps<T>::gram2(index_t n, const T* X, index_t ldx, index_t bx, const T* Y1, index_t ldy1, const T* Y2,
+                            index_t ldy2, index_t by, double* C1, double* C2) {
+  KRYSP_REQUIRE(bx <= max_cols_ && by <= max_cols_, "gram2: ", bx, "x", by, " exceeds the workspace ", max_cols_);
+  const T one = 1, zero = 0;
+  const std::size_t sz = std::size_t(bx) * by;
+  KRYSP_CUBLAS_CHECK(gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y1, ldy1, &zero, small_.data(), bx));
+  KRYSP_CUBLAS_CHECK(
+      gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y2, ldy2, &zero, small_.data() + sz, bx));
+  std::vector<T> c(2 * sz);
+  small_.download(c.data(), c.size());  // one wait for both
+  ring_used_ = 0;
+  for (std::size_t i = 0; i < sz; ++i) {
+    C1[i] = double(c[i]);
+    C2[i] = double(c[sz + i]);
+  }
 }
 
 template <class T>
 void CudaBlockOps<T>::combine(index_t n, const T* X, index_t ldx, index_t bx, const double* C, double alpha,
                               double beta, T* Y, index_t ldy, index_t by) {
   KRYSP_REQUIRE(bx <= max_cols_ && by <= max_cols_, "combine: ", bx, "x", by, " exceeds the workspace ", max_cols_);
-  std::vector<T> c(std::size_t(bx) * by);
-  for (std::size_t i = 0; i < c.size(); ++i) c[i] = T(C[i]);
-  small_.upload(c.data(), c.size());
+  const T* c = stage(C, std::size_t(bx) * by);  // asynchronous: no wait for the device
   const T a = T(alpha), b = T(beta);
   // Y_cm (by × n) = alpha·Cᵀ·X_cm + beta·Y_cm.
-  KRYSP_CUBLAS_CHECK(gemm(h_->h, CUBLAS_OP_T, CUBLAS_OP_N, by, n, bx, &a, small_.data(), bx, X, ldx, &b, Y, ldy));
+  KRYSP_CUBLAS_CHECK(gemm(h_->h, CUBLAS_OP_T, CUBLAS_OP_N, by, n, bx, &a, c, bx, X, ldx, &b, Y, ldy));
 }
 
 template <class T>

@@ -38,6 +38,10 @@ class CudaEigOps {
   void gram(const double* X, index_t ldx, index_t bx, const double* Y, index_t ldy, index_t by, double* C) {
     blk_.gram(size(), X, ldx, bx, Y, ldy, by, C);
   }
+  void gram2(const double* X, index_t ldx, index_t bx, const double* Y1, index_t ldy1, const double* Y2,
+             index_t ldy2, index_t by, double* C1, double* C2) {
+    blk_.gram2(size(), X, ldx, bx, Y1, ldy1, Y2, ldy2, by, C1, C2);
+  }
   void combine(const double* X, index_t ldx, index_t bx, const double* C, double alpha, double beta, double* Y,
                index_t ldy, index_t by) {
     blk_.combine(size(), X, ldx, bx, C, alpha, beta, Y, ldy, by);

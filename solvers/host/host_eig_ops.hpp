@@ -42,6 +42,12 @@ class HostEigOps {
 
   /// C = Xᵀ·Y (HostBlockOps' contract; loops ordered so the compiler vectorises them).
   void gram(const double* X, index_t ldx, index_t bx, const double* Y, index_t ldy, index_t by, double* C) const;
+  /// C1 = Xᵀ·Y1, C2 = Xᵀ·Y2 (two gram()s; the GPU backend makes them one download).
+  void gram2(const double* X, index_t ldx, index_t bx, const double* Y1, index_t ldy1, const double* Y2,
+             index_t ldy2, index_t by, double* C1, double* C2) const {
+    gram(X, ldx, bx, Y1, ldy1, by, C1);
+    gram(X, ldx, bx, Y2, ldy2, by, C2);
+  }
   /// Y = alpha·X·C + beta·Y (HostBlockOps' contract, same loop-ordering remark).
   void combine(const double* X, index_t ldx, index_t bx, const double* C, double alpha, double beta, double* Y,
                index_t ldy, index_t by) const;

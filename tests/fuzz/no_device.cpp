@@ -10,6 +10,7 @@ bool cuda_device_available() { return false; }
 std::string cuda_device_name() { return "none"; }
 void cuda_memory_info(std::size_t&, std::size_t&) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
 void cuda_synchronize() {}
+std::uint64_t device_to_host_copies() { return 0; }
 int cuda_current_device() { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
 const char* to_string(MemoryKind) { return "unknown (fuzz build)"; }
 MemoryKind memory_kind(const void*, int*) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }

@@ -1,6 +1,7 @@
 // cuBLAS tall-block operations against the host twins, on fresh random blocks with ld > b.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "solvers/cuda/cuda_block_ops.hpp"
@@ -41,5 +42,39 @@ TEST_CASE("CudaBlockOps: gram, combine and copy match the host") {
     dZ.download(Z.data(), Z.size());
     for (index_t k = 0; k < n; k += 13)
       for (index_t j = 0; j < b; ++j) CHECK(Z[k * b + j] == X[k * ldx + j]);
+  }
+}
+
+// combine() stages its coefficients asynchronously through a ring: many combines in a row with
+// no gram() in between (the ring fills and wraps) and the host array overwritten right after each
+// call must still give what the host computes, and gram2() what two gram()s give.
+TEST_CASE("CudaBlockOps: back-to-back combines through the coefficient ring, and gram2") {
+  const index_t n = 4099, b = 6, ld = b;
+  const auto X = test::random_vector(std::size_t(n) * ld), Y0 = test::random_vector(std::size_t(n) * ld);
+  DeviceArray<double> dX(X.size()), dY(Y0.size());
+  dX.upload(X.data(), X.size());
+  dY.upload(Y0.data(), Y0.size());
+  HostBlockOps<double> host;
+  CudaBlockOps<double> dev(b);
+  auto Yh = Y0;
+  std::vector<double> C(std::size_t(b) * b);
+  for (int rep = 0; rep < 40; ++rep) {  // 40 combines > the ring's 16 slots
+    for (std::size_t k = 0; k < C.size(); ++k) C[k] = 0.01 * double((rep * 7 + int(k) * 3) % 11) - 0.05;
+    host.combine(n, X.data(), ld, b, C.data(), 1.0, 0.9, Yh.data(), ld, b);
+    dev.combine(n, dX.data(), ld, b, C.data(), 1.0, 0.9, dY.data(), ld, b);
+    std::fill(C.begin(), C.end(), std::nan(""));  // the device must not read the host array later
+  }
+  std::vector<double> Yd(Y0.size());
+  dY.download(Yd.data(), Yd.size());
+  double err = 0;
+  for (std::size_t k = 0; k < Yd.size(); ++k) err = std::max(err, std::abs(Yd[k] - Yh[k]));
+  CHECK(err <= 1e-12);
+  std::vector<double> g1(b * b), g2(b * b), h1(b * b), h2(b * b);
+  dev.gram2(n, dX.data(), ld, b, dX.data(), ld, dY.data(), ld, b, g1.data(), g2.data());
+  dev.gram(n, dX.data(), ld, b, dX.data(), ld, b, h1.data());
+  dev.gram(n, dX.data(), ld, b, dY.data(), ld, b, h2.data());
+  for (std::size_t k = 0; k < g1.size(); ++k) {
+    CHECK(std::abs(g1[k] - h1[k]) <= 1e-12 * n);
+    CHECK(std::abs(g2[k] - h2[k]) <= 1e-12 * n);
   }
 }
