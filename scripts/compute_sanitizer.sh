@@ -13,6 +13,8 @@
 # to $CS_OUT/summary.tsv; CS_TIMEOUT (s, default 500) bounds each process. CS_RACE_LAUNCHES=N
 # has racecheck check the first N kernel launches of each process (the solver tests repeat the
 # same kernels every iteration; checking all of them takes hours) and run the rest unchecked.
+# CS_CASES (extended regex) picks test cases, CS_TOOLS the tools (default "memcheck racecheck"),
+# CS_RACE_CASES (regex) limits racecheck to some of the picked cases.
 # Without CS_JOBS the soak and out-of-memory tests are excluded (slow under the sanitizer; the real
 # out-of-memory case provokes an expected cudaMalloc failure); set CS_ALL=1 to include them. With
 # CS_JOBS every test case runs; the OOM ones are run under memcheck with the API-error report
@@ -32,7 +34,7 @@ if [ -n "${CS_JOBS:-}" ]; then
   mkdir -p "$out"
   # test case names, with the filter's special characters (, [ ] and the like) as '?' wildcards
   "$bin" --list-test-cases --no-version | sed -n 's/^\(.*[^ ]\) *$/\1/p' | grep -v -E '^(=+|\[doctest\].*|no CUDA.*|GPU tests on.*)$' \
-    | sed 's/[],[\\]/?/g' >"$out/cases.txt"
+    | sed 's/[],[\\]/?/g' | grep -E "${CS_CASES:-.}" >"$out/cases.txt"
   echo "compute_sanitizer: $(wc -l <"$out/cases.txt") test cases x memcheck, racecheck, $CS_JOBS at a time"
   run_one() {  # tool index case
     local tool=$1 i=$2 name=$3 extra=() t0 rc errors
@@ -49,7 +51,14 @@ if [ -n "${CS_JOBS:-}" ]; then
   export -f run_one
   export cs bin out
   : >"$out/summary.tsv"
-  awk '{print "memcheck\t" NR "\t" $0; print "racecheck\t" NR "\t" $0}' "$out/cases.txt" >"$out/jobs.tsv"
+  : >"$out/jobs.tsv"
+  while IFS= read -r name; do
+    i=$((${i:-0} + 1))
+    for tool in ${CS_TOOLS:-memcheck racecheck}; do
+      [ "$tool" = racecheck ] && [ -n "${CS_RACE_CASES:-}" ] && ! grep -qE "$CS_RACE_CASES" <<<"$name" && continue
+      printf '%s\t%s\t%s\n' "$tool" "$i" "$name" >>"$out/jobs.tsv"
+    done
+  done <"$out/cases.txt"
   tr '\n' '\0' <"$out/jobs.tsv" | xargs -0 -P "$CS_JOBS" -I{} bash -c 'IFS=$'"'"'\t'"'"' read -r t i n <<<"$1"; run_one "$t" "$i" "$n"' _ {}
   sort "$out/summary.tsv" -o "$out/summary.tsv"
   bad=$(awk -F'\t' '$3 != 0 || $4 != 0' "$out/summary.tsv" | wc -l)

@@ -1,5 +1,6 @@
 #include <cublas_v2.h>
 
+#include <mutex>
 #include <vector>
 
 #include "base/cuda/check.cuh"
@@ -22,7 +23,9 @@ constexpr std::size_t kRingSlots = 16;
 template <class T>
 struct CudaBlockOps<T>::Handle {
   cublasHandle_t h = nullptr;
-  T* pinned = nullptr;  ///< host side of the ring (cudaMallocHost), ring_.size() entries
+  T* pinned = nullptr;  ///< host side of the ring (cudaMallocHost), at least ring_.size() entries
+  std::size_t pinned_bytes = 0;
+  int device = 0;
 };
 
 namespace {
@@ -46,23 +49,65 @@ __global__ void copy_block_kernel(index_t n, index_t b, const T* X, index_t ldx,
 }
 }  // namespace
 
+namespace {
+/// cuBLAS handles and pinned rings of finished CudaBlockOps, kept for the next one: creating them
+/// cost ~1 ms per LOBPCG solve (cublasCreate, cudaMallocHost), a third of a small solve's time.
+struct Recycled {
+  int device;
+  cublasHandle_t handle;
+  void* pinned;
+  std::size_t bytes;
+};
+constexpr std::size_t kMaxRecycled = 4;
+std::mutex& recycle_mutex() {
+  static auto* m = new std::mutex;  // never destroyed: destructors may run at exit
+  return *m;
+}
+std::vector<Recycled>& recycled() {
+  static auto* v = new std::vector<Recycled>;
+  return *v;
+}
+}  // namespace
+
 template <class T>
 CudaBlockOps<T>::CudaBlockOps(index_t max_cols) : h_(std::make_unique<Handle>()), max_cols_(max_cols) {
   KRYSP_REQUIRE(max_cols > 0, "CudaBlockOps: max_cols = ", max_cols);
-  KRYSP_CUBLAS_CHECK(cublasCreate(&h_->h));
   const std::size_t sq = std::size_t(max_cols) * max_cols;
   small_ = DeviceArray<T>(2 * sq);
   ring_ = DeviceArray<T>(kRingSlots * sq);
-  KRYSP_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&h_->pinned), ring_.size() * sizeof(T)));
+  const std::size_t bytes = ring_.size() * sizeof(T);
+  KRYSP_CUDA_CHECK(cudaGetDevice(&h_->device));
+  {
+    std::lock_guard<std::mutex> lock(recycle_mutex());
+    auto& v = recycled();
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it->device == h_->device && it->bytes >= bytes) {
+        h_->h = it->handle;
+        h_->pinned = static_cast<T*>(it->pinned);
+        h_->pinned_bytes = it->bytes;
+        v.erase(it);
+        return;
+      }
+  }
+  KRYSP_CUBLAS_CHECK(cublasCreate(&h_->h));
+  KRYSP_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&h_->pinned), bytes));
+  h_->pinned_bytes = bytes;
 }
 
 template <class T>
 CudaBlockOps<T>::~CudaBlockOps() {
-  if (h_ && h_->h) cublasDestroy(h_->h);
-  if (h_ && h_->pinned) {
-    cudaDeviceSynchronize();  // a copy out of the pinned ring may still be queued
-    cudaFreeHost(h_->pinned);
+  if (!h_ || !h_->h) return;
+  if (cudaStreamSynchronize(nullptr) == cudaSuccess) {  // no copy out of the ring still queued
+    std::lock_guard<std::mutex> lock(recycle_mutex());
+    if (recycled().size() < kMaxRecycled) {
+      recycled().push_back({h_->device, h_->h, h_->pinned, h_->pinned_bytes});
+      return;
+    }
+  } else {
+    cudaGetLastError();
   }
+  cublasDestroy(h_->h);
+  if (h_->pinned) cudaFreeHost(h_->pinned);
 }
 
 template <class T>
