@@ -413,31 +413,27 @@ TEST_CASE("Jacobi GPU: D^-1 computed on the device is bitwise the host's (fp64, 
   }
 }
 
+/// The device's D⁻¹, D^{-1/2} and Gershgorin bound of M against the host's, bitwise.
+template <class T>
+void check_chebyshev_scaling(const CsrMatrix<T>& M) {
+  double g = 0;
+  const std::vector<T> host = chebyshev_scaling(M, &g);
+  const auto dev = device_chebyshev_scaling(M, true);
+  CHECK(to_host(dev.inv) == host);
+  CHECK(dev.gershgorin == g);
+  const auto s = to_host(dev.inv_sqrt);
+  bool sqrt_ok = s.size() == host.size();
+  for (std::size_t i = 0; sqrt_ok && i < s.size(); ++i) sqrt_ok = s[i] == T(std::sqrt(double(host[i])));
+  CHECK(sqrt_ok);
+  CHECK(device_chebyshev_scaling(M, false).inv_sqrt.size() == 0);
+}
+
 TEST_CASE("Chebyshev GPU: D^-1, D^-1/2 and the Gershgorin bound on the device are bitwise the host's") {
   for (const std::string name : {"bcsstk06", "gr_30_30", "1138_bus", "laplace3d_30"}) {
     CAPTURE(name);
     const auto A = name == "laplace3d_30" ? laplacian_3d(30, 30, 30) : test::load(name);
-    double g = 0;
-    const std::vector<double> host = chebyshev_scaling(A, &g);
-    const auto dev = device_chebyshev_scaling(A, true);
-    CHECK(to_host(dev.inv) == host);
-    CHECK(dev.gershgorin == g);
-    const auto s = to_host(dev.inv_sqrt);
-    bool sqrt_ok = s.size() == host.size();
-    for (std::size_t i = 0; sqrt_ok && i < s.size(); ++i) sqrt_ok = s[i] == std::sqrt(host[i]);
-    CHECK(sqrt_ok);
-    CHECK(device_chebyshev_scaling(A, false).inv_sqrt.size() == 0);
-
-    const auto Af = with_value_type<float>(A);
-    double gf = 0;
-    const std::vector<float> hostf = chebyshev_scaling(Af, &gf);
-    const auto devf = device_chebyshev_scaling(Af, true);
-    CHECK(to_host(devf.inv) == hostf);
-    CHECK(devf.gershgorin == gf);
-    const auto sf = to_host(devf.inv_sqrt);
-    bool sqrtf_ok = sf.size() == hostf.size();
-    for (std::size_t i = 0; sqrtf_ok && i < sf.size(); ++i) sqrtf_ok = sf[i] == float(std::sqrt(double(hostf[i])));
-    CHECK(sqrtf_ok);
+    check_chebyshev_scaling(A);
+    check_chebyshev_scaling(with_value_type<float>(A));
   }
 }
 
