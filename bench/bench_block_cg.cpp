@@ -12,6 +12,7 @@
 #include <ctime>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/device_memory.hpp"
@@ -29,7 +30,7 @@ using namespace krysp;
 namespace {
 struct Row {
   std::string name;
-  index_t n, nnz, s;
+  index_t n, nnz, s, group;  // group: SolveOptions::block_group (0: all s columns in one block)
   double block_s, seq_s;
   index_t block_iters, max_seq_iters;
   bool block_ok, seq_ok;
@@ -37,7 +38,7 @@ struct Row {
   double block_setup_s = 0, seq_setup_s = 0;  // parts of block_s and seq_s: plans, preconditioner, uploads
 };
 
-Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s) {
+Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group) {
   const index_t n = A.rows();
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -46,7 +47,8 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s) {
   SolveOptions o;
   o.backend = Backend::Cuda;
   o.cg.rtol = 1e-8;
-  Row r{name, n, A.nnz(), s, 0, 0, 0, 0, true, true, ""};
+  o.block_group = group;
+  Row r{name, n, A.nnz(), s, group, 0, 0, 0, 0, true, true, ""};
   {  // warm-up: plans, cuBLAS handle, module load
     std::vector<double> X;
     std::vector<double> b1(B.begin(), B.begin() + n), x1;
@@ -164,12 +166,12 @@ int main(int argc, char** argv) {
   for (index_t s : {8, 16}) profile_steps(mats.front().first, mats.front().second, s, copy_gbs);
   std::vector<Row> rows;
   for (const auto& [name, A] : mats)
-    for (index_t s : {8, 16}) {
-      rows.push_back(measure(name, A, s));
+    for (const auto [s, group] : {std::pair<index_t, index_t>{8, 0}, {16, 0}, {16, 8}}) {
+      rows.push_back(measure(name, A, s, group));
       const auto& r = rows.back();
-      std::printf("%-22s s=%2d block %.4f s (setup %.4f, %d it%s)  sequential %.4f s (setup %.4f, max %d it%s)  "
+      std::printf("%-22s s=%2d group %2d block %.4f s (setup %.4f, %d it%s)  sequential %.4f s (setup %.4f, max %d it%s)  "
                   "ratio %.3f  spmm %s\n",
-                  r.name.c_str(), r.s, r.block_s, r.block_setup_s, r.block_iters, r.block_ok ? "" : ", NOT converged",
+                  r.name.c_str(), r.s, r.group, r.block_s, r.block_setup_s, r.block_iters, r.block_ok ? "" : ", NOT converged",
                   r.seq_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s,
                   r.spmm.c_str());
       std::fflush(stdout);
@@ -186,10 +188,10 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       std::fprintf(f,
-                   "    {\"matrix\": \"%s\", \"n\": %d, \"nnz\": %d, \"s\": %d, \"block_seconds\": %.6f, "
+                   "    {\"matrix\": \"%s\", \"n\": %d, \"nnz\": %d, \"s\": %d, \"block_group\": %d, \"block_seconds\": %.6f, "
                    "\"block_iterations\": %d, \"block_converged\": %s, \"sequential_seconds\": %.6f, "
                    "\"block_setup_seconds\": %.6f, \"sequential_setup_seconds\": %.6f, \"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"spmm\": \"%s\"}%s\n",
-                   r.name.c_str(), r.n, r.nnz, r.s, r.block_s, r.block_iters, r.block_ok ? "true" : "false", r.seq_s,
+                   r.name.c_str(), r.n, r.nnz, r.s, r.group, r.block_s, r.block_iters, r.block_ok ? "true" : "false", r.seq_s,
                    r.block_setup_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "true" : "false", r.block_s / r.seq_s, r.spmm.c_str(),
                    i + 1 < rows.size() ? "," : "");
     }

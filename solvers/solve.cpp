@@ -1,6 +1,8 @@
 #include "solvers/solve.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
@@ -100,6 +102,36 @@ BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<do
 }
 }  // namespace
 
+namespace {
+/// s columns as consecutive block CG solves of at most o.block_group columns (SolveOptions):
+/// B and X are column-major, so a group is a contiguous slice. Per-column results are kept;
+/// iterations is the largest of the groups', times add up.
+BlockSolveReport solve_block_groups(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
+                                    std::vector<double>& X, bool zero_x0, const SolveOptions& o) {
+  const std::size_t n = std::size_t(A.rows());
+  BlockSolveReport all;
+  for (index_t j0 = 0; j0 < s; j0 += o.block_group) {
+    const index_t w = std::min(o.block_group, s - j0);
+    const auto first = std::ptrdiff_t(std::size_t(j0) * n), last = std::ptrdiff_t(std::size_t(j0 + w) * n);
+    const std::vector<double> Bg(B.begin() + first, B.begin() + last);
+    std::vector<double> Xg;  // empty: a zero initial guess, not uploaded
+    if (!zero_x0) Xg.assign(X.begin() + first, X.begin() + last);
+    BlockSolveReport g = solve_block(A, Bg, w, Xg, o);
+    std::copy(Xg.begin(), Xg.end(), X.begin() + first);
+    if (j0 == 0) {
+      static_cast<BlockSolveReport&>(all) = g;
+      continue;
+    }
+    all.columns.insert(all.columns.end(), g.columns.begin(), g.columns.end());
+    all.iterations = std::max(all.iterations, g.iterations);
+    all.seconds += g.seconds;
+    all.setup_seconds += g.setup_seconds;
+    if (all.spmm_kernel.find(g.spmm_kernel) == std::string::npos) all.spmm_kernel += "," + g.spmm_kernel;
+  }
+  return all;
+}
+}  // namespace
+
 BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
                              std::vector<double>& X, const SolveOptions& o) {
   const auto t0 = Clock::now();
@@ -115,6 +147,8 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   const bool zero_x0 = X.empty();
   if (zero_x0) X.assign(ns, 0.0);
   KRYSP_REQUIRE(X.size() == ns, "solve_block: X0 has ", X.size(), " entries, expected n*s = ", A.rows(), "*", s);
+  KRYSP_REQUIRE(o.block_group >= 0, "solve_block: block_group = ", o.block_group, " (0 or a positive width)");
+  if (o.block_group > 0 && s > o.block_group) return solve_block_groups(A, B, s, X, zero_x0, o);
   const Backend backend = resolve_backend(o.backend);
   BlockSolveReport rep = backend == Backend::Cuda ? run_block_cuda(A, B, s, X, zero_x0, o, t0) : run_block_host(A, B, s, X, o, t0);
   rep.preconditioner = to_string(o.precond.kind);

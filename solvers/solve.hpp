@@ -22,6 +22,9 @@ Backend parse_backend(const std::string& name);
 /// throws DeviceError.
 Backend resolve_backend(Backend requested);
 
+/// Default SolveOptions::block_group (see there).
+inline constexpr index_t kDefaultBlockGroup = 0;
+
 /// Everything solve(), solve_block() and CgSolver take.
 struct SolveOptions {
   Backend backend = Backend::Auto;
@@ -32,6 +35,15 @@ struct SolveOptions {
   /// sparse/symmetry.hpp). O(nnz log(row length)) once per CgSolver / solve_block(); values set
   /// later by CgSolver::update_values() are not checked again.
   bool check_symmetry = true;
+  /// solve_block() solves s > block_group right-hand sides as consecutive block CG solves of at
+  /// most block_group columns (0, the default: all s at once). A trade-off, not yet settled by
+  /// measurement: the CUDA backend's fused kernels for up to 8 columns move 49-70% of the copy
+  /// bandwidth, the wider ones 24-28% (H100, 3-D Laplacian 160³: s = 8 in 1.07 s, 0.64× eight
+  /// sequential CG solves; s = 16 at once 3.15 s, 1.06× sixteen), which favours groups of 8 on
+  /// large matrices; but a wider block needs fewer iterations, on ill-conditioned matrices far
+  /// fewer (bcsstk06, s = 12: 41 iterations at once, 119 in groups of 8), which favours one block.
+  /// Each group is an independent block CG; columns keep their own results.
+  index_t block_group = kDefaultBlockGroup;
 };
 
 /// A CG solve's result plus where and how it ran.

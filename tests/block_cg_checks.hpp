@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "base/error.hpp"
 #include "solvers/solve.hpp"
@@ -27,18 +28,22 @@ inline SolveOptions block_options(Backend backend) {
   return o;
 }
 
-/// s random right-hand sides on SPD SuiteSparse matrices: every column converges (true residual
-/// checked independently), and iterations do not exceed single-vector CG's.
+/// s random right-hand sides on SPD SuiteSparse matrices, in one block or in groups: every column
+/// converges (true residual checked independently), and iterations do not exceed single-vector CG's.
 inline void check_block_cg_converges(Backend backend) {
   for (const std::string name : {"bcsstk04", "bcsstk05", "662_bus", "gr_30_30", "Trefethen_2000"}) {
     const auto A = load(name);
     const index_t n = A.rows();
-    for (index_t s : {1, 2, 4, 8, 16}) {
+    // (s, block_group): all at once (0, the default) up to 16 columns; 12 and 16 in groups of 8
+    for (const auto [s, group] : {std::pair<index_t, index_t>{1, 0}, {2, 0}, {4, 0}, {8, 0}, {16, 0}, {12, 8}, {16, 8}}) {
       CAPTURE(name);
       CAPTURE(s);
+      CAPTURE(group);
       const auto B = random_vector(std::size_t(n) * s);
       std::vector<double> X;
-      const auto rep = solve_block(A, B, s, X, block_options(backend));
+      SolveOptions o = block_options(backend);
+      o.block_group = group;
+      const auto rep = solve_block(A, B, s, X, o);
       REQUIRE(rep.columns.size() == std::size_t(s));
       CHECK(rep.converged());
       index_t max_cg = 0;

@@ -16,4 +16,8 @@ TEST_CASE("Block CG host: bad sizes are InputErrors") {
   CHECK_THROWS_AS(solve_block(A, B, 2, X, test::block_options(Backend::Host)), InputError);
   std::vector<double> B2(A.rows() * 65);
   CHECK_THROWS_AS(solve_block(A, B2, 65, X, test::block_options(Backend::Host)), InputError);
+  std::vector<double> B3(std::size_t(A.rows()) * 2, 1.0);
+  auto o = test::block_options(Backend::Host);
+  o.block_group = -1;
+  CHECK_THROWS_WITH_AS(solve_block(A, B3, 2, X, o), doctest::Contains("block_group = -1"), InputError);
 }
