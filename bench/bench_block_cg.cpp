@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "base/device_memory.hpp"
 #include "io/matrix_market.hpp"
 #include "precond/preconditioner.hpp"
@@ -179,11 +180,9 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 2;
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string date = bench::utc_now();
     std::fprintf(f, "{\n  \"benchmark\": \"bench_block_cg\",\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n",
-                 cuda_device_name().c_str(), date);
+                 cuda_device_name().c_str(), date.c_str());
     std::fprintf(f, "  \"rtol\": 1e-8,\n  \"precond\": \"jacobi\",\n  \"rows\": [\n");
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];

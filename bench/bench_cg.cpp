@@ -212,10 +212,8 @@ int main(int argc, char** argv) {
       std::perror(json.c_str());
       return 2;
     }
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    std::fprintf(f, "{\n  \"benchmark\": \"bench_cg\",\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n", device.c_str(), date);
+    const std::string date = bench::utc_now();
+    std::fprintf(f, "{\n  \"benchmark\": \"bench_cg\",\n  \"device\": \"%s\",\n  \"date\": \"%s\",\n", device.c_str(), date.c_str());
     std::fprintf(f, "  \"copy_bandwidth_gbs\": %.1f,\n  \"iterations\": %d,\n  \"precond\": \"jacobi\",\n  \"rows\": [\n",
                  bw, iters);
     for (std::size_t i = 0; i < rows.size(); ++i) {

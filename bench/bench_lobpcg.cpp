@@ -169,14 +169,12 @@ int main(int argc, char** argv) {
       std::perror(json.c_str());
       return 2;
     }
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string date = bench::utc_now();
     std::fprintf(f,
                  "{\n  \"benchmark\": \"bench_lobpcg\",\n  \"solver\": \"krysp\",\n  \"device\": \"%s\",\n  \"date\": "
                  "\"%s\",\n  \"k\": %d,\n  \"tol\": %g,\n  \"tol_semantics\": \"relative: |Ax-lx| <= tol*(|A|_est + "
                  "|l|)*|x|\",\n  \"max_iters\": %d,\n  \"rows\": [\n",
-                 json_escape(device).c_str(), date, k, tol, max_iters);
+                 json_escape(device).c_str(), date.c_str(), k, tol, max_iters);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::fprintf(f,

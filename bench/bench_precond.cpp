@@ -362,9 +362,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_precond: cannot write '%s'\n", json.c_str());
       return 2;
     }
-    char date[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string date = bench::utc_now();
     js << "{\n  \"benchmark\": \"bench_precond\",\n  \"device\": \"" << json_escape(device) << "\",\n  \"date\": \""
        << date << "\",\n  \"quick\": " << (quick ? "true" : "false") << ",\n  \"rtol\": 1e-8,\n  \"reps\": " << reps
        << ",\n  \"default_chebyshev_degree\": " << kDefaultChebyshevDegree

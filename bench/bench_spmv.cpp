@@ -328,11 +328,7 @@ int main(int argc, char** argv) {
     if (!json.empty()) {
       std::ofstream js(json);
       if (!js) throw InputError("cannot write '" + json + "'");
-      char date[32];
-      const std::time_t t = std::time(nullptr);
-      std::tm tm{};
-      gmtime_r(&t, &tm);
-      std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      const std::string date = bench::utc_now();
       js << "{\n  \"benchmark\": \"bench_spmv\",\n  \"device\": \"" << json_escape(device) << "\",\n  \"date\": \""
          << date << "\",\n  \"precision\": \"double\",\n  \"copy_bandwidth_gbs\": " << copy_gbs
          << ",\n  \"kernel_version\": " << kSpmvKernelVersion << ",\n  \"summary\": {\"geomean_speedup_small\": "

@@ -43,6 +43,16 @@ inline std::string json_escape(const std::string& s) {
   return o;
 }
 
+/// The current UTC time as 2026-11-22T09:30:00Z, for the "date" of every result file.
+inline std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 /// The file name of a path without its ".mtx" ending.
 inline std::string matrix_name(const std::string& path) {
   const auto s = path.find_last_of('/');

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/device_memory.hpp"
+#include "bench/bench_util.hpp"
 #include "base/error.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -33,31 +34,8 @@ const char* const kBenchUsage =
 
 namespace {
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+using bench::json_escape;
+using bench::utc_now;
 
 struct Row {
   std::string name;
