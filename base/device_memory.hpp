@@ -38,6 +38,24 @@ MemoryKind memory_kind(const void* p, int* device = nullptr);
 /// detail::device_alloc block; not cuBLAS/cuSPARSE handles). 0 without a device. For leak checks.
 std::size_t device_bytes_allocated();
 
+/// Freed device memory is cached for reuse: DeviceArray frees blocks of up to
+/// kDeviceCacheMaxBlock bytes into a per-device cache of at most kDeviceCacheMaxBytes, and later
+/// allocations of the same size class (four per power of two) take them back, instead of
+/// cudaFree (which waits for the whole device) and cudaMalloc: together ~50 µs a block, more than
+/// all the iterations of a small solve, which makes some 30 allocations. Safe because every krysp
+/// kernel and copy runs on the legacy default stream: work queued on a block before its free runs
+/// before any later use. When cudaMalloc fails, the cache is given back and the allocation
+/// retried. KRYSP_DEVICE_CACHE=0 (read once) turns the cache off: compute-sanitizer runs use
+/// it, as a use after free of a reused block would go unseen.
+inline constexpr const char* kDeviceCacheEnv = "KRYSP_DEVICE_CACHE";
+inline constexpr std::size_t kDeviceCacheMaxBlock = std::size_t(64) << 20;
+inline constexpr std::size_t kDeviceCacheMaxBytes = std::size_t(256) << 20;
+/// Bytes held in the cache of freed blocks (all devices; not in device_bytes_allocated()).
+std::size_t device_bytes_cached();
+/// Gives every cached block back to the driver (cudaFree), e.g. before handing the GPU's memory
+/// to another library.
+void release_device_cache();
+
 /// Device→host copies krysp has made so far in this process (detail::copy_to_host and every
 /// DeviceArray::download): each one waits for the device, so this counts host synchronisations.
 /// For profiles (base/phase_profile.hpp).

@@ -22,6 +22,8 @@
 # device-side checks still on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# krysp's cache of freed device blocks would hide a use after free of a reused block from memcheck
+export KRYSP_DEVICE_CACHE=${KRYSP_DEVICE_CACHE:-0}
 build=${1:-build-gpu}
 shift || true
 bin=$build/tests/krysp_gpu_tests

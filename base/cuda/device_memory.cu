@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "base/cuda/check.cuh"
 #include "base/device_memory.hpp"
@@ -12,11 +15,21 @@
 namespace krysp {
 
 namespace {
-/// Live krysp allocations (pointer -> bytes), for device_bytes_allocated() and the test limit.
+/// A live krysp allocation: the bytes asked for (device_bytes_allocated(), the test limit), the
+/// bytes cudaMalloc'd (a size class when cacheable), and its device.
+struct Allocation {
+  std::size_t bytes = 0, capacity = 0;
+  int device = 0;
+  bool cacheable = false;  ///< returned to the cache when freed (if the cache has room)
+};
+/// Live krysp allocations and the cache of freed blocks (see device_alloc below).
 struct AllocationTable {
   std::mutex mutex;
-  std::unordered_map<void*, std::size_t> sizes;
+  std::unordered_map<void*, Allocation> live;
   std::size_t total = 0;
+  /// (device, size class) -> freed blocks of that class, and the bytes cached per device
+  std::map<std::pair<int, std::size_t>, std::vector<void*>> cached;
+  std::unordered_map<int, std::size_t> cached_bytes;
 };
 AllocationTable& allocations() {
   static AllocationTable* t = new AllocationTable;  // never destroyed: frees may run at exit
@@ -42,6 +55,50 @@ std::size_t device_bytes_allocated() {
   AllocationTable& t = allocations();
   std::lock_guard<std::mutex> lock(t.mutex);
   return t.total;
+}
+
+std::size_t device_bytes_cached() {
+  AllocationTable& t = allocations();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  std::size_t sum = 0;
+  for (const auto& [dev, bytes] : t.cached_bytes) sum += bytes;
+  return sum;
+}
+
+namespace {
+/// cudaFree of every cached block (caller holds t.mutex).
+void flush_cache(AllocationTable& t) {
+  for (auto& [key, blocks] : t.cached)
+    for (void* p : blocks) cudaFree(p);
+  t.cached.clear();
+  t.cached_bytes.clear();
+}
+
+bool cache_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv(kDeviceCacheEnv);
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+bool cacheable(std::size_t bytes) { return cache_enabled() && bytes <= kDeviceCacheMaxBlock; }
+
+/// The bytes cudaMalloc'd for a request: four size classes per power of two (at most 25% more)
+/// for cacheable blocks, so that blocks of nearby sizes are reused; the request itself otherwise.
+std::size_t capacity_for(std::size_t bytes) {
+  if (!cacheable(bytes)) return bytes;
+  if (bytes <= 512) return 512;
+  const int k = 63 - __builtin_clzll(bytes - 1);  // 2^k < bytes <= 2^(k+1)
+  const std::size_t step = std::size_t(1) << (k - 2);
+  return (bytes + step - 1) / step * step;
+}
+}  // namespace
+
+void release_device_cache() {
+  AllocationTable& t = allocations();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  flush_cache(t);
 }
 
 bool cuda_device_available() {
@@ -151,29 +208,53 @@ void* device_alloc(std::size_t bytes) {
                   limit, ", limited by ", kDeviceMemoryLimitEnv, "): out of memory");
     }
   }
-  void* p = nullptr;
-  cudaError_t err = cudaMalloc(&p, bytes);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    std::size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    KRYSP_THROW(DeviceError, "cannot allocate ", bytes, " bytes of device memory (", free_b,
-                " bytes free of ", total_b, "): ", cudaGetErrorString(err));
-  }
+  int dev = 0;
+  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
+  const std::size_t capacity = capacity_for(bytes);
   std::lock_guard<std::mutex> lock(t.mutex);
-  t.sizes[p] = bytes;
+  void* p = nullptr;
+  if (auto it = t.cached.find({dev, capacity}); it != t.cached.end() && !it->second.empty()) {
+    p = it->second.back();  // reuse: work queued on it before its free runs first (one stream)
+    it->second.pop_back();
+    t.cached_bytes[dev] -= capacity;
+  } else {
+    cudaError_t err = cudaMalloc(&p, capacity);
+    if (err == cudaErrorMemoryAllocation && !t.cached.empty()) {  // give the cache back, try again
+      cudaGetLastError();
+      flush_cache(t);
+      err = cudaMalloc(&p, capacity);
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      std::size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      KRYSP_THROW(DeviceError, "cannot allocate ", bytes, " bytes of device memory (", free_b,
+                  " bytes free of ", total_b, "): ", cudaGetErrorString(err));
+    }
+  }
+  t.live[p] = {bytes, capacity, dev, cacheable(bytes)};
   t.total += bytes;
   return p;
 }
 void device_free(void* p) noexcept {
   if (!p) return;
-  cudaFree(p);
   AllocationTable& t = allocations();
   std::lock_guard<std::mutex> lock(t.mutex);
-  if (auto it = t.sizes.find(p); it != t.sizes.end()) {
-    t.total -= it->second;
-    t.sizes.erase(it);
+  const auto it = t.live.find(p);
+  if (it == t.live.end()) {  // not ours (cannot happen through DeviceArray): free it as before
+    cudaFree(p);
+    return;
   }
+  const Allocation a = it->second;
+  t.live.erase(it);
+  t.total -= a.bytes;
+  std::size_t& cached = t.cached_bytes[a.device];
+  if (a.cacheable && cached + a.capacity <= kDeviceCacheMaxBytes) {
+    t.cached[{a.device, a.capacity}].push_back(p);
+    cached += a.capacity;
+    return;
+  }
+  cudaFree(p);
 }
 void copy_to_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes >= kStagedCopyMin) {
