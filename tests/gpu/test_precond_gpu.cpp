@@ -561,6 +561,11 @@ TEST_CASE("Block Jacobi GPU: the block size detected on the device is the host's
 }
 
 namespace {
+using test::adversarial_matrices;
+using test::NamedMatrix;
+using test::spmm_c;
+using test::with_row_lengths;
+
 // A square matrix with P's off-diagonal pattern (columns folded into 0..n−1; duplicates summed)
 // and a dominant diagonal 1 + Σ|row|: Chebyshev's setup needs a positive diagonal, and D⁻¹A then
 // has its spectrum in the disc |λ − 1| < 1, so the polynomial stays bounded on any vector.
@@ -707,7 +712,6 @@ TEST_CASE("Preconditioned CG GPU: fused fp32 Chebyshev (degree 8, ratio 100) con
     SolveOptions o;
     o.precond = pc;
     o.backend = Backend::Cuda;
-    o.rtol = 1e-8;
     std::vector<double> x;
     const auto res = solve(A, b, x, o);
     CHECK(res.status == SolveStatus::Converged);
