@@ -108,7 +108,11 @@ std::vector<Config> configs() {
   for (int d : {2, 3, 4, 6, 8}) add("cheb-" + std::to_string(d), PrecondKind::Chebyshev, d, 30);
   for (int d : {4, 8}) add("cheb-" + std::to_string(d) + "-r100", PrecondKind::Chebyshev, d, 100);
   for (int d : {4, 8}) add("cheb-" + std::to_string(d) + "-fp32", PrecondKind::Chebyshev, d, 30, true);
-  for (int d : {6, 8}) add("cheb-" + std::to_string(d) + "-r100-fp32", PrecondKind::Chebyshev, d, 100, true);
+  for (int d : {6, 8, 10, 12}) add("cheb-" + std::to_string(d) + "-r100-fp32", PrecondKind::Chebyshev, d, 100, true);
+  // The same best case through the separate SpMV and vector kernels (PrecondOptions::cheb_fused),
+  // to measure what the fused step saves.
+  add("cheb-8-r100-fp32-unfused", PrecondKind::Chebyshev, 8, 100, true);
+  c.back().pc.cheb_fused = false;
   add("block-jacobi", PrecondKind::BlockJacobi);
   return c;
 }

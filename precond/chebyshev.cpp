@@ -105,6 +105,16 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps) {
   return res;
 }
 
+int choose_chebyshev_step(const SpmvConfig& config, const RowStats& s) {
+  switch (config.algorithm) {
+    case SpmvAlgorithm::RowSubwarp: return config.subwarp;
+    case SpmvAlgorithm::RowSequential: return 0;
+    case SpmvAlgorithm::NnzSequential:
+    case SpmvAlgorithm::NnzSegmented: return s.max_len <= kChebyshevStreamMaxRow ? 0 : -1;
+  }
+  return -1;
+}
+
 template <class T>
 std::vector<T> chebyshev_scaling(const CsrMatrix<T>& A, double* gershgorin) {
   KRYSP_REQUIRE(A.rows() == A.cols(), "Chebyshev: matrix is ", A.rows(), "x", A.cols(), ", not square");

@@ -33,6 +33,8 @@
 
 #include "precond/preconditioner.hpp"
 #include "sparse/csr.hpp"
+#include "sparse/row_stats.hpp"
+#include "sparse/spmv_config.hpp"
 
 namespace krysp {
 
@@ -96,6 +98,18 @@ std::vector<T> chebyshev_scaling(const CsrMatrix<T>& A, double* gershgorin);
 /// The interval from the options, running Lanczos through `op` unless o.cheb_lambda_max > 0.
 /// Throws as described in the file comment.
 ChebyshevInfo chebyshev_interval(const PrecondOptions& o, double gershgorin, LanczosOperator& op, index_t n);
+
+/// Rows up to this long take the fused CSR-stream step when the SpMV plan is nonzero-balanced (large
+/// matrices: the plan balances nonzeros even for even rows, but a row-balanced fused step then
+/// saves the A·x round trip): a lane adds at most this many staged products, so the longest row
+/// costs its warp little. Longer rows keep the SpMV plan's kernel and a separate vector kernel.
+inline constexpr index_t kChebyshevStreamMaxRow = 32;
+/// The GPU's fused Chebyshev step for a matrix whose SpMV plan has `config` and statistics `s`:
+/// -1: not fused (the plan's SpMV, then the vector kernel); 0: the CSR-stream kernel (a warp per
+/// 32 rows, one lane per row); 2..32: that many lanes per row. RowSubwarp keeps the plan's width;
+/// RowSequential takes the stream kernel; a nonzero-balanced plan takes it when no row is longer
+/// than kChebyshevStreamMaxRow, and is not fused otherwise (skewed rows need nonzero balancing).
+int choose_chebyshev_step(const SpmvConfig& config, const RowStats& s);
 
 /// A with its values converted to S: A itself when S = T (copies share storage); otherwise a new
 /// matrix sharing A's index arrays on the host (its device mirror, made on first use, is its own).

@@ -57,6 +57,7 @@ std::string describe(const PrecondOptions& o) {
     s << "(degree " << o.cheb_degree << ", ratio " << o.cheb_ratio;
     if (o.cheb_lambda_max > 0) s << ", lambda_max " << o.cheb_lambda_max;
     if (o.cheb_single) s << ", fp32";
+    if (!o.cheb_fused) s << ", unfused";
     s << ")";
   } else if (o.kind == PrecondKind::BlockJacobi) {
     if (o.block_size > 0)

@@ -70,6 +70,10 @@ struct PrecondOptions {
   /// more; the copy shares A's device index arrays) and makes its own SpMV plan by the rule; on
   /// the host it converts a host copy. Ignored for fp32 matrices.
   bool cheb_single = false;
+  /// GPU, vector apply: compute A·x_k inside the Chebyshev step's kernel (never stored) when the
+  /// rows suit a row-balanced kernel (choose_chebyshev_step); false keeps the separate SpMV and
+  /// vector kernel (for comparison in benchmarks and tests). Ignored on the host.
+  bool cheb_fused = true;
 
   // Block Jacobi
   /// 0: detect the natural block size (block_jacobi.hpp, detect_block_size); 1..8: use it (n must

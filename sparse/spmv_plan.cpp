@@ -253,6 +253,26 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
 }
 
 template <class T>
+template <class U>
+SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlan<U>& like) {
+  KRYSP_REQUIRE(like.valid(), "SpmvPlan: the plan to copy from is empty (default-constructed)");
+  KRYSP_REQUIRE(A.fingerprint() == like.fingerprint(), "SpmvPlan: the plan to copy from was made for matrix ",
+                like.fingerprint().to_string(), " but was given ", A.fingerprint().to_string());
+  auto s = std::make_shared<State>();
+  s->fingerprint = A.fingerprint();
+  s->stats = like.stats();
+  s->config = like.config();
+  s->selection = like.selection();
+  const CsrView<T> dA = A.device_view();
+  if (is_nnz_balanced(s->config.algorithm)) {
+    s->nnz = detail::make_nnz_set(dA, {detail::nnz_key(s->config)}, SpmvPlanOptions::Carry::Auto);
+    s->workspace = s->nnz.by_key.at(detail::nnz_key(s->config)).view();
+  }
+  state_ = std::move(s);
+  ++g_plans_created;
+}
+
+template <class T>
 void SpmvPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y) const {
   KRYSP_REQUIRE(state_, "SpmvPlan::apply: the plan is empty (default-constructed)");
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmvPlan::apply: plan was made for matrix ",
@@ -322,5 +342,7 @@ std::uint64_t SpmvPlan<T>::plans_created() {
 
 template class SpmvPlan<double>;
 template class SpmvPlan<float>;
+template SpmvPlan<float>::SpmvPlan(const CsrMatrix<float>&, const SpmvPlan<double>&);
+template SpmvPlan<double>::SpmvPlan(const CsrMatrix<double>&, const SpmvPlan<float>&);
 
 }  // namespace krysp

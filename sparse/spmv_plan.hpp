@@ -72,6 +72,13 @@ class SpmvPlan {
   SpmvPlan() = default;
   /// Makes the plan for A on the current CUDA device (uploads A if needed; throws DeviceError).
   explicit SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options = {});
+  /// A plan for A copied from `like`, a plan of the same structure in the other precision (the
+  /// fp32 copy of an fp64 matrix, sharing its index arrays): the configuration, row statistics and
+  /// selection are reused as they are, so no row statistics are recomputed (no synchronisation for
+  /// a row-balanced kernel); a nonzero-balanced kernel gets its own partition and carry workspace
+  /// (one kernel, one small copy back; carry mode Auto). InputError when the structures differ.
+  template <class U>
+  SpmvPlan(const CsrMatrix<T>& A, const SpmvPlan<U>& like);
   /// y = alpha·A·x + beta·y on the device; beta = 0 never reads y. x and y are device pointers of
   /// A.cols() and A.rows() entries. Throws InputError when A is not the plan's matrix structure.
   /// Runs on the default stream. The plan owns a small workspace that apply() writes, so one plan

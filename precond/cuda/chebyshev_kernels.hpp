@@ -8,6 +8,7 @@
 
 #include "base/host_device.hpp"
 #include "base/types.hpp"
+#include "sparse/csr_view.hpp"
 
 namespace krysp::detail {
 
@@ -30,6 +31,20 @@ void cheb_first(index_t n, index_t N, S c0, const S* dinv, const T* R, index_t l
 template <class T, class S, class O>
 void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, index_t ldr, const S* W, index_t ldw,
                const S* X, index_t ldx, const S* Xp, index_t ldp, O* Y, index_t ldy);
+
+/// The fused step (chebyshev_fused.cu): Y = X + c1·(X − Xp) + c2·diag(dinv)·(R − A·X) on vectors,
+/// A·X computed row by row inside the kernel and never stored. `subwarp` 0: a warp per 32 rows
+/// with one lane per row (CSR-stream, for short even rows); 2..32: that many lanes per row. R (the
+/// residual, T or already converted to S) and Y have strides ldr, ldy; X, Xp, dinv are contiguous.
+/// Y may be Xp (each row reads its Xp entry before writing its Y entry); Y must not be X, which
+/// other rows gather from. Xp = null: x_{k−1} = 0. Deterministic (fixed summation order).
+template <class R, class S, class O>
+void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr,
+                     const S* X, const S* Xp, O* Y, index_t ldy);
+/// X = c0·diag(dinv)·S(R) and Rs = S(R) in one pass: the residual converted once per apply, so
+/// the steps read 4 bytes of it per row, not 8 (bitwise the values each step would convert).
+template <class T, class S>
+void cheb_first_split(index_t n, S c0, const S* dinv, const T* R, index_t ldr, S* X, S* Rs);
 
 /// Blocks of the Lanczos reductions for n entries (≤ 1024; partials arrays hold this many).
 int lanczos_grid(index_t n);

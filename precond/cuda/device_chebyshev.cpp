@@ -89,39 +89,103 @@ index_t work_ld(index_t N) { return (N + 3) / 4 * 4; }
 }  // namespace
 
 template <class T, class S>
-DeviceChebyshev<T, S>::DeviceChebyshev(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const PrecondOptions& o)
+DeviceChebyshev<T, S>::DeviceChebyshev(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const PrecondOptions& o,
+                                       int step)
     : fingerprint_(A.fingerprint()) {
   validate(o);
   KRYSP_REQUIRE(plan.valid() && plan.matches(A), "Chebyshev: the SpMV plan was not made for this matrix");
+  KRYSP_REQUIRE(step == kChebyshevStepAuto || step == -1 || step == 0 || step == 2 || step == 4 || step == 8 ||
+                    step == 16 || step == 32,
+                "Chebyshev: fused step kernel ", step, " is not -2 (auto), -1 (unfused), 0 (stream) or 2..32 lanes");
   // D⁻¹, D^{-1/2} (Lanczos only) and the Gershgorin bound on the GPU: no host pass over A.
   const bool estimate = !(o.cheb_lambda_max > 0);
   DeviceChebyshevScaling<T> scaling = device_chebyshev_scaling(A, estimate);
-  {
-    DeviceLanczos<T> lanczos(A, plan, std::move(scaling.inv_sqrt), estimate ? o.cheb_eig_steps : 0);
-    info_ = chebyshev_interval(o, scaling.gershgorin, lanczos, A.rows());
-  }
-  coef_ = chebyshev_coefficients(info_.lambda_min, info_.lambda_max, info_.degree);
   const std::size_t n = std::size_t(A.rows());
+  const int lanczos_steps = estimate ? o.cheb_eig_steps : 0;
   if constexpr (std::is_same_v<S, T>) {
     dinv_ = std::move(scaling.inv);
     A.device_view();  // make sure the copy below shares A's device mirror instead of making its own
     As_ = A;
     plan_ = plan;
+    DeviceLanczos<T> lanczos(A, plan, std::move(scaling.inv_sqrt), lanczos_steps);
+    info_ = chebyshev_interval(o, scaling.gershgorin, lanczos, A.rows());
   } else {
-    // The fp32 copy: values converted on the GPU; row offsets and column indices are A's own
-    // device arrays (shared, not copied); its SpMV plan by the rule (row statistics on the GPU).
+    // The fp32 copy first: values converted on the GPU; row offsets and column indices are A's
+    // own device arrays (shared, not copied); its SpMV plan copied from A's (same structure: no
+    // second row-statistics pass). Lanczos then runs on it in fp32: half the bytes per step of
+    // the fp64 run, and λmax needs only ~1e-3 (the settling test) before the 1.1 boost and the
+    // Gershgorin cap. The estimate differs from the fp64 host's by fp32 rounding.
     dinv_ = DeviceArray<S>(n);
     detail::convert_values(n, scaling.inv.data(), dinv_.data());
     const CsrView<T> dA = A.device_view();
     values_s_ = DeviceArray<S>(std::size_t(A.nnz()));
     detail::convert_values(std::size_t(A.nnz()), dA.values, values_s_.data());
     As_ = CsrMatrix<S>::with_structure_of(A, values_s_.data());
-    plan_ = SpmvPlan<S>(As_);
+    plan_ = SpmvPlan<S>(As_, plan);
+    DeviceArray<S> inv_sqrt;
+    if (estimate) {
+      inv_sqrt = DeviceArray<S>(n);
+      detail::convert_values(n, scaling.inv_sqrt.data(), inv_sqrt.data());
+      scaling.inv_sqrt = DeviceArray<T>();
+    }
+    DeviceLanczos<S> lanczos(As_, plan_, std::move(inv_sqrt), lanczos_steps);
+    info_ = chebyshev_interval(o, scaling.gershgorin, lanczos, A.rows());
   }
+  coef_ = chebyshev_coefficients(info_.lambda_min, info_.lambda_max, info_.degree);
+  step_ = step != kChebyshevStepAuto ? step : o.cheb_fused ? choose_chebyshev_step(plan.config(), plan.stats()) : -1;
   if (info_.degree > 1) {
     u_ = DeviceArray<S>(n);
     v_ = DeviceArray<S>(n);
+    // w holds A·x_k for the unfused step, r converted to S for the fused one (fp32, degree >= 3).
+    // apply_block(1, ...) with the unfused path needs it too: kept whenever it may be used.
     w_ = DeviceArray<S>(n);
+  }
+}
+
+template <class T, class S>
+void DeviceChebyshev<T, S>::run_fused(const T* R, index_t ldr, T* Z, index_t ldz) const {
+  const index_t n = index_t(dinv_.size());
+  const S* dinv = dinv_.data();
+  const int d = info_.degree;  // >= 2
+  const CsrView<S> dA = As_.device_view();
+  S* const u = u_.data();
+  S* const spare = v_.data();
+  // With an fp32 polynomial and two or more steps, r is converted once (4 bytes a row per step).
+  const bool split = !std::is_same_v<S, T> && d >= 3;
+  S* const rs = split ? w_.data() : nullptr;
+  if (split)
+    detail::cheb_first_split<T, S>(n, S(coef_.c0), dinv, R, ldr, u, rs);
+  else
+    detail::cheb_first<T, S, S>(n, 1, S(coef_.c0), dinv, R, ldr, u, 1);  // x_1
+  S* cur = u;
+  S* prev = nullptr;  // x_0 = 0
+  for (int k = 1; k < d; ++k) {
+    const S c1 = S(coef_.c1[k - 1]), c2 = S(coef_.c2[k - 1]);
+    const bool last = k == d - 1;
+    // x_{k+1} overwrites x_{k−1} (allowed: each row reads its own entry first), or goes to the
+    // spare array while x_0 = 0; never x_k, which every row gathers from.
+    S* out = prev ? prev : spare;
+    if constexpr (!std::is_same_v<S, T>) {
+      if (split) {
+        if (last)
+          detail::cheb_fused_step<S, S, T>(dA, step_, c1, c2, dinv, rs, 1, cur, prev, Z, ldz);
+        else
+          detail::cheb_fused_step<S, S, S>(dA, step_, c1, c2, dinv, rs, 1, cur, prev, out, 1);
+        if (!last) {
+          prev = cur;
+          cur = out;
+        }
+        continue;
+      }
+    }
+    if (last)
+      detail::cheb_fused_step<T, S, T>(dA, step_, c1, c2, dinv, R, ldr, cur, prev, Z, ldz);
+    else
+      detail::cheb_fused_step<T, S, S>(dA, step_, c1, c2, dinv, R, ldr, cur, prev, out, 1);
+    if (!last) {
+      prev = cur;
+      cur = out;
+    }
   }
 }
 
@@ -155,6 +219,7 @@ void DeviceChebyshev<T, S>::run(index_t N, const T* R, index_t ldr, T* Z, index_
 
 template <class T, class S>
 void DeviceChebyshev<T, S>::apply(const T* r, T* z) const {
+  if (step_ >= 0 && info_.degree > 1 && dinv_.size() > 0) return run_fused(r, 1, z, 1);
   run(1, r, 1, z, 1, u_.data(), v_.data(), w_.data(), 1,
       [&](const S* x, S* y) { plan_.apply(As_, S(1), x, S(0), y); });
 }
@@ -164,6 +229,7 @@ void DeviceChebyshev<T, S>::apply_block(index_t N, const T* R, index_t ldr, T* Z
   KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "Chebyshev: apply_block with N = ", N, ", ldr = ", ldr,
                 ", ldz = ", ldz);
   if (N == 0 || dinv_.size() == 0) return;
+  if (N == 1 && step_ >= 0 && info_.degree > 1) return run_fused(R, ldr, Z, ldz);
   if (N == 1 || info_.degree == 1) {  // the SpMV path (work vectors), or no product at all
     run(N, R, ldr, Z, ldz, u_.data(), v_.data(), w_.data(), 1,
         [&](const S* x, S* y) { plan_.apply(As_, S(1), x, S(0), y); });

@@ -24,6 +24,7 @@
 #include "precond/precond_test_util.hpp"
 #include "solvers/cuda/cuda_cg_ops.hpp"
 #include "sparse/spmm_plan.hpp"
+#include "sparse_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;
@@ -557,4 +558,169 @@ TEST_CASE("Block Jacobi GPU: the block size detected on the device is the host's
   }
   const CsrMatrix<double> empty;
   CHECK(device_detect_block_size(empty) == detect_block_size(empty));
+}
+
+namespace {
+using test::adversarial_matrices;
+using test::NamedMatrix;
+using test::spmm_c;
+using test::with_row_lengths;
+
+// A square matrix with P's off-diagonal pattern (columns folded into 0..n−1; duplicates summed)
+// and a dominant diagonal 1 + Σ|row|: Chebyshev's setup needs a positive diagonal, and D⁻¹A then
+// has its spectrum in the disc |λ − 1| < 1, so the polynomial stays bounded on any vector.
+CsrMatrix<double> with_dominant_diagonal(const CsrMatrix<double>& P) {
+  const index_t n = P.rows();
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (index_t k = P.row_ptr()(i); k < P.row_ptr()(i + 1); ++k) {
+      const index_t j = P.col_idx()(k) % n;
+      if (j == i) continue;
+      I.push_back(i);
+      J.push_back(j);
+      V.push_back(P.values()(k));
+      sum += std::abs(P.values()(k));
+    }
+    I.push_back(i);
+    J.push_back(i);
+    V.push_back(1.0 + sum);
+  }
+  return CsrMatrix<double>::from_triplets(n, n, I, J, V);
+}
+
+// Error bound of a degree-d apply relative to max |z|: each of the d − 1 steps sums rows of up to
+// max_len products (spmm_c(len)·u, sparse_test_util.hpp, for any summation order: the stream
+// kernel adds in row order, the sub-warp kernels in a shuffle tree, the host in row order with or
+// without FMA), plus the recurrence's few roundings; 16 covers their growth through the bounded
+// iteration (|q| ≤ 1 on the interval) and the final conversion. A wrong row, a missed product or
+// an overwritten iterate is an O(1) error, far above it.
+double apply_tol(int degree, index_t max_len, double unit) {
+  return 16.0 * std::max(1, degree) * spmm_c(std::max<index_t>(max_len, 1)) * unit;
+}
+}  // namespace
+
+TEST_CASE("Chebyshev GPU: the fused step matches the host with every kernel, fp64 and fp32 polynomials") {
+  std::vector<NamedMatrix> ms;
+  for (const std::string name : {"bcsstk06", "gr_30_30", "1138_bus", "bcsstm12"}) ms.push_back({name, test::load(name)});
+  {
+    std::vector<index_t> lens;  // short rows (mean < 2.5): the plan picks RowSequential
+    for (int i = 0; i < 5000; ++i) lens.push_back(index_t(i % 3));
+    ms.push_back({"short-rows", with_dominant_diagonal(with_row_lengths(5000, lens, 21))});
+  }
+  for (auto& m : adversarial_matrices(true))
+    if (m.A.rows() >= 2 && m.A.nnz() > 0) ms.push_back({m.name, with_dominant_diagonal(m.A)});
+  // nnz ≥ spmv_rule::kLargeNnz: a nonzero-balanced plan, short even rows: the stream kernel by the rule.
+  ms.push_back({"laplace3d_70", laplacian_3d(70, 70, 70)});
+  for (const auto& m : ms) {
+    CAPTURE(m.name);
+    const CsrMatrix<double>& A = m.A;
+    const index_t n = A.rows();
+    SpmvPlan<double> plan(A);
+    const index_t max_len = plan.stats().max_len;
+    CAPTURE(plan.config().to_string());
+    CAPTURE(max_len);
+    const int rule = choose_chebyshev_step(plan.config(), plan.stats());
+    for (int d : {1, 2, 3, 8}) {
+      CAPTURE(d);
+      for (bool single : {false, true}) {
+        CAPTURE(single);
+        PrecondOptions o = cheb(d, single);
+        o.cheb_lambda_max = 2.0;  // the top of the disc above: no Lanczos on these unsymmetric matrices
+        // The auto choice, unfused, the stream kernel and three sub-warp widths.
+        for (int step : {kChebyshevStepAuto, -1, 0, 2, 8, 32}) {
+          CAPTURE(step);
+          if (single) {
+            const DeviceChebyshev<double, float> dev(A, plan, o, step);
+            CHECK(dev.step_kernel() == (step == kChebyshevStepAuto ? rule : step));
+            const HostChebyshev<double, float> host(A, o);
+            compare_vector<double>(host, dev, n, apply_tol(d, max_len, 0x1p-24));
+            if (step == 0) compare_block<double>(host, dev, n, 1, apply_tol(d, max_len, 0x1p-24));  // strided N = 1
+          } else {
+            const DeviceChebyshev<double> dev(A, plan, o, step);
+            CHECK(dev.step_kernel() == (step == kChebyshevStepAuto ? rule : step));
+            const HostChebyshev<double> host(A, o);
+            compare_vector<double>(host, dev, n, apply_tol(d, max_len, 0x1p-53));
+            if (step == 8) compare_block<double>(host, dev, n, 1, apply_tol(d, max_len, 0x1p-53));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Chebyshev GPU: the fused step on fp32 matrices matches the host, and is bitwise repeatable") {
+  for (const std::string name : {"bcsstk06", "laplace3d_70"}) {
+    CAPTURE(name);
+    const auto A64 = name == "laplace3d_70" ? laplacian_3d(70, 70, 70) : test::load(name);
+    const auto A = with_value_type<float>(A64);
+    SpmvPlan<float> plan(A);
+    const index_t n = A.rows();
+    for (int d : {2, 3, 8}) {
+      CAPTURE(d);
+      PrecondOptions o = cheb(d);
+      const DeviceChebyshev<float> dev(A, plan, o);
+      CHECK(dev.step_kernel() >= 0);
+      o.cheb_lambda_max = dev.info().lambda_max;
+      const HostChebyshev<float> host(A, o);
+      compare_vector<float>(host, dev, n, apply_tol(d, plan.stats().max_len, 0x1p-24));
+      // Deterministic: the same r gives bitwise the same z (no atomics, fixed summation order).
+      const auto rd = test::random_vector(n);
+      const std::vector<float> r(rd.begin(), rd.end());
+      auto dr = to_device(r);
+      DeviceArray<float> z1(n), z2(n);
+      dev.apply(dr.data(), z1.data());
+      dev.apply(dr.data(), z2.data());
+      CHECK(to_host(z1) == to_host(z2));
+    }
+  }
+}
+
+TEST_CASE("Chebyshev GPU: the rule fuses regular rows, keeps skewed ones unfused, and cheb_fused = false") {
+  const auto L = laplacian_3d(70, 70, 70);
+  SpmvPlan<double> planL(L);
+  CHECK(is_nnz_balanced(planL.config().algorithm));  // large: nonzero-balanced SpMV
+  CHECK(DeviceChebyshev<double, float>(L, planL, cheb(8, true)).step_kernel() == 0);
+  PrecondOptions off = cheb(8, true);
+  off.cheb_fused = false;
+  CHECK(DeviceChebyshev<double, float>(L, planL, off).step_kernel() == -1);
+  const auto B = test::load("bcsstk06");
+  SpmvPlan<double> planB(B);
+  if (planB.config().algorithm == SpmvAlgorithm::RowSubwarp)
+    CHECK(DeviceChebyshev<double>(B, planB, cheb(4)).step_kernel() == planB.config().subwarp);
+  RowStats skewed;
+  skewed.max_len = kChebyshevStreamMaxRow + 1;
+  SpmvConfig nnz;
+  nnz.algorithm = SpmvAlgorithm::NnzSequential;
+  nnz.nnz_per_thread = 8;
+  CHECK(choose_chebyshev_step(nnz, skewed) == -1);
+  CHECK_THROWS_AS(DeviceChebyshev<double>(B, planB, cheb(4), 3), InputError);
+}
+
+TEST_CASE("Preconditioned CG GPU: fused fp32 Chebyshev (degree 8, ratio 100) converges on 3-D Laplacians") {
+  for (index_t m : {20, 70}) {  // 20^3: a row-balanced SpMV plan; 70^3: nonzero-balanced, stream step
+    CAPTURE(m);
+    const auto A = laplacian_3d(m, m, m);
+    const auto b = test::random_vector(A.rows(), 0.5, 1.5);
+    PrecondOptions pc = cheb(8, true);
+    pc.cheb_ratio = 100;
+    {
+      SpmvPlan<double> plan(A);
+      CHECK(DeviceChebyshev<double, float>(A, plan, pc).step_kernel() >= 0);  // what solve() uses is fused
+    }
+    SolveOptions o;
+    o.precond = pc;
+    o.backend = Backend::Cuda;
+    std::vector<double> x;
+    const auto res = solve(A, b, x, o);
+    CHECK(res.status == SolveStatus::Converged);
+    CHECK(test::true_relative_residual(A, b, x) <= 1e-7);
+    pc.cheb_fused = false;  // the unfused path: the same method, rounding apart
+    o.precond = pc;
+    std::vector<double> xu;
+    const auto unfused = solve(A, b, xu, o);
+    CHECK(unfused.status == SolveStatus::Converged);
+    CHECK(std::abs(res.iterations - unfused.iterations) <= std::max<index_t>(2, unfused.iterations / 10));
+  }
 }

@@ -1,0 +1,175 @@
+// The fused Chebyshev step: one row's (A·x)_i is computed inside the kernel and the recurrence is
+// applied in its epilogue, so A·x_k is never written to memory and read back (per fp32 step on a
+// 7-point Laplacian that saves 2 of ~10 vector passes plus a launch; chebyshev_kernels.hpp).
+// Both kernels sum each row in one fixed order (no atomics): the result is bitwise reproducible.
+#include <algorithm>
+#include <cstdint>
+
+#include "base/cuda/check.cuh"
+#include "base/error.hpp"
+#include "precond/cuda/chebyshev_kernels.hpp"
+#include "sparse/cuda/load.cuh"
+
+namespace krysp::detail {
+
+namespace {
+constexpr int kFusedBlock = 256;
+constexpr int kStreamWarps = kFusedBlock / 32;
+/// Stream kernel: products staged per warp and pass (8 coalesced loads of values and indices per
+/// lane in flight before the gathers).
+constexpr int kStreamChunk = 256;
+
+// y_i = x_i + c1·(x_i − xp_i) + c2·dinv_i·(r_i − ax): the same expression as cheb_step_kernel.
+template <class R, class S, class O>
+__device__ __forceinline__ void cheb_epilogue(std::int64_t row, S ax, S c1, S c2, const S* __restrict__ dinv,
+                                              const R* __restrict__ Rv, index_t ldr, const S* __restrict__ X,
+                                              const S* Xp, O* Y, index_t ldy) {
+  const S x = X[row];
+  const S xp = Xp ? Xp[row] : S(0);  // read before Y_row is written: Y may be Xp
+  const S y = x + c1 * (x - xp) + c2 * (dinv[row] * (S(Rv[row * ldr]) - ax));
+  Y[row * ldy] = O(y);
+}
+
+// A warp per 32 consecutive rows, one lane per row (CSR-stream). The warp's nonzeros, contiguous
+// in CSR, are loaded by all 32 lanes together (coalesced, kStreamChunk/32 independent loads per
+// lane), their products a_k·x_{col_k} staged in shared memory, then each lane adds up its row's
+// products in row order. Short, even rows (3-D Laplacian: 7) keep every lane busy, where a
+// sub-warp per row idles lanes and leaves one load per lane in flight. Long rows stay correct
+// (several passes) but serialise on their lane: the plan chooses this kernel for even rows only.
+// Xp and Y may be the same array (no __restrict__): each row's Xp entry is read before its Y
+// entry is written, by the same lane. X must not be Y (other rows gather from X).
+template <class R, class S, class O>
+__global__ void __launch_bounds__(kFusedBlock)
+    cheb_fused_stream_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
+                             index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
+  __shared__ S staged[kStreamWarps][kStreamChunk];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::int64_t row0 = (std::int64_t(blockIdx.x) * kStreamWarps + warp) * 32;
+  if (row0 >= A.rows) return;  // whole warps leave; only __syncwarp below
+  const std::int64_t row = row0 + lane;
+  const bool active = row < A.rows;
+  const int last = (A.rows - row0 < 32 ? int(A.rows - row0) : 32) - 1;  // the warp's last row's lane
+  std::int64_t rb = 0, re = 0;
+  if (active) {
+    rb = __ldg(A.row_ptr + row);
+    re = __ldg(A.row_ptr + row + 1);
+  }
+  const std::int64_t b = __shfl_sync(0xffffffffu, rb, 0), e = __shfl_sync(0xffffffffu, re, last);
+  S* const mine = staged[warp];
+  S sum = S(0);
+  for (std::int64_t cb = b; cb < e; cb += kStreamChunk) {
+    constexpr int kPer = kStreamChunk / 32;
+    index_t c[kPer];
+    S v[kPer];
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const std::int64_t k = cb + t * 32 + lane;
+      c[t] = k < e ? load_stream(A.col_idx + k) : index_t(-1);
+      v[t] = k < e ? load_stream(A.values + k) : S(0);
+    }
+#pragma unroll
+    for (int t = 0; t < kPer; ++t)
+      if (c[t] >= 0) mine[t * 32 + lane] = v[t] * load_cached(X + c[t]);
+    __syncwarp();
+    if (active) {
+      const std::int64_t lo = rb > cb ? rb : cb;
+      const std::int64_t hi = re < cb + kStreamChunk ? re : cb + kStreamChunk;
+      for (std::int64_t k = lo; k < hi; ++k) sum += mine[k - cb];
+    }
+    __syncwarp();  // the next pass overwrites the staged products
+  }
+  if (active) cheb_epilogue<R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+}
+
+// A sub-warp of W lanes per row, shuffle reduction (as spmv_row_subwarp_kernel), the recurrence
+// on the sub-warp's first lane. Aliasing as above.
+template <class R, class S, class O, int W>
+__global__ void __launch_bounds__(kFusedBlock)
+    cheb_fused_subwarp_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
+                              index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
+  const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t row = tid / W;
+  if (row >= A.rows) return;  // whole sub-warps agree: W divides the warp
+  const int lane = threadIdx.x % W;
+  const unsigned mask = (W == 32 ? 0xffffffffu : ((1u << W) - 1u)) << ((threadIdx.x % 32) / W * W);
+  const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+  S sum = S(0);
+  index_t k = b + lane;
+  for (; k < e - 3 * W; k += 4 * W) {  // (written so that nothing overflows near nnz = 2^31)
+    index_t c[4];
+    S v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      c[i] = load_stream(A.col_idx + k + i * W);
+      v[i] = load_stream(A.values + k + i * W);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum += v[i] * load_cached(X + c[i]);
+  }
+  for (; k < e; k += W) sum += load_stream(A.values + k) * load_cached(X + load_stream(A.col_idx + k));
+#pragma unroll
+  for (int off = W / 2; off > 0; off /= 2) sum += __shfl_down_sync(mask, sum, off, W);
+  if (lane == 0) cheb_epilogue<R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+}
+
+template <class T, class S>
+__global__ void __launch_bounds__(kFusedBlock)
+    cheb_first_split_kernel(index_t n, S c0, const S* __restrict__ dinv, const T* __restrict__ R, index_t ldr,
+                            S* __restrict__ X, S* __restrict__ Rs) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const S r = S(R[i * ldr]);  // what every step would convert: the same value
+    Rs[i] = r;
+    X[i] = c0 * dinv[i] * r;
+  }
+}
+
+template <class R, class S, class O, int W>
+void launch_subwarp(const CsrView<S>& A, S c1, S c2, const S* dinv, const R* Rv, index_t ldr, const S* X,
+                    const S* Xp, O* Y, index_t ldy) {
+  const auto grid = unsigned((std::size_t(A.rows) * W + kFusedBlock - 1) / kFusedBlock);
+  cheb_fused_subwarp_kernel<R, S, O, W><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+  KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_subwarp_kernel");
+}
+}  // namespace
+
+template <class R, class S, class O>
+void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr,
+                     const S* X, const S* Xp, O* Y, index_t ldy) {
+  if (A.rows == 0) return;
+  switch (subwarp) {
+    case 0: {
+      const auto grid = unsigned((std::size_t(A.rows) + kFusedBlock - 1) / kFusedBlock);
+      cheb_fused_stream_kernel<R, S, O><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+      KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_stream_kernel");
+      return;
+    }
+    case 2: return launch_subwarp<R, S, O, 2>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+    case 4: return launch_subwarp<R, S, O, 4>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+    case 8: return launch_subwarp<R, S, O, 8>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+    case 16: return launch_subwarp<R, S, O, 16>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+    case 32: return launch_subwarp<R, S, O, 32>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+    default:
+      KRYSP_THROW(InputError, "cheb_fused_step: sub-warp width ", subwarp, " is not 0 (stream), 2, 4, 8, 16 or 32");
+  }
+}
+
+template <class T, class S>
+void cheb_first_split(index_t n, S c0, const S* dinv, const T* R, index_t ldr, S* X, S* Rs) {
+  if (n == 0) return;
+  const auto grid = unsigned(std::min<std::int64_t>((std::int64_t(n) + kFusedBlock - 1) / kFusedBlock, 1 << 20));
+  cheb_first_split_kernel<T, S><<<grid, kFusedBlock>>>(n, c0, dinv, R, ldr, X, Rs);
+  KRYSP_CUDA_CHECK_LAUNCH("cheb_first_split_kernel");
+}
+
+#define KRYSP_INSTANTIATE_FUSED(R, S, O)                                                                        \
+  template void cheb_fused_step<R, S, O>(const CsrView<S>&, int, S, S, const S*, const R*, index_t, const S*, \
+                                         const S*, O*, index_t);
+KRYSP_INSTANTIATE_FUSED(double, double, double)
+KRYSP_INSTANTIATE_FUSED(float, float, float)
+KRYSP_INSTANTIATE_FUSED(double, float, float)   // fp32 polynomial, r read in fp64
+KRYSP_INSTANTIATE_FUSED(double, float, double)  // ... its last step
+KRYSP_INSTANTIATE_FUSED(float, float, double)   // fp32 polynomial, r converted once: the last step
+template void cheb_first_split<double, float>(index_t, float, const float*, const double*, index_t, float*, float*);
+
+}  // namespace krysp::detail
