@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "base/error.hpp"
@@ -63,7 +64,7 @@ double tridiagonal_max_eigenvalue(const std::vector<double>& a, const std::vecto
   return hi;
 }
 
-LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps) {
+LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, double enough) {
   LanczosResult res;
   if (n <= 0 || max_steps <= 0) return res;
   std::vector<double> a, b, thetas;
@@ -97,6 +98,12 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps) {
       return res;
     }
     if (j + 1 >= kLanczosMinSteps && res.change <= kLanczosTol) {
+      res.converged = true;
+      return res;
+    }
+    // θ_j never decreases with j (the Ritz values of T_j interlace those of T_{j+1}): once it
+    // reaches `enough`, later steps cannot change what the caller does with it.
+    if (theta >= enough) {
       res.converged = true;
       return res;
     }
@@ -148,7 +155,10 @@ ChebyshevInfo chebyshev_interval(const PrecondOptions& o, double gershgorin, Lan
   } else if (n == 0) {
     info.lambda_max = 1;
   } else {
-    const LanczosResult l = lanczos_largest(op, n, o.cheb_eig_steps);
+    // λmax = min(boost·θ, Gershgorin): once boost·θ reaches the bound, λmax is the bound.
+    const double enough = std::isfinite(gershgorin) && gershgorin > 0 ? gershgorin / o.cheb_boost
+                                                                       : std::numeric_limits<double>::infinity();
+    const LanczosResult l = lanczos_largest(op, n, o.cheb_eig_steps, enough);
     info.lambda_estimate = l.theta;
     info.lanczos_steps = l.steps;
     KRYSP_REQUIRE(std::isfinite(l.theta), "Chebyshev: the estimate of lambda_max(D^-1 A) is ", l.theta,

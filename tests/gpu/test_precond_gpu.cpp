@@ -533,9 +533,11 @@ TEST_CASE("Chebyshev GPU: Lanczos with its scalars on the device estimates as be
   const HostChebyshev<double> host(L, cheb());
   CHECK(std::abs(dev.info().lanczos_steps - host.info().lanczos_steps) <= 1);
   CHECK(dev.info().lambda_estimate == doctest::Approx(host.info().lambda_estimate).epsilon(2e-3));
-  CHECK(dev.info().lanczos_steps >= 8);
-  // 30^3: D^-1 A has λmax = 1 + cos(π/31) ≈ 1.995; the boosted estimate is capped by Gershgorin (2).
-  CHECK(dev.info().lambda_max == doctest::Approx(2.0).epsilon(1e-2));
+  CHECK(dev.info().lanczos_steps >= 1);
+  // 30^3: D^-1 A has λmax = 1 + cos(π/31) ≈ 1.995; Lanczos stops once the boosted estimate
+  // reaches Gershgorin (2), which is then λmax.
+  CHECK(dev.info().lanczos_steps < 20);
+  CHECK(dev.info().lambda_max == 2.0);
   PrecondOptions given = cheb();
   given.cheb_lambda_max = 1.9;
   const DeviceChebyshev<double> fixed(L, plan, given);
