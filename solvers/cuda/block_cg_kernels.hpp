@@ -1,10 +1,12 @@
 #pragma once
 /// \file block_cg_kernels.hpp
 /// Block CG's tall-skinny kernels (block_cg_kernels.cu; CUDA-free header). Blocks are n × s,
-/// row-major with ld = s. Each kernel streams its blocks once, in chunks of rows staged in shared
-/// memory, does the row-wise update and accumulates the small products the next host step needs;
-/// the products are summed in a fixed order (per-block partials, then one block per output), so results
-/// are bitwise reproducible. The small outputs go to `ws.out` (device) for one download.
+/// row-major with ld = s. Each kernel streams its blocks once, does the row-wise update and
+/// accumulates the small products the next host step needs: up to s = 8 in registers, the rows'
+/// values gathered across a warp's lanes by shuffles; wider blocks through chunks of rows staged
+/// in shared memory. The products are summed in a fixed order (per-block partials, then one block
+/// per output), so results are bitwise reproducible. The small outputs go to `ws.out` (device) for
+/// one download.
 #include <cstddef>
 
 #include "base/types.hpp"
