@@ -293,7 +293,7 @@ NarrowCoefs<S> narrow_coefs(index_t s, index_t a, const double* Ca, index_t a2, 
   return k;
 }
 
-// The narrow update and direction kernels keep the blocks' coalesced layout: a row-major block's
+// The narrow gram, update and direction kernels keep the blocks' coalesced layout: a row-major block's
 // rows row0 .. row0 + G − 1 are one contiguous run of G·s values, and lane g·s + c of a warp
 // (G = 32/s groups of s lanes) loads, updates and stores element (row0 + g, c) of each block,
 // 32·8 contiguous bytes per load at s = 8 (lanes G·s .. 31 idle when s does not divide 32). The
@@ -302,6 +302,40 @@ NarrowCoefs<S> narrow_coefs(index_t s, index_t a, const double* Ca, index_t a2, 
 // and accumulates column c of each small product. A warp takes kSteps such row groups at a time,
 // all their loads in flight before any is used.
 constexpr int kSteps = 4;
+
+/// Xᵀ·Y for ld ≤ S ≤ 8: lane c holds Y(row, c), gathers X(row, 0..bx) and accumulates column c.
+template <int S>
+__global__ void __launch_bounds__(kThreads) gram_group_kernel(index_t n, int ld, const double* __restrict__ X, int bx,
+                                                              const double* __restrict__ Y, int by,
+                                                              double* __restrict__ partials) {
+  __shared__ double sh[kThreads / 32 * S * S];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int G = 32 / ld, g = lane / ld, c = lane % ld, base = g * ld;
+  const bool used = g < G;
+  double acc[S];  // (Xᵀ·Y)(i, c)
+#pragma unroll
+  for (int o = 0; o < S; ++o) acc[o] = 0.0;
+  const std::int64_t rows = std::int64_t(G) * kSteps, stride = std::int64_t(gridDim.x) * (kThreads / 32) * rows;
+  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * (kThreads / 32) + warp) * rows; row0 < n; row0 += stride) {
+    double x[kSteps], y[kSteps];
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const std::int64_t row = row0 + u * G + g, off = row * ld + c;
+      const bool live = used && row < n;
+      x[u] = live && c < bx ? X[off] : 0.0;
+      y[u] = live && c < by ? Y[off] : 0.0;
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+      for (int i = 0; i < S; ++i)
+        if (i < bx) acc[i] += __shfl_sync(0xffffffffu, x[u], base + i) * y[u];  // uniform: every lane shuffles
+  }
+  double* part = partials + std::size_t(blockIdx.x) * (bx * by);
+  block_reduce<S>(acc, ld, sh, [&](int l, int o, double v) {
+    if (o < bx && l < by) part[o + l * bx] = v;
+  });
+}
 
 template <int S>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -496,7 +530,15 @@ std::size_t tall_partials(int grid, index_t s) { return std::size_t(grid) * std:
 
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws) {
-  if (const int S = row_width(std::max(bx, by))) {
+  if (const int S = row_width(ld)) {  // bx, by ≤ ld ≤ 8
+    if (S == 1) gram_group_kernel<1><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
+    if (S == 2) gram_group_kernel<2><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
+    if (S == 4) gram_group_kernel<4><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
+    if (S == 8) gram_group_kernel<8><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
+    KRYSP_CUDA_CHECK_LAUNCH("gram_group_kernel");
+    return reduce_outputs(int(bx * by), ws);
+  }
+  if (const int S = row_width(std::max(bx, by))) {  // narrow products of wide blocks
     if (S == 1) gram_rows_kernel<1><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
     if (S == 2) gram_rows_kernel<2><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
     if (S == 4) gram_rows_kernel<4><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
