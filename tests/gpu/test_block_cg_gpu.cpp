@@ -15,7 +15,7 @@ TEST_CASE("Block CG GPU: columns converging at different rates") {
 TEST_CASE("Block CG GPU: a non-SPD matrix is reported") { test::check_block_cg_not_spd(Backend::Cuda); }
 TEST_CASE("Block CG GPU: X takes its last step at every exit") { test::check_block_cg_exits(Backend::Cuda); }
 TEST_CASE("Block CG GPU: X after 1, 2 and 5 iterations and at convergence matches the host backend") {
-  const auto A = test::load("bcsstk05");
+  const auto A = laplacian_2d(30, 30);  // well conditioned: the two backends' rounding stays at ~1e-13
   const index_t n = A.rows();
   for (const index_t s : {1, 3, 5, 8, 12, 16}) {
     const auto B = test::random_vector(std::size_t(n) * s);
@@ -37,7 +37,7 @@ TEST_CASE("Block CG GPU: X after 1, 2 and 5 iterations and at convergence matche
         diff = std::max(diff, std::abs(Xh[k] - Xd[k]));
         scale = std::max(scale, std::abs(Xh[k]));
       }
-      CHECK(diff <= (cap > 0 ? 1e-9 : 1e-6) * scale);  // to convergence: the counts may differ by one
+      CHECK(diff <= (cap > 0 ? 1e-9 : 1e-7) * scale);  // to convergence: the counts may differ by one
     }
   }
 }
