@@ -14,7 +14,7 @@ TEST_CASE("Block CG GPU: columns converging at different rates") {
 }
 TEST_CASE("Block CG GPU: a non-SPD matrix is reported") { test::check_block_cg_not_spd(Backend::Cuda); }
 TEST_CASE("Block CG GPU: X takes its last step at every exit") { test::check_block_cg_exits(Backend::Cuda); }
-TEST_CASE("Block CG GPU: X after 1, 2 and 5 iterations and at convergence matches the host backend") {
+TEST_CASE("Block CG GPU: X after capped iterations and at convergence matches the host backend") {
   const auto A = laplacian_2d(30, 30);  // well conditioned: the two backends' rounding stays at ~1e-13
   const index_t n = A.rows();
   for (const index_t s : {1, 3, 5, 8, 12, 16}) {
@@ -37,7 +37,9 @@ TEST_CASE("Block CG GPU: X after 1, 2 and 5 iterations and at convergence matche
         diff = std::max(diff, std::abs(Xh[k] - Xd[k]));
         scale = std::max(scale, std::abs(Xh[k]));
       }
-      CHECK(diff <= (cap > 0 ? 1e-9 : 1e-7) * scale);  // to convergence: the counts may differ by one
+      // to convergence the counts may differ by one (a residual right at the tolerance): then the
+      // two solutions are only both within the tolerance's reach of the exact one
+      CHECK(diff <= (cap > 0 ? 1e-9 : rh.iterations == rd.iterations ? 1e-7 : 1e-5) * scale);
     }
   }
 }

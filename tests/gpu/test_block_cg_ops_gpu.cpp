@@ -206,7 +206,7 @@ TEST_CASE("Block CG fused steps: GPU matches the host reference") {
   }
 }
 
-TEST_CASE("Block CG fused steps: narrow widths 1 to 8, every search width and row count mod 32") {
+TEST_CASE("Block CG fused steps: narrow widths 1 to 8 with every search width and n around one warp of rows") {
   // n = 29..35 rows around one warp's row groups, and every a ≤ s for s ≤ 8 (the shuffle kernels)
   for (index_t rows : {29, 32, 35}) {
     const auto A = laplacian_2d(rows, 1);
