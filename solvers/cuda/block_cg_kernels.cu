@@ -1,16 +1,13 @@
-// Block CG's tall-skinny kernels (see block_cg_kernels.hpp). Wide blocks (s > 8): a block walks
-// chunks of rows (grid-stride), stages the chunk's rows of each input block in shared memory with
-// contiguous, coalesced loads (a chunk of a row-major block is one contiguous run), does its
+// Block CG's tall-skinny kernels (see block_cg_kernels.hpp). One pattern for all three: a block
+// walks chunks of rows (grid-stride), stages the chunk's rows of each input block in shared memory
+// with contiguous, coalesced loads (a chunk of a row-major block is one contiguous run), does its
 // row-wise work element by element, then each thread adds its own outputs of the small products
-// over the chunk's rows into a shared accumulator it alone owns. Narrow blocks (s ≤ 8): see
-// "Narrow blocks" below. At the end the blocks' partials are summed by a second small kernel, one
-// block per output, in a fixed order: no floating-point atomics, bitwise reproducible for a given
-// grid.
+// over the chunk's rows into a shared accumulator it alone owns. At the end the blocks' partials
+// are summed by a second small kernel, one block per output, in a fixed order: no floating-point
+// atomics, bitwise reproducible for a given grid.
 #include <algorithm>
-#include <type_traits>
 
 #include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
 #include "solvers/cuda/block_cg_kernels.hpp"
 
 namespace krysp::detail {
@@ -104,14 +101,16 @@ __global__ void __launch_bounds__(kThreads) gram_kernel(index_t n, index_t ld, c
 }
 
 __global__ void __launch_bounds__(kThreads)
-    update_kernel(index_t n, int s, int a, const double* __restrict__ Qn, const double* __restrict__ Ca,
-                  double* __restrict__ Rg, ZSource zsrc, const double* __restrict__ inv_diag,
-                  const double* __restrict__ Z, bool update, bool grams, int R, TallWorkspace ws) {
+    update_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
+                  const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
+                  const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams, int R,
+                  TallWorkspace ws) {
   extern __shared__ double sm[];
-  double* qs = sm;                       // Qn rows
+  double* ps = sm;                       // Pn rows (update)
+  double* qs = ps + std::size_t(R) * s;  // Qn rows
   double* rs = qs + std::size_t(R) * s;  // R rows after the update
   double* zs = rs + std::size_t(R) * s;  // Z rows
-  double* ca = zs + std::size_t(R) * s;  // Caᵀ (stored [i·s + j]: lanes of one i read consecutive j)
+  double* ca = zs + std::size_t(R) * s;  // Caᵀ (s × a... stored [i·s + j]: lanes of one i read consecutive j)
   double* acc = ca + std::size_t(a) * s;
   const int nout = grams ? s + a * s : 0;
   for (int o = threadIdx.x; o < a * s; o += kThreads) ca[(o % a) * s + o / a] = Ca ? Ca[o] : 0.0;
@@ -119,16 +118,21 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
     const int nr = int(std::min<index_t>(R, n - r0));
-    stage(qs, Qn, r0, nr, s);
+    if (update) stage(ps, Pn, r0, nr, s);
+    if (update || grams) stage(qs, Qn, r0, nr, s);
     __syncthreads();
     for (int e = threadIdx.x; e < nr * s; e += kThreads) {
       const int r = e / s, j = e % s;
       const std::size_t g = std::size_t(r0) * s + e;  // = (r0 + r)·s + j
       double rv = Rg[g];
       if (update) {
-        double dr = 0.0;  // Σ first, then one subtraction: the host reference's rounding
-        for (int i = 0; i < a; ++i) dr += qs[r * s + i] * ca[i * s + j];
-        rv -= dr;  // inactive columns have zero coefficients: r − 0 leaves them as they are
+        double dx = 0.0, dr = 0.0;
+        for (int i = 0; i < a; ++i) {
+          dx += ps[r * s + i] * ca[i * s + j];
+          dr += qs[r * s + i] * ca[i * s + j];
+        }
+        X[g] += dx;  // inactive columns have zero coefficients: x + 0 and r − 0 leave them as they are
+        rv -= dr;
         Rg[g] = rv;
       }
       rs[e] = rv;
@@ -144,38 +148,27 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kThreads)
-    direction_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Ca,
-                     double* __restrict__ X, const double* __restrict__ Cb, int a2, const int* __restrict__ act,
-                     const double* __restrict__ Rg, ZSource zsrc, const double* __restrict__ inv_diag,
-                     const double* __restrict__ Z, double* __restrict__ Pnext, int R, TallWorkspace ws) {
+    direction_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
+                     const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
+                     const double* __restrict__ inv_diag, const double* __restrict__ Z, double* __restrict__ Pnext,
+                     int R, TallWorkspace ws) {
   extern __shared__ double sm[];
   double* ps = sm;                       // Pn rows
   double* rs = ps + std::size_t(R) * s;  // R rows
   double* ns = rs + std::size_t(R) * s;  // the new rows (a2 of s used)
   double* cb = ns + std::size_t(R) * s;  // Cb stored [i·a2 + jj]: lanes of one i read consecutive jj
-  double* ca = cb + std::size_t(a) * a2; // Ca stored [i·s + j] (with Ca only)
-  const bool move_x = Ca != nullptr;
-  double* acc = ca + (move_x ? std::size_t(a) * s : 0);
+  double* acc = cb + std::size_t(a) * a2;
   int* cols = reinterpret_cast<int*>(acc + a2 * a2 + a2 * s);
   const int nout = a2 * a2 + a2 * s;
   for (int o = threadIdx.x; o < a * a2; o += kThreads) cb[(o % a) * a2 + o / a] = Cb[o];
-  if (move_x)
-    for (int o = threadIdx.x; o < a * s; o += kThreads) ca[(o % a) * s + o / a] = Ca[o];
   for (int o = threadIdx.x; o < a2; o += kThreads) cols[o] = act[o];
   for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
   __syncthreads();
   for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
     const int nr = int(std::min<index_t>(R, n - r0));
     if (a > 0) stage(ps, Pn, r0, nr, s);
-    if (a2 > 0) stage(rs, Rg, r0, nr, s);
+    stage(rs, Rg, r0, nr, s);
     __syncthreads();
-    if (move_x)  // X += Pn·Ca from the staged (old) Pn rows
-      for (int e = threadIdx.x; e < nr * s; e += kThreads) {
-        const int r = e / s, j = e % s;
-        double dx = 0.0;  // Σ first, then one add; inactive columns have zero coefficients: x + 0
-        for (int i = 0; i < a; ++i) dx += ps[r * s + i] * ca[i * s + j];
-        X[std::size_t(r0) * s + e] += dx;
-      }
     for (int e = threadIdx.x; e < nr * a2; e += kThreads) {
       const int r = e / a2, jj = e % a2, c = cols[jj];
       const index_t row = r0 + r;
@@ -194,39 +187,15 @@ __global__ void __launch_bounds__(kThreads)
     });
     __syncthreads();
   }
-  if (nout > 0) finish(acc, nout, ws);
+  finish(acc, nout, ws);
 }
 
-// ---- Narrow blocks (s ≤ 8). Nothing is staged in shared memory (the staged kernels above are
+// ---- Narrow blocks (s ≤ 8): a thread per row. Each thread takes whole rows (grid-stride), keeps
+// the row's values and its share of every small product in registers (compile-time width S ≥ s),
+// reads the coefficients from shared memory by broadcast, and the block sums its threads'
+// products once, at the end (a fixed shuffle tree, then warps in order). Nothing is staged, so an
+// element is read once and shared-memory traffic is negligible (the staged kernels above are
 // bound by it at these widths: 33% of the copy bandwidth at s = 8, H100).
-
-/// Sums per-thread accumulators over the block in a fixed order. A warp's lanes form G = 32/span
-/// groups of `span` consecutive lanes (lane = g·span + l, the lanes g ≥ G left out); for each
-/// position l < span and accumulator o < N, the groups are summed by a pairwise shuffle tree, then
-/// the warps in order through `sh` (kThreads/32 · span · N doubles), and emit(l, o, sum) is called
-/// once. span = 1 sums all the lanes. All threads must call it; it synchronises the block.
-template <int N, class Emit>
-__device__ __forceinline__ void block_reduce(double (&acc)[N], int span, double* sh, Emit emit) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, G = 32 / span, g = lane / span;
-  for (int h = 1; h < G; h *= 2) {
-    const bool take = g % (2 * h) == 0 && g + h < G;  // lane + span·h < 32 then
-#pragma unroll
-    for (int o = 0; o < N; ++o) {
-      const double t = __shfl_down_sync(0xffffffffu, acc[o], span * h);
-      if (take) acc[o] += t;
-    }
-  }
-  if (g == 0)
-#pragma unroll
-    for (int o = 0; o < N; ++o) sh[(warp * span + lane) * N + o] = acc[o];
-  __syncthreads();
-  for (int slot = threadIdx.x; slot < span * N; slot += kThreads) {
-    const int l = slot / N, o = slot % N;
-    double t = 0.0;
-    for (int w = 0; w < kThreads / 32; ++w) t += sh[(w * span + l) * N + o];
-    emit(l, o, t);
-  }
-}
 
 /// v[0..count) = p[0..count), the rest 0.
 template <int S>
@@ -235,10 +204,77 @@ __device__ __forceinline__ void load_row(const double* p, int count, double (&v)
   for (int i = 0; i < S; ++i) v[i] = i < count ? p[i] : 0.0;
 }
 
+/// Warp-coalesced access to 32 consecutive rows of an n × s row-major block (they are one
+/// contiguous run): the warp moves the run through shared memory `sm` (32 rows of S + 1 values,
+/// padded against bank conflicts) so that global loads and stores are contiguous across lanes,
+/// while each lane works on its own row. Rows at or beyond n are skipped.
+template <int S>
+__device__ __forceinline__ void warp_load_rows(const double* block, std::int64_t row0, index_t n, int s, int count,
+                                               double* sm, double (&v)[S]) {
+  const int lane = threadIdx.x % 32;
+  const int len = int(std::min<std::int64_t>(32, n - row0)) * s;  // ≤ 32·S values
+  const double* src = block + row0 * s;
+  double t[S];  // all S loads in flight before any is used (a load-store loop would wait on each)
+#pragma unroll
+  for (int k = 0; k < S; ++k) t[k] = lane + 32 * k < len ? src[lane + 32 * k] : 0.0;
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    if (e < len) sm[(e / s) * (S + 1) + e % s] = t[k];
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < S; ++i) v[i] = i < count && lane * s < len ? sm[lane * (S + 1) + i] : 0.0;
+  __syncwarp();
+}
+template <int S>
+__device__ __forceinline__ void warp_store_rows(double* block, std::int64_t row0, index_t n, int s, int count,
+                                                double* sm, const double (&v)[S]) {
+  const int lane = threadIdx.x % 32;
+  const int len = int(std::min<std::int64_t>(32, n - row0)) * s;
+#pragma unroll
+  for (int i = 0; i < S; ++i)
+    if (i < count) sm[lane * (S + 1) + i] = v[i];
+  __syncwarp();
+  double* dst = block + row0 * s;
+  double t[S];
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    t[k] = e < len ? sm[(e / s) * (S + 1) + e % s] : 0.0;
+  }
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    if (e < len && e % s < count) dst[e] = t[k];
+  }
+  __syncwarp();
+}
+
+/// Sums each of the NOUT per-thread accumulators over the block and stores, for o < nout, output
+/// o (= accumulator index(o)) as this block's partial.
+template <int NOUT, class Index>
+__device__ __forceinline__ void block_partials(const double (&acc)[NOUT], int nout, Index index, double* partials) {
+  __shared__ double sh[kThreads / 32][NOUT];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int o = 0; o < NOUT; ++o) {
+    double v = acc[o];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) sh[warp][o] = v;
+  }
+  __syncthreads();
+  for (int o = threadIdx.x; o < nout; o += kThreads) {
+    const int k = index(o);
+    double t = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) t += sh[w][k];
+    partials[std::size_t(blockIdx.x) * nout + o] = t;
+  }
+}
+
 template <int S>
 __global__ void __launch_bounds__(kThreads) gram_rows_kernel(index_t n, int ld, const double* __restrict__ X, int bx,
                                                              const double* __restrict__ Y, int by, TallWorkspace ws) {
-  __shared__ double sh[kThreads / 32 * S * S];
   double acc[S * S];
 #pragma unroll
   for (int o = 0; o < S * S; ++o) acc[o] = 0.0;
@@ -252,227 +288,243 @@ __global__ void __launch_bounds__(kThreads) gram_rows_kernel(index_t n, int ld, 
 #pragma unroll
       for (int j = 0; j < S; ++j) acc[i * S + j] += x[i] * y[j];
   }
-  double* part = ws.partials + std::size_t(blockIdx.x) * (bx * by);
-  block_reduce<S * S>(acc, 1, sh, [&](int, int o, double v) {
-    const int i = o / S, j = o % S;
-    if (i < bx && j < by) part[i + j * bx] = v;
-  });
+  block_partials<S * S>(acc, bx * by, [&](int o) { return (o % bx) * S + o / bx; }, ws.partials);
 }
 
-/// Coefficients of the narrow update and direction kernels, passed by value: no upload, and
-/// they come from the constant bank. Column-major with leading dimension S, zero beyond the
-/// a × s of Ca and the a × a2 of Cb.
-template <int S>
-struct NarrowCoefs {
-  double ca[S * S];
-  double cb[S * S];
-  int act[S];  ///< act[j] for j < a2, else 0
+/// Uᵀ·V over the 32 rows a warp holds in shared memory (row r of an operand at r·ld), each lane
+/// owning fixed TI × TJ tiles of the NU × NV result. A thread holding a whole row's outer product
+/// would need NU·NV accumulators: 72 and 128 at width 8, more registers than a thread has (one
+/// block per SM and spills, 28-44% of the copy bandwidth). Columns j < nv0 of V come from v0, the
+/// others from v1, so that [V0 | V1] operands need no copy. Sums run over rows in order: fixed.
+template <int NU, int NV>
+struct WarpTiles {
+  static constexpr int TI = NU % 2 == 0 && NU * NV >= 64 ? 2 : 1;
+  static constexpr int TJ = NV % 2 == 0 && NU * NV >= 128 ? 2 : 1;
+  static constexpr int NTI = NU / TI, kTiles = NTI * (NV / TJ), K = (kTiles + 31) / 32, KTT = K * TI * TJ;
+  double acc[K][TI][TJ];
+
+  __device__ WarpTiles() {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int i = 0; i < TI; ++i)
+#pragma unroll
+        for (int j = 0; j < TJ; ++j) acc[k][i][j] = 0.0;
+  }
+  __device__ void add(const double* u, const double* v0, int nv0, const double* v1, int ld) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int t = lane + 32 * k;
+      if (t >= kTiles) continue;
+      const int i0 = (t % NTI) * TI, j0 = (t / NTI) * TJ;
+      const double* uc = u + i0;
+      const double* vc = j0 < nv0 ? v0 + j0 : v1 + (j0 - nv0);  // a tile never straddles nv0 (TJ = 2 only for even NV)
+#pragma unroll 4
+      for (int r = 0; r < 32; ++r) {
+        double x[TI], y[TJ];
+#pragma unroll
+        for (int i = 0; i < TI; ++i) x[i] = uc[r * ld + i];
+#pragma unroll
+        for (int j = 0; j < TJ; ++j) y[j] = vc[r * ld + j];
+#pragma unroll
+        for (int i = 0; i < TI; ++i)
+#pragma unroll
+          for (int j = 0; j < TJ; ++j) acc[k][i][j] += x[i] * y[j];
+      }
+    }
+  }
+  /// Sums the block's warps in warp order through `sh` (kThreads·KTT doubles; the caller
+  /// synchronises before) and calls emit(i, j, sum) once for every (i, j) of the result.
+  template <class Emit>
+  __device__ void finish(double* sh, Emit emit) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int i = 0; i < TI; ++i)
+#pragma unroll
+        for (int j = 0; j < TJ; ++j) sh[threadIdx.x * KTT + (k * TI + i) * TJ + j] = acc[k][i][j];
+    __syncthreads();
+    for (int slot = threadIdx.x; slot < 32 * KTT; slot += kThreads) {  // slot = lane·KTT + tile entry
+      double v = 0.0;
+      for (int w = 0; w < kThreads / 32; ++w) v += sh[w * 32 * KTT + slot];
+      const int lane = slot / KTT, e = slot % KTT, k = e / (TI * TJ), t = lane + 32 * k;
+      if (t < kTiles) emit((t % NTI) * TI + (e / TJ) % TI, (t / NTI) * TJ + e % TJ, v);
+    }
+  }
 };
 
-/// out = column c of the S × S matrix m, c chosen at run time: compile-time indices only (m stays
-/// in the constant bank, nothing is copied to local memory).
+/// Per-thread sums acc[0..S) over the block (shuffle tree, then warps in order) stored as this
+/// block's partials [0, count).
 template <int S>
-__device__ __forceinline__ void column_of(const double (&m)[S * S], int c, double (&out)[S]) {
-#pragma unroll
-  for (int i = 0; i < S; ++i) out[i] = m[i];
-#pragma unroll
-  for (int cc = 1; cc < S; ++cc)
-#pragma unroll
-    for (int i = 0; i < S; ++i) out[i] = c == cc ? m[i + cc * S] : out[i];
-}
-
-template <int S>
-NarrowCoefs<S> narrow_coefs(index_t s, index_t a, const double* Ca, index_t a2, const double* Cb, const int* act) {
-  NarrowCoefs<S> k{};
-  for (index_t j = 0; j < s; ++j)
-    for (index_t i = 0; i < a; ++i) k.ca[i + j * S] = Ca ? Ca[i + j * a] : 0.0;
-  for (index_t j = 0; j < a2; ++j) {
-    for (index_t i = 0; i < a; ++i) k.cb[i + j * S] = Cb[i + j * a];
-    k.act[j] = act[j];
-  }
-  return k;
-}
-
-// The narrow gram, update and direction kernels keep the blocks' coalesced layout: a row-major block's
-// rows row0 .. row0 + G − 1 are one contiguous run of G·s values, and lane g·s + c of a warp
-// (G = 32/s groups of s lanes) loads, updates and stores element (row0 + g, c) of each block,
-// 32·8 contiguous bytes per load at s = 8 (lanes G·s .. 31 idle when s does not divide 32). The
-// row's other values come from the group's lanes by shuffles: lane c holds column c of the small
-// coefficient matrices in registers, gathers Pn(row, 0..a) (or Qn's) to form its output element,
-// and accumulates column c of each small product. A warp takes kSteps such row groups at a time,
-// all their loads in flight before any is used.
-constexpr int kSteps = 4;
-
-/// Xᵀ·Y for ld ≤ S ≤ 8: lane c holds Y(row, c), gathers X(row, 0..bx) and accumulates column c.
-template <int S>
-__global__ void __launch_bounds__(kThreads) gram_group_kernel(index_t n, int ld, const double* __restrict__ X, int bx,
-                                                              const double* __restrict__ Y, int by,
-                                                              double* __restrict__ partials) {
-  __shared__ double sh[kThreads / 32 * S * S];
+__device__ __forceinline__ void block_sums(const double (&acc)[S], int count, double* sh, double* partials) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int G = 32 / ld, g = lane / ld, c = lane % ld, base = g * ld;
-  const bool used = g < G;
-  double acc[S];  // (Xᵀ·Y)(i, c)
 #pragma unroll
-  for (int o = 0; o < S; ++o) acc[o] = 0.0;
-  const std::int64_t rows = std::int64_t(G) * kSteps, stride = std::int64_t(gridDim.x) * (kThreads / 32) * rows;
-  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * (kThreads / 32) + warp) * rows; row0 < n; row0 += stride) {
-    double x[kSteps], y[kSteps];
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      const std::int64_t row = row0 + u * G + g, off = row * ld + c;
-      const bool live = used && row < n;
-      x[u] = live && c < bx ? X[off] : 0.0;
-      y[u] = live && c < by ? Y[off] : 0.0;
-    }
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u)
-#pragma unroll
-      for (int i = 0; i < S; ++i)
-        if (i < bx) acc[i] += __shfl_sync(0xffffffffu, x[u], base + i) * y[u];  // uniform: every lane shuffles
+  for (int o = 0; o < S; ++o) {
+    double v = acc[o];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) sh[warp * S + o] = v;
   }
-  double* part = partials + std::size_t(blockIdx.x) * (bx * by);
-  block_reduce<S>(acc, ld, sh, [&](int l, int o, double v) {
-    if (o < bx && l < by) part[o + l * bx] = v;
+  __syncthreads();
+  for (int o = threadIdx.x; o < count; o += kThreads) {
+    double t = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) t += sh[w * S + o];
+    partials[o] = t;
+  }
+  __syncthreads();
+}
+
+/// Shared memory of the narrow kernels: per warp, a staging buffer and a second row buffer
+/// (32 rows of S + 1 values each), reused at the end for the block sums.
+template <int S>
+struct NarrowShared {
+  // + S: the second buffer's columns fall on other banks than the first's (tiles read both at once)
+  static constexpr int kRow = S + 1, kBuf = 32 * kRow + S;
+  double buf[kThreads / 32][2][kBuf];
+};
+
+template <int S>
+__global__ void __launch_bounds__(kThreads)
+    update_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
+                       const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
+                       const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams,
+                       TallWorkspace ws) {
+  using Tiles = WarpTiles<S, S>;  // Qnᵀ·Z
+  constexpr int kRow = NarrowShared<S>::kRow;
+  static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
+  __shared__ double ca[S * S];  // ca[i·S + j] = Ca(i, j)
+  __shared__ NarrowShared<S> shm;
+  for (int o = threadIdx.x; o < S * S; o += kThreads) {
+    const int i = o / S, j = o % S;
+    ca[o] = Ca && i < a && j < s ? Ca[i + j * a] : 0.0;
+  }
+  __syncthreads();
+  double rr[S];  // this thread's rows' share of diag(RᵀR)
+#pragma unroll
+  for (int j = 0; j < S; ++j) rr[j] = 0.0;
+  Tiles qz;
+  const int lane = threadIdx.x % 32;
+  double* w = shm.buf[threadIdx.x / 32][0];
+  double* w2 = shm.buf[threadIdx.x / 32][1];
+  // Warps take 32 consecutive rows at a time (grid-stride); lane l works on row row0 + l.
+  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
+       row0 += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t row = row0 + lane;
+    const bool live = row < n;
+    if (update) {  // X first, so that only two rows are held in registers at a time
+      double p[S], x[S];
+      warp_load_rows<S>(Pn, row0, n, s, a, w, p);
+      warp_load_rows<S>(X, row0, n, s, s, w, x);
+#pragma unroll
+      for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
+        double dx = 0.0;
+#pragma unroll
+        for (int i = 0; i < S; ++i) dx += p[i] * ca[i * S + j];  // p is 0 beyond a and so are the coefficients
+        x[j] += dx;
+      }
+      warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
+    }
+    double q[S], r[S];
+    warp_load_rows<S>(Qn, row0, n, s, a, w, q);
+    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
+    if (update) {
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        double dr = 0.0;
+#pragma unroll
+        for (int i = 0; i < S; ++i) dr += q[i] * ca[i * S + j];
+        r[j] -= dr;
+      }
+      warp_store_rows<S>(Rg, row0, n, s, s, w, r);
+    }
+    if (grams) {
+      const double d = zsrc == ZSource::InverseDiagonal && live ? inv_diag[row] : 1.0;
+#pragma unroll
+      for (int j = 0; j < S; ++j) {  // rows past n hold zeros: they add nothing
+        const double z = j >= s || !live ? 0.0 : zsrc == ZSource::Given ? Z[row * s + j] : d * r[j];
+        rr[j] += r[j] * r[j];
+        w[lane * kRow + j] = q[j];
+        w2[lane * kRow + j] = z;
+      }
+      __syncwarp();
+      qz.add(w, w2, S, w2, kRow);
+      __syncwarp();
+    }
+  }
+  if (!grams) return;
+  const int nout = s + a * s;
+  double* part = ws.partials + std::size_t(blockIdx.x) * nout;
+  __syncthreads();
+  block_sums<S>(rr, s, &shm.buf[0][0][0], part);
+  qz.finish(&shm.buf[0][0][0], [&](int i, int j, double v) {
+    if (i < a && j < s) part[s + i + j * a] = v;
   });
 }
 
 template <int S>
 __global__ void __launch_bounds__(kThreads, 2)
-    update_group_kernel(index_t n, int s, int a, const double* __restrict__ Qn, double* __restrict__ Rg,
-                        ZSource zsrc, const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update,
-                        bool grams, NarrowCoefs<S> k, double* __restrict__ partials) {
-  constexpr int N = S + 1;  // per lane (column c): Qnᵀ·Z (i, c) for i < S, then (RᵀR)(c, c)
-  __shared__ double sh[kThreads / 32 * S * N];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int G = 32 / s, g = lane / s, c = lane % s, base = g * s;
-  const bool used = g < G;
-  double ca[S];  // Ca(:, c)
-  column_of<S>(k.ca, c, ca);
-  double acc[N];
-#pragma unroll
-  for (int o = 0; o < N; ++o) acc[o] = 0.0;
-  const std::int64_t rows = std::int64_t(G) * kSteps, stride = std::int64_t(gridDim.x) * (kThreads / 32) * rows;
-  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * (kThreads / 32) + warp) * rows; row0 < n; row0 += stride) {
-    double q[kSteps], r[kSteps], d[kSteps];  // d: D⁻¹(row, row), or Z(row, c) given
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      const std::int64_t row = row0 + u * G + g, off = row * s + c;
-      const bool live = used && row < n;
-      q[u] = live && c < a ? Qn[off] : 0.0;
-      r[u] = live ? Rg[off] : 0.0;
-      d[u] = !live || !grams                  ? 0.0
-             : zsrc == ZSource::InverseDiagonal ? inv_diag[row]
-             : zsrc == ZSource::Given           ? Z[off]
-                                                : 1.0;
-    }
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u) {
-      const std::int64_t row = row0 + u * G + g, off = row * s + c;
-      const bool live = used && row < n;
-      double qi[S], dr = 0.0;  // Qn(row, 0..S), and Σ Qn(row, i)·Ca(i, c) in order (the host's rounding)
-#pragma unroll
-      for (int i = 0; i < S; ++i) {
-        qi[i] = 0.0;
-        if (i < a) {  // uniform: every lane shuffles
-          qi[i] = __shfl_sync(0xffffffffu, q[u], base + i);
-          dr += qi[i] * ca[i];
-        }
-      }
-      double rv = r[u];
-      if (update) {
-        rv -= dr;  // inactive columns have zero coefficients: r − 0 leaves them as they are
-        if (live) Rg[off] = rv;
-      }
-      if (grams) {  // lanes past n or idle hold zeros: they add nothing
-        const double z = zsrc == ZSource::Given ? d[u] : zsrc == ZSource::InverseDiagonal ? d[u] * rv : rv;
-        acc[S] += rv * rv;
-#pragma unroll
-        for (int i = 0; i < S; ++i) acc[i] += qi[i] * z;
-      }
-    }
+    direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
+                          const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
+                          const double* __restrict__ inv_diag, const double* __restrict__ Z,
+                          double* __restrict__ Pnext, TallWorkspace ws) {
+  using Tiles = WarpTiles<S, 2 * S>;  // Pnextᵀ·[Pnext | R]
+  constexpr int kRow = NarrowShared<S>::kRow;
+  static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
+  __shared__ double cb[S * S];  // cb[i·S + j] = Cb(i, j)
+  __shared__ int cols[S];
+  __shared__ NarrowShared<S> shm;
+  for (int o = threadIdx.x; o < S * S; o += kThreads) {
+    const int i = o / S, j = o % S;
+    cb[o] = i < a && j < a2 ? Cb[i + j * a] : 0.0;
   }
-  if (!grams) return;  // uniform over the block
-  double* part = partials + std::size_t(blockIdx.x) * (s + a * s);
-  block_reduce<N>(acc, s, sh, [&](int l, int o, double v) {
-    if (o == S) part[l] = v;
-    else if (o < a) part[s + o + l * a] = v;
-  });
-}
-
-template <int S>
-__global__ void __launch_bounds__(kThreads, 2)
-    direction_group_kernel(index_t n, int s, int a, int a2, bool move_x, const double* __restrict__ Pn,
-                           double* __restrict__ X, const double* __restrict__ Rg, ZSource zsrc,
-                           const double* __restrict__ inv_diag, const double* __restrict__ Z,
-                           double* __restrict__ Pnext, NarrowCoefs<S> k, double* __restrict__ partials) {
-  constexpr int kDirSteps = S == 8 ? 3 : kSteps;  // 4 at S = 8 spills (128 registers for 2 blocks per SM)
-  constexpr int N = 2 * S;  // per lane (column c): PnextᵀPnext (i, c) for i ≤ c, then PnextᵀR (i, c), i < S
-  __shared__ double sh[kThreads / 32 * S * N];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int G = 32 / s, g = lane / s, c = lane % s, base = g * s;
-  const bool used = g < G, out = c < a2;  // out: Pnext has a column c
-  int zc = 0;                             // Pnext(:, c) starts from Z(:, zc)
+  for (int o = threadIdx.x; o < S; o += kThreads) cols[o] = o < a2 ? act[o] : 0;
+  __syncthreads();
+  Tiles vv;
+  const int lane = threadIdx.x % 32;
+  double* w = shm.buf[threadIdx.x / 32][0];
+  double* w2 = shm.buf[threadIdx.x / 32][1];
+  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
+       row0 += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t row = row0 + lane;
+    double p[S], r[S], v[S];
+    warp_load_rows<S>(Pn, row0, n, s, a, w, p);
+    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
+    const double d = zsrc == ZSource::InverseDiagonal && row < n ? inv_diag[row] : 1.0;
 #pragma unroll
-  for (int cc = 0; cc < S; ++cc) zc = c == cc && out ? k.act[cc] : zc;
-  double ca[S], cb[S];                    // Ca(:, c), Cb(:, c)
-  column_of<S>(k.ca, c, ca);
-  column_of<S>(k.cb, c, cb);
-  double acc[N];
+    for (int jj = 0; jj < S; ++jj) {
+      v[jj] = 0.0;
+      if (jj >= a2 || row >= n) continue;
+      const int c = cols[jj];
+      double z = 0.0;
+      if (zsrc == ZSource::Given) {
+        z = Z[row * s + c];
+      } else {
 #pragma unroll
-  for (int o = 0; o < N; ++o) acc[o] = 0.0;
-  const std::int64_t rows = std::int64_t(G) * kDirSteps, stride = std::int64_t(gridDim.x) * (kThreads / 32) * rows;
-  for (std::int64_t row0 = (std::int64_t(blockIdx.x) * (kThreads / 32) + warp) * rows; row0 < n; row0 += stride) {
-    double p[kDirSteps], r[kDirSteps], x[kDirSteps], d[kDirSteps];  // d: D⁻¹(row, row), or Z(row, zc) given
-#pragma unroll
-    for (int u = 0; u < kDirSteps; ++u) {
-      const std::int64_t row = row0 + u * G + g, off = row * s + c;
-      const bool live = used && row < n;
-      p[u] = live && c < a ? Pn[off] : 0.0;
-      r[u] = live && a2 > 0 ? Rg[off] : 0.0;
-      x[u] = live && move_x ? X[off] : 0.0;
-      d[u] = !live || a2 == 0                   ? 0.0
-             : zsrc == ZSource::InverseDiagonal ? inv_diag[row]
-             : zsrc == ZSource::Given && out    ? Z[row * s + zc]
-                                                : 1.0;
-    }
-#pragma unroll
-    for (int u = 0; u < kDirSteps; ++u) {
-      const std::int64_t row = row0 + u * G + g, off = row * s + c;
-      const bool live = used && row < n;
-      double v = 0.0, dx = 0.0;
-      if (a2 > 0) {  // uniform
-        const double rz = __shfl_sync(0xffffffffu, r[u], base + zc);  // R(row, zc)
-        v = zsrc == ZSource::Given ? d[u] : zsrc == ZSource::InverseDiagonal ? d[u] * rz : rz;
+        for (int m = 0; m < S; ++m) z = m == c ? d * r[m] : z;  // r[c] without indexing registers at run time
       }
 #pragma unroll
-      for (int i = 0; i < S; ++i)
-        if (i < a) {  // uniform: every lane shuffles
-          const double pi = __shfl_sync(0xffffffffu, p[u], base + i);  // Pn(row, i)
-          v -= pi * cb[i];                                           // the host's order
-          dx += pi * ca[i];  // Σ first, then one add; inactive columns have zero coefficients: x + 0
-        }
-      if (move_x && live) X[off] = x[u] + dx;
-      if (a2 == 0) continue;  // uniform
-      v = live && out ? v : 0.0;
-      if (live && out) Pnext[off] = v;
-#pragma unroll
-      for (int i = 0; i < S; ++i)
-        if (i < a2) {  // uniform
-          const double vi = __shfl_sync(0xffffffffu, v, base + i);  // Pnext(row, i)
-          if (i <= c) acc[i] += vi * v;
-          acc[S + i] += vi * r[u];
-        }
+      for (int i = 0; i < S; ++i) z -= p[i] * cb[i * S + jj];
+      v[jj] = z;
     }
+    warp_store_rows<S>(Pnext, row0, n, s, a2, w, v);
+#pragma unroll
+    for (int j = 0; j < S; ++j) {  // rows past n hold zeros: they add nothing
+      w[lane * kRow + j] = v[j];
+      w2[lane * kRow + j] = r[j];
+    }
+    __syncwarp();
+    vv.add(w, w, S, w2, kRow);
+    __syncwarp();
   }
-  if (a2 == 0) return;  // uniform over the block
   const int hh = a2 * a2;
-  double* part = partials + std::size_t(blockIdx.x) * (hh + a2 * s);
-  block_reduce<N>(acc, s, sh, [&](int l, int o, double v) {  // l: the lanes' column c
-    if (o < S) {
-      if (o <= l && l < a2) part[o + l * a2] = part[l + o * a2] = v;  // symmetric: both halves from i ≤ c
-    } else if (o - S < a2) {
-      part[hh + (o - S) + l * a2] = v;
+  double* part = ws.partials + std::size_t(blockIdx.x) * (hh + a2 * s);
+  __syncthreads();
+  vv.finish(&shm.buf[0][0][0], [&](int i, int j, double v) {
+    if (i >= a2) return;
+    if (j < S) {
+      if (j < a2) part[i + j * a2] = v;
+    } else if (j - S < s) {
+      part[hh + i + (j - S) * a2] = v;
     }
   });
 }
@@ -530,15 +582,7 @@ std::size_t tall_partials(int grid, index_t s) { return std::size_t(grid) * std:
 
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws) {
-  if (const int S = row_width(ld)) {  // bx, by ≤ ld ≤ 8
-    if (S == 1) gram_group_kernel<1><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
-    if (S == 2) gram_group_kernel<2><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
-    if (S == 4) gram_group_kernel<4><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
-    if (S == 8) gram_group_kernel<8><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws.partials);
-    KRYSP_CUDA_CHECK_LAUNCH("gram_group_kernel");
-    return reduce_outputs(int(bx * by), ws);
-  }
-  if (const int S = row_width(std::max(bx, by))) {  // narrow products of wide blocks
+  if (const int S = row_width(std::max(bx, by))) {
     if (S == 1) gram_rows_kernel<1><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
     if (S == 2) gram_rows_kernel<2><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
     if (S == 4) gram_rows_kernel<4><<<ws.grid, kThreads>>>(n, int(ld), X, int(bx), Y, int(by), ws);
@@ -554,68 +598,53 @@ void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double*
   reduce_outputs(int(bx * by), ws);
 }
 
-void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double* Ca, double* R, ZSource zsrc,
-                 const double* inv_diag, const double* Z, bool update, bool grams, const TallWorkspace& ws) {
-  const int nout = grams ? int(s + a * s) : 0;
+void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
+                 double* R, ZSource zsrc, const double* inv_diag, const double* Z, bool update, bool grams,
+                 const TallWorkspace& ws) {
   if (const int S = row_width(s)) {
-    auto launch = [&](auto width) {
-      constexpr int W = decltype(width)::value;
-      update_group_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Qn, R, zsrc, inv_diag, Z, update, grams,
-                                                    narrow_coefs<W>(s, a, update ? Ca : nullptr, 0, nullptr, nullptr),
-                                                    ws.partials);
-    };
-    if (S == 1) launch(std::integral_constant<int, 1>{});
-    if (S == 2) launch(std::integral_constant<int, 2>{});
-    if (S == 4) launch(std::integral_constant<int, 4>{});
-    if (S == 8) launch(std::integral_constant<int, 8>{});
-    KRYSP_CUDA_CHECK_LAUNCH("update_group_kernel");
-    return reduce_outputs(nout, ws);
+#define KRYSP_UPDATE_ROWS(W)                                                                                        \
+  update_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams, \
+                                               ws)
+    if (S == 1) KRYSP_UPDATE_ROWS(1);
+    if (S == 2) KRYSP_UPDATE_ROWS(2);
+    if (S == 4) KRYSP_UPDATE_ROWS(4);
+    if (S == 8) KRYSP_UPDATE_ROWS(8);
+#undef KRYSP_UPDATE_ROWS
+    KRYSP_CUDA_CHECK_LAUNCH("update_rows_kernel");
+    if (grams) reduce_outputs(int(s + a * s), ws);
+    return;
   }
-  const double* ca = nullptr;
-  if (update && a > 0) {
-    copy_to_device(ws.coef, Ca, std::size_t(a) * s * sizeof(double));
-    ca = ws.coef;
-  }
-  const int rows = chunk_rows(3 * s);
-  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * s + std::size_t(nout)) * sizeof(double);
+  const int rows = chunk_rows(4 * s);
+  const std::size_t bytes = (std::size_t(4) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
   allow_shared(update_kernel, bytes);
-  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Qn, ca, R, zsrc, inv_diag, Z, update, grams, rows,
-                                              ws);
+  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams,
+                                              rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("update_kernel");
-  reduce_outputs(nout, ws);
+  if (grams) reduce_outputs(int(s + a * s), ws);
 }
 
-void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
-                    index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
-                    const double* Z, double* Pnext, const TallWorkspace& ws) {
-  if (a == 0) Ca = nullptr;  // nothing to add to X
-  const int nout = int(a2 * a2 + a2 * s);
+void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
+                    const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
+                    const TallWorkspace& ws) {
   if (const int S = row_width(s)) {
-    auto launch = [&](auto width) {
-      constexpr int W = decltype(width)::value;
-      direction_group_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), int(a2), Ca != nullptr, Pn, X, R, zsrc,
-                                                       inv_diag, Z, Pnext, narrow_coefs<W>(s, a, Ca, a2, Cb, act),
-                                                       ws.partials);
-    };
-    if (S == 1) launch(std::integral_constant<int, 1>{});
-    if (S == 2) launch(std::integral_constant<int, 2>{});
-    if (S == 4) launch(std::integral_constant<int, 4>{});
-    if (S == 8) launch(std::integral_constant<int, 8>{});
-    KRYSP_CUDA_CHECK_LAUNCH("direction_group_kernel");
-    return reduce_outputs(nout, ws);
+#define KRYSP_DIRECTION_ROWS(W) \
+  direction_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext, ws)
+    if (S == 1) KRYSP_DIRECTION_ROWS(1);
+    if (S == 2) KRYSP_DIRECTION_ROWS(2);
+    if (S == 4) KRYSP_DIRECTION_ROWS(4);
+    if (S == 8) KRYSP_DIRECTION_ROWS(8);
+#undef KRYSP_DIRECTION_ROWS
+    KRYSP_CUDA_CHECK_LAUNCH("direction_rows_kernel");
+    return reduce_outputs(int(a2 * a2 + a2 * s), ws);
   }
-  // The coefficients to the device: Cb, then Ca (2·s² doubles in all), the column indices.
-  if (a * a2 > 0) copy_to_device(ws.coef, Cb, std::size_t(a) * a2 * sizeof(double));
-  if (Ca) copy_to_device(ws.coef + std::size_t(s) * s, Ca, std::size_t(a) * s * sizeof(double));
-  if (a2 > 0) copy_to_device(ws.act, act, std::size_t(a2) * sizeof(int));
   const int rows = chunk_rows(3 * s);
-  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + (Ca ? std::size_t(a) * s : 0) +
-                             std::size_t(nout)) * sizeof(double) + std::size_t(a2) * sizeof(int);
+  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + std::size_t(a2) * a2 +
+                             std::size_t(a2) * s) * sizeof(double) + std::size_t(a2) * sizeof(int);
   allow_shared(direction_kernel, bytes);
-  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Ca ? ws.coef + std::size_t(s) * s : nullptr,
-                                                 X, ws.coef, int(a2), ws.act, R, zsrc, inv_diag, Z, Pnext, rows, ws);
+  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext,
+                                                 rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("direction_kernel");
-  reduce_outputs(nout, ws);
+  reduce_outputs(int(a2 * a2 + a2 * s), ws);
 }
 
 }  // namespace krysp::detail
