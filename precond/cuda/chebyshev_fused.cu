@@ -4,7 +4,6 @@
 // Both kernels sum each row in one fixed order (no atomics): the result is bitwise reproducible.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "base/cuda/check.cuh"
 #include "base/error.hpp"
@@ -16,15 +15,13 @@ namespace krysp::detail {
 namespace {
 constexpr int kFusedBlock = 256;
 constexpr int kStreamWarps = kFusedBlock / 32;
-/// EXPERIMENT (to be removed once measured): KRYSP_CHEB_STREAM=v picks the stream kernel's
-/// products staged per warp and pass, and its minimum blocks per SM (register cap).
-int stream_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("KRYSP_CHEB_STREAM");
-    return e ? std::atoi(e) : 0;
-  }();
-  return v;
-}
+/// Stream kernel: products staged per warp and pass (8 coalesced loads of values and indices per
+/// lane in flight before the gathers), and in fp32 at least 6 blocks per SM (40 registers, no
+/// spills; fp64 keeps 4 blocks and 64 registers, where 6 would spill 80 bytes). Measured on the H100, 3-D Laplacian 160³, fp32 CG-Chebyshev degree 8 (time to
+/// solution / Jacobi-CG, bench_precond): 256 products, no register cap (58 registers, 4 blocks
+/// per SM): 0.624; 256 and 6 blocks: 0.584; 128 and 6: 0.607; 128 and 8: 0.604.
+constexpr int kStreamChunk = 256;
+constexpr int kStreamMinBlocks = 6;
 
 // y_i = x_i + c1·(x_i − xp_i) + c2·dinv_i·(r_i − ax): the same expression as cheb_step_kernel.
 template <class R, class S, class O>
@@ -45,8 +42,8 @@ __device__ __forceinline__ void cheb_epilogue(std::int64_t row, S ax, S c1, S c2
 // (several passes) but serialise on their lane: the plan chooses this kernel for even rows only.
 // Xp and Y may be the same array (no __restrict__): each row's Xp entry is read before its Y
 // entry is written, by the same lane. X must not be Y (other rows gather from X).
-template <class R, class S, class O, int kStreamChunk, int kMinBlocks>
-__global__ void __launch_bounds__(kFusedBlock, kMinBlocks)
+template <class R, class S, class O>
+__global__ void __launch_bounds__(kFusedBlock, sizeof(S) == 4 ? kStreamMinBlocks : 4)
     cheb_fused_stream_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
                              index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
   __shared__ S staged[kStreamWarps][kStreamChunk];
@@ -147,12 +144,7 @@ void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv
   switch (subwarp) {
     case 0: {
       const auto grid = unsigned((std::size_t(A.rows) + kFusedBlock - 1) / kFusedBlock);
-      switch (stream_variant()) {
-        case 1: cheb_fused_stream_kernel<R, S, O, 256, 6><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy); break;
-        case 2: cheb_fused_stream_kernel<R, S, O, 128, 6><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy); break;
-        case 3: cheb_fused_stream_kernel<R, S, O, 128, 8><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy); break;
-        default: cheb_fused_stream_kernel<R, S, O, 256, 1><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-      }
+      cheb_fused_stream_kernel<R, S, O><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
       KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_stream_kernel");
       return;
     }
