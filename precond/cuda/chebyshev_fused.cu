@@ -17,9 +17,10 @@ constexpr int kFusedBlock = 256;
 constexpr int kStreamWarps = kFusedBlock / 32;
 /// Stream kernel: products staged per warp and pass (8 coalesced loads of values and indices per
 /// lane in flight before the gathers), and in fp32 at least 6 blocks per SM (40 registers, no
-/// spills; fp64 keeps 4 blocks and 64 registers, where 6 would spill 80 bytes). Measured on the H100, 3-D Laplacian 160³, fp32 CG-Chebyshev degree 8 (time to
-/// solution / Jacobi-CG, bench_precond): 256 products, no register cap (58 registers, 4 blocks
-/// per SM): 0.624; 256 and 6 blocks: 0.584; 128 and 6: 0.607; 128 and 8: 0.604.
+/// spills; fp64 keeps 4 blocks and 64 registers, where 6 would spill 80 bytes). Measured on the
+/// H100, 3-D Laplacian 160³, fp32 CG-Chebyshev degree 8, time to solution / Jacobi-CG
+/// (bench_precond): 256 products and no register cap (58 registers, 4 blocks per SM): 0.624;
+/// 256 and 6 blocks: 0.584; 128 and 6: 0.607; 128 and 8: 0.604.
 constexpr int kStreamChunk = 256;
 constexpr int kStreamMinBlocks = 6;
 
