@@ -131,8 +131,8 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
   const std::vector<Step> steps = {
       {"spmm Q = A*P", mat + 2 * blk, [&] { ops.spmm(P, s, Q); }},
       {"gram PtQ", 2 * blk, [&] { ops.gram(P, s, Q, s); }},
-      {"update X,R + grams", 6 * blk + 8.0 * n, [&] { ops.update(P, Q, s, Ca, X, R); }},
-      {"direction + grams", 3 * blk + 8.0 * n, [&] { ops.direction(P, s, Cb, active, R, Pn); }},
+      {"update R + grams", 3 * blk + 8.0 * n, [&] { ops.update(Q, s, Ca, R); }},
+      {"direction X,P + grams", 5 * blk + 8.0 * n, [&] { ops.direction(P, s, Ca, X, Cb, active, R, Pn); }},
   };
   double total = 0;
   for (const auto& st : steps) {

@@ -3,12 +3,17 @@
 /// Breakdown-free block preconditioned CG (Ji and Li, 2017), written once over backend ops:
 ///   size(), cols(), block(), zero_columns(X, zero), residual(B, X, R), precondition(R),
 ///   spmm(Pn, a, Qn), gram(X, bx, Y, by) -> bx×by,
-///   update(Pn, Qn, a, Ca, X, R) -> {diag RᵀR, QnᵀZ}       X += Pn·Ca, R −= Qn·Ca, Z = M⁻¹·R
-///   direction(Pn, a, Cb, active, R, Pnext) -> {PnextᵀPnext, PnextᵀR}   Pnext = Z[:, active] − Pn·Cb
+///   update(Qn, a, Ca, R) -> {diag RᵀR, QnᵀZ}                R −= Qn·Ca, Z = M⁻¹·R
+///   direction(Pn, a, Ca, X, Cb, active, R, Pnext) -> {PnextᵀPnext, PnextᵀR}
+///                                        X += Pn·Ca (none for empty Ca), Pnext = Z[:, active] − Pn·Cb
+///   update_x(Pn, a, Ca, X)                                  X += Pn·Ca
 /// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
 /// fuses each line into one pass over the tall blocks and returns the small products the next
-/// step needs (so an iteration reads and writes each tall block about twice); the s × s algebra
-/// runs on the host (LAPACK), where it takes microseconds.
+/// step needs; the s × s algebra runs on the host (LAPACK), where it takes microseconds. An
+/// iteration makes four passes over 12 tall blocks: spmm (Pn → Qn), gram (Pn, Qn), update (Qn,
+/// R → R) and direction (Pn, R, X → Pnext, X). X's step X += Pn·α waits for the direction pass,
+/// which reads Pn anyway (α is known by then, and Pnext goes to another buffer); only when the
+/// loop stops right after an update does X get its last step from update_x, a pass of its own.
 ///
 /// The search block is kept as P = Pn·C: C comes from SVQB of PnᵀPn, which makes P orthonormal
 /// and drops near-dependent directions. When the residual block loses rank (identical right-hand
@@ -109,7 +114,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
 
   index_t it = 0, a = index_t(active.size());
   ops.precondition(R);                                                  // Z = M⁻¹·R
-  auto dir = ops.direction(Pn, 0, {}, active, R, Pnext);                // Pn = Z[:, active]
+  auto dir = ops.direction(Pn, 0, {}, X, {}, active, R, Pnext);        // Pn = Z[:, active]
   std::swap(Pn, Pnext);
   std::vector<double> C;
   while (!active.empty() && it < max_iters) {
@@ -139,14 +144,17 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     for (index_t j = 0; j < s; ++j)
       if (!is_active[j])
         for (index_t i = 0; i < w; ++i) alpha[cm(i, j, w)] = 0.0;     // only active columns move
-    const auto up = ops.update(Pn, Qn, a, dense::a_b(a, w, s, C, alpha), X, R);
-    // X += P·α; R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
+    const auto Ca = dense::a_b(a, w, s, C, alpha);                     // P·α = Pn·Ca
+    const auto up = ops.update(Qn, a, Ca, R);  // R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
     check(it, up.rr);
-    if (active.empty()) break;
+    if (active.empty()) {  // X's step is still due (the direction pass would have made it)
+      ops.update_x(Pn, a, Ca, X);
+      break;
+    }
     const index_t a2 = index_t(active.size());
     const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
-    dir = ops.direction(Pn, a, dense::a_b(a, w, a2, C, beta), active, R, Pnext);
-    std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β
+    dir = ops.direction(Pn, a, Ca, X, dense::a_b(a, w, a2, C, beta), active, R, Pnext);
+    std::swap(Pn, Pnext);                                               // X += P·α; Pn = Z[:, active] − P·β
     a = a2;
   }
   for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "solvers/solve.hpp"
+#include "sparse/generators.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {
@@ -107,6 +108,38 @@ inline void check_block_cg_different_rates(Backend backend) {
   CHECK(rep.converged());
   CHECK(rep.columns[0].iterations != rep.columns[1].iterations);
   for (index_t j = 0; j < s; ++j) CHECK(column_residual(A, B, X, j) <= 1e-9);
+}
+
+/// The loop's exits leave X with its last step (update_x when an update converges every column,
+/// the direction pass otherwise): the recursive residual, which the update moved, and the true
+/// residual of the returned X agree, whether the solve ran out of iterations or converged. A
+/// missed step would leave the true residual at the previous iteration's, 10% or more away.
+inline void check_block_cg_exits(Backend backend) {
+  const auto A = laplacian_2d(30, 30);  // well conditioned: the two residuals drift apart by ~1e-14
+  const index_t n = A.rows();
+  for (const index_t s : {1, 3, 5, 8, 12}) {
+    const auto B = random_vector(std::size_t(n) * s);
+    for (const index_t cap : {1, 2, 5, 0}) {  // 0: to convergence
+      CAPTURE(s);
+      CAPTURE(cap);
+      auto o = block_options(backend);
+      o.cg.max_iters = cap;
+      std::vector<double> X;
+      const auto rep = solve_block(A, B, s, X, o);
+      if (cap > 0) {
+        CHECK(rep.iterations == cap);
+        for (const auto& c : rep.columns) CHECK(c.status == SolveStatus::MaxIterations);
+      } else {
+        CHECK(rep.converged());
+      }
+      for (index_t j = 0; j < s; ++j) {
+        const auto& c = rep.columns[j];
+        CAPTURE(j);
+        CHECK(std::abs(c.true_relative_residual - c.relative_residual) <= 1e-4 * c.relative_residual + 1e-11);
+        CHECK(column_residual(A, B, X, j) == doctest::Approx(c.true_relative_residual).epsilon(1e-6));
+      }
+    }
+  }
 }
 
 /// An indefinite matrix is reported per column, not looped on.

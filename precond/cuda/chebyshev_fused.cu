@@ -22,7 +22,11 @@ constexpr int kStreamWarps = kFusedBlock / 32;
 /// (bench_precond): 256 products and no register cap (58 registers, 4 blocks per SM): 0.624;
 /// 256 and 6 blocks: 0.584; 128 and 6: 0.607; 128 and 8: 0.604.
 constexpr int kStreamChunk = 256;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int kStreamMinBlocks = 4;  // at most 1,024 threads per SM before sm_80
+#else
 constexpr int kStreamMinBlocks = 6;
+#endif
 
 // y_i = x_i + c1·(x_i − xp_i) + c2·dinv_i·(r_i − ax): the same expression as cheb_step_kernel.
 template <class R, class S, class O>

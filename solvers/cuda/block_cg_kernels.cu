@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "base/cuda/check.cuh"
+#include "base/device_memory.hpp"
 #include "solvers/cuda/block_cg_kernels.hpp"
 
 namespace krysp::detail {
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
     const int nr = int(std::min<index_t>(R, n - r0));
-    if (update) stage(ps, Pn, r0, nr, s);
+    if (update && X) stage(ps, Pn, r0, nr, s);
     if (update || grams) stage(qs, Qn, r0, nr, s);
     __syncthreads();
     for (int e = threadIdx.x; e < nr * s; e += kThreads) {
@@ -126,12 +127,13 @@ __global__ void __launch_bounds__(kThreads)
       const std::size_t g = std::size_t(r0) * s + e;  // = (r0 + r)·s + j
       double rv = Rg[g];
       if (update) {
-        double dx = 0.0, dr = 0.0;
-        for (int i = 0; i < a; ++i) {
-          dx += ps[r * s + i] * ca[i * s + j];
-          dr += qs[r * s + i] * ca[i * s + j];
+        double dr = 0.0;
+        for (int i = 0; i < a; ++i) dr += qs[r * s + i] * ca[i * s + j];
+        if (X) {  // X's step, when it is not left to the direction pass
+          double dx = 0.0;
+          for (int i = 0; i < a; ++i) dx += ps[r * s + i] * ca[i * s + j];
+          X[g] += dx;  // inactive columns have zero coefficients: x + 0 and r − 0 leave them as they are
         }
-        X[g] += dx;  // inactive columns have zero coefficients: x + 0 and r − 0 leave them as they are
         rv -= dr;
         Rg[g] = rv;
       }
@@ -190,12 +192,50 @@ __global__ void __launch_bounds__(kThreads)
   finish(acc, nout, ws);
 }
 
+/// X += Pn·Ca (Ca: a × s column-major, device), a thread per entry: X's step on its own (the loop's
+/// last step, and beside the staged direction kernel for s > 8). Σ first, then one add.
+__global__ void __launch_bounds__(kThreads)
+    x_update_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Ca,
+                    double* __restrict__ X) {
+  const std::int64_t total = std::int64_t(n) * s;
+  for (std::int64_t e = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t row = e / s;
+    const int j = int(e % s);
+    double dx = 0.0;
+    for (int i = 0; i < a; ++i) dx += Pn[row * s + i] * Ca[i + j * a];
+    X[e] += dx;
+  }
+}
+
 // ---- Narrow blocks (s ≤ 8): a thread per row. Each thread takes whole rows (grid-stride), keeps
 // the row's values and its share of every small product in registers (compile-time width S ≥ s),
 // reads the coefficients from shared memory by broadcast, and the block sums its threads'
 // products once, at the end (a fixed shuffle tree, then warps in order). Nothing is staged, so an
 // element is read once and shared-memory traffic is negligible (the staged kernels above are
 // bound by it at these widths: 33% of the copy bandwidth at s = 8, H100).
+
+/// A narrow kernel's coefficients, passed by value as a __grid_constant__ kernel parameter: no
+/// upload (a synchronous copy from pageable memory, three per iteration before) and no copy to
+/// local memory. c[i·S + j] = C(i, j) and x[i·S + j] = Cx(i, j), zero outside the parts used;
+/// act[j]: the active columns.
+template <int S>
+struct NarrowCoefs {
+  double c[S * S];
+  double x[S * S];
+  int act[S];
+};
+/// From C (a × cols, column-major), Cx (a × s, column-major) and act (cols entries), any null.
+template <int S>
+NarrowCoefs<S> narrow_coefs(index_t a, index_t cols, const double* C, index_t s, const double* Cx, const int* act) {
+  NarrowCoefs<S> k{};
+  for (index_t i = 0; i < a; ++i) {
+    for (index_t j = 0; j < cols && C; ++j) k.c[i * S + j] = C[i + j * a];
+    for (index_t j = 0; j < s && Cx; ++j) k.x[i * S + j] = Cx[i + j * a];
+  }
+  for (index_t j = 0; j < cols && act; ++j) k.act[j] = act[j];
+  return k;
+}
 
 /// v[0..count) = p[0..count), the rest 0.
 template <int S>
@@ -385,19 +425,15 @@ struct NarrowShared {
 
 template <int S>
 __global__ void __launch_bounds__(kThreads)
-    update_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
-                       const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
-                       const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams,
-                       TallWorkspace ws) {
+    update_rows_kernel(index_t n, int s, int a, const double* __restrict__ Qn, const __grid_constant__ NarrowCoefs<S> k,
+                       double* __restrict__ Rg, ZSource zsrc, const double* __restrict__ inv_diag,
+                       const double* __restrict__ Z, bool update, bool grams, TallWorkspace ws) {
   using Tiles = WarpTiles<S, S>;  // Qnᵀ·Z
   constexpr int kRow = NarrowShared<S>::kRow;
   static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
   __shared__ double ca[S * S];  // ca[i·S + j] = Ca(i, j)
   __shared__ NarrowShared<S> shm;
-  for (int o = threadIdx.x; o < S * S; o += kThreads) {
-    const int i = o / S, j = o % S;
-    ca[o] = Ca && i < a && j < s ? Ca[i + j * a] : 0.0;
-  }
+  for (int o = threadIdx.x; o < S * S; o += kThreads) ca[o] = k.c[o];
   __syncthreads();
   double rr[S];  // this thread's rows' share of diag(RᵀR)
 #pragma unroll
@@ -411,19 +447,6 @@ __global__ void __launch_bounds__(kThreads)
        row0 += std::int64_t(gridDim.x) * kThreads) {
     const std::int64_t row = row0 + lane;
     const bool live = row < n;
-    if (update) {  // X first, so that only two rows are held in registers at a time
-      double p[S], x[S];
-      warp_load_rows<S>(Pn, row0, n, s, a, w, p);
-      warp_load_rows<S>(X, row0, n, s, s, w, x);
-#pragma unroll
-      for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
-        double dx = 0.0;
-#pragma unroll
-        for (int i = 0; i < S; ++i) dx += p[i] * ca[i * S + j];  // p is 0 beyond a and so are the coefficients
-        x[j] += dx;
-      }
-      warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
-    }
     double q[S], r[S];
     warp_load_rows<S>(Qn, row0, n, s, a, w, q);
     warp_load_rows<S>(Rg, row0, n, s, s, w, r);
@@ -463,21 +486,22 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int S>
 __global__ void __launch_bounds__(kThreads, 2)
-    direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
-                          const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
+    direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, double* __restrict__ X, int a2,
+                          const __grid_constant__ NarrowCoefs<S> k, const double* __restrict__ Rg, ZSource zsrc,
                           const double* __restrict__ inv_diag, const double* __restrict__ Z,
                           double* __restrict__ Pnext, TallWorkspace ws) {
   using Tiles = WarpTiles<S, 2 * S>;  // Pnextᵀ·[Pnext | R]
   constexpr int kRow = NarrowShared<S>::kRow;
   static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
   __shared__ double cb[S * S];  // cb[i·S + j] = Cb(i, j)
+  __shared__ double cx[S * S];  // cx[i·S + j] = Ca(i, j): X's step
   __shared__ int cols[S];
   __shared__ NarrowShared<S> shm;
   for (int o = threadIdx.x; o < S * S; o += kThreads) {
-    const int i = o / S, j = o % S;
-    cb[o] = i < a && j < a2 ? Cb[i + j * a] : 0.0;
+    cb[o] = k.c[o];
+    cx[o] = k.x[o];
   }
-  for (int o = threadIdx.x; o < S; o += kThreads) cols[o] = o < a2 ? act[o] : 0;
+  for (int o = threadIdx.x; o < S; o += kThreads) cols[o] = k.act[o];
   __syncthreads();
   Tiles vv;
   const int lane = threadIdx.x % 32;
@@ -488,6 +512,18 @@ __global__ void __launch_bounds__(kThreads, 2)
     const std::int64_t row = row0 + lane;
     double p[S], r[S], v[S];
     warp_load_rows<S>(Pn, row0, n, s, a, w, p);
+    if (X) {  // X += Pn·Ca, the update pass's deferred step: Pn is read here anyway
+      double x[S];
+      warp_load_rows<S>(X, row0, n, s, s, w, x);
+#pragma unroll
+      for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
+        double dx = 0.0;
+#pragma unroll
+        for (int i = 0; i < S; ++i) dx += p[i] * cx[i * S + j];  // p is 0 beyond a and so are the coefficients
+        x[j] += dx;
+      }
+      warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
+    }
     warp_load_rows<S>(Rg, row0, n, s, s, w, r);
     const double d = zsrc == ZSource::InverseDiagonal && row < n ? inv_diag[row] : 1.0;
 #pragma unroll
@@ -598,13 +634,13 @@ void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double*
   reduce_outputs(int(bx * by), ws);
 }
 
-void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
-                 double* R, ZSource zsrc, const double* inv_diag, const double* Z, bool update, bool grams,
-                 const TallWorkspace& ws) {
+void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double* Ca, double* R, ZSource zsrc,
+                 const double* inv_diag, const double* Z, bool update, bool grams, const TallWorkspace& ws) {
+  if (!update || a == 0) Ca = nullptr;
   if (const int S = row_width(s)) {
-#define KRYSP_UPDATE_ROWS(W)                                                                                        \
-  update_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams, \
-                                               ws)
+#define KRYSP_UPDATE_ROWS(W)                                                                                         \
+  update_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Qn, narrow_coefs<W>(a, s, Ca, 0, nullptr, nullptr), \
+                                               R, zsrc, inv_diag, Z, update, grams, ws)
     if (S == 1) KRYSP_UPDATE_ROWS(1);
     if (S == 2) KRYSP_UPDATE_ROWS(2);
     if (S == 4) KRYSP_UPDATE_ROWS(4);
@@ -614,21 +650,36 @@ void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double
     if (grams) reduce_outputs(int(s + a * s), ws);
     return;
   }
+  if (Ca) copy_to_device(ws.coef, Ca, std::size_t(a) * s * sizeof(double));
   const int rows = chunk_rows(4 * s);
   const std::size_t bytes = (std::size_t(4) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
   allow_shared(update_kernel, bytes);
-  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Qn, Ca, X, R, zsrc, inv_diag, Z, update, grams,
-                                              rows, ws);
+  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), nullptr, Qn, Ca ? ws.coef : nullptr, nullptr, R, zsrc,
+                                              inv_diag, Z, update, grams, rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("update_kernel");
   if (grams) reduce_outputs(int(s + a * s), ws);
 }
 
-void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
-                    const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
-                    const TallWorkspace& ws) {
-  if (const int S = row_width(s)) {
-#define KRYSP_DIRECTION_ROWS(W) \
-  direction_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext, ws)
+void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
+                    index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
+                    const double* Z, double* Pnext, const TallWorkspace& ws) {
+  if (a == 0) Ca = nullptr;  // nothing to add to X
+  const int S = row_width(s);
+  if (Ca && (a2 == 0 || S == 0)) {  // X's step in a pass of its own: the loop's last, or wide blocks
+    double* cx = ws.coef + std::size_t(s) * s;
+    copy_to_device(cx, Ca, std::size_t(a) * s * sizeof(double));
+    const std::int64_t total = std::int64_t(n) * s;
+    const auto grid = unsigned(std::min<std::int64_t>((total + kThreads - 1) / kThreads, 65535));
+    x_update_kernel<<<grid, kThreads>>>(n, int(s), int(a), Pn, cx, X);
+    KRYSP_CUDA_CHECK_LAUNCH("x_update_kernel");
+    Ca = nullptr;
+  }
+  if (a2 == 0) return;
+  if (S) {
+#define KRYSP_DIRECTION_ROWS(W)                                                                                  \
+  direction_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Ca ? X : nullptr, int(a2),             \
+                                                  narrow_coefs<W>(a, a2, Cb, s, Ca, act), R, zsrc, inv_diag, Z, \
+                                                  Pnext, ws)
     if (S == 1) KRYSP_DIRECTION_ROWS(1);
     if (S == 2) KRYSP_DIRECTION_ROWS(2);
     if (S == 4) KRYSP_DIRECTION_ROWS(4);
@@ -637,12 +688,14 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
     KRYSP_CUDA_CHECK_LAUNCH("direction_rows_kernel");
     return reduce_outputs(int(a2 * a2 + a2 * s), ws);
   }
+  if (a * a2 > 0) copy_to_device(ws.coef, Cb, std::size_t(a) * a2 * sizeof(double));
+  copy_to_device(ws.act, act, std::size_t(a2) * sizeof(int));
   const int rows = chunk_rows(3 * s);
   const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + std::size_t(a2) * a2 +
                              std::size_t(a2) * s) * sizeof(double) + std::size_t(a2) * sizeof(int);
   allow_shared(direction_kernel, bytes);
-  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Cb, int(a2), act, R, zsrc, inv_diag, Z, Pnext,
-                                                 rows, ws);
+  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, ws.coef, int(a2), ws.act, R, zsrc, inv_diag, Z,
+                                                 Pnext, rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("direction_kernel");
   reduce_outputs(int(a2 * a2 + a2 * s), ws);
 }

@@ -1,21 +1,27 @@
 #pragma once
 /// \file block_cg_kernels.hpp
 /// Block CG's tall-skinny kernels (block_cg_kernels.cu; CUDA-free header). Blocks are n × s,
-/// row-major with ld = s. Each kernel streams its blocks once, in chunks of rows staged in shared
-/// memory, does the row-wise update and accumulates the small products the next host step needs;
-/// the products are summed in a fixed order (per-block partials, then one block per output), so results
-/// are bitwise reproducible. The small outputs go to `ws.out` (device) for one download.
+/// row-major with ld = s. Each kernel streams its blocks once, does the row-wise update and
+/// accumulates the small products the next host step needs: up to s = 8 a thread per row, a
+/// warp's 32 rows moved through shared memory and the products in per-lane tiles; wider blocks
+/// through chunks of rows staged in shared memory. The products are summed in a fixed order
+/// (per-block partials, then one block per output), so results are bitwise reproducible. The
+/// small outputs go to `ws.out` (device) for one download.
 #include <cstddef>
 
 #include "base/types.hpp"
 
 namespace krysp::detail {
 
-/// Workspace of the tall-skinny reductions: partials (grid × outputs) and the output buffer.
+/// Workspace of the tall-skinny reductions: partials (grid × outputs) and the output buffer, and
+/// device room for the coefficients of the staged kernels (s > 8; narrower blocks get theirs as
+/// kernel parameters).
 struct TallWorkspace {
   double* partials = nullptr;
   double* out = nullptr;
-  int grid = 0;  ///< blocks of every launch (fixed: the summation order depends on it)
+  int grid = 0;             ///< blocks of every launch (fixed: the summation order depends on it)
+  double* coef = nullptr;   ///< room for 2·s² coefficients
+  int* act = nullptr;       ///< room for s column indices
 };
 /// Grid size for n rows and s columns on the current device, and the partials it needs.
 int tall_grid(index_t n, index_t s);
@@ -29,17 +35,18 @@ void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double*
 /// (Jacobi: never stored), or read from a block M filled beforehand.
 enum class ZSource { Residual, InverseDiagonal, Given };
 
-/// With `update`: X += Pn·Ca and R −= Qn·Ca (Ca: a × s, column-major, device). With `grams`:
+/// With `update`: R −= Qn·Ca (Ca: a × s, column-major, on the host). With `grams`:
 /// out = [diag(RᵀR) (s), Qnᵀ·Z (a × s)]. Z per `zsrc` (inv_diag or Z as needed).
-void tall_update(index_t n, index_t s, index_t a, const double* Pn, const double* Qn, const double* Ca, double* X,
-                 double* R, ZSource zsrc, const double* inv_diag, const double* Z, bool update, bool grams,
-                 const TallWorkspace& ws);
+void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double* Ca, double* R, ZSource zsrc,
+                 const double* inv_diag, const double* Z, bool update, bool grams, const TallWorkspace& ws);
 
-/// Pnext[:, j] = Z[:, act[j]] − Pn·Cb[:, j] for j < a2 (Cb: a × a2 column-major, act: a2 column
-/// indices, both on the device; a may be 0); out = [PnextᵀPnext (a2 × a2), PnextᵀR (a2 × s)].
-void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Cb, index_t a2, const int* act,
-                    const double* R, ZSource zsrc, const double* inv_diag, const double* Z, double* Pnext,
-                    const TallWorkspace& ws);
+/// X += Pn·Ca when Ca is not null (Ca: a × s), from Pn as it was on entry; then Pnext[:, j] =
+/// Z[:, act[j]] − Pn·Cb[:, j] for j < a2 (Cb: a × a2) and out = [PnextᵀPnext (a2 × a2), PnextᵀR
+/// (a2 × s)]. Ca, Cb (column-major) and act (a2 column indices) are on the host; a may be 0; with
+/// a2 = 0 only X changes (R is not read, nothing is written to out). Pnext must not alias Pn.
+void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
+                    index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
+                    const double* Z, double* Pnext, const TallWorkspace& ws);
 
 /// out (cols × rows, row-major) = inᵀ, in being rows × cols row-major: a column-major n × s
 /// block is a row-major s × n one, so transpose(in, s, n, out) makes it row-major n × s.

@@ -21,7 +21,7 @@ CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Device
   if (M_ && !inv_diag_) Z_ = block();
   grid_ = detail::tall_grid(A.rows(), s);
   work_ = DeviceArray<double>(detail::tall_partials(grid_, s) + out_size(s));
-  coef_ = DeviceArray<double>(std::size_t(s) * s);
+  coef_ = DeviceArray<double>(std::size_t(2) * s * s);
   active_ = DeviceArray<int>(std::size_t(s));
   plan(s);
 }
@@ -52,6 +52,11 @@ std::vector<double> CudaBlockCgOps<T>::read_out(std::size_t count) const {
 }
 
 template <class T>
+detail::TallWorkspace CudaBlockCgOps<T>::workspace() {
+  return {work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_, coef_.data(), active_.data()};
+}
+
+template <class T>
 void CudaBlockCgOps<T>::zero_columns(Block& X, const std::vector<char>& zero) {
   for (index_t j = 0; j < s_; ++j)
     if (zero[j]) detail::zero_column(X.data(), size(), s_, j);
@@ -75,27 +80,24 @@ void CudaBlockCgOps<T>::precondition(const Block& R) {
 
 template <class T>
 std::vector<double> CudaBlockCgOps<T>::gram(const Block& X, index_t bx, const Block& Y, index_t by) {
-  const detail::TallWorkspace ws{work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
-  detail::tall_gram(size(), s_, X.data(), bx, Y.data(), by, ws);
+  detail::tall_gram(size(), s_, X.data(), bx, Y.data(), by, workspace());
   return read_out(std::size_t(bx) * by);
 }
 
 template <class T>
-BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca,
-                                           Block& X, Block& R) {
+BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R) {
   KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG update: ", Ca.size(), " coefficients for a ", a, "x", s_,
                 " matrix");
-  if (!Ca.empty()) coef_.upload(Ca.data(), Ca.size());
-  const detail::TallWorkspace ws{work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
+  const auto ws = workspace();
   using detail::ZSource;
   if (M_ && !inv_diag_) {  // update, then Z = M⁻¹·R by the preconditioner, then the products
-    detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), coef_.data(), X.data(), R.data(), ZSource::Residual,
-                        nullptr, nullptr, true, false, ws);
+    detail::tall_update(size(), s_, a, Qn.data(), Ca.data(), R.data(), ZSource::Residual, nullptr, nullptr, true,
+                        false, ws);
     precondition(R);
-    detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), nullptr, X.data(), R.data(), ZSource::Given, nullptr,
-                        Z_.data(), false, true, ws);
+    detail::tall_update(size(), s_, a, Qn.data(), nullptr, R.data(), ZSource::Given, nullptr, Z_.data(), false, true,
+                        ws);
   } else {
-    detail::tall_update(size(), s_, a, Pn.data(), Qn.data(), coef_.data(), X.data(), R.data(),
+    detail::tall_update(size(), s_, a, Qn.data(), Ca.data(), R.data(),
                         inv_diag_ ? ZSource::InverseDiagonal : ZSource::Residual, inv_diag_, nullptr, true, true, ws);
   }
   const auto out = read_out(std::size_t(s_) + std::size_t(a) * s_);
@@ -103,22 +105,32 @@ BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Pn, const Block& Qn, ind
 }
 
 template <class T>
-BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
-                                                 const std::vector<index_t>& active, const Block& R, Block& Pnext) {
+BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                                 const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                                 const Block& R, Block& Pnext) {
   const index_t a2 = index_t(active.size());
   KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
                 a2, " matrix");
-  if (!Cb.empty()) coef_.upload(Cb.data(), Cb.size());
+  KRYSP_REQUIRE(Ca.empty() || Ca.size() == std::size_t(a) * s_, "block CG direction: ", Ca.size(),
+                " x coefficients for a ", a, "x", s_, " matrix");
+  KRYSP_REQUIRE(Pn.data() != Pnext.data() || (a == 0 && Ca.empty()), "block CG direction: Pnext aliases Pn");
   const std::vector<int> act(active.begin(), active.end());
-  if (!act.empty()) active_.upload(act.data(), act.size());
-  const detail::TallWorkspace ws{work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_};
   const detail::ZSource zsrc = !M_ ? detail::ZSource::Residual
                                : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
-  detail::tall_direction(size(), s_, a, Pn.data(), coef_.data(), a2, active_.data(), R.data(), zsrc, inv_diag_,
-                         Z_.data(), Pnext.data(), ws);
+  detail::tall_direction(size(), s_, a, Pn.data(), Ca.empty() ? nullptr : Ca.data(), X.data(), Cb.data(), a2,
+                         act.data(), R.data(), zsrc, inv_diag_, Z_.data(), Pnext.data(), workspace());
   const auto out = read_out(std::size_t(a2) * a2 + std::size_t(a2) * s_);
   return {std::vector<double>(out.begin(), out.begin() + std::size_t(a2) * a2),
           std::vector<double>(out.begin() + std::size_t(a2) * a2, out.end())};
+}
+
+template <class T>
+void CudaBlockCgOps<T>::update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) {
+  KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG x update: ", Ca.size(), " coefficients for a ", a, "x",
+                s_, " matrix");
+  if (a == 0) return;
+  detail::tall_direction(size(), s_, a, Pn.data(), Ca.data(), X.data(), nullptr, 0, nullptr, nullptr,
+                         detail::ZSource::Residual, nullptr, nullptr, nullptr, workspace());
 }
 
 template class CudaBlockCgOps<double>;

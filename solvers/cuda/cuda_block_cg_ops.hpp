@@ -14,6 +14,10 @@
 #include "sparse/csr.hpp"
 #include "sparse/spmm_plan.hpp"
 
+namespace krysp::detail {
+struct TallWorkspace;
+}
+
 namespace krysp {
 
 template <class T>
@@ -30,15 +34,17 @@ class CudaBlockCgOps {
   void residual(const Block& B, const Block& X, Block& R);
   void precondition(const Block& R);
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by);
-  BlockUpdateGrams update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca, Block& X,
-                          Block& R);
-  BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
-                                const std::vector<index_t>& active, const Block& R, Block& Pnext);
+  BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
+  BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
+                                Block& Pnext);
+  void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X);
   /// The plan for width w (made on first use; the plan for s is made in the constructor).
   const SpmmPlan<T>& plan(index_t w);
 
  private:
   std::vector<double> read_out(std::size_t count) const;
+  detail::TallWorkspace workspace();
   const CsrMatrix<T>& A_;
   index_t s_;
   const DevicePreconditioner<T>* M_;
@@ -48,8 +54,8 @@ class CudaBlockCgOps {
   DeviceArray<T> Z_;           ///< M⁻¹·R, for a preconditioner that is not diagonal
   int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
   DeviceArray<double> work_;   ///< partials, then the outputs
-  DeviceArray<double> coef_;   ///< a × s coefficients for the next kernel
-  DeviceArray<int> active_;    ///< active column indices
+  DeviceArray<double> coef_;   ///< coefficients of the staged kernels (s > 8): 2·s²
+  DeviceArray<int> active_;    ///< active column indices (idem)
 };
 
 extern template class CudaBlockCgOps<double>;

@@ -50,16 +50,13 @@ std::vector<double> HostBlockCgOps<T>::gram(const Block& X, index_t bx, const Bl
 }
 
 template <class T>
-BlockUpdateGrams HostBlockCgOps<T>::update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca,
-                                           Block& X, Block& R) {
+BlockUpdateGrams HostBlockCgOps<T>::update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R) {
+  KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG update: ", Ca.size(), " coefficients for a ", a, "x", s_,
+                " matrix");
   for (index_t r = 0; r < size(); ++r)
     for (index_t j = 0; j < s_; ++j) {
-      double dx = 0, dr = 0;
-      for (index_t i = 0; i < a; ++i) {
-        dx += double(Pn(std::size_t(r) * s_ + i)) * Ca[cm(i, j, a)];
-        dr += double(Qn(std::size_t(r) * s_ + i)) * Ca[cm(i, j, a)];
-      }
-      X(std::size_t(r) * s_ + j) += T(dx);
+      double dr = 0;  // Σ first, then one subtraction (the CUDA kernels round the same way)
+      for (index_t i = 0; i < a; ++i) dr += double(Qn(std::size_t(r) * s_ + i)) * Ca[cm(i, j, a)];
       R(std::size_t(r) * s_ + j) -= T(dr);
     }
   precondition(R);
@@ -73,10 +70,25 @@ BlockUpdateGrams HostBlockCgOps<T>::update(const Block& Pn, const Block& Qn, ind
 }
 
 template <class T>
-BlockDirectionGrams HostBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
-                                                 const std::vector<index_t>& active, const Block& R,
-                                                 Block& Pnext) const {
+void HostBlockCgOps<T>::update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) const {
+  KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG x update: ", Ca.size(), " coefficients for a ", a, "x",
+                s_, " matrix");
+  for (index_t r = 0; r < size(); ++r)
+    for (index_t j = 0; j < s_; ++j) {
+      double dx = 0;  // Σ first, then one addition; inactive columns have zero coefficients: x + 0
+      for (index_t i = 0; i < a; ++i) dx += double(Pn(std::size_t(r) * s_ + i)) * Ca[cm(i, j, a)];
+      X(std::size_t(r) * s_ + j) += T(dx);
+    }
+}
+
+template <class T>
+BlockDirectionGrams HostBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                                 const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                                 const Block& R, Block& Pnext) const {
   const index_t a2 = index_t(active.size());
+  KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
+                a2, " matrix");
+  if (!Ca.empty()) update_x(Pn, a, Ca, X);  // from the old Pn: Pnext is another block
   const T* Z = z(R);
   for (index_t r = 0; r < size(); ++r)
     for (index_t j = 0; j < a2; ++j) {

@@ -33,12 +33,15 @@ class HostBlockCgOps {
   void precondition(const Block& R);                              ///< Z = M⁻¹·R (kept inside)
   /// Xᵀ·Y of the first bx and by columns, bx × by column-major.
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by) const;
-  /// X += Pn·Ca, R −= Qn·Ca (Ca: a × s), Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ.
-  BlockUpdateGrams update(const Block& Pn, const Block& Qn, index_t a, const std::vector<double>& Ca, Block& X,
-                          Block& R);
-  /// Pnext[:, j] = Z[:, active[j]] − Pn·Cb[:, j] (Cb: a × |active|); returns PnextᵀPnext, PnextᵀR.
-  BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Cb,
-                                const std::vector<index_t>& active, const Block& R, Block& Pnext) const;
+  /// R −= Qn·Ca (Ca: a × s), Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ.
+  BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
+  /// X += Pn·Ca (Ca: a × s, or empty: X unchanged), then Pnext[:, j] = Z[:, active[j]] − Pn·Cb[:, j]
+  /// (Cb: a × |active|); returns PnextᵀPnext, PnextᵀR.
+  BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
+                                Block& Pnext) const;
+  /// X += Pn·Ca (Ca: a × s).
+  void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) const;
 
  private:
   const T* z(const Block& R) const { return M_ ? Z_.data() : R.data(); }

@@ -1,8 +1,9 @@
 // Block CG's fused tall-skinny steps on the GPU against the host reference ops, on fresh random
 // blocks: every output (X, R, the new direction block) and every small product, for widths 1 to
-// 64, n below, at and above one chunk of rows, without a preconditioner, with Jacobi (applied on
-// the fly) and with block Jacobi (a Z block filled first). Also: the products are bitwise equal
-// from run to run.
+// 64, search widths a ≤ s and active subsets, n below, at and above one chunk of rows, without a
+// preconditioner, with Jacobi (applied on the fly) and with block Jacobi (a Z block filled first).
+// Also: the X step in the direction pass and update_x, columns with zero coefficients unchanged
+// bit for bit, and the products bitwise equal from run to run.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -44,19 +45,35 @@ std::vector<double> download(const DeviceArray<double>& d) {
   return v;
 }
 
+/// The entries (i, j) of an n × s row-major block for j in `cols`.
+std::vector<double> columns_of(const std::vector<double>& blk, index_t n, index_t s, const std::vector<index_t>& cols) {
+  std::vector<double> v;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j : cols) v.push_back(blk[std::size_t(i) * s + j]);
+  return v;
+}
+
+/// Block CG's fused steps as block_cg() calls them, on both backends from the same random blocks:
+/// Pn (width a) and Qn, X, R; the update (R −= Qn·Ca), the direction (X += Pn·Ca, Pnext from the
+/// `active` columns of Z), update_x, and the initial direction (a = 0, no X step). Ca is zero in
+/// the columns not in `moving` (converged columns): X and R must not change there at all.
 template <class HostM, class DevM>
-void compare(const CsrMatrix<double>& A, index_t s, const HostM* hM, const DevM* dM, const char* label) {
+void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::vector<index_t>& moving,
+                   const std::vector<index_t>& active, const HostM* hM, const DevM* dM, const char* label) {
   const std::string name = label;
   CAPTURE(name);
   CAPTURE(s);
+  CAPTURE(a);
+  CAPTURE(moving.size());
+  CAPTURE(active.size());
   const index_t n = A.rows();
   CAPTURE(n);
   HostBlockCgOps<double> host(A, s, hM);
   CudaBlockCgOps<double> dev(A, s, dM);
   const std::size_t ns = std::size_t(n) * s;
-  auto hblock = [&](std::uint64_t seed) {
+  auto hblock = [&] {
     auto b = host.block();
-    const auto v = test::random_vector(ns, seed);
+    const auto v = test::random_vector(ns);
     std::copy(v.begin(), v.end(), b.data());
     return b;
   };
@@ -65,46 +82,79 @@ void compare(const CsrMatrix<double>& A, index_t s, const HostM* hM, const DevM*
     d.upload(h.data(), ns);
     return d;
   };
-  auto hP = hblock(1), hQ = hblock(2), hX = hblock(3), hR = hblock(4), hPn = host.block();
+  auto hvec = [&](const HostBlockCgOps<double>::Block& h) { return std::vector<double>(h.data(), h.data() + ns); };
+  auto hP = hblock(), hQ = hblock(), hX = hblock(), hR = hblock(), hPn = host.block();
   auto dP = dblock(hP), dQ = dblock(hQ), dX = dblock(hX), dR = dblock(hR), dPn = dev.block();
-  const index_t a = std::max<index_t>(1, s - 1);  // a narrower search block than s
-  const auto Ca = test::random_vector(std::size_t(a) * s, 5);
+  std::vector<index_t> still;  // the columns that do not move
+  for (index_t j = 0; j < s; ++j)
+    if (std::find(moving.begin(), moving.end(), j) == moving.end()) still.push_back(j);
+  auto Ca = test::random_vector(std::size_t(a) * s);
+  for (index_t j : still)
+    for (index_t i = 0; i < a; ++i) Ca[cm(i, j, a)] = 0.0;
+  const auto X0 = download(dX), R0 = download(dR);
 
-  check_close(dev.gram(dP, a, dQ, s), host.gram(hP, a, hQ, s), double(n), "gram");
+  check_close(dev.gram(dP, a, dQ, a), host.gram(hP, a, hQ, a), double(n), "gram PnᵀQn");
+  check_close(dev.gram(dP, a, dQ, s), host.gram(hP, a, hQ, s), double(n), "gram PnᵀQ (a × s)");
 
+  // update: R −= Qn·Ca, Z, diag(RᵀR), QnᵀZ; X untouched
   host.precondition(hR);
   dev.precondition(dR);
-  const auto hu = host.update(hP, hQ, a, Ca, hX, hR);
-  const auto du = dev.update(dP, dQ, a, Ca, dX, dR);
-  check_close(download(dX), std::vector<double>(hX.data(), hX.data() + ns), double(a), "X");
-  check_close(download(dR), std::vector<double>(hR.data(), hR.data() + ns), double(a), "R");
+  const auto hu = host.update(hQ, a, Ca, hR);
+  const auto du = dev.update(dQ, a, Ca, dR);
+  const auto R1 = download(dR);
+  check_close(R1, hvec(hR), double(a), "R");
   check_close(du.rr, hu.rr, double(n), "diag(RᵀR)");
   check_close(du.qz, hu.qz, double(n), "QnᵀZ");
+  CHECK(download(dX) == X0);
+  CHECK(columns_of(R1, n, s, still) == columns_of(R0, n, s, still));  // bitwise
 
-  std::vector<index_t> active;
-  for (index_t j = s - 1; j >= 0; j -= 2) active.push_back(j);  // every other column, in a new order
-  std::sort(active.begin(), active.end());
-  const auto Cb = test::random_vector(std::size_t(a) * active.size(), 6);
-  const auto hd = host.direction(hP, a, Cb, active, hR, hPn);
-  const auto dd = dev.direction(dP, a, Cb, active, dR, dPn);
-  const auto got = download(dPn);
-  std::vector<double> got_used, want_used;  // only the first |active| columns are defined
-  for (index_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < active.size(); ++j) {
-      got_used.push_back(got[std::size_t(i) * s + j]);
-      want_used.push_back(hPn(std::size_t(i) * s + j));
-    }
-  check_close(got_used, want_used, double(a), "Pnext");
+  // direction with the X step: X += Pn·Ca, Pnext = Z[:, active] − Pn·Cb, grams
+  const auto Cb = test::random_vector(std::size_t(a) * active.size());
+  const auto hd = host.direction(hP, a, Ca, hX, Cb, active, hR, hPn);
+  const auto dd = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn);
+  const auto X1 = download(dX);
+  check_close(X1, hvec(hX), double(a), "X (direction)");
+  CHECK(columns_of(X1, n, s, still) == columns_of(X0, n, s, still));  // bitwise
+  CHECK(download(dR) == R1);                                          // R is only read
+  std::vector<index_t> first(active.size());                          // Pnext: the first |active| columns
+  for (std::size_t j = 0; j < first.size(); ++j) first[j] = index_t(j);
+  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a), "Pnext");
   check_close(dd.h, hd.h, double(n), "PnextᵀPnext");
   check_close(dd.pr, hd.pr, double(n), "PnextᵀR");
+  for (std::size_t i = 0; i < active.size(); ++i)  // exactly symmetric
+    for (std::size_t j = 0; j < i; ++j) CHECK(dd.h[i + j * active.size()] == dd.h[j + i * active.size()]);
 
-  // The initial direction (no previous block) and bitwise reproducibility.
-  const auto d0 = dev.direction(dP, 0, {}, active, dR, dPn);
-  const auto d1 = dev.direction(dP, 0, {}, active, dR, dPn);
+  // the same direction again is bitwise the same (fixed grid and order); X moves again
+  const auto dd2 = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn);
+  CHECK(std::memcmp(dd.h.data(), dd2.h.data(), dd.h.size() * sizeof(double)) == 0);
+  CHECK(std::memcmp(dd.pr.data(), dd2.pr.data(), dd.pr.size() * sizeof(double)) == 0);
+  host.update_x(hP, a, Ca, hX);
+  check_close(download(dX), hvec(hX), double(a), "X (direction, twice)");
+
+  // update_x: the exit right after an update
+  host.update_x(hP, a, Ca, hX);
+  dev.update_x(dP, a, Ca, dX);
+  const auto X3 = download(dX);
+  check_close(X3, hvec(hX), double(a), "X (update_x)");
+  CHECK(columns_of(X3, n, s, still) == columns_of(X0, n, s, still));
+
+  // the initial direction (no previous block, no X step) and bitwise reproducibility
+  const auto d0 = dev.direction(dP, 0, {}, dX, {}, active, dR, dPn);
+  const auto d1 = dev.direction(dP, 0, {}, dX, {}, active, dR, dPn);
+  CHECK(download(dX) == X3);
   CHECK(std::memcmp(d0.h.data(), d1.h.data(), d0.h.size() * sizeof(double)) == 0);
   CHECK(std::memcmp(d0.pr.data(), d1.pr.data(), d0.pr.size() * sizeof(double)) == 0);
-  const auto h0 = host.direction(hP, 0, {}, active, hR, hPn);
+  const auto h0 = host.direction(hP, 0, {}, hX, {}, active, hR, hPn);
+  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), 1.0, "initial Pnext");
   check_close(d0.h, h0.h, double(n), "initial PnextᵀPnext");
+  check_close(d0.pr, h0.pr, double(n), "initial PnextᵀR");
+
+  // the update's products alone are bitwise reproducible too
+  auto dR2 = dblock(hR);
+  const auto u1 = dev.update(dQ, a, std::vector<double>(std::size_t(a) * s, 0.0), dR2);
+  const auto u2 = dev.update(dQ, a, std::vector<double>(std::size_t(a) * s, 0.0), dR2);
+  CHECK(std::memcmp(u1.qz.data(), u2.qz.data(), u1.qz.size() * sizeof(double)) == 0);
+  CHECK(std::memcmp(u1.rr.data(), u2.rr.data(), u1.rr.size() * sizeof(double)) == 0);
 
   // zero_columns
   std::vector<char> zero(s, 0);
@@ -113,8 +163,23 @@ void compare(const CsrMatrix<double>& A, index_t s, const HostM* hM, const DevM*
   const auto x = download(dX);
   for (index_t i = 0; i < n; i += 7) {
     CHECK(x[std::size_t(i) * s + s / 2] == 0.0);
-    if (s > 1) CHECK(x[std::size_t(i) * s] == hX(std::size_t(i) * s));
+    if (s > 1) CHECK(x[std::size_t(i) * s] == X3[std::size_t(i) * s]);
   }
+}
+
+/// compare_steps for several search widths a ≤ s and active subsets, as the solver meets them.
+template <class HostM, class DevM>
+void compare(const CsrMatrix<double>& A, index_t s, const HostM* hM, const DevM* dM, const char* label) {
+  std::vector<index_t> all(s), odd, one{s / 2};
+  for (index_t j = 0; j < s; ++j) all[j] = j;
+  for (index_t j = s - 1; j >= 0; j -= 2) odd.push_back(j);  // every other column
+  std::sort(odd.begin(), odd.end());
+  // a = s, all columns moving and active: the first iterations
+  compare_steps(A, s, s, all, all, hM, dM, label);
+  // a narrower search block; every other column moving, then active (the others converged)
+  compare_steps(A, s, std::max<index_t>(1, s - 1), odd, odd, hM, dM, label);
+  // one column left; the columns that just converged still take their last X step
+  if (s > 1) compare_steps(A, s, std::max<index_t>(1, s / 2), all, one, hM, dM, label);
 }
 
 }  // namespace
@@ -123,7 +188,7 @@ TEST_CASE("Block CG fused steps: GPU matches the host reference") {
   for (index_t grid : {3, 40, 300}) {  // n = 9, 1600, 90000: below, around and far above one chunk
     const auto A = laplacian_2d(grid, grid);
     SpmvPlan<double> plan(A);
-    for (index_t s : {1, 2, 3, 8, 16, 33, 64}) {
+    for (index_t s : {1, 2, 3, 5, 8, 12, 16, 33, 64}) {
       if (grid == 300 && s > 16) continue;  // keep the suite quick
       compare<HostPreconditioner<double>, DevicePreconditioner<double>>(A, s, nullptr, nullptr, "none");
       PrecondOptions jac;
@@ -138,6 +203,25 @@ TEST_CASE("Block CG fused steps: GPU matches the host reference") {
       const auto db = make_device_preconditioner(A, plan, bj);
       compare(A, s, hb.get(), db.get(), "block-jacobi");
     }
+  }
+}
+
+TEST_CASE("Block CG fused steps: narrow widths 1 to 8 with every search width and n around one warp of rows") {
+  // n = 29..35 rows around one warp's row groups, and every a ≤ s for s ≤ 8 (the shuffle kernels)
+  for (index_t rows : {29, 32, 35}) {
+    const auto A = laplacian_2d(rows, 1);
+    PrecondOptions jac;
+    jac.kind = PrecondKind::Jacobi;
+    SpmvPlan<double> plan(A);
+    const auto hj = make_host_preconditioner(A, jac);
+    const auto dj = make_device_preconditioner(A, plan, jac);
+    for (index_t s = 1; s <= 8; ++s)
+      for (index_t a = 1; a <= s; ++a) {
+        std::vector<index_t> all(s), last{s - 1};
+        for (index_t j = 0; j < s; ++j) all[j] = j;
+        compare_steps(A, s, a, all, all, hj.get(), dj.get(), "jacobi");
+        compare_steps(A, s, a, last, last, hj.get(), dj.get(), "jacobi");
+      }
   }
 }
 

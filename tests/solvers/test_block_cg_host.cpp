@@ -9,6 +9,7 @@ TEST_CASE("Block CG host: rank-1 block, zero column") { test::check_block_cg_ran
 TEST_CASE("Block CG host: columns converging at different rates") {
   test::check_block_cg_different_rates(Backend::Host);
 }
+TEST_CASE("Block CG host: X takes its last step at every exit") { test::check_block_cg_exits(Backend::Host); }
 TEST_CASE("Block CG host: a non-SPD matrix is reported") { test::check_block_cg_not_spd(Backend::Host); }
 TEST_CASE("Block CG host: bad sizes are InputErrors") {
   const auto A = test::load("bcsstk01");
