@@ -150,19 +150,22 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void __launch_bounds__(kThreads)
-    direction_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Cb, int a2,
-                     const int* __restrict__ act, const double* __restrict__ Rg, ZSource zsrc,
-                     const double* __restrict__ inv_diag, const double* __restrict__ Z, double* __restrict__ Pnext,
-                     int R, TallWorkspace ws) {
+    direction_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Ca,
+                     double* __restrict__ X, const double* __restrict__ Cb, int a2, const int* __restrict__ act,
+                     const double* __restrict__ Rg, ZSource zsrc, const double* __restrict__ inv_diag,
+                     const double* __restrict__ Z, double* __restrict__ Pnext, int R, TallWorkspace ws) {
   extern __shared__ double sm[];
   double* ps = sm;                       // Pn rows
   double* rs = ps + std::size_t(R) * s;  // R rows
   double* ns = rs + std::size_t(R) * s;  // the new rows (a2 of s used)
   double* cb = ns + std::size_t(R) * s;  // Cb stored [i·a2 + jj]: lanes of one i read consecutive jj
-  double* acc = cb + std::size_t(a) * a2;
+  double* cx = cb + std::size_t(a) * a2;  // Caᵀ stored [i·s + j] when X takes its step here
+  double* acc = cx + (X ? std::size_t(a) * s : 0);
   int* cols = reinterpret_cast<int*>(acc + a2 * a2 + a2 * s);
   const int nout = a2 * a2 + a2 * s;
   for (int o = threadIdx.x; o < a * a2; o += kThreads) cb[(o % a) * a2 + o / a] = Cb[o];
+  if (X)
+    for (int o = threadIdx.x; o < a * s; o += kThreads) cx[(o % a) * s + o / a] = Ca[o];
   for (int o = threadIdx.x; o < a2; o += kThreads) cols[o] = act[o];
   for (int o = threadIdx.x; o < nout; o += kThreads) acc[o] = 0.0;
   __syncthreads();
@@ -171,6 +174,14 @@ __global__ void __launch_bounds__(kThreads)
     if (a > 0) stage(ps, Pn, r0, nr, s);
     stage(rs, Rg, r0, nr, s);
     __syncthreads();
+    if (X) {  // X += Pn·Ca, the update pass's deferred step, from the staged Pn rows
+      for (int e = threadIdx.x; e < nr * s; e += kThreads) {
+        const int r = e / s, j = e % s;
+        double dx = 0.0;
+        for (int i = 0; i < a; ++i) dx += ps[r * s + i] * cx[i * s + j];
+        X[std::size_t(r0) * s + e] += dx;  // inactive columns have zero coefficients
+      }
+    }
     for (int e = threadIdx.x; e < nr * a2; e += kThreads) {
       const int r = e / a2, jj = e % a2, c = cols[jj];
       const index_t row = r0 + r;
@@ -192,8 +203,8 @@ __global__ void __launch_bounds__(kThreads)
   finish(acc, nout, ws);
 }
 
-/// X += Pn·Ca (Ca: a × s column-major, device), a thread per entry: X's step on its own (the loop's
-/// last step, and beside the staged direction kernel for s > 8). Σ first, then one add.
+/// X += Pn·Ca (Ca: a × s column-major, device), a thread per entry: X's step on its own, once per
+/// solve (when the loop stops right after an update). Σ first, then one add.
 __global__ void __launch_bounds__(kThreads)
     x_update_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Ca,
                     double* __restrict__ X) {
@@ -665,7 +676,7 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
                     const double* Z, double* Pnext, const TallWorkspace& ws) {
   if (a == 0) Ca = nullptr;  // nothing to add to X
   const int S = row_width(s);
-  if (Ca && (a2 == 0 || S == 0)) {  // X's step in a pass of its own: the loop's last, or wide blocks
+  if (Ca && a2 == 0) {  // X's step in a pass of its own: the loop's last
     double* cx = ws.coef + std::size_t(s) * s;
     copy_to_device(cx, Ca, std::size_t(a) * s * sizeof(double));
     const std::int64_t total = std::int64_t(n) * s;
@@ -689,13 +700,15 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
     return reduce_outputs(int(a2 * a2 + a2 * s), ws);
   }
   if (a * a2 > 0) copy_to_device(ws.coef, Cb, std::size_t(a) * a2 * sizeof(double));
+  double* cx = ws.coef + std::size_t(s) * s;
+  if (Ca) copy_to_device(cx, Ca, std::size_t(a) * s * sizeof(double));
   copy_to_device(ws.act, act, std::size_t(a2) * sizeof(int));
   const int rows = chunk_rows(3 * s);
-  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + std::size_t(a2) * a2 +
-                             std::size_t(a2) * s) * sizeof(double) + std::size_t(a2) * sizeof(int);
+  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * a2 + (Ca ? std::size_t(a) * s : 0) +
+                             std::size_t(a2) * a2 + std::size_t(a2) * s) * sizeof(double) + std::size_t(a2) * sizeof(int);
   allow_shared(direction_kernel, bytes);
-  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, ws.coef, int(a2), ws.act, R, zsrc, inv_diag, Z,
-                                                 Pnext, rows, ws);
+  direction_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Pn, Ca ? cx : nullptr, Ca ? X : nullptr, ws.coef,
+                                                 int(a2), ws.act, R, zsrc, inv_diag, Z, Pnext, rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("direction_kernel");
   reduce_outputs(int(a2 * a2 + a2 * s), ws);
 }
