@@ -221,14 +221,15 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- Narrow blocks (s ≤ 8): a thread per row. Each thread takes whole rows (grid-stride), keeps
 // the row's values and its share of every small product in registers (compile-time width S ≥ s),
-// reads the coefficients from shared memory by broadcast, and the block sums its threads'
-// products once, at the end (a fixed shuffle tree, then warps in order). Nothing is staged, so an
-// element is read once and shared-memory traffic is negligible (the staged kernels above are
-// bound by it at these widths: 33% of the copy bandwidth at s = 8, H100).
+// reads the coefficients as constant-bank operands (NarrowCoefs), and the block sums its threads'
+// products once, at the end (a fixed shuffle tree, then warps in order). A warp's 32 rows pass
+// through shared memory only to make the global accesses contiguous and to feed the per-lane
+// tiles of the small products (the staged kernels above are bound by shared memory at these
+// widths: 33% of the copy bandwidth at s = 8, H100).
 
 /// A narrow kernel's coefficients, passed by value as a __grid_constant__ kernel parameter: no
-/// upload (a synchronous copy from pageable memory, three per iteration before) and no copy to
-/// local memory. c[i·S + j] = C(i, j) and x[i·S + j] = Cx(i, j), zero outside the parts used;
+/// upload (a synchronous copy from pageable memory, three per iteration before), no copy to
+/// local or shared memory (read in unrolled loops, each is an FMA's constant-bank operand). c[i·S + j] = C(i, j) and x[i·S + j] = Cx(i, j), zero outside the parts used;
 /// act[j]: the active columns.
 template <int S>
 struct NarrowCoefs {
@@ -442,10 +443,7 @@ __global__ void __launch_bounds__(kThreads)
   using Tiles = WarpTiles<S, S>;  // Qnᵀ·Z
   constexpr int kRow = NarrowShared<S>::kRow;
   static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
-  __shared__ double ca[S * S];  // ca[i·S + j] = Ca(i, j)
   __shared__ NarrowShared<S> shm;
-  for (int o = threadIdx.x; o < S * S; o += kThreads) ca[o] = k.c[o];
-  __syncthreads();
   double rr[S];  // this thread's rows' share of diag(RᵀR)
 #pragma unroll
   for (int j = 0; j < S; ++j) rr[j] = 0.0;
@@ -466,7 +464,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < S; ++j) {
         double dr = 0.0;
 #pragma unroll
-        for (int i = 0; i < S; ++i) dr += q[i] * ca[i * S + j];
+        for (int i = 0; i < S; ++i) dr += q[i] * k.c[i * S + j];  // a constant-bank operand: no load
         r[j] -= dr;
       }
       warp_store_rows<S>(Rg, row0, n, s, s, w, r);
@@ -496,7 +494,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int S>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 3)
     direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, double* __restrict__ X, int a2,
                           const __grid_constant__ NarrowCoefs<S> k, const double* __restrict__ Rg, ZSource zsrc,
                           const double* __restrict__ inv_diag, const double* __restrict__ Z,
@@ -504,16 +502,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   using Tiles = WarpTiles<S, 2 * S>;  // Pnextᵀ·[Pnext | R]
   constexpr int kRow = NarrowShared<S>::kRow;
   static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
-  __shared__ double cb[S * S];  // cb[i·S + j] = Cb(i, j)
-  __shared__ double cx[S * S];  // cx[i·S + j] = Ca(i, j): X's step
-  __shared__ int cols[S];
+  // The coefficients are read straight from the kernel parameters (k.c = Cb, k.x = Ca, k.act):
+  // the loops below are unrolled, so each is a constant-bank operand of its FMA, where a shared
+  // copy cost a shared-memory load per use (the kernel is bound by shared-memory traffic).
   __shared__ NarrowShared<S> shm;
-  for (int o = threadIdx.x; o < S * S; o += kThreads) {
-    cb[o] = k.c[o];
-    cx[o] = k.x[o];
-  }
-  for (int o = threadIdx.x; o < S; o += kThreads) cols[o] = k.act[o];
-  __syncthreads();
   Tiles vv;
   const int lane = threadIdx.x % 32;
   double* w = shm.buf[threadIdx.x / 32][0];
@@ -530,7 +522,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
         double dx = 0.0;
 #pragma unroll
-        for (int i = 0; i < S; ++i) dx += p[i] * cx[i * S + j];  // p is 0 beyond a and so are the coefficients
+        for (int i = 0; i < S; ++i) dx += p[i] * k.x[i * S + j];  // p is 0 beyond a and so are the coefficients
         x[j] += dx;
       }
       warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
@@ -541,7 +533,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int jj = 0; jj < S; ++jj) {
       v[jj] = 0.0;
       if (jj >= a2 || row >= n) continue;
-      const int c = cols[jj];
+      const int c = k.act[jj];
       double z = 0.0;
       if (zsrc == ZSource::Given) {
         z = Z[row * s + c];
@@ -550,7 +542,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int m = 0; m < S; ++m) z = m == c ? d * r[m] : z;  // r[c] without indexing registers at run time
       }
 #pragma unroll
-      for (int i = 0; i < S; ++i) z -= p[i] * cb[i * S + jj];
+      for (int i = 0; i < S; ++i) z -= p[i] * k.c[i * S + jj];
       v[jj] = z;
     }
     warp_store_rows<S>(Pnext, row0, n, s, a2, w, v);
@@ -592,7 +584,9 @@ int tall_grid(index_t n, index_t s) {
   KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
   KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const std::int64_t chunks = (std::int64_t(n) + chunk_rows(4 * s) - 1) / chunk_rows(4 * s);
-  return int(std::clamp<std::int64_t>(chunks, 1, 4 * std::int64_t(sms)));
+  // 6 blocks per SM at most: whole waves for kernels that fit 1, 2 or 3 blocks per SM (each block
+  // takes the same share of the rows, so a partial last wave would idle most SMs)
+  return int(std::clamp<std::int64_t>(chunks, 1, 6 * std::int64_t(sms)));
 }
 
 namespace {
