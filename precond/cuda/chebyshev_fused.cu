@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "precond/cuda/chebyshev_kernels.hpp"
 #include "sparse/cuda/load.cuh"
+#include "sparse/cuda/row_sum.cuh"
 
 namespace krysp::detail {
 
@@ -99,26 +100,8 @@ __global__ void __launch_bounds__(kFusedBlock)
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t row = tid / W;
   if (row >= A.rows) return;  // whole sub-warps agree: W divides the warp
-  const int lane = threadIdx.x % W;
-  const unsigned mask = (W == 32 ? 0xffffffffu : ((1u << W) - 1u)) << ((threadIdx.x % 32) / W * W);
-  const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
-  S sum = S(0);
-  index_t k = b + lane;
-  for (; k < e - 3 * W; k += 4 * W) {  // (written so that nothing overflows near nnz = 2^31)
-    index_t c[4];
-    S v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      c[i] = load_stream(A.col_idx + k + i * W);
-      v[i] = load_stream(A.values + k + i * W);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sum += v[i] * load_cached(X + c[i]);
-  }
-  for (; k < e; k += W) sum += load_stream(A.values + k) * load_cached(X + load_stream(A.col_idx + k));
-#pragma unroll
-  for (int off = W / 2; off > 0; off /= 2) sum += __shfl_down_sync(mask, sum, off, W);
-  if (lane == 0) cheb_epilogue<R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+  const S sum = subwarp_row_sum<W>(A, X, row);
+  if (threadIdx.x % W == 0) cheb_epilogue<R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
 }
 
 template <class T, class S>

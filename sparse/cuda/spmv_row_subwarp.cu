@@ -4,6 +4,7 @@
 #include "base/cuda/check.cuh"
 #include "base/cuda/grid_reduce.cuh"
 #include "sparse/cuda/load.cuh"
+#include "sparse/cuda/row_sum.cuh"
 #include "sparse/cuda/spmv_kernels.cuh"
 
 namespace krysp::detail {
@@ -17,27 +18,8 @@ __global__ void __launch_bounds__(kSubwarpBlock) spmv_row_subwarp_kernel(CsrView
   const std::int64_t row = tid / W;
   double d[1] = {0.0};  // this row's x·y (fused dot), on the sub-warp's first lane
   if (row < A.rows) {  // whole sub-warps agree: W divides the warp
-    const int lane = threadIdx.x % W;
-    const unsigned mask = (W == 32 ? 0xffffffffu : ((1u << W) - 1u)) << ((threadIdx.x % 32) / W * W);
-    const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
-    T sum = T(0);
-    index_t k = b + lane;
-    // Long rows: four independent loads per lane in flight per trip.
-    for (; k < e - 3 * W; k += 4 * W) {  // (written so that nothing overflows near nnz = 2^31)
-      index_t c[4];
-      T v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        c[i] = load_stream(A.col_idx + k + i * W);
-        v[i] = load_stream(A.values + k + i * W);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sum += v[i] * load_cached(x + c[i]);
-    }
-    for (; k < e; k += W) sum += load_stream(A.values + k) * load_cached(x + load_stream(A.col_idx + k));
-#pragma unroll
-    for (int off = W / 2; off > 0; off /= 2) sum += __shfl_down_sync(mask, sum, off, W);
-    if (lane == 0) {
+    const T sum = subwarp_row_sum<W>(A, x, row);
+    if (threadIdx.x % W == 0) {
       const T yv = store_axpby(y + row, alpha, sum, beta);
       if constexpr (DOT) d[0] = double(load_cached(x + row)) * double(yv);
     }
