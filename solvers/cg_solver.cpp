@@ -1,9 +1,11 @@
 #include "solvers/cg_solver.hpp"
 
 #include <chrono>
+#include <optional>
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
+#include "base/zero_fill.hpp"
 #include "solvers/cg.hpp"
 #include "solvers/cuda/cuda_cg_ops.hpp"
 #include "solvers/host/host_cg_ops.hpp"
@@ -89,8 +91,11 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   const std::size_t n = std::size_t(s.A.rows());
   KRYSP_REQUIRE(b.size() == n, "solve: b has ", b.size(), " entries, matrix has ", n, " rows");
   const bool zero_x0 = x.empty();  // no initial guess: x0 = 0, zeroed on the device rather than uploaded
-  if (zero_x0) x.assign(n, 0.0);
-  KRYSP_REQUIRE(x.size() == n, "solve: x0 has ", x.size(), " entries, matrix has ", n, " rows");
+  KRYSP_REQUIRE(zero_x0 || x.size() == n, "solve: x0 has ", x.size(), " entries, matrix has ", n, " rows");
+  // The GPU path sizes a zero x while the device iterates (base/zero_fill.hpp); the host's now.
+  std::optional<ZeroFill> sized;
+  if (zero_x0 && s.options.backend == Backend::Cuda) sized.emplace(x, n);
+  else if (zero_x0) x.assign(n, 0.0);
   if (s.A.values_version() != s.precond_version) {  // values changed in place: derived data is stale
     const auto t0 = Clock::now();
     s.set_up_preconditioner();
@@ -102,6 +107,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
     if (zero_x0) s.dx.zero();
     else s.dx.upload(x.data(), n);
     static_cast<SolveResult&>(rep) = cg(*s.dev_ops, s.db, s.dx, s.options.cg);
+    if (sized) sized->wait();
     s.dx.download(x.data(), n);
     rep.device = cuda_device_name();
     rep.spmv_kernel = s.plan->config().to_string();

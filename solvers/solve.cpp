@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
+#include <optional>
 #include <string>
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
+#include "base/zero_fill.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/cg_solver.hpp"
 #include "solvers/cuda/block_cg_kernels.hpp"
@@ -74,9 +75,6 @@ BlockSolveReport run_block_host(const CsrMatrix<double>& A, const std::vector<do
   return rep;
 }
 
-/// Entries of X from which sizing it on another thread pays for starting one (~50 µs).
-constexpr std::size_t kAsyncSizeMin = std::size_t(1) << 20;
-
 BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
                                 std::vector<double>& X, bool zero_x0, const SolveOptions& o, Clock::time_point t0) {
   SpmvPlan<double> spmv(A, o.plan);
@@ -92,16 +90,13 @@ BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<do
       detail::transpose(cmaj.data(), s, A.rows(), vx.data());
     }
   }
-  // A zero initial guess is never uploaded, so a large X is sized (n·s zeros: page faults and a
-  // memset, ~0.1 s for 4 M × 8) on another thread while the device iterates.
-  std::future<void> sized;
-  if (zero_x0 && B.size() >= kAsyncSizeMin) sized = std::async(std::launch::async, [&X, n = B.size()] { X.assign(n, 0.0); });
-  else if (zero_x0) X.assign(B.size(), 0.0);
+  std::optional<ZeroFill> sized;  // a zero X0 is not uploaded: X is sized while the device iterates
+  if (zero_x0) sized.emplace(X, B.size());
   BlockSolveReport rep;
   cuda_synchronize();
   rep.setup_seconds = since(t0);
   static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, o.cg);
-  if (sized.valid()) sized.get();
+  if (sized) sized->wait();
   DeviceArray<double> cmaj(X.size());
   detail::transpose(vx.data(), A.rows(), s, cmaj.data());
   cmaj.download(X.data(), X.size());
