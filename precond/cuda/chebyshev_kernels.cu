@@ -129,6 +129,95 @@ __global__ void __launch_bounds__(kBlock)
   }
   block_partial(sum, partials);
 }
+
+// The last block to finish (one atomic ticket, as base/cuda/grid_reduce.cuh) sums the partials:
+// loaded by all its threads at once, then added by thread 0 in block order from 0.0, bitwise
+// what lanczos_finish_kernel (a separate launch) computed. Every block calls it (blockDim.x ==
+// kBlock) after block_partial; the ticket is back to 0 when it returns in the last block.
+__device__ void finish_in_last_block(double* partials, unsigned* ticket, double* out, bool root) {
+  __shared__ bool last;
+  __shared__ double p[kMaxReduceGrid];
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's partial visible before its ticket is taken
+    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p[b] = __ldcg(partials + b);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  double sum = 0.0;
+  for (unsigned b = 0; b < gridDim.x; ++b) sum += p[b];
+  *out = root ? sqrt(sum) : sum;
+  *ticket = 0;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_start_fused_kernel(index_t n, T* __restrict__ v, double* partials, unsigned* ticket, double* norm) {
+  double sum = 0;
+  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+    const T e = T(lanczos_start_entry(i));
+    v[i] = e;
+    sum += double(e) * double(e);
+  }
+  block_partial(sum, partials);
+  finish_in_last_block(partials, ticket, norm, true);
+}
+
+// v = T(1.0 / *d)·v in place, u = s∘v: the Lanczos vector of the next step and the SpMV input.
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_advance_kernel(index_t n, const double* __restrict__ d, T* __restrict__ v, const T* __restrict__ s,
+                           T* __restrict__ u) {
+  const T a = T(1.0 / *d);
+  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+    const T vi = v[i] * a;
+    v[i] = vi;
+    u[i] = s[i] * vi;
+  }
+}
+
+// vprev null: β_{−1}·v_{−1} = 0 (the first step), without reading either.
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_alpha_fused_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w,
+                               const double* __restrict__ beta_p, const T* __restrict__ vprev,
+                               const T* __restrict__ v, double* partials, unsigned* ticket, double* alpha) {
+  double sum = 0;
+  if (vprev) {
+    const T beta = T(*beta_p);
+    for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+      const T wi = s[i] * w[i] - beta * vprev[i];
+      w[i] = wi;
+      sum += double(wi) * double(v[i]);
+    }
+  } else {
+    for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+      const T wi = s[i] * w[i];  // the host's s∘w − 0·0: the same value
+      w[i] = wi;
+      sum += double(wi) * double(v[i]);
+    }
+  }
+  block_partial(sum, partials);
+  finish_in_last_block(partials, ticket, alpha, false);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_beta_fused_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v,
+                              T* __restrict__ w, double* partials, unsigned* ticket, double* beta) {
+  const T alpha = T(*alpha_p);
+  double sum = 0;
+  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+    const T wi = w[i] - alpha * v[i];
+    w[i] = wi;
+    sum += double(wi) * double(wi);
+  }
+  block_partial(sum, partials);
+  finish_in_last_block(partials, ticket, beta, true);
+}
 }  // namespace
 
 template <class T, class S, class O>
@@ -182,6 +271,33 @@ void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* part
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
 }
 
+template <class T>
+void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm) {
+  lanczos_start_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials, ticket, norm);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_fused_kernel");
+}
+
+template <class T>
+void lanczos_advance(index_t n, const double* d, T* v, const T* s, T* u) {
+  if (n == 0) return;
+  lanczos_advance_kernel<T><<<grid_for(n), kBlock>>>(n, d, v, s, u);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_advance_kernel");
+}
+
+template <class T>
+void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v,
+                         double* partials, unsigned* ticket, double* alpha) {
+  lanczos_alpha_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, beta, vprev, v, partials, ticket, alpha);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_alpha_fused_kernel");
+}
+
+template <class T>
+void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
+                        double* beta) {
+  lanczos_beta_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, beta);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_fused_kernel");
+}
+
 #define KRYSP_INSTANTIATE_CHEB(T, S, O)                                                                             \
   template void cheb_first<T, S, O>(index_t, index_t, S, const S*, const T*, index_t, O*, index_t);                 \
   template void cheb_step<T, S, O>(index_t, index_t, S, S, const S*, const T*, index_t, const S*, index_t, const S*, \
@@ -195,7 +311,12 @@ KRYSP_INSTANTIATE_CHEB(double, float, double)
   template void lanczos_start<T>(index_t, T*, double*);                                                  \
   template void lanczos_scale_inv<T>(index_t, const double*, T*);                                        \
   template void lanczos_alpha<T>(index_t, const T*, T*, const double*, const T*, const T*, double*);     \
-  template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);
+  template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);                          \
+  template void lanczos_start_fused<T>(index_t, T*, double*, unsigned*, double*);                        \
+  template void lanczos_advance<T>(index_t, const double*, T*, const T*, T*);                            \
+  template void lanczos_alpha_fused<T>(index_t, const T*, T*, const double*, const T*, const T*, double*, \
+                                       unsigned*, double*);                                              \
+  template void lanczos_beta_fused<T>(index_t, const double*, const T*, T*, double*, unsigned*, double*);
 KRYSP_INSTANTIATE_LANCZOS(double)
 KRYSP_INSTANTIATE_LANCZOS(float)
 

@@ -66,4 +66,23 @@ void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vpr
 template <class T>
 void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials);
 
+
+// Fused forms (one launch each; what DeviceLanczos uses): the reduction's finish runs in the last
+// block to complete (an atomic ticket, zero at rest, back to zero after each launch), with the
+// same block-order sum as lanczos_finish. `partials` holds lanczos_grid(n) doubles.
+/// lanczos_start, then *norm = ‖v‖ (v is not scaled: lanczos_advance with d = norm does it).
+template <class T>
+void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm);
+/// v = T(1.0 / *d)·v in place and u = s∘v: the next Lanczos vector and the SpMV's input.
+template <class T>
+void lanczos_advance(index_t n, const double* d, T* v, const T* s, T* u);
+/// lanczos_alpha (vprev null: the first step, β_{−1}·v_{−1} = 0), then *alpha = Σ partials.
+template <class T>
+void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v,
+                         double* partials, unsigned* ticket, double* alpha);
+/// lanczos_beta, then *beta = sqrt(Σ partials).
+template <class T>
+void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
+                        double* beta);
+
 }  // namespace krysp::detail
