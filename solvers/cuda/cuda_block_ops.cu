@@ -156,6 +156,25 @@ void CudaBlockOps<T>::gram2(index_t n, const T* X, index_t ldx, index_t bx, cons
 }
 
 template <class T>
+void CudaBlockOps<T>::gram_pair(index_t n, const T* X1, index_t ldx1, index_t bx1, const T* Y1, index_t ldy1,
+                                index_t by1, double* C1, const T* X2, index_t ldx2, index_t bx2, const T* Y2,
+                                index_t ldy2, index_t by2, double* C2) {
+  KRYSP_REQUIRE(bx1 <= max_cols_ && by1 <= max_cols_ && bx2 <= max_cols_ && by2 <= max_cols_, "gram_pair: ", bx1,
+                "x", by1, " and ", bx2, "x", by2, " exceed the workspace ", max_cols_);
+  const T one = 1, zero = 0;
+  const std::size_t sz1 = std::size_t(bx1) * by1, sz2 = std::size_t(bx2) * by2;
+  KRYSP_CUBLAS_CHECK(
+      gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx1, by1, n, &one, X1, ldx1, Y1, ldy1, &zero, small_.data(), bx1));
+  KRYSP_CUBLAS_CHECK(
+      gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx2, by2, n, &one, X2, ldx2, Y2, ldy2, &zero, small_.data() + sz1, bx2));
+  std::vector<T> c(sz1 + sz2);
+  small_.download(c.data(), c.size());  // one wait for both
+  ring_used_ = 0;
+  for (std::size_t i = 0; i < sz1; ++i) C1[i] = double(c[i]);
+  for (std::size_t i = 0; i < sz2; ++i) C2[i] = double(c[sz1 + i]);
+}
+
+template <class T>
 void CudaBlockOps<T>::combine(index_t n, const T* X, index_t ldx, index_t bx, const double* C, double alpha,
                               double beta, T* Y, index_t ldy, index_t by) {
   KRYSP_REQUIRE(bx <= max_cols_ && by <= max_cols_, "combine: ", bx, "x", by, " exceeds the workspace ", max_cols_);

@@ -29,6 +29,10 @@ class CudaBlockOps {
   /// C1 = Xᵀ·Y1 and C2 = Xᵀ·Y2 (each bx × by, host, column-major) with one download (one wait).
   void gram2(index_t n, const T* X, index_t ldx, index_t bx, const T* Y1, index_t ldy1, const T* Y2, index_t ldy2,
              index_t by, double* C1, double* C2);
+  /// C1 = X1ᵀ·Y1 (bx1 × by1) and C2 = X2ᵀ·Y2 (bx2 × by2), host, column-major, with one download.
+  void gram_pair(index_t n, const T* X1, index_t ldx1, index_t bx1, const T* Y1, index_t ldy1, index_t by1,
+                 double* C1, const T* X2, index_t ldx2, index_t bx2, const T* Y2, index_t ldy2, index_t by2,
+                 double* C2);
   /// Y = alpha·X·C + beta·Y; C (bx × by, host, column-major). Y must not alias X.
   void combine(index_t n, const T* X, index_t ldx, index_t bx, const double* C, double alpha, double beta, T* Y,
                index_t ldy, index_t by);
