@@ -259,8 +259,12 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   // B-norm² (the "again" test below, which otherwise falls back to projecting again and a fresh
   // Gram matrix); it only ever steers a first Cholesky QR pass that is followed by another one
   // from a fresh Gram matrix; an ill-conditioned or rank-deficient verdict is re-taken from a fresh one.
-  auto ortho = [&](double* const* buf, double* const* bbuf, int v, index_t ld, index_t a, index_t q,
-                   auto dest) -> index_t {
+  //
+  // `one_pass` (the new directions W of an iteration, which Rayleigh–Ritz takes exactly as they
+  // are): a Cholesky QR pass on a well-conditioned block (scaled Gram condition ≤ 1e6, so the
+  // result is B-orthonormal to ~ε·1e6) is the last one, without a Gram matrix to confirm it.
+  auto ortho = [&](double* const* buf, double* const* bbuf, int v, index_t ld, index_t a, index_t q, auto dest,
+                   bool one_pass = false) -> index_t {
     bool need_project = true;
     for (int pass = 0;; ++pass) {
       double* V = buf[v];
@@ -312,7 +316,8 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       if (oc.rank == 0) return 0;
       // A pass whose input was already within 1e-2 of orthonormal leaves it orthonormal to
       // working precision (Cholesky QR's error is ε·cond², cond ≤ 1.03 here).
-      if ((oc.deviation <= 1e-2 && !derived) || pass == 3) {
+      const bool enough = one_pass && !oc.used_svqb && oc.rank == a && oc.cond <= 1e6;
+      if ((oc.deviation <= 1e-2 && !derived) || enough || pass == 3) {
         const auto [W, ldw] = dest(oc.rank);
         ops.combine(V, ld, a, oc.K.data(), 1.0, 0.0, W, ldw, oc.rank);
         return oc.rank;
@@ -388,25 +393,38 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   {
     auto ph = phase(prof, "lobpcg init: starting block + refresh");
     const index_t g = st.x0_cols;
-    if (g > 0) {
-      ops.upload(st.x0, Tb[1], nn * g);
-      ops.copy(g, Tb[1], g, Tb[0], b);
+    // A random block (no x0, no constraints, B = I) is well conditioned (scaled Gram condition
+    // ≈ ((1 + √(b/n)) / (1 − √(b/n)))² ≤ 14 for n ≥ 3b): Rayleigh–Ritz on it (refresh_x, dsygvd
+    // on its Gram matrices) B-orthonormalises it as well, with the same Ritz pairs as an
+    // orthonormalised copy of the same span would give, and without Cholesky QR's two waits.
+    // Should that fail, the general path below starts again.
+    bool started = false;
+    if (g == 0 && c == 0 && !gen) {
+      ops.fill_random(b, X(), L, opt.seed, 0);
+      started = refresh_x();
+      if (!started && nonfinite) return fail(EigStatus::NonFinite);
     }
-    if (g < b) ops.fill_random(b - g, Tb[0] + g, b, opt.seed, g);
-    index_t have = 0;
-    for (int attempt = 0; have < b && attempt < 6; ++attempt) {
-      const index_t want = b - have;
-      if (attempt > 0) ops.fill_random(want, Tb[0], b, opt.seed + 7919 * attempt, b + have);
-      if (gen) ops.apply_b(want, Tb[0], b, BTb[0], b);
-      const index_t r = ortho(Tb, BTb, 0, b, want, have,
-                              [&](index_t) { return std::pair<double*, index_t>(X() + have, L); });
-      if (r < 0) return fail(EigStatus::NonFinite);
-      if (saw_indefinite) return fail(EigStatus::NotPositiveDefinite);
-      if (gen && r > 0) ops.apply_b(r, X() + have, L, BX() + have, L);  // B·X for the next projection
-      have += r;
+    if (!started) {
+      if (g > 0) {
+        ops.upload(st.x0, Tb[1], nn * g);
+        ops.copy(g, Tb[1], g, Tb[0], b);
+      }
+      if (g < b) ops.fill_random(b - g, Tb[0] + g, b, opt.seed, g);
+      index_t have = 0;
+      for (int attempt = 0; have < b && attempt < 6; ++attempt) {
+        const index_t want = b - have;
+        if (attempt > 0) ops.fill_random(want, Tb[0], b, opt.seed + 7919 * attempt, b + have);
+        if (gen) ops.apply_b(want, Tb[0], b, BTb[0], b);
+        const index_t r = ortho(Tb, BTb, 0, b, want, have,
+                                [&](index_t) { return std::pair<double*, index_t>(X() + have, L); });
+        if (r < 0) return fail(EigStatus::NonFinite);
+        if (saw_indefinite) return fail(EigStatus::NotPositiveDefinite);
+        if (gen && r > 0) ops.apply_b(r, X() + have, L, BX() + have, L);  // B·X for the next projection
+        have += r;
+      }
+      if (have < b) return fail(EigStatus::NotPositiveDefinite);
+      if (!refresh_x()) return fail(nonfinite ? EigStatus::NonFinite : EigStatus::NotPositiveDefinite);
     }
-    if (have < b) return fail(EigStatus::NotPositiveDefinite);
-    if (!refresh_x()) return fail(nonfinite ? EigStatus::NonFinite : EigStatus::NotPositiveDefinite);
     res.refreshes = 0;
   }
 
@@ -499,8 +517,8 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       v = 1 - v;
     }
     if (gen) ops.apply_b(a, Tb[v], b, BTb[v], b);
-    const index_t aw = ortho(Tb, BTb, v, b, a, b + p,
-                             [&](index_t r) { return std::pair<double*, index_t>(Sb[cur] + oX - r, L); });
+    const index_t aw = ortho(
+        Tb, BTb, v, b, a, b + p, [&](index_t r) { return std::pair<double*, index_t>(Sb[cur] + oX - r, L); }, true);
     if (aw < 0) {
       res.status = EigStatus::NonFinite;
       break;
