@@ -132,30 +132,52 @@ __global__ void __launch_bounds__(kBlock)
 
 // The last block to finish (one atomic ticket, as base/cuda/grid_reduce.cuh) sums the partials:
 // loaded by all its threads at once, then added by thread 0 in block order from 0.0, bitwise
-// what lanczos_finish_kernel (a separate launch) computed. Every block calls it (blockDim.x ==
-// kBlock) after block_partial; the ticket is back to 0 when it returns in the last block.
-__device__ void finish_in_last_block(double* partials, unsigned* ticket, double* out, bool root) {
+// what lanczos_finish_kernel (a separate launch) computed. Every thread of every block calls it
+// (blockDim.x == kBlock) after block_partial. Returns true in every thread of the last block,
+// with the total (its root when `root`) in `value`; the ticket is back to 0 then.
+__device__ bool finish_in_last_block(double* partials, unsigned* ticket, double* out, bool root, double& value) {
   __shared__ bool last;
   __shared__ double p[kMaxReduceGrid];
-  if (threadIdx.x == 0) {
-    __threadfence();  // this block's partial visible before its ticket is taken
-    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-  }
+  __shared__ double total;
+  __threadfence();  // this thread's writes (the partial, vector entries) visible before the ticket
   __syncthreads();
-  if (!last) return;
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return false;
   __threadfence();
   for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p[b] = __ldcg(partials + b);
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  double sum = 0.0;
-  for (unsigned b = 0; b < gridDim.x; ++b) sum += p[b];
-  *out = root ? sqrt(sum) : sum;
-  *ticket = 0;
+  if (threadIdx.x == 0) {
+    double sum = 0.0;
+    for (unsigned b = 0; b < gridDim.x; ++b) sum += p[b];
+    total = root ? sqrt(sum) : sum;
+    *out = total;
+    *ticket = 0;
+  }
+  __syncthreads();
+  value = total;
+  return true;
 }
 
+// The tail of a last block on small vectors: v = T(1.0 / d)·v, u = s∘v over all n entries (the
+// next step's Lanczos vector and SpMV input), saving the launch of lanczos_advance. The entries
+// were written by other blocks before their tickets: read past L1.
+template <class T>
+__device__ void advance_in_block(index_t n, double d, T* v, const T* s, T* u) {
+  const T a = T(1.0 / d);
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const T vi = __ldcg(v + i) * a;
+    v[i] = vi;
+    u[i] = s[i] * vi;
+  }
+}
+
+// s null: v is written unscaled (lanczos_advance scales it); else the last block scales it and
+// writes u = s∘v too.
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_start_fused_kernel(index_t n, T* __restrict__ v, double* partials, unsigned* ticket, double* norm) {
+    lanczos_start_fused_kernel(index_t n, T* __restrict__ v, double* partials, unsigned* ticket, double* norm,
+                               const T* __restrict__ s, T* __restrict__ u) {
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
     const T e = T(lanczos_start_entry(i));
@@ -163,7 +185,8 @@ __global__ void __launch_bounds__(kBlock)
     sum += double(e) * double(e);
   }
   block_partial(sum, partials);
-  finish_in_last_block(partials, ticket, norm, true);
+  double d;
+  if (finish_in_last_block(partials, ticket, norm, true, d) && s) advance_in_block(n, d, v, s, u);
 }
 
 // v = T(1.0 / *d)·v in place, u = s∘v: the Lanczos vector of the next step and the SpMV input.
@@ -201,13 +224,15 @@ __global__ void __launch_bounds__(kBlock)
     }
   }
   block_partial(sum, partials);
-  finish_in_last_block(partials, ticket, alpha, false);
+  double unused;
+  finish_in_last_block(partials, ticket, alpha, false, unused);
 }
 
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_beta_fused_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v,
-                              T* __restrict__ w, double* partials, unsigned* ticket, double* beta) {
+    lanczos_beta_fused_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* w,
+                              double* partials, unsigned* ticket, double* beta, const T* __restrict__ s,
+                              T* __restrict__ u) {
   const T alpha = T(*alpha_p);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
@@ -216,7 +241,8 @@ __global__ void __launch_bounds__(kBlock)
     sum += double(wi) * double(wi);
   }
   block_partial(sum, partials);
-  finish_in_last_block(partials, ticket, beta, true);
+  double d;
+  if (finish_in_last_block(partials, ticket, beta, true, d) && s) advance_in_block(n, d, w, s, u);
 }
 }  // namespace
 
@@ -272,8 +298,8 @@ void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* part
 }
 
 template <class T>
-void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm) {
-  lanczos_start_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials, ticket, norm);
+void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm, const T* s, T* u) {
+  lanczos_start_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials, ticket, norm, s, u);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_fused_kernel");
 }
 
@@ -293,8 +319,8 @@ void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const 
 
 template <class T>
 void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
-                        double* beta) {
-  lanczos_beta_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, beta);
+                        double* beta, const T* s, T* u) {
+  lanczos_beta_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, beta, s, u);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_fused_kernel");
 }
 
@@ -312,11 +338,12 @@ KRYSP_INSTANTIATE_CHEB(double, float, double)
   template void lanczos_scale_inv<T>(index_t, const double*, T*);                                        \
   template void lanczos_alpha<T>(index_t, const T*, T*, const double*, const T*, const T*, double*);     \
   template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);                          \
-  template void lanczos_start_fused<T>(index_t, T*, double*, unsigned*, double*);                        \
+  template void lanczos_start_fused<T>(index_t, T*, double*, unsigned*, double*, const T*, T*);          \
   template void lanczos_advance<T>(index_t, const double*, T*, const T*, T*);                            \
   template void lanczos_alpha_fused<T>(index_t, const T*, T*, const double*, const T*, const T*, double*, \
                                        unsigned*, double*);                                              \
-  template void lanczos_beta_fused<T>(index_t, const double*, const T*, T*, double*, unsigned*, double*);
+  template void lanczos_beta_fused<T>(index_t, const double*, const T*, T*, double*, unsigned*, double*,   \
+                                      const T*, T*);
 KRYSP_INSTANTIATE_LANCZOS(double)
 KRYSP_INSTANTIATE_LANCZOS(float)
 

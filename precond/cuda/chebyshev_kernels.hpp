@@ -70,9 +70,15 @@ void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* part
 // Fused forms (one launch each; what DeviceLanczos uses): the reduction's finish runs in the last
 // block to complete (an atomic ticket, zero at rest, back to zero after each launch), with the
 // same block-order sum as lanczos_finish. `partials` holds lanczos_grid(n) doubles.
-/// lanczos_start, then *norm = ‖v‖ (v is not scaled: lanczos_advance with d = norm does it).
+/// The last block of a launch can also do lanczos_advance's work itself (`s` not null: v /= the
+/// total, u = s∘v over all n entries, one block's threads): worth it on small vectors, where the
+/// launch it saves costs more than that serial tail (up to kLanczosAdvanceInBlockMax rows).
+inline constexpr index_t kLanczosAdvanceInBlockMax = 16384;
+/// lanczos_start, then *norm = ‖v‖; with s: then v /= ‖v‖ and u = s∘v (else v stays unscaled:
+/// lanczos_advance with d = norm does it).
 template <class T>
-void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm);
+void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm, const T* s = nullptr,
+                         T* u = nullptr);
 /// v = T(1.0 / *d)·v in place and u = s∘v: the next Lanczos vector and the SpMV's input.
 template <class T>
 void lanczos_advance(index_t n, const double* d, T* v, const T* s, T* u);
@@ -80,9 +86,10 @@ void lanczos_advance(index_t n, const double* d, T* v, const T* s, T* u);
 template <class T>
 void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v,
                          double* partials, unsigned* ticket, double* alpha);
-/// lanczos_beta, then *beta = sqrt(Σ partials).
+/// lanczos_beta, then *beta = sqrt(Σ partials); with s: then w /= β and u = s∘w (the next step's
+/// lanczos_advance, done).
 template <class T>
 void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
-                        double* beta);
+                        double* beta, const T* s = nullptr, T* u = nullptr);
 
 }  // namespace krysp::detail

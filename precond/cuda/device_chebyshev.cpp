@@ -19,7 +19,8 @@ namespace {
 /// α_0, β_0, α_1, β_1, ...), where the next kernels read them, so a batch of steps is queued at
 /// once and downloaded with one synchronisation. Four launches a step: v = w/β_{j−1} with
 /// u = D^{-1/2}·v, the SpMV w = A·u, α (w = D^{-1/2}·w − β·v_prev, then wᵀv) and β (w −= α·v, then
-/// ‖w‖), each reduction finished inside its own launch.
+/// ‖w‖), each reduction finished inside its own launch; three on small matrices, where β's last
+/// block does the first one's work for the next step.
 template <class T>
 class DeviceLanczos final : public LanczosOperator {
  public:
@@ -34,9 +35,12 @@ class DeviceLanczos final : public LanczosOperator {
     ab_ = DeviceArray<double>(2 * std::size_t(max_steps_) + 2);  // + the start vector's norm at the end
     // Launch-bound matrices (a step costs its launches, not its bytes): longer batches, fewer waits.
     small_ = std::int64_t(A.nnz()) <= kSmallNnz;
+    tail_ = n_ <= detail::kLanczosAdvanceInBlockMax;
   }
   void start() override {
-    detail::lanczos_start_fused(n_, v_.data(), partials_.data(), ticket(), norm());  // v unscaled, ‖v‖
+    // ‖v‖; with tail_ also v /= ‖v‖, u = D^{-1/2} v (else step 0's lanczos_advance does that)
+    detail::lanczos_start_fused<T>(n_, v_.data(), partials_.data(), ticket(), norm(), tail_ ? s_.data() : nullptr,
+                                   u_.data());
     step_ = 0;
   }
   void steps(int count, double* alpha, double* beta) override {
@@ -51,12 +55,13 @@ class DeviceLanczos final : public LanczosOperator {
         std::swap(vp_, v_);
         std::swap(v_, w_);
       }
-      // v /= (step 0: ‖v‖, else β_{j−1}); u = D^{-1/2} v
-      detail::lanczos_advance<T>(n_, step_ > 0 ? prev_beta : norm(), v_.data(), s_.data(), u_.data());
+      // v /= (step 0: ‖v‖, else β_{j−1}); u = D^{-1/2} v (with tail_: done by the last launch's last block)
+      if (!tail_) detail::lanczos_advance<T>(n_, step_ > 0 ? prev_beta : norm(), v_.data(), s_.data(), u_.data());
       plan_.apply(A_, T(1), u_.data(), T(0), w_.data());  // w = A u
       detail::lanczos_alpha_fused<T>(n_, s_.data(), w_.data(), prev_beta, step_ > 0 ? vp_.data() : nullptr,
                                      v_.data(), partials_.data(), ticket(), a);
-      detail::lanczos_beta_fused<T>(n_, a, v_.data(), w_.data(), partials_.data(), ticket(), b);
+      detail::lanczos_beta_fused<T>(n_, a, v_.data(), w_.data(), partials_.data(), ticket(), b,
+                                    tail_ ? s_.data() : nullptr, u_.data());
     }
     // One download for the batch (synchronises): α_j, β_j interleaved from α_first on.
     std::vector<double> h(2 * std::size_t(count));
@@ -68,7 +73,7 @@ class DeviceLanczos final : public LanczosOperator {
   }
   /// Four steps a batch (the first batch: until the settling test may first stop the run): at
   /// most three SpMVs wasted past the stop, against two synchronisations saved per step. On a
-  /// small matrix a step is ~4 launches (~15 us) and a wait ~30 us: 8 steps a batch, 16 first
+  /// small matrix a step is 3-4 launches (~10-15 us) and a wait ~30 us: 8 steps a batch, 16 first
   /// (few runs settle in fewer).
   int batch() const override { return small_ ? 8 : kBatch; }
   int first_batch() const override { return small_ ? 16 : kBatch; }
@@ -85,6 +90,7 @@ class DeviceLanczos final : public LanczosOperator {
   int max_steps_;
   int step_ = 0;
   bool small_ = false;
+  bool tail_ = false;  // n ≤ kLanczosAdvanceInBlockMax: lanczos_advance done by the reductions' last blocks
   DeviceArray<T> s_, v_, vp_, w_, u_;
   DeviceArray<double> partials_, ab_;
 };
