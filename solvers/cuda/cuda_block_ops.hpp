@@ -9,6 +9,7 @@
 /// device is known idle (a gram's download, which waits for all earlier work on the default
 /// stream), or after an explicit wait when the ring is full.
 #include <memory>
+#include <vector>
 
 #include "base/device_memory.hpp"
 #include "solvers/block_ops.hpp"
@@ -47,6 +48,8 @@ class CudaBlockOps {
   DeviceArray<T> small_;  ///< two max_cols × max_cols Gram matrices on the device
   DeviceArray<T> ring_;   ///< combine()'s coefficients on the device (kRingSlots matrices)
   std::size_t ring_used_ = 0;
+  std::vector<double> last_host_;  ///< the coefficients of the last slot staged (valid while last_ is set)
+  const T* last_ = nullptr;        ///< their device slot; reset with the ring
 };
 
 extern template class CudaBlockOps<double>;
