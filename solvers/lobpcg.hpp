@@ -9,7 +9,11 @@
 ///    W is B-projected off Y (constraints) and [X P] by classical Gram–Schmidt, repeated for the
 ///    columns that lost more than half their norm ("twice is enough"), then
 ///    orthonormalized by Cholesky QR, repeated until the Gram matrix it sees is within 1e-2 of I
-///    (so typically twice: "CholQR2"). When the scaled Gram matrix has condition > 1e10, a
+///    (so typically twice: "CholQR2") — except that W stops after one pass whose scaled Gram
+///    matrix had condition ≤ 1e6 (B-orthonormal to ~ε·1e6 then; Rayleigh–Ritz uses W's Gram
+///    matrices as they are, so nothing depends on more). Without constraints the first pass
+///    takes the projection coefficients and the Gram matrix in one wait, the latter as
+///    VᵀBV − CᵀC (see ortho below). When the scaled Gram matrix has condition > 1e10, a
 ///    column is zero, or Cholesky fails, the pass uses SVQB instead and drops the directions
 ///    whose Gram eigenvalue is below 100·ε·a·θ_max (near-dependent); after an ill-conditioned
 ///    pass (cond > 1e8 or a drop) W is projected off [X P] again before the next pass.
