@@ -25,11 +25,11 @@
 ///    orthogonalization. A·P, B·P follow by the same coefficients.
 ///  - Rayleigh–Ritz uses GA = SᵀAS and GB = SᵀBS, diagonally scaled, with dsygvd. Their W rows
 ///    are tall products (Wᵀ·A·S, Wᵀ·B·S) every step; their [X P] block is carried by the small
-///    coefficients ([C₁ Z]ᵀ·GA·[C₁ Z]; after a refresh the next step takes all of GA, GB from tall products). Nothing
-///    assumes W orthonormal or B-orthogonal to [X P]: a slightly non-orthonormal basis is still
-///    handled exactly. If the scaled
-///    GB has condition > 1e8 (or dsygvd's Cholesky fails), P is dropped ("restart") and the step
-///    redone on [W X]; if that is still ill-conditioned the basis is reduced by SVQB (dropping
+///    coefficients ([C₁ Z]ᵀ·GA·[C₁ Z]; after a refresh, the next step takes all of GA, GB from
+///    tall products). Nothing assumes W orthonormal or B-orthogonal to [X P]: a slightly
+///    non-orthonormal basis is still handled exactly. If the scaled GB has condition > 1e8 (or
+///    dsygvd's Cholesky fails), P is dropped ("restart") and the step redone on [W X]; if that
+///    is still ill-conditioned the basis is reduced by SVQB (dropping
 ///    dependent directions) and dsyevd solves the projected problem. A failed Cholesky never
 ///    ends the run; only a basis that cannot hold b B-orthonormal vectors does (B not SPD).
 ///  - Soft locking: a pair whose relative residual meets tol leaves W and P (it gets no new

@@ -55,7 +55,7 @@ struct RitzStep {
   bool ill_conditioned = false;///< the scaled B-Gram had condition > rr_cond_max
   bool reduced = false;        ///< the SVQB-reduced path was used (rank < m possible)
   index_t rank = 0;            ///< columns of C
-  double gram_cond = 0;        ///< condition of the scaled B-Gram D·GB·D (a Gershgorin upper bound when that is ≤ rr_cond_max)
+  double gram_cond = 0;        ///< condition of the scaled B-Gram D·GB·D (Gershgorin bound when ≤ rr_cond_max)
   bool indefinite = false;     ///< the scaled B-Gram had a clearly negative eigenvalue (< −1e-8·θ_max)
   std::vector<double> theta;   ///< rank Ritz values, wanted-first: ascending (smallest) or descending (largest)
   std::vector<double> C;       ///< m × rank Ritz coefficients, GB-orthonormal (Cᵀ·GB·C = I), same order
