@@ -70,69 +70,9 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(kBlock) lanczos_start_kernel(index_t n, T* __restrict__ v, double* partials) {
-  double sum = 0;
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T e = T(lanczos_start_entry(i));
-    v[i] = e;
-    sum += double(e) * double(e);
-  }
-  block_partial(sum, partials);
-}
-
-// All partials are loaded at once (one thread each: one memory round trip, not ~grid/4 of them
-// for a single thread's loop, ~70 us at grid 1024, twice per Lanczos step), then added by one
-// thread in block order from shared memory: bitwise the sequential sum as before.
-__global__ void __launch_bounds__(kMaxReduceGrid)
-    lanczos_finish_kernel(int grid, const double* __restrict__ partials, double* __restrict__ out, bool root) {
-  __shared__ double p[kMaxReduceGrid];
-  if (int(threadIdx.x) < grid) p[threadIdx.x] = partials[threadIdx.x];
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  double sum = 0.0;
-  for (int b = 0; b < grid; ++b) sum += p[b];
-  *out = root ? sqrt(sum) : sum;
-}
-
-template <class T>
-__global__ void __launch_bounds__(kBlock) lanczos_scale_inv_kernel(index_t n, const double* __restrict__ d,
-                                                                   T* __restrict__ v) {
-  const T a = T(1.0 / *d);
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) v[i] *= a;
-}
-
-template <class T>
-__global__ void __launch_bounds__(kBlock)
-    lanczos_alpha_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w, const double* __restrict__ beta_p,
-                         const T* __restrict__ vprev, const T* __restrict__ v, double* partials) {
-  const T beta = T(*beta_p);
-  double sum = 0;
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T wi = s[i] * w[i] - beta * vprev[i];
-    w[i] = wi;
-    sum += double(wi) * double(v[i]);
-  }
-  block_partial(sum, partials);
-}
-
-template <class T>
-__global__ void __launch_bounds__(kBlock)
-    lanczos_beta_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* __restrict__ w,
-                        double* partials) {
-  const T alpha = T(*alpha_p);
-  double sum = 0;
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T wi = w[i] - alpha * v[i];
-    w[i] = wi;
-    sum += double(wi) * double(wi);
-  }
-  block_partial(sum, partials);
-}
-
 // The last block to finish (one atomic ticket, as base/cuda/grid_reduce.cuh) sums the partials:
 // loaded by all its threads at once, then added by thread 0 in block order from 0.0, bitwise
-// what lanczos_finish_kernel (a separate launch) computed. Every thread of every block calls it
+// what one thread summing them in a launch of its own would. Every thread of every block calls it
 // (blockDim.x == kBlock) after block_partial. Returns true in every thread of the last block,
 // with the total (its root when `root`) in `value`; the ticket is back to 0 then.
 __device__ bool finish_in_last_block(double* partials, unsigned* ticket, double* out, bool root, double& value) {
@@ -286,37 +226,6 @@ int lanczos_grid(index_t n) {
 }
 
 template <class T>
-void lanczos_start(index_t n, T* v, double* partials) {
-  lanczos_start_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_kernel");
-}
-
-void lanczos_finish(int grid, const double* partials, double* out, bool root) {
-  KRYSP_REQUIRE(grid >= 1 && grid <= kMaxReduceGrid, "lanczos_finish: grid ", grid, " is not in 1..", kMaxReduceGrid);
-  lanczos_finish_kernel<<<1, unsigned((grid + 31) / 32 * 32)>>>(grid, partials, out, root);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_finish_kernel");
-}
-
-template <class T>
-void lanczos_scale_inv(index_t n, const double* d, T* v) {
-  if (n == 0) return;
-  lanczos_scale_inv_kernel<T><<<grid_for(n), kBlock>>>(n, d, v);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_scale_inv_kernel");
-}
-
-template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials) {
-  lanczos_alpha_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, beta, vprev, v, partials);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_alpha_kernel");
-}
-
-template <class T>
-void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials) {
-  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
-}
-
-template <class T>
 void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm, const T* s, T* u) {
   lanczos_start_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials, ticket, norm, s, u);
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_fused_kernel");
@@ -353,10 +262,6 @@ KRYSP_INSTANTIATE_CHEB(double, float, float)
 KRYSP_INSTANTIATE_CHEB(double, float, double)
 
 #define KRYSP_INSTANTIATE_LANCZOS(T)                                                                      \
-  template void lanczos_start<T>(index_t, T*, double*);                                                  \
-  template void lanczos_scale_inv<T>(index_t, const double*, T*);                                        \
-  template void lanczos_alpha<T>(index_t, const T*, T*, const double*, const T*, const T*, double*);     \
-  template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);                          \
   template void lanczos_start_fused<T>(index_t, T*, double*, unsigned*, double*, const T*, T*);          \
   template void lanczos_advance<T>(index_t, const double*, T*, const T*, T*);                            \
   template void lanczos_alpha_fused<T>(index_t, const T*, T*, const double*, const T*, const T*, double*, \
