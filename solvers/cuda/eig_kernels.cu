@@ -90,7 +90,10 @@ __global__ void fill_random_kernel(index_t n, index_t cols, double* X, index_t l
 
 int eig_residual_grid(index_t n, index_t b) {
   const int rows_per = residual_threads(b) / int(b);
-  const std::int64_t need = (std::int64_t(n) + rows_per - 1) / rows_per;
+  // At least 4 rows per thread: on small blocks the last block's sequential sum over the grid's
+  // partials (one thread per column) is what the kernel waits for (n = 7k, b = 12: 82 blocks,
+  // not 327); large n still gets 1024 blocks.
+  const std::int64_t need = (std::int64_t(n) + 4 * rows_per - 1) / (4 * rows_per);
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(need, 1024)));
 }
 
