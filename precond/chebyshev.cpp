@@ -75,7 +75,7 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, dou
   for (int j = 0; j < max_steps; ++j) {
     if (j == run) {
       // Nothing but a breakdown can stop the run before kLanczosMinSteps: ask for those at once.
-      const int want = j == 0 && batch > 1 ? std::max(batch, kLanczosMinSteps) : batch;
+      const int want = j == 0 && batch > 1 ? std::max({batch, op.first_batch(), kLanczosMinSteps}) : batch;
       const int count = std::min(want, max_steps - j);
       op.steps(count, alphas.data() + j, betas.data() + j);
       run += count;

@@ -75,6 +75,9 @@ class LanczosOperator {
   /// Steps past a stop are wasted work, never a different result: the stop is decided on the
   /// host, step by step, from the α and β of the steps before it.
   virtual int batch() const { return 1; }
+  /// The first request's size (the caller asks for at least the steps before its settling test
+  /// may stop the run, kLanczosMinSteps, and at least batch() when that is above 1).
+  virtual int first_batch() const { return batch(); }
 };
 
 /// What lanczos_largest found.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -65,13 +66,20 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double max_abs_diagonal(const CsrMatrix<double>& A) {
-  const auto& rp = A.row_ptr();
-  const auto& ci = A.col_idx();
-  const auto& va = A.values();
+  // An O(nnz) host pass (~40 us at 100k entries): once per values version, like the symmetry
+  // check (the bits of the double travel in the memo's string).
+  const std::string bits = A.memo("max_abs_diagonal", [&] {
+    const auto& rp = A.row_ptr();
+    const auto& ci = A.col_idx();
+    const auto& va = A.values();
+    double m = 0;
+    for (index_t i = 0; i < A.rows(); ++i)
+      for (index_t k = rp(i); k < rp(i + 1); ++k)
+        if (ci(k) == i) m = std::max(m, std::abs(va(k)));
+    return std::string(reinterpret_cast<const char*>(&m), sizeof m);
+  });
   double m = 0;
-  for (index_t i = 0; i < A.rows(); ++i)
-    for (index_t k = rp(i); k < rp(i + 1); ++k)
-      if (ci(k) == i) m = std::max(m, std::abs(va(k)));
+  std::memcpy(&m, bits.data(), std::min(bits.size(), sizeof m));
   return m;
 }
 

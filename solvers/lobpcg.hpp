@@ -9,7 +9,11 @@
 ///    W is B-projected off Y (constraints) and [X P] by classical Gram–Schmidt, repeated for the
 ///    columns that lost more than half their norm ("twice is enough"), then
 ///    orthonormalized by Cholesky QR, repeated until the Gram matrix it sees is within 1e-2 of I
-///    (so typically twice: "CholQR2"). When the scaled Gram matrix has condition > 1e10, a
+///    (so typically twice: "CholQR2") — except that W stops after one pass whose scaled Gram
+///    matrix had condition ≤ 1e6 (B-orthonormal to ~ε·1e6 then; Rayleigh–Ritz uses W's Gram
+///    matrices as they are, so nothing depends on more). Without constraints the first pass
+///    takes the projection coefficients and the Gram matrix in one wait, the latter as
+///    VᵀBV − CᵀC (see ortho below). When the scaled Gram matrix has condition > 1e10, a
 ///    column is zero, or Cholesky fails, the pass uses SVQB instead and drops the directions
 ///    whose Gram eigenvalue is below 100·ε·a·θ_max (near-dependent); after an ill-conditioned
 ///    pass (cond > 1e8 or a drop) W is projected off [X P] again before the next pass.
@@ -21,11 +25,11 @@
 ///    orthogonalization. A·P, B·P follow by the same coefficients.
 ///  - Rayleigh–Ritz uses GA = SᵀAS and GB = SᵀBS, diagonally scaled, with dsygvd. Their W rows
 ///    are tall products (Wᵀ·A·S, Wᵀ·B·S) every step; their [X P] block is carried by the small
-///    coefficients ([C₁ Z]ᵀ·GA·[C₁ Z], recomputed from tall products at every refresh). Nothing
-///    assumes W orthonormal or B-orthogonal to [X P]: a slightly non-orthonormal basis is still
-///    handled exactly. If the scaled
-///    GB has condition > 1e8 (or dsygvd's Cholesky fails), P is dropped ("restart") and the step
-///    redone on [W X]; if that is still ill-conditioned the basis is reduced by SVQB (dropping
+///    coefficients ([C₁ Z]ᵀ·GA·[C₁ Z]; after a refresh, the next step takes all of GA, GB from
+///    tall products). Nothing assumes W orthonormal or B-orthogonal to [X P]: a slightly
+///    non-orthonormal basis is still handled exactly. If the scaled GB has condition > 1e8 (or
+///    dsygvd's Cholesky fails), P is dropped ("restart") and the step redone on [W X]; if that
+///    is still ill-conditioned the basis is reduced by SVQB (dropping
 ///    dependent directions) and dsyevd solves the projected problem. A failed Cholesky never
 ///    ends the run; only a basis that cannot hold b B-orthonormal vectors does (B not SPD).
 ///  - Soft locking: a pair whose relative residual meets tol leaves W and P (it gets no new
@@ -57,6 +61,8 @@
 ///   upload(host, dst, count); download(src, host, count);
 ///   gram(X, ldx, bx, Y, ldy, by, C)                 C (bx × by, host, column-major) = Xᵀ·Y
 ///   gram2(X, ldx, bx, Y1, ldy1, Y2, ldy2, by, C1, C2) C1 = Xᵀ·Y1, C2 = Xᵀ·Y2 (one wait on a GPU)
+///   optional: gram_pair(X1, ldx1, bx1, Y1, ldy1, by1, C1, X2, ldx2, bx2, Y2, ldy2, by2, C2)
+///        C1 = X1ᵀ·Y1, C2 = X2ᵀ·Y2 with one wait (else two gram() calls are made)
 ///   combine(X, ldx, bx, C, alpha, beta, Y, ldy, by) Y = alpha·X·C + beta·Y (Y must not alias X)
 ///   copy(cols, X, ldx, Y, ldy)                      Y = X
 ///   apply_a(N, X, ldx, Y, ldy), apply_b(...)        Y = A·X, Y = B·X (SpMM)
@@ -71,6 +77,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,6 +103,16 @@ struct LobpcgStart {
 };
 
 namespace lobpcg_detail {
+/// Whether Ops has the optional gram_pair (two Gram matrices of different blocks, one wait).
+template <class Ops, class = void>
+struct has_gram_pair : std::false_type {};
+template <class Ops>
+struct has_gram_pair<Ops, std::void_t<decltype(std::declval<Ops&>().gram_pair(
+                              std::declval<const double*>(), index_t(), index_t(), std::declval<const double*>(),
+                              index_t(), index_t(), std::declval<double*>(), std::declval<const double*>(), index_t(),
+                              index_t(), std::declval<const double*>(), index_t(), index_t(),
+                              std::declval<double*>()))>> : std::true_type {};
+
 /// The backend's operations, each timed as an "op:" phase of `p` (nothing when p is null).
 template <class Ops>
 struct ProfiledOps {
@@ -123,6 +140,18 @@ struct ProfiledOps {
   KRYSP_PROFILED_OP(residuals, "op: residuals + norms (to host)")
   KRYSP_PROFILED_OP(fill_random, "op: fill random")
 #undef KRYSP_PROFILED_OP
+  /// C1 = X1ᵀ·Y1 and C2 = X2ᵀ·Y2 with one wait where the backend has gram_pair, else two grams.
+  void gram_pair(const double* X1, index_t ldx1, index_t bx1, const double* Y1, index_t ldy1, index_t by1, double* C1,
+                 const double* X2, index_t ldx2, index_t bx2, const double* Y2, index_t ldy2, index_t by2,
+                 double* C2) {
+    auto s = phase(p, "op: gram pair (two X^T Y, to host)");
+    if constexpr (has_gram_pair<Ops>::value) {
+      o.gram_pair(X1, ldx1, bx1, Y1, ldy1, by1, C1, X2, ldx2, bx2, Y2, ldy2, by2, C2);
+    } else {
+      o.gram(X1, ldx1, bx1, Y1, ldy1, by1, C1);
+      o.gram(X2, ldx2, bx2, Y2, ldy2, by2, C2);
+    }
+  }
 };
 }  // namespace lobpcg_detail
 
@@ -227,15 +256,39 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   // Parlett): a column that kept less than half its B-norm² after the first pass may carry
   // rounding errors of relative size ε·‖before‖/‖after‖ along Y and [X P]; it is projected again.
   // The B-norms before projection are ‖after‖² + Σ C² (Pythagoras), so this costs nothing.
-  auto ortho = [&](double* const* buf, double* const* bbuf, int v, index_t ld, index_t a, index_t q,
-                   auto dest) -> index_t {
+  //
+  // Without constraints, the first pass takes C = (B·Q)ᵀ·V and Vᵀ·B·V in one wait (gram_pair) and
+  // the Gram matrix after the projection as Vᵀ·B·V − CᵀC (Q = [X P] B-orthonormal), saving a
+  // wait per call. That is accurate to a few ε relative where each column kept at least half its
+  // B-norm² (the "again" test below, which otherwise falls back to projecting again and a fresh
+  // Gram matrix); it only ever steers a first Cholesky QR pass that is followed by another one
+  // from a fresh Gram matrix; an ill-conditioned or rank-deficient verdict is re-taken from a fresh one.
+  //
+  // `one_pass` (the new directions W of an iteration, which Rayleigh–Ritz takes exactly as they
+  // are): a Cholesky QR pass on a well-conditioned block (scaled Gram condition ≤ 1e6, so the
+  // result is B-orthonormal to ~ε·1e6) is the last one, without a Gram matrix to confirm it.
+  auto ortho = [&](double* const* buf, double* const* bbuf, int v, index_t ld, index_t a, index_t q, auto dest,
+                   bool one_pass = false) -> index_t {
     bool need_project = true;
     for (int pass = 0;; ++pass) {
       double* V = buf[v];
       double* BV = gen ? bbuf[v] : nullptr;
       std::vector<double> removed(a, 0.0), G(std::size_t(a) * a);
-      if (need_project) project_out(V, ld, a, BV, q, removed.data());
-      ops.gram(V, ld, a, gen ? BV : V, ld, a, G.data());
+      bool derived = false;  // G = Vᵀ·B·V − CᵀC, not a fresh product
+      if (need_project && c == 0 && q > 0) {
+        std::vector<double> C(std::size_t(q) * a);
+        ops.gram_pair(BX(), L, q, V, ld, a, C.data(), V, ld, a, gen ? BV : V, ld, a, G.data());
+        ops.combine(X(), L, q, C.data(), -1.0, 1.0, V, ld, a);
+        if (BV) ops.combine(BX(), L, q, C.data(), -1.0, 1.0, BV, ld, a);
+        const std::vector<double> CC = dense::at_b(q, a, a, C, C);
+        for (std::size_t e = 0; e < G.size(); ++e) G[e] -= CC[e];
+        for (index_t j = 0; j < a; ++j)
+          for (index_t i = 0; i < q; ++i) removed[j] += C[cm(i, j, q)] * C[cm(i, j, q)];
+        derived = true;
+      } else {
+        if (need_project) project_out(V, ld, a, BV, q, removed.data());
+        ops.gram(V, ld, a, gen ? BV : V, ld, a, G.data());
+      }
       double scale = 0;  // the largest B-norm² a column had before projection
       if (need_project && (c > 0 || q > 0)) {
         bool again = false;
@@ -247,12 +300,19 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
         if (again) {
           project_out(V, ld, a, BV, q, nullptr);
           ops.gram(V, ld, a, gen ? BV : V, ld, a, G.data());
+          derived = false;
         }
       }
-      const OrthoCoefficients oc = [&] {
+      auto coefficients = [&] {
         auto ph = phase(prof, "host: ortho coefficients (LAPACK)");
         return ortho_coefficients(a, G, tols, scale);
-      }();
+      };
+      OrthoCoefficients oc = coefficients();
+      if (derived && (!oc.finite || oc.used_svqb || oc.rank < a || oc.cond > 1e8)) {
+        ops.gram(V, ld, a, gen ? BV : V, ld, a, G.data());  // decide that from a fresh Gram matrix
+        oc = coefficients();
+        derived = false;
+      }
       if (!oc.finite) return -1;
       if (gen && oc.indefinite) saw_indefinite = true;
       if (oc.used_svqb) ++res.svqb_passes;
@@ -260,7 +320,8 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       if (oc.rank == 0) return 0;
       // A pass whose input was already within 1e-2 of orthonormal leaves it orthonormal to
       // working precision (Cholesky QR's error is ε·cond², cond ≤ 1.03 here).
-      if (oc.deviation <= 1e-2 || pass == 3) {
+      const bool enough = one_pass && !oc.used_svqb && oc.rank == a && oc.cond <= 1e6;
+      if ((oc.deviation <= 1e-2 && !derived) || enough || pass == 3) {
         const auto [W, ldw] = dest(oc.rank);
         ops.combine(V, ld, a, oc.K.data(), 1.0, 0.0, W, ldw, oc.rank);
         return oc.rank;
@@ -276,6 +337,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   // Rayleigh–Ritz on X alone from fresh A·X, B·X (X projected off Y first): X, AX, BX, λ
   // consistent again. False when X has lost rank (B not SPD) or values are not finite.
   bool nonfinite = false;
+  bool gx_stale = false;  // GXA, GXB are not known: the next Rayleigh–Ritz step takes them from tall products
   auto refresh_x = [&]() -> bool {
     auto ph = phase(prof, "lobpcg: refresh X (spmm + rayleigh-ritz on X)");
     if (c > 0) project(X(), L, b, nullptr, Yb.data(), gen ? BYb.data() : Yb.data(), ldy, c, nullptr);
@@ -293,18 +355,20 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       saw_indefinite |= gen && rs.indefinite;
       return false;
     }
-    for (int blk = 0; blk < (gen ? 3 : 2); ++blk) {  // X ← X·C, AX ← AX·C, BX ← BX·C
-      double* Z = blk == 0 ? X() : blk == 1 ? AX() : BX();
-      ops.combine(Z, L, b, rs.C.data(), 1.0, 0.0, Tb[0], b, b);
-      ops.copy(b, Tb[0], b, Z, L);
+    // X ← X·C, AX ← AX·C, BX ← BX·C into the other copy of the blocks (P copied along when
+    // there is one), which then becomes the current one: no copy back.
+    const int nxt = 1 - cur;
+    for (int blk = 0; blk < (gen ? 3 : 2); ++blk) {
+      double* const* buf = blk == 0 ? Sb : blk == 1 ? ASb : BSb;
+      ops.combine(buf[cur] + oX, L, b, rs.C.data(), 1.0, 0.0, buf[nxt] + oX, L, b);
+      if (p > 0) ops.copy(p, buf[cur] + oX + b, L, buf[nxt] + oX + b, L);
     }
+    cur = nxt;
     std::copy(rs.theta.begin(), rs.theta.begin() + b, lambda.begin());
-    const index_t q = b + p;  // the [X P] blocks, from the fresh products (P's are carried ones)
-    GXA.assign(std::size_t(q) * q, 0.0);
-    GXB.assign(std::size_t(q) * q, 0.0);
-    ops.gram2(X(), L, q, AX(), L, BX(), L, q, GXA.data(), GXB.data());
-    dense::symmetrize(q, GXA);
-    dense::symmetrize(q, GXB);
+    // The [X P] blocks of the next Rayleigh–Ritz step come from fresh products: that step takes
+    // the whole [W X P] Gram matrices by tall products (the same single wait), and a run that
+    // ends here never needs them.
+    gx_stale = true;
     ++res.refreshes;
     return true;
   };
@@ -333,25 +397,38 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   {
     auto ph = phase(prof, "lobpcg init: starting block + refresh");
     const index_t g = st.x0_cols;
-    if (g > 0) {
-      ops.upload(st.x0, Tb[1], nn * g);
-      ops.copy(g, Tb[1], g, Tb[0], b);
+    // A random block (no x0, no constraints, B = I) is well conditioned (scaled Gram condition
+    // ≈ ((1 + √(b/n)) / (1 − √(b/n)))² ≤ 14 for n ≥ 3b): Rayleigh–Ritz on it (refresh_x, dsygvd
+    // on its Gram matrices) B-orthonormalises it as well, with the same Ritz pairs as an
+    // orthonormalised copy of the same span would give, and without Cholesky QR's two waits.
+    // Should that fail, the general path below starts again.
+    bool started = false;
+    if (g == 0 && c == 0 && !gen) {
+      ops.fill_random(b, X(), L, opt.seed, 0);
+      started = refresh_x();
+      if (!started && nonfinite) return fail(EigStatus::NonFinite);
     }
-    if (g < b) ops.fill_random(b - g, Tb[0] + g, b, opt.seed, g);
-    index_t have = 0;
-    for (int attempt = 0; have < b && attempt < 6; ++attempt) {
-      const index_t want = b - have;
-      if (attempt > 0) ops.fill_random(want, Tb[0], b, opt.seed + 7919 * attempt, b + have);
-      if (gen) ops.apply_b(want, Tb[0], b, BTb[0], b);
-      const index_t r = ortho(Tb, BTb, 0, b, want, have,
-                              [&](index_t) { return std::pair<double*, index_t>(X() + have, L); });
-      if (r < 0) return fail(EigStatus::NonFinite);
-      if (saw_indefinite) return fail(EigStatus::NotPositiveDefinite);
-      if (gen && r > 0) ops.apply_b(r, X() + have, L, BX() + have, L);  // B·X for the next projection
-      have += r;
+    if (!started) {
+      if (g > 0) {
+        ops.upload(st.x0, Tb[1], nn * g);
+        ops.copy(g, Tb[1], g, Tb[0], b);
+      }
+      if (g < b) ops.fill_random(b - g, Tb[0] + g, b, opt.seed, g);
+      index_t have = 0;
+      for (int attempt = 0; have < b && attempt < 6; ++attempt) {
+        const index_t want = b - have;
+        if (attempt > 0) ops.fill_random(want, Tb[0], b, opt.seed + 7919 * attempt, b + have);
+        if (gen) ops.apply_b(want, Tb[0], b, BTb[0], b);
+        const index_t r = ortho(Tb, BTb, 0, b, want, have,
+                                [&](index_t) { return std::pair<double*, index_t>(X() + have, L); });
+        if (r < 0) return fail(EigStatus::NonFinite);
+        if (saw_indefinite) return fail(EigStatus::NotPositiveDefinite);
+        if (gen && r > 0) ops.apply_b(r, X() + have, L, BX() + have, L);  // B·X for the next projection
+        have += r;
+      }
+      if (have < b) return fail(EigStatus::NotPositiveDefinite);
+      if (!refresh_x()) return fail(nonfinite ? EigStatus::NonFinite : EigStatus::NotPositiveDefinite);
     }
-    if (have < b) return fail(EigStatus::NotPositiveDefinite);
-    if (!refresh_x()) return fail(nonfinite ? EigStatus::NonFinite : EigStatus::NotPositiveDefinite);
     res.refreshes = 0;
   }
 
@@ -444,8 +521,8 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       v = 1 - v;
     }
     if (gen) ops.apply_b(a, Tb[v], b, BTb[v], b);
-    const index_t aw = ortho(Tb, BTb, v, b, a, b + p,
-                             [&](index_t r) { return std::pair<double*, index_t>(Sb[cur] + oX - r, L); });
+    const index_t aw = ortho(
+        Tb, BTb, v, b, a, b + p, [&](index_t r) { return std::pair<double*, index_t>(Sb[cur] + oX - r, L); }, true);
     if (aw < 0) {
       res.status = EigStatus::NonFinite;
       break;
@@ -474,7 +551,11 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     const index_t q = b + p;
     index_t m = aw + q;
     std::vector<double> GA(std::size_t(m) * m), GB(std::size_t(m) * m);
-    {
+    if (gx_stale) {  // after a refresh: all of SᵀAS, SᵀBS by tall products, in one wait as usual
+      ops.gram2(S, L, m, AS, L, BS, L, m, GA.data(), GB.data());
+      dense::symmetrize(m, GA);
+      dense::symmetrize(m, GB);
+    } else {
       std::vector<double> RA(std::size_t(aw) * m), RB(std::size_t(aw) * m);
       ops.gram2(S, L, aw, AS, L, BS, L, m, RA.data(), RB.data());
       for (index_t j = 0; j < q; ++j)
@@ -558,6 +639,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     dense::symmetrize(b + pn, GXB);
     cur = nxt;
     p = pn;
+    gx_stale = false;
     std::copy(rs.theta.begin(), rs.theta.begin() + b, lambda.begin());
     fresh = false;
     ++it;

@@ -35,7 +35,8 @@ struct OrthoCoefficients {
   bool finite = true;      ///< false when G has NaN or Inf (nothing else is valid then)
   index_t rank = 0;        ///< columns kept (0: V is numerically zero)
   std::vector<double> K;   ///< a × rank
-  double cond = 0;         ///< condition of the diagonally scaled Gram matrix (inf if singular)
+  double cond = 0;         ///< condition of the diagonally scaled Gram matrix (inf if singular); an upper bound
+                           ///< (Gershgorin) when that already lies below chol_cond_max and rr_cond_max
   double deviation = 0;    ///< max |Ĝ − I| of the scaled Gram matrix: how far V already was from orthonormal
   double scale_spread = 0; ///< max over min of the column B-norms (inf when one is zero)
   bool used_svqb = false;  ///< the Cholesky path was refused (ill-conditioned, zero column) or failed
@@ -54,7 +55,7 @@ struct RitzStep {
   bool ill_conditioned = false;///< the scaled B-Gram had condition > rr_cond_max
   bool reduced = false;        ///< the SVQB-reduced path was used (rank < m possible)
   index_t rank = 0;            ///< columns of C
-  double gram_cond = 0;        ///< condition of the scaled B-Gram D·GB·D
+  double gram_cond = 0;        ///< condition of the scaled B-Gram D·GB·D (Gershgorin bound when ≤ rr_cond_max)
   bool indefinite = false;     ///< the scaled B-Gram had a clearly negative eigenvalue (< −1e-8·θ_max)
   std::vector<double> theta;   ///< rank Ritz values, wanted-first: ascending (smallest) or descending (largest)
   std::vector<double> C;       ///< m × rank Ritz coefficients, GB-orthonormal (Cᵀ·GB·C = I), same order

@@ -70,8 +70,73 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// The last block to finish (one atomic ticket, as base/cuda/grid_reduce.cuh) sums the partials:
+// loaded by all its threads at once, then added by thread 0 in block order from 0.0, bitwise
+// what one thread summing them in a launch of its own would. Every thread of every block calls it
+// (blockDim.x == kBlock) after block_partial. Returns true in every thread of the last block,
+// with the total (its root when `root`) in `value`; the ticket is back to 0 then.
+__device__ bool finish_in_last_block(double* partials, unsigned* ticket, double* out, bool root, double& value) {
+  __shared__ bool last;
+  __shared__ double p[kMaxReduceGrid];
+  __shared__ double total;
+  __threadfence();  // this thread's writes (the partial, vector entries) visible before the ticket
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p[b] = __ldcg(partials + b);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double sum = 0.0;
+    for (unsigned b = 0; b < gridDim.x; ++b) sum += p[b];
+    total = root ? sqrt(sum) : sum;
+    *out = total;
+    *ticket = 0;
+  }
+  __syncthreads();
+  value = total;
+  return true;
+}
+
+// The tail of a last block on small vectors: v = T(1.0 / d)·v, u = s∘v over all n entries (the
+// next step's Lanczos vector and SpMV input), saving the launch of lanczos_advance. The entries
+// were written by other blocks before their tickets: read past L1. Loads are issued kChunk at a
+// time per thread (one L2 round trip per chunk, not per entry): ~4 round trips for n = 8k.
 template <class T>
-__global__ void __launch_bounds__(kBlock) lanczos_start_kernel(index_t n, T* __restrict__ v, double* partials) {
+__device__ void advance_in_block(index_t n, double d, T* __restrict__ v, const T* __restrict__ s,
+                                 T* __restrict__ u) {
+  constexpr int kChunk = 8;
+  const T a = T(1.0 / d);
+  const std::int64_t step = std::int64_t(blockDim.x);
+  for (std::int64_t base = threadIdx.x; base < n; base += kChunk * step) {
+    T vv[kChunk], ss[kChunk];
+#pragma unroll
+    for (int c = 0; c < kChunk; ++c) {
+      const std::int64_t i = base + c * step;
+      if (i < n) {
+        vv[c] = __ldcg(v + i);
+        ss[c] = s[i];
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kChunk; ++c) {
+      const std::int64_t i = base + c * step;
+      if (i < n) {
+        const T vi = vv[c] * a;
+        v[i] = vi;
+        u[i] = ss[c] * vi;
+      }
+    }
+  }
+}
+
+// s null: v is written unscaled (lanczos_advance scales it); else the last block scales it and
+// writes u = s∘v too.
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_start_fused_kernel(index_t n, T* __restrict__ v, double* partials, unsigned* ticket, double* norm,
+                               const T* __restrict__ s, T* __restrict__ u) {
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
     const T e = T(lanczos_start_entry(i));
@@ -79,47 +144,54 @@ __global__ void __launch_bounds__(kBlock) lanczos_start_kernel(index_t n, T* __r
     sum += double(e) * double(e);
   }
   block_partial(sum, partials);
+  double d;
+  if (finish_in_last_block(partials, ticket, norm, true, d) && s) advance_in_block(n, d, v, s, u);
 }
 
-// All partials are loaded at once (one thread each: one memory round trip, not ~grid/4 of them
-// for a single thread's loop, ~70 us at grid 1024, twice per Lanczos step), then added by one
-// thread in block order from shared memory: bitwise the sequential sum as before.
-__global__ void __launch_bounds__(kMaxReduceGrid)
-    lanczos_finish_kernel(int grid, const double* __restrict__ partials, double* __restrict__ out, bool root) {
-  __shared__ double p[kMaxReduceGrid];
-  if (int(threadIdx.x) < grid) p[threadIdx.x] = partials[threadIdx.x];
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  double sum = 0.0;
-  for (int b = 0; b < grid; ++b) sum += p[b];
-  *out = root ? sqrt(sum) : sum;
-}
-
-template <class T>
-__global__ void __launch_bounds__(kBlock) lanczos_scale_inv_kernel(index_t n, const double* __restrict__ d,
-                                                                   T* __restrict__ v) {
-  const T a = T(1.0 / *d);
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) v[i] *= a;
-}
-
+// v = T(1.0 / *d)·v in place, u = s∘v: the Lanczos vector of the next step and the SpMV input.
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_alpha_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w, const double* __restrict__ beta_p,
-                         const T* __restrict__ vprev, const T* __restrict__ v, double* partials) {
-  const T beta = T(*beta_p);
-  double sum = 0;
+    lanczos_advance_kernel(index_t n, const double* __restrict__ d, T* __restrict__ v, const T* __restrict__ s,
+                           T* __restrict__ u) {
+  const T a = T(1.0 / *d);
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T wi = s[i] * w[i] - beta * vprev[i];
-    w[i] = wi;
-    sum += double(wi) * double(v[i]);
+    const T vi = v[i] * a;
+    v[i] = vi;
+    u[i] = s[i] * vi;
+  }
+}
+
+// vprev null: β_{−1}·v_{−1} = 0 (the first step), without reading either.
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_alpha_fused_kernel(index_t n, const T* __restrict__ s, T* __restrict__ w,
+                               const double* __restrict__ beta_p, const T* __restrict__ vprev,
+                               const T* __restrict__ v, double* partials, unsigned* ticket, double* alpha) {
+  double sum = 0;
+  if (vprev) {
+    const T beta = T(*beta_p);
+    for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+      const T wi = s[i] * w[i] - beta * vprev[i];
+      w[i] = wi;
+      sum += double(wi) * double(v[i]);
+    }
+  } else {
+    for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+      const T wi = s[i] * w[i];  // the host's s∘w − 0·0: the same value
+      w[i] = wi;
+      sum += double(wi) * double(v[i]);
+    }
   }
   block_partial(sum, partials);
+  double unused;
+  finish_in_last_block(partials, ticket, alpha, false, unused);
 }
 
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_beta_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* __restrict__ w,
-                        double* partials) {
+    lanczos_beta_fused_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* w,
+                              double* partials, unsigned* ticket, double* beta, const T* __restrict__ s,
+                              T* __restrict__ u) {
   const T alpha = T(*alpha_p);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
@@ -128,6 +200,8 @@ __global__ void __launch_bounds__(kBlock)
     sum += double(wi) * double(wi);
   }
   block_partial(sum, partials);
+  double d;
+  if (finish_in_last_block(partials, ticket, beta, true, d) && s) advance_in_block(n, d, w, s, u);
 }
 }  // namespace
 
@@ -152,34 +226,30 @@ int lanczos_grid(index_t n) {
 }
 
 template <class T>
-void lanczos_start(index_t n, T* v, double* partials) {
-  lanczos_start_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_kernel");
-}
-
-void lanczos_finish(int grid, const double* partials, double* out, bool root) {
-  KRYSP_REQUIRE(grid >= 1 && grid <= kMaxReduceGrid, "lanczos_finish: grid ", grid, " is not in 1..", kMaxReduceGrid);
-  lanczos_finish_kernel<<<1, unsigned((grid + 31) / 32 * 32)>>>(grid, partials, out, root);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_finish_kernel");
+void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm, const T* s, T* u) {
+  lanczos_start_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials, ticket, norm, s, u);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_fused_kernel");
 }
 
 template <class T>
-void lanczos_scale_inv(index_t n, const double* d, T* v) {
+void lanczos_advance(index_t n, const double* d, T* v, const T* s, T* u) {
   if (n == 0) return;
-  lanczos_scale_inv_kernel<T><<<grid_for(n), kBlock>>>(n, d, v);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_scale_inv_kernel");
+  lanczos_advance_kernel<T><<<grid_for(n), kBlock>>>(n, d, v, s, u);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_advance_kernel");
 }
 
 template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials) {
-  lanczos_alpha_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, beta, vprev, v, partials);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_alpha_kernel");
+void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v,
+                         double* partials, unsigned* ticket, double* alpha) {
+  lanczos_alpha_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, s, w, beta, vprev, v, partials, ticket, alpha);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_alpha_fused_kernel");
 }
 
 template <class T>
-void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials) {
-  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
+void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
+                        double* beta, const T* s, T* u) {
+  lanczos_beta_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, beta, s, u);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_fused_kernel");
 }
 
 #define KRYSP_INSTANTIATE_CHEB(T, S, O)                                                                             \
@@ -192,10 +262,12 @@ KRYSP_INSTANTIATE_CHEB(double, float, float)
 KRYSP_INSTANTIATE_CHEB(double, float, double)
 
 #define KRYSP_INSTANTIATE_LANCZOS(T)                                                                      \
-  template void lanczos_start<T>(index_t, T*, double*);                                                  \
-  template void lanczos_scale_inv<T>(index_t, const double*, T*);                                        \
-  template void lanczos_alpha<T>(index_t, const T*, T*, const double*, const T*, const T*, double*);     \
-  template void lanczos_beta<T>(index_t, const double*, const T*, T*, double*);
+  template void lanczos_start_fused<T>(index_t, T*, double*, unsigned*, double*, const T*, T*);          \
+  template void lanczos_advance<T>(index_t, const double*, T*, const T*, T*);                            \
+  template void lanczos_alpha_fused<T>(index_t, const T*, T*, const double*, const T*, const T*, double*, \
+                                       unsigned*, double*);                                              \
+  template void lanczos_beta_fused<T>(index_t, const double*, const T*, T*, double*, unsigned*, double*,   \
+                                      const T*, T*);
 KRYSP_INSTANTIATE_LANCZOS(double)
 KRYSP_INSTANTIATE_LANCZOS(float)
 

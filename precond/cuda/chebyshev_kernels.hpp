@@ -48,22 +48,31 @@ void cheb_first_split(index_t n, S c0, const S* dinv, const T* R, index_t ldr, S
 
 /// Blocks of the Lanczos reductions for n entries (≤ 1024; partials arrays hold this many).
 int lanczos_grid(index_t n);
-// The Lanczos steps read their scalars (α, β, ‖v‖) from device memory, where lanczos_finish
-// leaves them, so a run of steps is queued without waiting for the host.
-/// v_i = lanczos_start_entry(i); partials[b] = block b's share of vᵀv (grid = lanczos_grid(n)).
+// The Lanczos steps read their scalars (α, β, ‖v‖) from device memory, where the previous
+// launch left them, so a run of steps is queued without waiting for the host. Each reduction is
+// one launch: one partial per block (double sums), then the last block to finish (an atomic
+// `ticket`, zero at rest and back to zero after each launch) adds the partials in block order
+// from 0.0, as std::accumulate on the host. `partials` holds lanczos_grid(n) doubles.
+/// The last block of a launch can also do lanczos_advance's work itself (`s` not null: v /= the
+/// total, u = s∘v over all n entries, one block's threads): worth it on small vectors, where the
+/// launch it saves costs more than that tail (up to kLanczosAdvanceInBlockMax rows).
+inline constexpr index_t kLanczosAdvanceInBlockMax = 16384;
+/// v_i = lanczos_start_entry(i), *norm = ‖v‖; with s: then v /= ‖v‖ and u = s∘v (else v stays
+/// unscaled: lanczos_advance with d = norm does it).
 template <class T>
-void lanczos_start(index_t n, T* v, double* partials);
-/// *out = Σ_b partials[b] summed in block order from 0.0 (as std::accumulate on the host), or
-/// its square root when `root`: one thread.
-void lanczos_finish(int grid, const double* partials, double* out, bool root);
-/// v = T(1.0 / *d)·v
+void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm, const T* s = nullptr,
+                         T* u = nullptr);
+/// v = T(1.0 / *d)·v in place and u = s∘v: the next Lanczos vector and the SpMV's input.
 template <class T>
-void lanczos_scale_inv(index_t n, const double* d, T* v);
-/// w = s∘w − T(*beta)·vprev; partials of wᵀv
+void lanczos_advance(index_t n, const double* d, T* v, const T* s, T* u);
+/// w = s∘w − T(*beta)·vprev (vprev null: the first step, β_{−1}·v_{−1} = 0), *alpha = wᵀv.
 template <class T>
-void lanczos_alpha(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v, double* partials);
-/// w −= T(*alpha)·v; partials of wᵀw
+void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const T* vprev, const T* v,
+                         double* partials, unsigned* ticket, double* alpha);
+/// w −= T(*alpha)·v, *beta = ‖w‖; with s: then w /= β and u = s∘w (the next step's
+/// lanczos_advance, done).
 template <class T>
-void lanczos_beta(index_t n, const double* alpha, const T* v, T* w, double* partials);
+void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
+                        double* beta, const T* s = nullptr, T* u = nullptr);
 
 }  // namespace krysp::detail

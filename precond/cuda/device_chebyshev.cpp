@@ -1,6 +1,7 @@
 #include "precond/cuda/device_chebyshev.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -8,16 +9,18 @@
 #include "precond/cuda/chebyshev_kernels.hpp"
 #include "precond/cuda/device_diagonal.hpp"
 #include "precond/cuda/diagonal_kernels.hpp"
-#include "precond/cuda/scale_rows.hpp"
 
 namespace krysp {
 
 namespace {
 /// Lanczos on S = D^{-1/2}·A·D^{-1/2} on the GPU through A's SpMV plan. Reductions: one partial
-/// per block, summed by one thread in block order (bitwise the host's std::accumulate of the same
-/// partials). α, β and ‖v‖ stay in device memory (ab_ = β_{−1} = 0, α_0, β_0, α_1, β_1, ...), where
-/// the next kernels read them, so a batch of steps is queued at once and downloaded with one
-/// synchronisation.
+/// per block, summed by one thread of the last block to finish, in block order (bitwise the
+/// host's std::accumulate of the same partials). α, β and ‖v‖ stay in device memory (ab_ = β_{−1},
+/// α_0, β_0, α_1, β_1, ...), where the next kernels read them, so a batch of steps is queued at
+/// once and downloaded with one synchronisation. Four launches a step: v = w/β_{j−1} with
+/// u = D^{-1/2}·v, the SpMV w = A·u, α (w = D^{-1/2}·w − β·v_prev, then wᵀv) and β (w −= α·v, then
+/// ‖w‖), each reduction finished inside its own launch; three on small matrices, where β's last
+/// block does the first one's work for the next step.
 template <class T>
 class DeviceLanczos final : public LanczosOperator {
  public:
@@ -27,16 +30,17 @@ class DeviceLanczos final : public LanczosOperator {
         s_(std::move(s)) {
     if (max_steps_ == 0) return;  // λmax given: nothing to run
     for (auto* a : {&v_, &vp_, &w_, &u_}) *a = DeviceArray<T>(std::size_t(n_));
-    partials_ = DeviceArray<double>(std::size_t(grid_));
+    partials_ = DeviceArray<double>(std::size_t(grid_) + 1);  // + the ticket (zero at rest) in the last slot
+    partials_.zero();
     ab_ = DeviceArray<double>(2 * std::size_t(max_steps_) + 2);  // + the start vector's norm at the end
+    // Launch-bound matrices (a step costs its launches, not its bytes): longer batches, fewer waits.
+    small_ = std::int64_t(A.nnz()) <= kSmallNnz;
+    tail_ = n_ <= detail::kLanczosAdvanceInBlockMax;
   }
   void start() override {
-    ab_.zero();  // β_{−1} = 0
-    detail::lanczos_start(n_, v_.data(), partials_.data());
-    double* norm = ab_.data() + 2 * max_steps_ + 1;
-    detail::lanczos_finish(grid_, partials_.data(), norm, true);
-    detail::lanczos_scale_inv(n_, norm, v_.data());
-    vp_.zero();
+    // ‖v‖; with tail_ also v /= ‖v‖, u = D^{-1/2} v (else step 0's lanczos_advance does that)
+    detail::lanczos_start_fused<T>(n_, v_.data(), partials_.data(), ticket(), norm(), tail_ ? s_.data() : nullptr,
+                                   u_.data());
     step_ = 0;
   }
   void steps(int count, double* alpha, double* beta) override {
@@ -48,16 +52,16 @@ class DeviceLanczos final : public LanczosOperator {
       double* a = prev_beta + 1;                   // α_j
       double* b = prev_beta + 2;                   // β_j
       if (step_ > 0) {  // v_prev = v; v = w/β_{j−1} (the old v_prev becomes the next w)
-        detail::lanczos_scale_inv(n_, prev_beta, w_.data());
         std::swap(vp_, v_);
         std::swap(v_, w_);
       }
-      detail::scale_rows<T>(n_, 1, s_.data(), v_.data(), 1, u_.data(), 1);  // u = D^{-1/2} v
-      plan_.apply(A_, T(1), u_.data(), T(0), w_.data());                    // w = A u
-      detail::lanczos_alpha(n_, s_.data(), w_.data(), prev_beta, vp_.data(), v_.data(), partials_.data());
-      detail::lanczos_finish(grid_, partials_.data(), a, false);
-      detail::lanczos_beta(n_, a, v_.data(), w_.data(), partials_.data());
-      detail::lanczos_finish(grid_, partials_.data(), b, true);
+      // v /= (step 0: ‖v‖, else β_{j−1}); u = D^{-1/2} v (with tail_: done by the last launch's last block)
+      if (!tail_) detail::lanczos_advance<T>(n_, step_ > 0 ? prev_beta : norm(), v_.data(), s_.data(), u_.data());
+      plan_.apply(A_, T(1), u_.data(), T(0), w_.data());  // w = A u
+      detail::lanczos_alpha_fused<T>(n_, s_.data(), w_.data(), prev_beta, step_ > 0 ? vp_.data() : nullptr,
+                                     v_.data(), partials_.data(), ticket(), a);
+      detail::lanczos_beta_fused<T>(n_, a, v_.data(), w_.data(), partials_.data(), ticket(), b,
+                                    tail_ ? s_.data() : nullptr, u_.data());
     }
     // One download for the batch (synchronises): α_j, β_j interleaved from α_first on.
     std::vector<double> h(2 * std::size_t(count));
@@ -68,17 +72,25 @@ class DeviceLanczos final : public LanczosOperator {
     }
   }
   /// Four steps a batch (the first batch: until the settling test may first stop the run): at
-  /// most three SpMVs wasted past the stop, against two synchronisations saved per step.
-  int batch() const override { return kBatch; }
+  /// most three SpMVs wasted past the stop, against two synchronisations saved per step. On a
+  /// small matrix a step is 3-4 launches (~10-15 us) and a wait ~30 us: 8 steps a batch, 16 first
+  /// (few runs settle in fewer).
+  int batch() const override { return small_ ? 8 : kBatch; }
+  int first_batch() const override { return small_ ? 16 : kBatch; }
 
  private:
   static constexpr int kBatch = 4;
+  static constexpr std::int64_t kSmallNnz = std::int64_t(1) << 20;
+  unsigned* ticket() { return reinterpret_cast<unsigned*>(partials_.data() + grid_); }
+  double* norm() { return ab_.data() + 2 * max_steps_ + 1; }
   const CsrMatrix<T>& A_;
   const SpmvPlan<T>& plan_;
   index_t n_;
   int grid_;
   int max_steps_;
   int step_ = 0;
+  bool small_ = false;
+  bool tail_ = false;  // n ≤ kLanczosAdvanceInBlockMax: lanczos_advance done by the reductions' last blocks
   DeviceArray<T> s_, v_, vp_, w_, u_;
   DeviceArray<double> partials_, ab_;
 };

@@ -9,6 +9,7 @@
 /// device is known idle (a gram's download, which waits for all earlier work on the default
 /// stream), or after an explicit wait when the ring is full.
 #include <memory>
+#include <vector>
 
 #include "base/device_memory.hpp"
 #include "solvers/block_ops.hpp"
@@ -29,6 +30,10 @@ class CudaBlockOps {
   /// C1 = Xᵀ·Y1 and C2 = Xᵀ·Y2 (each bx × by, host, column-major) with one download (one wait).
   void gram2(index_t n, const T* X, index_t ldx, index_t bx, const T* Y1, index_t ldy1, const T* Y2, index_t ldy2,
              index_t by, double* C1, double* C2);
+  /// C1 = X1ᵀ·Y1 (bx1 × by1) and C2 = X2ᵀ·Y2 (bx2 × by2), host, column-major, with one download.
+  void gram_pair(index_t n, const T* X1, index_t ldx1, index_t bx1, const T* Y1, index_t ldy1, index_t by1,
+                 double* C1, const T* X2, index_t ldx2, index_t bx2, const T* Y2, index_t ldy2, index_t by2,
+                 double* C2);
   /// Y = alpha·X·C + beta·Y; C (bx × by, host, column-major). Y must not alias X.
   void combine(index_t n, const T* X, index_t ldx, index_t bx, const double* C, double alpha, double beta, T* Y,
                index_t ldy, index_t by);
@@ -43,6 +48,8 @@ class CudaBlockOps {
   DeviceArray<T> small_;  ///< two max_cols × max_cols Gram matrices on the device
   DeviceArray<T> ring_;   ///< combine()'s coefficients on the device (kRingSlots matrices)
   std::size_t ring_used_ = 0;
+  std::vector<double> last_host_;  ///< the coefficients of the last slot staged (valid while last_ is set)
+  const T* last_ = nullptr;        ///< their device slot; reset with the ring
 };
 
 extern template class CudaBlockOps<double>;

@@ -20,7 +20,8 @@ CudaEigOps::CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, c
   const index_t widest = std::min<index_t>(max_cols, kMaxBlockSize);
   grid_ = detail::eig_residual_grid(A.rows(), widest);  // the most blocks any b ≤ widest uses
   partials_ = DeviceArray<double>(std::size_t(grid_) * 2 * widest);
-  sums_ = DeviceArray<double>(2 * std::size_t(widest));
+  sums_ = DeviceArray<double>(2 * std::size_t(widest) + 1);  // + the residual kernel's ticket (zero at rest)
+  sums_.zero();
 }
 
 CudaEigOps::~CudaEigOps() = default;
@@ -60,10 +61,11 @@ void CudaEigOps::precondition(index_t N, const double* R, index_t ldr, double* Z
 void CudaEigOps::residuals(index_t b, const double* AX, index_t ldax, const double* BX, index_t ldbx,
                            const double* X, index_t ldx, const double* lambda, const index_t* dest, double* R,
                            index_t ldr, double* rr, double* xx) {
-  KRYSP_REQUIRE(2 * std::size_t(b) <= sums_.size(), "CudaEigOps::residuals: b = ", b, " exceeds the workspace");
+  KRYSP_REQUIRE(2 * std::size_t(b) < sums_.size(), "CudaEigOps::residuals: b = ", b, " exceeds the workspace");
   const int grid = detail::eig_residual_grid(size(), b);
-  detail::launch_eig_residuals(size(), b, AX, ldax, BX, ldbx, X, ldx, lambda, dest, R, ldr, partials_.data(), grid,
-                               sums_.data());
+  unsigned* ticket = reinterpret_cast<unsigned*>(sums_.data() + (sums_.size() - 1));
+  detail::launch_eig_residuals(size(), b, AX, ldax, BX, ldbx, X, ldx, lambda, dest, R, ldr, partials_.data(), ticket,
+                               grid, sums_.data());
   std::vector<double> s(2 * std::size_t(b));
   sums_.download(s.data(), s.size());  // synchronises
   std::copy(s.begin(), s.begin() + b, rr);

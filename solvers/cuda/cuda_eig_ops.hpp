@@ -42,6 +42,11 @@ class CudaEigOps {
              index_t ldy2, index_t by, double* C1, double* C2) {
     blk_.gram2(size(), X, ldx, bx, Y1, ldy1, Y2, ldy2, by, C1, C2);
   }
+  void gram_pair(const double* X1, index_t ldx1, index_t bx1, const double* Y1, index_t ldy1, index_t by1,
+                 double* C1, const double* X2, index_t ldx2, index_t bx2, const double* Y2, index_t ldy2,
+                 index_t by2, double* C2) {
+    blk_.gram_pair(size(), X1, ldx1, bx1, Y1, ldy1, by1, C1, X2, ldx2, bx2, Y2, ldy2, by2, C2);
+  }
   void combine(const double* X, index_t ldx, index_t bx, const double* C, double alpha, double beta, double* Y,
                index_t ldy, index_t by) {
     blk_.combine(size(), X, ldx, bx, C, alpha, beta, Y, ldy, by);

@@ -29,7 +29,8 @@ int residual_threads(index_t b) { return int(kResidualThreads / b) * int(b); }
 // then the next row: coalesced when ld = b, in row-sized segments otherwise.
 __global__ void eig_residual_kernel(index_t n, index_t b, const double* __restrict__ AX, index_t ldax,
                                     const double* BX, index_t ldbx, const double* X, index_t ldx, EigColumns cols,
-                                    double* __restrict__ R, index_t ldr, double* __restrict__ partials) {
+                                    double* __restrict__ R, index_t ldr, double* __restrict__ partials,
+                                    unsigned* __restrict__ ticket, double* __restrict__ sums) {
   extern __shared__ double sh[];  // 2·blockDim.x
   const int rows_per = blockDim.x / b;
   const int col = threadIdx.x % b, ty = threadIdx.x / b;
@@ -56,17 +57,23 @@ __global__ void eig_residual_kernel(index_t n, index_t b, const double* __restri
     }
     partials[std::size_t(blockIdx.x) * 2 * b + col] = a;
     partials[std::size_t(blockIdx.x) * 2 * b + b + col] = c;
+    __threadfence();  // this block's partials visible before its ticket is taken
   }
-}
-
-/// sums[j] = Σ_g partials[g·2b + j], in block order (deterministic).
-__global__ void eig_residual_finish(int grid, index_t b, const double* __restrict__ partials,
-                                    double* __restrict__ sums) {
+  // The last block to finish sums the partials (what eig_residual_finish did in a launch of its
+  // own): sums[j] = Σ_g partials[g·2b + j] in block order, so the result does not depend on
+  // which block is last.
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
   for (int j = threadIdx.x; j < 2 * b; j += blockDim.x) {
-    double s = 0;
-    for (int g = 0; g < grid; ++g) s += partials[std::size_t(g) * 2 * b + j];
-    sums[j] = s;
+    double t = 0;
+    for (unsigned g = 0; g < gridDim.x; ++g) t += __ldcg(partials + std::size_t(g) * 2 * b + j);
+    sums[j] = t;
   }
+  if (threadIdx.x == 0) *ticket = 0;  // ready for the next launch (one stream: launches run in order)
 }
 
 __global__ void fill_random_kernel(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed,
@@ -83,13 +90,16 @@ __global__ void fill_random_kernel(index_t n, index_t cols, double* X, index_t l
 
 int eig_residual_grid(index_t n, index_t b) {
   const int rows_per = residual_threads(b) / int(b);
-  const std::int64_t need = (std::int64_t(n) + rows_per - 1) / rows_per;
+  // At least 4 rows per thread: on small blocks the last block's sequential sum over the grid's
+  // partials (one thread per column) is what the kernel waits for (n = 7k, b = 12: 82 blocks,
+  // not 327); large n still gets 1024 blocks.
+  const std::int64_t need = (std::int64_t(n) + 4 * rows_per - 1) / (4 * rows_per);
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(need, 1024)));
 }
 
 void launch_eig_residuals(index_t n, index_t b, const double* AX, index_t ldax, const double* BX, index_t ldbx,
                           const double* X, index_t ldx, const double* lambda, const index_t* dest, double* R,
-                          index_t ldr, double* partials, int grid, double* sums) {
+                          index_t ldr, double* partials, unsigned* ticket, int grid, double* sums) {
   if (b < 1 || b > kEigMaxColumns)
     KRYSP_THROW(InputError, "eig residual kernel: b = ", b, " outside [1, ", kEigMaxColumns, "]");
   EigColumns cols{};
@@ -99,10 +109,8 @@ void launch_eig_residuals(index_t n, index_t b, const double* AX, index_t ldax, 
   }
   const int threads = residual_threads(b);
   eig_residual_kernel<<<grid, threads, 2 * threads * sizeof(double)>>>(n, b, AX, ldax, BX, ldbx, X, ldx, cols, R, ldr,
-                                                                       partials);
+                                                                       partials, ticket, sums);
   KRYSP_CUDA_CHECK_LAUNCH("eig_residual_kernel");
-  eig_residual_finish<<<1, 512>>>(grid, b, partials, sums);
-  KRYSP_CUDA_CHECK_LAUNCH("eig_residual_finish");
 }
 
 void launch_fill_random(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) {

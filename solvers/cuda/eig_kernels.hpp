@@ -17,9 +17,11 @@ int eig_residual_grid(index_t n, index_t b);
 /// r_j = AX_j − λ_j·BX_j for j < b (BX == X allowed: read once); R(:, dest[j]) = r_j when
 /// dest[j] ≥ 0; sums[j] = ‖r_j‖², sums[b + j] = ‖X_j‖² (device, 2b entries). `partials` holds
 /// grid·2b doubles. lambda and dest are HOST arrays of b entries (passed by value to the kernel).
+/// One launch: the last block to finish (an atomic `ticket`, zero at rest and left at zero) sums
+/// the partials in block order.
 void launch_eig_residuals(index_t n, index_t b, const double* AX, index_t ldax, const double* BX, index_t ldbx,
                           const double* X, index_t ldx, const double* lambda, const index_t* dest, double* R,
-                          index_t ldr, double* partials, int grid, double* sums);
+                          index_t ldr, double* partials, unsigned* ticket, int grid, double* sums);
 /// X(i, j) = random_block_entry(seed, i, first_col + j) for j < cols (solvers/eig_random.hpp).
 void launch_fill_random(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col);
 

@@ -120,6 +120,44 @@ TEST_CASE("CudaEigOps: residual kernel and random fill match the host twins") {
   }
 }
 
+TEST_CASE("CudaEigOps: gram_pair is two grams in one wait; back-to-back combines with the same coefficients") {
+  const auto A = laplacian_2d(40, 50);
+  const index_t n = A.rows(), b = 7, ld = 10;
+  HostEigOps host(A, nullptr, nullptr);
+  CudaEigOps dev(A, nullptr, nullptr, 3 * b);
+  const auto X = test::random_vector(std::size_t(n) * ld), Y = test::random_vector(std::size_t(n) * ld);
+  DeviceArray<double> dX(X.size()), dY(Y.size());
+  dX.upload(X.data(), X.size());
+  dY.upload(Y.data(), Y.size());
+  // Different blocks, offsets and shapes in the two products.
+  std::vector<double> C1(5 * 7), C2(7 * 3), H1(C1.size()), H2(C2.size());
+  dev.gram_pair(dX.data(), ld, 5, dY.data() + 1, ld, 7, C1.data(), dY.data(), ld, 7, dX.data() + 2, ld, 3, C2.data());
+  host.gram(X.data(), ld, 5, Y.data() + 1, ld, 7, H1.data());
+  host.gram(Y.data(), ld, 7, X.data() + 2, ld, 3, H2.data());
+  for (std::size_t k = 0; k < C1.size(); ++k) CHECK(C1[k] == doctest::Approx(H1[k]).epsilon(1e-12).scale(n));
+  for (std::size_t k = 0; k < C2.size(); ++k) CHECK(C2[k] == doctest::Approx(H2[k]).epsilon(1e-12).scale(n));
+
+  // The same coefficients several times in a row (X·C, A·X·C, ... in LOBPCG), across a gram (the
+  // ring restarts), then new values in the same host array: every combine uses its own values.
+  DeviceArray<double> dZ(std::size_t(n) * ld);
+  dZ.zero();
+  std::vector<double> Zh(std::size_t(n) * ld, 0.0), C(std::size_t(b) * b), G(std::size_t(b) * b);
+  for (int rep = 0; rep < 12; ++rep) {
+    if (rep % 3 == 0)
+      for (std::size_t k = 0; k < C.size(); ++k) C[k] = 0.01 * double((rep * 5 + int(k) * 3) % 13) - 0.06;
+    const double* src = rep % 2 ? X.data() : Y.data();
+    const double* dsrc = rep % 2 ? dX.data() : dY.data();
+    host.combine(src, ld, b, C.data(), 1.0, 0.5, Zh.data(), ld, b);
+    dev.combine(dsrc, ld, b, C.data(), 1.0, 0.5, dZ.data(), ld, b);
+    if (rep == 4) dev.gram(dX.data(), ld, b, dZ.data(), ld, b, G.data());
+  }
+  std::vector<double> Zd(Zh.size());
+  dZ.download(Zd.data(), Zd.size());
+  double err = 0;
+  for (std::size_t k = 0; k < Zd.size(); ++k) err = std::max(err, std::abs(Zd[k] - Zh[k]));
+  CHECK(err <= 1e-12);
+}
+
 TEST_CASE("LOBPCG cuda: SuiteSparse SPD matrices, smallest (Jacobi) and largest, against LAPACK and the host") {
   for (const char* name : {"bcsstk04", "bcsstk06", "lund_a", "gr_30_30", "662_bus", "Trefethen_2000"}) {
     CAPTURE(name);

@@ -273,7 +273,7 @@ namespace {
 // at a time: batching is how the GPU saves synchronisations, so it must not change the result.
 class DiagonalLanczos final : public LanczosOperator {
  public:
-  DiagonalLanczos(std::vector<double> d, int batch) : d_(std::move(d)), batch_(batch) {}
+  DiagonalLanczos(std::vector<double> d, int batch, int first = 0) : d_(std::move(d)), batch_(batch), first_(first) {}
   void start() override {
     const std::size_t n = d_.size();
     v_.assign(n, 0);
@@ -305,11 +305,12 @@ class DiagonalLanczos final : public LanczosOperator {
     }
   }
   int batch() const override { return batch_; }
+  int first_batch() const override { return first_ > 0 ? first_ : batch_; }
   int calls = 0, asked = 0;
 
  private:
   std::vector<double> d_, v_, vp_, w_;
-  int batch_, step_ = 0;
+  int batch_, first_, step_ = 0;
   double beta_ = 0;
 };
 }  // namespace
@@ -325,16 +326,19 @@ TEST_CASE("Chebyshev host: Lanczos asked for steps in batches stops where and as
       DiagonalLanczos one(d, 1);
       const LanczosResult ref = lanczos_largest(one, index_t(d.size()), max_steps);
       CHECK(one.calls == ref.steps);  // one step per call: exactly the steps used
-      for (int batch : {2, 4, 7}) {
-        CAPTURE(batch);
-        DiagonalLanczos op(d, batch);
-        const LanczosResult r = lanczos_largest(op, index_t(d.size()), max_steps);
-        CHECK(r.theta == ref.theta);  // bitwise: the same steps, the same stopping decision
-        CHECK(r.steps == ref.steps);
-        CHECK(r.change == ref.change);
-        CHECK(r.converged == ref.converged);
-        CHECK(op.asked <= max_steps);              // never past the allowed steps
-        CHECK(op.asked < r.steps + std::max(batch, 8));  // at most one batch past the stop
+      for (int batch : {2, 4, 7, 8}) {
+        for (int first : {0, 16}) {  // 16: a first batch longer than the others (the GPU's on small matrices)
+          CAPTURE(batch);
+          CAPTURE(first);
+          DiagonalLanczos op(d, batch, first);
+          const LanczosResult r = lanczos_largest(op, index_t(d.size()), max_steps);
+          CHECK(r.theta == ref.theta);  // bitwise: the same steps, the same stopping decision
+          CHECK(r.steps == ref.steps);
+          CHECK(r.change == ref.change);
+          CHECK(r.converged == ref.converged);
+          CHECK(op.asked <= max_steps);  // never past the allowed steps
+          CHECK(op.asked <= std::max(r.steps + std::max(batch, 8) - 1, first));  // at most one batch past the stop
+        }
       }
     }
   }
