@@ -22,19 +22,23 @@ using namespace krysp;
 
 namespace {
 
-/// |got − want| ≤ 16·u·(terms + 8)·max|want| per entry: each entry is a sum of `terms` products
-/// (or one update) formed in double on both sides, in different orders; the worst-case rounding
-/// of such a sum is (terms − 1)·u times the sum of magnitudes, which max|want| (the largest,
-/// diagonal, entries of a Gram matrix) bounds up to a small factor. A missing or doubled row
+/// |got − want| ≤ 16·u·(terms + 8)·scale per entry, scale = max(max|want|, operands): each entry
+/// is a sum of `terms` products (or one update) formed in double on both sides, in different
+/// orders; the worst-case rounding of such a sum is (terms − 1)·u times the sum of magnitudes.
+/// For the Gram matrices max|want| (their largest, diagonal, entries) bounds that sum up to a
+/// small factor. The block updates (R, X, Pnext) are formed from operands of magnitude up to
+/// `operands` (1: random blocks and coefficients in [−1, 1), Z = M⁻¹R no larger), and may cancel
+/// to smaller values, so their bound is relative to the operands. A missing or doubled row
 /// changes an entry by about max|want|/n, far above this for every n used here.
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double terms, const char* what) {
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double terms, const char* what,
+                 double operands = 0.0) {
   REQUIRE(got.size() == want.size());
-  double scale = 0;
+  double scale = operands;
   for (double w : want) scale = std::max(scale, std::abs(w));
   const double tol = 16 * 1.1e-16 * (terms + 8) * scale;
   for (std::size_t k = 0; k < got.size(); ++k)
     if (!(std::abs(got[k] - want[k]) <= tol)) {
-      FAIL_CHECK(what, "[", k, "]: ", got[k], " vs host ", want[k], " (tolerance ", tol, ")");
+      FAIL_CHECK(std::string(what), "[", k, "]: ", got[k], " vs host ", want[k], " (tolerance ", tol, ")");
       return;
     }
 }
@@ -102,7 +106,7 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   const auto hu = host.update(hQ, a, Ca, hR);
   const auto du = dev.update(dQ, a, Ca, dR);
   const auto R1 = download(dR);
-  check_close(R1, hvec(hR), double(a), "R");
+  check_close(R1, hvec(hR), double(a), "R", 1.0);
   check_close(du.rr, hu.rr, double(n), "diag(RᵀR)");
   check_close(du.qz, hu.qz, double(n), "QnᵀZ");
   CHECK(download(dX) == X0);
@@ -113,12 +117,12 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   const auto hd = host.direction(hP, a, Ca, hX, Cb, active, hR, hPn);
   const auto dd = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn);
   const auto X1 = download(dX);
-  check_close(X1, hvec(hX), double(a), "X (direction)");
+  check_close(X1, hvec(hX), double(a), "X (direction)", 1.0);
   CHECK(columns_of(X1, n, s, still) == columns_of(X0, n, s, still));  // bitwise
   CHECK(download(dR) == R1);                                          // R is only read
   std::vector<index_t> first(active.size());                          // Pnext: the first |active| columns
   for (std::size_t j = 0; j < first.size(); ++j) first[j] = index_t(j);
-  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a), "Pnext");
+  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a), "Pnext", 1.0);
   check_close(dd.h, hd.h, double(n), "PnextᵀPnext");
   check_close(dd.pr, hd.pr, double(n), "PnextᵀR");
   for (std::size_t i = 0; i < active.size(); ++i)  // exactly symmetric
@@ -129,13 +133,13 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   CHECK(std::memcmp(dd.h.data(), dd2.h.data(), dd.h.size() * sizeof(double)) == 0);
   CHECK(std::memcmp(dd.pr.data(), dd2.pr.data(), dd.pr.size() * sizeof(double)) == 0);
   host.update_x(hP, a, Ca, hX);
-  check_close(download(dX), hvec(hX), double(a), "X (direction, twice)");
+  check_close(download(dX), hvec(hX), double(a), "X (direction, twice)", 1.0);
 
   // update_x: the exit right after an update
   host.update_x(hP, a, Ca, hX);
   dev.update_x(dP, a, Ca, dX);
   const auto X3 = download(dX);
-  check_close(X3, hvec(hX), double(a), "X (update_x)");
+  check_close(X3, hvec(hX), double(a), "X (update_x)", 1.0);
   CHECK(columns_of(X3, n, s, still) == columns_of(X0, n, s, still));
 
   // the initial direction (no previous block, no X step) and bitwise reproducibility
@@ -145,7 +149,7 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   CHECK(std::memcmp(d0.h.data(), d1.h.data(), d0.h.size() * sizeof(double)) == 0);
   CHECK(std::memcmp(d0.pr.data(), d1.pr.data(), d0.pr.size() * sizeof(double)) == 0);
   const auto h0 = host.direction(hP, 0, {}, hX, {}, active, hR, hPn);
-  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), 1.0, "initial Pnext");
+  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), 1.0, "initial Pnext", 1.0);
   check_close(d0.h, h0.h, double(n), "initial PnextᵀPnext");
   check_close(d0.pr, h0.pr, double(n), "initial PnextᵀR");
 
