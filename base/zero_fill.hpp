@@ -14,6 +14,7 @@ namespace krysp {
 class ZeroFill {
  public:
   static constexpr std::size_t kMinAsync = std::size_t(1) << 20;
+  /// Starts v.assign(n, 0.0) (on another thread from kMinAsync entries on); v must outlive this.
   ZeroFill(std::vector<double>& v, std::size_t n) {
     if (n >= kMinAsync) done_ = std::async(std::launch::async, [&v, n] { v.assign(n, 0.0); });
     else v.assign(n, 0.0);
@@ -21,6 +22,7 @@ class ZeroFill {
   ZeroFill(const ZeroFill&) = delete;
   ZeroFill& operator=(const ZeroFill&) = delete;
   ~ZeroFill() { wait(); }
+  /// Returns once v holds its n zeros (rethrows std::bad_alloc from the other thread).
   void wait() {
     if (done_.valid()) done_.get();
   }
