@@ -248,8 +248,30 @@ void device_free(void* p) noexcept {
   const Allocation a = it->second;
   t.live.erase(it);
   t.total -= a.bytes;
+  if (!a.cacheable) {
+    cudaFree(p);
+    return;
+  }
+  // A full cache makes room by giving back its largest blocks on this device: blocks left from
+  // an earlier, larger problem must not keep every later block from being cached (a run of small
+  // solves after a large one would pay cudaFree and cudaMalloc for each block again).
   std::size_t& cached = t.cached_bytes[a.device];
-  if (a.cacheable && cached + a.capacity <= kDeviceCacheMaxBytes) {
+  while (cached + a.capacity > kDeviceCacheMaxBytes) {
+    auto largest = t.cached.lower_bound({a.device + 1, 0});  // just past this device's classes
+    while (largest != t.cached.begin()) {
+      --largest;
+      if (largest->first.first != a.device) {
+        largest = t.cached.end();
+        break;
+      }
+      if (!largest->second.empty()) break;
+    }
+    if (largest == t.cached.end() || largest->first.first != a.device || largest->second.empty()) break;
+    cudaFree(largest->second.back());
+    largest->second.pop_back();
+    cached -= largest->first.second;
+  }
+  if (cached + a.capacity <= kDeviceCacheMaxBytes) {
     t.cached[{a.device, a.capacity}].push_back(p);
     cached += a.capacity;
     return;

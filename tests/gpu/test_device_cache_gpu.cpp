@@ -1,6 +1,7 @@
 // The cache of freed device blocks (base/device_memory.hpp): a freed block comes back for the
 // next allocation of its size class, large blocks are never cached, the cache stays within its
-// bound, reused memory sees the work queued before it, and release_device_cache() empties it.
+// bound and a full cache still takes small blocks, reused memory sees the work queued before it,
+// and release_device_cache() empties it.
 // With KRYSP_DEVICE_CACHE=0 (compute-sanitizer runs) nothing may be cached at all.
 #include <doctest/doctest.h>
 
@@ -63,6 +64,17 @@ TEST_CASE("Device cache: freed blocks are reused by size class, bounded, and rel
   }
   CHECK(device_bytes_cached() <= kDeviceCacheMaxBytes);
   CHECK(device_bytes_cached() >= kDeviceCacheMaxBytes - kDeviceCacheMaxBlock);
+  {  // a full cache still takes a small block (giving back a large one): small solves after a
+     // large problem keep reusing their blocks
+    const void* small = nullptr;
+    {
+      DeviceArray<double> a(100);
+      small = a.data();
+    }
+    DeviceArray<double> b(100);
+    CHECK(b.data() == small);
+    CHECK(device_bytes_cached() <= kDeviceCacheMaxBytes);
+  }
   release_device_cache();
   CHECK(device_bytes_cached() == 0);
   CHECK(device_bytes_allocated() == held0);
