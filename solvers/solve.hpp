@@ -36,12 +36,12 @@ struct SolveOptions {
   /// later by CgSolver::update_values() are not checked again.
   bool check_symmetry = true;
   /// solve_block() solves s > block_group right-hand sides as consecutive block CG solves of at
-  /// most block_group columns (0, the default: all s at once). A trade-off, not yet settled by
-  /// measurement: the CUDA backend's fused kernels for up to 8 columns move 49-70% of the copy
-  /// bandwidth, the wider ones 24-28% (H100, 3-D Laplacian 160³: s = 8 in 1.07 s, 0.64× eight
-  /// sequential CG solves; s = 16 at once 3.15 s, 1.06× sixteen), which favours groups of 8 on
-  /// large matrices; but a wider block needs fewer iterations, on ill-conditioned matrices far
-  /// fewer (bcsstk06, s = 12: 41 iterations at once, 119 in groups of 8), which favours one block.
+  /// most block_group columns (0, the default: all s at once). A trade-off that depends on the
+  /// matrix: the CUDA backend's kernels for up to 8 columns move 68-78% of the copy bandwidth, the
+  /// wider ones 11-38% (H100, 2026-11-24, s = 16 against sixteen sequential CG solves: 3-D
+  /// Laplacian 160³ 1.16× at once, 0.81× in groups of 8; bodyy6 0.53× at once, 0.76× in groups;
+  /// bcsstk28 0.14× either way); a wider block needs fewer iterations, on ill-conditioned
+  /// matrices far fewer (bcsstk06, s = 12: 41 iterations at once, 119 in groups of 8).
   /// Each group is an independent block CG; columns keep their own results.
   index_t block_group = kDefaultBlockGroup;
 };
