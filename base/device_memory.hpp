@@ -45,8 +45,9 @@ std::size_t device_bytes_allocated();
 /// all the iterations of a small solve, which makes some 30 allocations. Safe because every krysp
 /// kernel and copy runs on the legacy default stream: work queued on a block before its free runs
 /// before any later use. A full cache gives back its largest blocks to take a new one. When
-/// cudaMalloc fails, the cache is given back and the allocation retried. KRYSP_DEVICE_CACHE=0 (read once) turns the cache off: compute-sanitizer runs use
-/// it, as a use after free of a reused block would go unseen.
+/// cudaMalloc fails, the cache is given back and the allocation retried. KRYSP_DEVICE_CACHE=0
+/// (read once) turns the cache off: compute-sanitizer runs use it, as a use after free of a
+/// reused block would go unseen.
 inline constexpr const char* kDeviceCacheEnv = "KRYSP_DEVICE_CACHE";
 inline constexpr std::size_t kDeviceCacheMaxBlock = std::size_t(64) << 20;
 inline constexpr std::size_t kDeviceCacheMaxBytes = std::size_t(256) << 20;

@@ -25,9 +25,10 @@
 /// λmax of B: Lanczos on S from a fixed pseudo-random start vector (so host and GPU agree), until
 /// the largest Ritz value changes by ≤ 0.1% over two steps (at least 8 steps, at most
 /// PrecondOptions::cheb_eig_steps), or until boost·θ reaches the Gershgorin bound, which then is
-/// λmax (on a 3-D Laplacian: 8 steps instead of 23); an invariant subspace (β ≈ 0) ends it exactly. An estimate that
-/// is not finite or not positive is an InputError naming it (A has NaN/Inf entries, or is not
-/// SPD); one that does not converge in the allowed steps is an Error naming the last values.
+/// λmax (on a 3-D Laplacian: 8 steps instead of 23); an invariant subspace (β ≈ 0) ends it
+/// exactly. An estimate that is not finite or not positive is an InputError naming it (A has
+/// NaN/Inf entries, or is not SPD); one that does not converge in the allowed steps is an Error
+/// naming the last values.
 #include <limits>
 #include <memory>
 #include <type_traits>

@@ -154,9 +154,10 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
                 "*", s);
   KRYSP_REQUIRE(o.block_group >= 0, "solve_block: block_group = ", o.block_group, " (0 or a positive width)");
   const Backend backend = resolve_backend(o.backend);
+  const bool grouped = o.block_group > 0 && s > o.block_group;
   // The GPU path sizes a zero X itself, while the device iterates; the others need it now.
-  if (zero_x0 && (backend != Backend::Cuda || (o.block_group > 0 && s > o.block_group))) X.assign(ns, 0.0);
-  if (o.block_group > 0 && s > o.block_group) return solve_block_groups(A, B, s, X, zero_x0, o);
+  if (zero_x0 && (backend != Backend::Cuda || grouped)) X.assign(ns, 0.0);
+  if (grouped) return solve_block_groups(A, B, s, X, zero_x0, o);
   BlockSolveReport rep = backend == Backend::Cuda ? run_block_cuda(A, B, s, X, zero_x0, o, t0) : run_block_host(A, B, s, X, o, t0);
   rep.preconditioner = to_string(o.precond.kind);
   return rep;
