@@ -132,17 +132,27 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
     double bytes;
     std::function<void()> fn;
   };
-  const std::vector<Step> steps = {
+  std::vector<Step> steps = {
       {"spmm Q = A*P", mat + 2 * blk, [&] { ops.spmm(P, s, Q); }},
       {"gram PtQ", 2 * blk, [&] { ops.gram(P, s, Q, s); }},
       {"update R + grams", 3 * blk + 8.0 * n, [&] { ops.update(Q, s, Ca, R); }},
       {"direction X,P + grams", 5 * blk + 8.0 * n, [&] { ops.direction(P, s, Ca, X, Cb, active, R, Pn); }},
   };
+  // the fused SpMM + Gram pass, each variant (not part of the sum: it replaces the first two)
+  std::vector<std::string> fused_names;
+  for (const auto& v : detail::spmm_gram_variants(s, s))
+    fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols));
+  for (const auto& v : detail::spmm_gram_variants(s, s))
+    steps.push_back({fused_names[steps.size() - 4].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
+                       ops.force_spmm_gram(s, v);
+                       ops.spmm_gram(P, s, Q);
+                     }});
   double total = 0;
-  for (const auto& st : steps) {
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const auto& st = steps[k];
     const double ms = time_device_ms(st.fn, 2, 5);
-    total += ms;
-    std::printf("  %-22s s=%2d %-20s %8.3f ms  %6.0f GB/s  %5.1f%% of copy\n", name.c_str(), s, st.what, ms,
+    if (k < 4) total += ms;
+    std::printf("  %-22s s=%2d %-24s %8.3f ms  %6.0f GB/s  %5.1f%% of copy\n", name.c_str(), s, st.what, ms,
                 st.bytes / (ms * 1e-3) / 1e9, 100 * st.bytes / (ms * 1e-3) / 1e9 / copy_gbs);
   }
   std::printf("  %-22s s=%2d %-20s %8.3f ms\n", name.c_str(), s, "iteration (sum)", total);

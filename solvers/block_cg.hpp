@@ -2,7 +2,7 @@
 /// \file block_cg.hpp
 /// Breakdown-free block preconditioned CG (Ji and Li, 2017), written once over backend ops:
 ///   size(), cols(), block(), zero_columns(X, zero), residual(B, X, R), precondition(R),
-///   spmm(Pn, a, Qn), gram(X, bx, Y, by) -> bx×by,
+///   spmm_gram(Pn, a, Qn) -> PnᵀQn (Qn = A·Pn), gram(X, bx, Y, by) -> bx×by,
 ///   update(Qn, a, Ca, R) -> {diag RᵀR, QnᵀZ}                R −= Qn·Ca, Z = M⁻¹·R
 ///   direction(Pn, a, Ca, X, Cb, active, R, Pnext) -> {PnextᵀPnext, PnextᵀR}
 ///                                        X += Pn·Ca (none for empty Ca), Pnext = Z[:, active] − Pn·Cb
@@ -10,8 +10,9 @@
 /// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
 /// fuses each line into one pass over the tall blocks and returns the small products the next
 /// step needs; the s × s algebra runs on the host (LAPACK), where it takes microseconds. An
-/// iteration makes four passes over 12 tall blocks: spmm (Pn → Qn), gram (Pn, Qn), update (Qn,
-/// R → R) and direction (Pn, R, X → Pnext, X). X's step X += Pn·α waits for the direction pass,
+/// iteration makes three or four passes over 10 or 12 tall blocks: spmm_gram (Pn → Qn, one pass
+/// where the backend fuses the product and the Gram matrix), update (Qn, R → R) and direction
+/// (Pn, R, X → Pnext, X). X's step X += Pn·α waits for the direction pass,
 /// which reads Pn anyway (α is known by then, and Pnext goes to another buffer); only when the
 /// loop stops right after an update does X get its last step from update_x, a pass of its own.
 ///
@@ -121,8 +122,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
     if (w == 0) break;
     ++it;
-    ops.spmm(Pn, a, Qn);                                                // Qn = A·Pn (Q = A·P = Qn·C)
-    const auto G0 = ops.gram(Pn, a, Qn, a);                             // PnᵀA·Pn
+    const auto G0 = ops.spmm_gram(Pn, a, Qn);                           // Qn = A·Pn (Q = Qn·C); PnᵀA·Pn
     auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, G0, C));      // G = PᵀAP = Cᵀ·PnᵀA·Pn·C
     dense::symmetrize(w, G);
     auto L = G;

@@ -581,6 +581,8 @@ void allow_shared(K kernel, std::size_t bytes) {
 }
 }  // namespace
 
+void tall_reduce(int nout, const TallWorkspace& ws) { reduce_outputs(nout, ws); }
+
 int tall_grid(index_t n, index_t s) {
   int dev = 0, sms = 0;
   KRYSP_CUDA_CHECK(cudaGetDevice(&dev));

@@ -8,8 +8,10 @@
 /// (per-block partials, then one block per output), so results are bitwise reproducible. The
 /// small outputs go to `ws.out` (device) for one download.
 #include <cstddef>
+#include <vector>
 
 #include "base/types.hpp"
+#include "sparse/csr_view.hpp"
 
 namespace krysp::detail {
 
@@ -47,6 +49,22 @@ void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double
 void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
                     index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
                     const double* Z, double* Pnext, const TallWorkspace& ws);
+
+/// out = Σ of the grid partials of nout outputs (ws.grid blocks' partials, in block order).
+void tall_reduce(int nout, const TallWorkspace& ws);
+
+/// A kernel of tall_spmm_gram: `lanes` lanes per matrix row, each owning `cols` consecutive
+/// columns (lanes·cols: the least power of two ≥ the width, at most 8).
+struct SpmmGramVariant {
+  int lanes = 8;
+  int cols = 1;
+};
+/// The variants that serve width w (1 to 8) with leading dimension ld.
+std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld);
+/// Qn = A·Pn (first w columns; A a device view, square) and out = PnᵀQn (w × w, column-major) in
+/// one pass over Pn, Qn and A; blocks n × ld row-major. Same sums as tall_gram, other order.
+void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index_t ld, double* Qn,
+                    SpmmGramVariant variant, const TallWorkspace& ws);
 
 /// out (cols × rows, row-major) = inᵀ, in being rows × cols row-major: a column-major n × s
 /// block is a row-major s × n one, so transpose(in, s, n, out) makes it row-major n × s.

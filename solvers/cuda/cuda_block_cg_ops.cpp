@@ -1,7 +1,11 @@
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 
+#include <algorithm>
+#include <functional>
+
 #include "base/error.hpp"
 #include "solvers/cuda/block_cg_kernels.hpp"
+#include "sparse/cuda/timing.hpp"
 
 namespace krysp {
 
@@ -82,6 +86,61 @@ template <class T>
 std::vector<double> CudaBlockCgOps<T>::gram(const Block& X, index_t bx, const Block& Y, index_t by) {
   detail::tall_gram(size(), s_, X.data(), bx, Y.data(), by, workspace());
   return read_out(std::size_t(bx) * by);
+}
+
+std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, const SpmmConfig& plan, index_t w,
+                                                      index_t ld) {
+  constexpr index_t kMaxRow = 64;  // longest row the fused kernel takes (it has no nonzero balancing)
+  if (is_nnz_balanced(plan.algorithm) || stats.max_len > kMaxRow) return std::nullopt;
+  const auto v = detail::spmm_gram_variants(w, ld);
+  if (v.empty()) return std::nullopt;
+  return *std::max_element(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.cols < y.cols; });
+}
+
+template <class T>
+typename CudaBlockCgOps<T>::SpmmGramChoice CudaBlockCgOps<T>::spmm_gram_choice(index_t w, const Block& P, Block& Q) {
+  if (auto it = spmm_gram_.find(w); it != spmm_gram_.end()) return it->second;
+  const auto& pl = plan(w);
+  SpmmGramChoice c = spmm_gram_rule(pl.stats(), pl.config(), w, s_);
+  if (plan_options_.select == SpmmPlanOptions::Select::Tune) {
+    std::vector<SpmmGramChoice> cands{std::nullopt};
+    for (const auto& v : detail::spmm_gram_variants(w, s_)) cands.push_back(v);
+    std::vector<std::function<void()>> fns;
+    for (const auto& cand : cands)
+      fns.push_back([&, cand] { run_spmm_gram(cand, P, w, Q); });
+    const auto ms = time_device_interleaved_ms(fns, plan_options_.tune_warmup, plan_options_.tune_reps, 1.5, 3);
+    c = cands[std::size_t(std::min_element(ms.begin(), ms.end()) - ms.begin())];
+  }
+  spmm_gram_[w] = c;
+  return c;
+}
+
+template <class T>
+void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
+  if (choice) {
+    const auto v = detail::spmm_gram_variants(w, s_);
+    KRYSP_REQUIRE(std::any_of(v.begin(), v.end(),
+                              [&](const auto& x) { return x.lanes == choice->lanes && x.cols == choice->cols; }),
+                  "block CG: fused SpMM variant ", choice->lanes, "x", choice->cols, " cannot serve width ", w,
+                  " with ", s_, " columns");
+  }
+  spmm_gram_[w] = choice;
+}
+
+template <class T>
+void CudaBlockCgOps<T>::run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q) {
+  if (c) {
+    detail::tall_spmm_gram(A_.device_view(), w, P.data(), s_, Q.data(), *c, workspace());
+  } else {
+    spmm(P, w, Q);
+    detail::tall_gram(size(), s_, P.data(), w, Q.data(), w, workspace());
+  }
+}
+
+template <class T>
+std::vector<double> CudaBlockCgOps<T>::spmm_gram(const Block& P, index_t w, Block& Q) {
+  run_spmm_gram(spmm_gram_choice(w, P, Q), P, w, Q);
+  return read_out(std::size_t(w) * w);
 }
 
 template <class T>

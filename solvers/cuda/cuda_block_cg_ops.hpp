@@ -6,17 +6,15 @@
 /// copy, s × s work on the host. A diagonal preconditioner is applied on the fly inside those
 /// kernels (Z = D⁻¹·R is never stored); others fill a Z block first.
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "base/device_memory.hpp"
 #include "precond/preconditioner.hpp"
 #include "solvers/block_ops.hpp"
+#include "solvers/cuda/block_cg_kernels.hpp"
 #include "sparse/csr.hpp"
 #include "sparse/spmm_plan.hpp"
-
-namespace krysp::detail {
-struct TallWorkspace;
-}
 
 namespace krysp {
 
@@ -34,6 +32,17 @@ class CudaBlockCgOps {
   void residual(const Block& B, const Block& X, Block& R);
   void precondition(const Block& R);
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by);
+  /// Q = A·P (first w columns) and PᵀQ (w × w, column-major), in one fused pass where that is
+  /// faster (spmm_gram_choice).
+  std::vector<double> spmm_gram(const Block& P, index_t w, Block& Q);
+  /// How spmm_gram() runs at width w: a fused kernel, or none (the SpMM plan, then the Gram
+  /// kernel).
+  using SpmmGramChoice = std::optional<detail::SpmmGramVariant>;
+  /// The choice for width w, made on first use: by timing the candidates on P and Q when the plan
+  /// options say Select::Tune, else by a rule on the row statistics (spmm_gram_rule).
+  SpmmGramChoice spmm_gram_choice(index_t w, const Block& P, Block& Q);
+  /// Fixes the choice for width w (tests and benchmarks); InputError if the variant cannot serve w.
+  void force_spmm_gram(index_t w, SpmmGramChoice choice);
   BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
   BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                 const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
@@ -44,6 +53,7 @@ class CudaBlockCgOps {
 
  private:
   std::vector<double> read_out(std::size_t count) const;
+  void run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q);
   detail::TallWorkspace workspace();
   const CsrMatrix<T>& A_;
   index_t s_;
@@ -51,12 +61,19 @@ class CudaBlockCgOps {
   const T* inv_diag_;  ///< M's inverse diagonal when M is diagonal
   SpmmPlanOptions plan_options_;
   std::map<index_t, SpmmPlan<T>> plans_;
+  std::map<index_t, SpmmGramChoice> spmm_gram_;  ///< spmm_gram's choice per width
   DeviceArray<T> Z_;           ///< M⁻¹·R, for a preconditioner that is not diagonal
   int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
   DeviceArray<double> work_;   ///< partials, then the outputs
   DeviceArray<double> coef_;   ///< coefficients of the staged kernels (s > 8): 2·s²
   DeviceArray<int> active_;    ///< active column indices (idem)
 };
+
+/// The rule of spmm_gram_choice: the fused kernel when rows are short and regular (the SpMM plan's
+/// rule picked a row-balanced kernel and no row exceeds a few sub-warp loads), with the widest
+/// vector loads that fit; otherwise none.
+std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, const SpmmConfig& plan, index_t w,
+                                                      index_t ld);
 
 extern template class CudaBlockCgOps<double>;
 

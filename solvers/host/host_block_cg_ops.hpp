@@ -33,6 +33,11 @@ class HostBlockCgOps {
   void precondition(const Block& R);                              ///< Z = M⁻¹·R (kept inside)
   /// Xᵀ·Y of the first bx and by columns, bx × by column-major.
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by) const;
+  /// Q = A·P for the first w columns; returns PᵀQ (w × w, column-major).
+  std::vector<double> spmm_gram(const Block& P, index_t w, Block& Q) const {
+    spmm(P, w, Q);
+    return gram(P, w, Q, w);
+  }
   /// R −= Qn·Ca (Ca: a × s), Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ.
   BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
   /// X += Pn·Ca (Ca: a × s, or empty: X unchanged), then Pnext[:, j] = Z[:, active[j]] − Pn·Cb[:, j]

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/error.hpp"
 #include "solvers/cuda/block_cg_kernels.hpp"
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 #include "solvers/host/host_block_cg_ops.hpp"
@@ -246,4 +247,72 @@ TEST_CASE("Block transpose on the device: column-major blocks to row-major and b
       CHECK(same);
       CHECK(back == cmaj);
     }
+}
+
+TEST_CASE("Block CG fused SpMM + Gram: every variant matches the host's SpMM and Gram matrix") {
+  // A Laplacian (short regular rows), a power-law matrix (rows up to 300, several shared-memory
+  // loads per row, rows empty or beyond the last tile) and two real ones; every width 1..8 with
+  // ld = s and ld > w, all variants that serve it, and the choice the ops make by themselves.
+  std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
+  mats.emplace_back("laplace2d_70", laplacian_2d(70, 70));
+  mats.emplace_back("powerlaw_3001", random_power_law(3001, 12, 300, 7));
+  mats.emplace_back("bcsstk06", test::load("bcsstk06"));
+  mats.emplace_back("ca-GrQc", test::load("ca-GrQc"));
+  for (const auto& [name, A] : mats) {
+    CAPTURE(name);
+    const index_t n = A.rows();
+    double norm_inf = 0;  // Q's entries are sums of at most max_len products, each ≤ |a_ik| (|P| < 1)
+    index_t max_len = 0;
+    for (index_t i = 0; i < n; ++i) {
+      double r = 0;
+      for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k) r += std::abs(A.values()(k));
+      norm_inf = std::max(norm_inf, r);
+      max_len = std::max(max_len, A.row_ptr()(i + 1) - A.row_ptr()(i));
+    }
+    for (index_t s : {1, 2, 3, 4, 5, 7, 8}) {
+      HostBlockCgOps<double> host(A, s, nullptr);
+      CudaBlockCgOps<double> dev(A, s, nullptr);
+      auto hP = host.block();
+      const auto v = test::random_vector(std::size_t(n) * s);
+      std::copy(v.begin(), v.end(), hP.data());
+      auto dP = dev.block();
+      dP.upload(hP.data(), v.size());
+      for (index_t w = 1; w <= s; ++w) {
+        CAPTURE(s);
+        CAPTURE(w);
+        auto hQ = host.block();
+        const auto hg = host.spmm_gram(hP, w, hQ);
+        const std::vector<double> hq(hQ.data(), hQ.data() + v.size());
+        std::vector<CudaBlockCgOps<double>::SpmmGramChoice> choices{std::nullopt};
+        for (const auto& var : detail::spmm_gram_variants(w, s)) choices.push_back(var);
+        REQUIRE(choices.size() >= 2);  // every width up to 8 has a fused kernel
+        for (const auto& c : choices) {
+          CAPTURE(c ? c->lanes : 0);
+          CAPTURE(c ? c->cols : 0);
+          auto dQ = dev.block();
+          const auto sentinel = std::vector<double>(v.size(), 1e300);  // columns ≥ w must stay untouched
+          dQ.upload(sentinel.data(), v.size());
+          dev.force_spmm_gram(w, c);
+          const auto dg = dev.spmm_gram(dP, w, dQ);
+          const auto dq = download(dQ);
+          std::vector<double> dq_used, hq_used;
+          for (index_t i = 0; i < n; ++i)
+            for (index_t j = 0; j < s; ++j) {
+              const std::size_t k = std::size_t(i) * s + j;
+              if (j < w) {
+                dq_used.push_back(dq[k]);
+                hq_used.push_back(hq[k]);
+              } else if (dq[k] != 1e300) {
+                FAIL_CHECK("Q(", i, ", ", j, ") = ", dq[k], " written beyond width ", w);
+              }
+            }
+          check_close(dq_used, hq_used, double(max_len), "Q = A·P", norm_inf);
+          check_close(dg, hg, double(n), "PᵀQ");
+          const auto dg2 = dev.spmm_gram(dP, w, dQ);  // bitwise reproducible
+          CHECK(std::memcmp(dg.data(), dg2.data(), dg.size() * sizeof(double)) == 0);
+        }
+      }
+      CHECK_THROWS_AS(dev.force_spmm_gram(1, detail::SpmmGramVariant{8, 1}), InputError);
+    }
+  }
 }

@@ -1,0 +1,162 @@
+// Qn = A·Pn and PnᵀQn in one pass (block CG, widths up to 8; see block_cg_kernels.hpp). The
+// separate Gram pass reads Pn and Qn again, two tall blocks out of an iteration's twelve; here
+// each row's Qn values are still in registers when its Pn row is read back, and that read hits
+// the cache, because the row's own entry (the diagonal) was gathered a moment before by its
+// neighbours. The SpMM part follows the row-balanced CSC kernel (sparse/cuda/spmm_kernels.cuh):
+// a sub-warp of S lanes per row, the row's (column, value) pairs cached S at a time in shared
+// memory with one coalesced load, each lane owning V consecutive columns of the row.
+#include <algorithm>
+
+#include "base/cuda/check.cuh"
+#include "solvers/cuda/block_cg_kernels.hpp"
+
+namespace krysp::detail {
+
+namespace {
+constexpr int kThreads = 256;
+
+/// The S-lane sub-warp of this thread, as a shuffle mask.
+template <int S>
+__device__ __forceinline__ unsigned subwarp_mask() {
+  if constexpr (S == 32) return 0xffffffffu;
+  else return ((1u << S) - 1u) << (threadIdx.x % 32 / S * S);
+}
+
+/// Block b takes row tiles b, b + grid, ... of kThreads / S consecutive rows (neighbouring rows
+/// share X rows, reused from L1). Each lane sums G(i, j) = Σ_r Pn(r, i)·Qn(r, j) for its own
+/// columns j over the rows it made; the block's sums become partial number blockIdx.x.
+template <int S, int V>
+__global__ void __launch_bounds__(kThreads)
+    spmm_gram_kernel(CsrView<double> A, int a, const double* __restrict__ P, int ld, double* __restrict__ Q,
+                     double* __restrict__ partials) {
+  constexpr int W = S * V;  // columns one sub-warp covers (≥ a)
+  __shared__ index_t s_col[kThreads];
+  __shared__ double s_val[kThreads];
+  __shared__ double sh[kThreads / 32][W * W];
+  const int lane = threadIdx.x % S, base = threadIdx.x - lane, j0 = lane * V;
+  const unsigned mask = subwarp_mask<S>();
+  const bool full = j0 + V <= a;  // every column of this lane in use: vector loads (V = 2)
+  double g[W][V];
+#pragma unroll
+  for (int i = 0; i < W; ++i)
+#pragma unroll
+    for (int v = 0; v < V; ++v) g[i][v] = 0.0;
+  const std::int64_t tiles = (std::int64_t(A.rows) + kThreads / S - 1) / (kThreads / S);
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const std::int64_t row = t * (kThreads / S) + threadIdx.x / S;
+    double q[V], p[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) q[v] = p[v] = 0.0;
+    if (row < A.rows) {  // the same for the whole sub-warp
+      const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
+      for (index_t kk = b; kk < e; kk += S) {
+        const int cnt = e - kk < S ? int(e - kk) : S;
+        if (lane < cnt) {
+          s_col[base + lane] = __ldcs(A.col_idx + kk + lane);
+          s_val[base + lane] = __ldcs(A.values + kk + lane);
+        }
+        __syncwarp(mask);
+#pragma unroll 4
+        for (int k = 0; k < cnt; ++k) {
+          const double av = s_val[base + k];
+          const double* xr = P + std::int64_t(s_col[base + k]) * ld + j0;
+          if constexpr (V == 2) {
+            if (full) {
+              const double2 x = __ldg(reinterpret_cast<const double2*>(xr));
+              q[0] += av * x.x;
+              q[1] += av * x.y;
+              continue;
+            }
+          }
+#pragma unroll
+          for (int v = 0; v < V; ++v)
+            if (j0 + v < a) q[v] += av * __ldg(xr + v);
+        }
+        __syncwarp(mask);  // the slots are refilled next round
+      }
+      double* qr = Q + row * ld + j0;
+      const double* pr = P + row * ld + j0;
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (j0 + v < a) {
+          qr[v] = q[v];
+          p[v] = pr[v];
+        }
+    }
+    // Pn(row, i) lives in lane i / V, slot i % V: G(i, j0 + v) += Pn(row, i)·Qn(row, j0 + v)
+#pragma unroll
+    for (int i = 0; i < W; ++i) {
+      const double pi = __shfl_sync(0xffffffffu, p[i % V], i / V, S);
+#pragma unroll
+      for (int v = 0; v < V; ++v) g[i][v] += pi * q[v];
+    }
+  }
+  // The warp's sub-warps in a fixed tree, then the block's warps in order.
+#pragma unroll
+  for (int i = 0; i < W; ++i)
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      for (int off = 16; off >= S; off /= 2) g[i][v] += __shfl_down_sync(0xffffffffu, g[i][v], off);
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 < S)
+#pragma unroll
+    for (int i = 0; i < W; ++i)
+#pragma unroll
+      for (int v = 0; v < V; ++v) sh[warp][i * W + j0 + v] = g[i][v];
+  __syncthreads();
+  for (int o = threadIdx.x; o < a * a; o += kThreads) {  // o = i + j·a: column-major, as tall_gram
+    double sum = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) sum += sh[w][(o % a) * W + o / a];
+    partials[std::size_t(blockIdx.x) * a * a + o] = sum;
+  }
+}
+
+using Kernel = void (*)(CsrView<double>, int, const double*, int, double*, double*);
+
+/// The kernel of a variant (lanes per row S, columns per lane V) for width w, or null.
+Kernel spmm_gram_kernel_for(SpmmGramVariant v, index_t w) {
+  const int W = v.lanes * v.cols;
+  if (w < 1 || w > W || (W > 1 && 2 * w <= W)) return nullptr;  // W: the least power of two ≥ w
+  switch (v.lanes * 10 + v.cols) {
+    case 11: return spmm_gram_kernel<1, 1>;
+    case 12: return spmm_gram_kernel<1, 2>;
+    case 21: return spmm_gram_kernel<2, 1>;
+    case 22: return spmm_gram_kernel<2, 2>;
+    case 41: return spmm_gram_kernel<4, 1>;
+    case 42: return spmm_gram_kernel<4, 2>;
+    case 81: return spmm_gram_kernel<8, 1>;
+    default: return nullptr;
+  }
+}
+}  // namespace
+
+std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld) {
+  std::vector<SpmmGramVariant> out;
+  for (const SpmmGramVariant v : {SpmmGramVariant{1, 1}, {1, 2}, {2, 1}, {2, 2}, {4, 1}, {4, 2}, {8, 1}})
+    if (spmm_gram_kernel_for(v, w) && (v.cols == 1 || ld % v.cols == 0)) out.push_back(v);
+  return out;
+}
+
+void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index_t ld, double* Qn,
+                    SpmmGramVariant variant, const TallWorkspace& ws) {
+  const Kernel k = spmm_gram_kernel_for(variant, w);
+  KRYSP_REQUIRE(k && (variant.cols == 1 || ld % variant.cols == 0), "tall_spmm_gram: variant ", variant.lanes, "x",
+                variant.cols, " does not serve width ", w, " with ld ", ld);
+  if (A.rows == 0) return;
+  int dev = 0, sms = 0, per_sm = 0;
+  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
+  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  KRYSP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, 0));
+  // one full wave (every block takes the same share of the tiles), within the partials' room
+  const std::int64_t tiles = (std::int64_t(A.rows) + kThreads / variant.lanes - 1) / (kThreads / variant.lanes);
+  const std::int64_t room = std::int64_t(tall_partials(ws.grid, ld) / std::size_t(w * w));
+  const int grid = int(std::clamp<std::int64_t>(std::min<std::int64_t>(std::int64_t(std::max(per_sm, 1)) * sms, room),
+                                                1, std::max<std::int64_t>(tiles, 1)));
+  k<<<grid, kThreads>>>(A, int(w), Pn, int(ld), Qn, ws.partials);
+  KRYSP_CUDA_CHECK_LAUNCH("spmm_gram_kernel");
+  TallWorkspace r = ws;
+  r.grid = grid;
+  tall_reduce(int(w * w), r);
+}
+
+}  // namespace krysp::detail
