@@ -4,6 +4,7 @@
 // and the SPD matrices given on the command line.
 //
 // usage: bench_block_cg [--quick] [--json out.json] [A.mtx ...]
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -37,6 +38,7 @@ struct Row {
   bool block_ok, seq_ok;
   std::string spmm;
   double block_setup_s = 0, seq_setup_s = 0;  // parts of block_s and seq_s: plans, preconditioner, uploads
+  double block_loop_s = 0;                     // block CG's own loop (BlockSolveResult::seconds)
 };
 
 Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group) {
@@ -65,6 +67,7 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, inde
   const auto rep = solve_block(A, B, s, X, o);
   r.block_s = since(t);
   r.block_setup_s = rep.setup_seconds;
+  r.block_loop_s = rep.seconds;
   r.block_iters = rep.iterations;
   r.block_ok = rep.converged();
   r.spmm = rep.spmm_kernel;
@@ -141,7 +144,8 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
   // the fused SpMM + Gram pass, each variant (not part of the sum: it replaces the first two)
   std::vector<std::string> fused_names;
   for (const auto& v : detail::spmm_gram_variants(s, s))
-    fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols));
+    fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols) + "/b" +
+                          std::to_string(v.min_blocks));
   for (const auto& v : detail::spmm_gram_variants(s, s))
     steps.push_back({fused_names[steps.size() - 4].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
                        ops.force_spmm_gram(s, v);
@@ -184,9 +188,10 @@ int main(int argc, char** argv) {
     for (const auto [s, group] : {std::pair<index_t, index_t>{8, 0}, {16, 0}, {16, 8}}) {
       rows.push_back(measure(name, A, s, group));
       const auto& r = rows.back();
-      std::printf("%-22s s=%2d group %2d block %.4f s (setup %.4f, %d it%s)  sequential %.4f s (setup %.4f, max %d it%s)  "
+      std::printf("%-22s s=%2d group %2d block %.4f s (setup %.4f, %d it%s, loop %.3f ms/it)  sequential %.4f s (setup %.4f, max %d it%s)  "
                   "ratio %.3f  spmm %s\n",
                   r.name.c_str(), r.s, r.group, r.block_s, r.block_setup_s, r.block_iters, r.block_ok ? "" : ", NOT converged",
+                  1e3 * r.block_loop_s / std::max<index_t>(r.block_iters, 1),
                   r.seq_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s,
                   r.spmm.c_str());
       std::fflush(stdout);

@@ -58,6 +58,7 @@ void tall_reduce(int nout, const TallWorkspace& ws);
 struct SpmmGramVariant {
   int lanes = 8;
   int cols = 1;
+  int min_blocks = 0;  ///< blocks per SM the kernel's register budget must allow (0: no cap)
 };
 /// The variants that serve width w (1 to 8) with leading dimension ld.
 std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld);

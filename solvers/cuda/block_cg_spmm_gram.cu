@@ -25,8 +25,8 @@ __device__ __forceinline__ unsigned subwarp_mask() {
 /// Block b takes row tiles b, b + grid, ... of kThreads / S consecutive rows (neighbouring rows
 /// share X rows, reused from L1). Each lane sums G(i, j) = Σ_r Pn(r, i)·Qn(r, j) for its own
 /// columns j over the rows it made; the block's sums become partial number blockIdx.x.
-template <int S, int V>
-__global__ void __launch_bounds__(kThreads)
+template <int S, int V, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB)
     spmm_gram_kernel(CsrView<double> A, int a, const double* __restrict__ P, int ld, double* __restrict__ Q,
                      double* __restrict__ partials) {
   constexpr int W = S * V;  // columns one sub-warp covers (≥ a)
@@ -49,6 +49,10 @@ __global__ void __launch_bounds__(kThreads)
     for (int v = 0; v < V; ++v) q[v] = p[v] = 0.0;
     if (row < A.rows) {  // the same for the whole sub-warp
       const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
+      const double* pr = P + row * ld + j0;  // this row of Pn, loaded now: its latency overlaps the row's
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (j0 + v < a) p[v] = pr[v];
       for (index_t kk = b; kk < e; kk += S) {
         const int cnt = e - kk < S ? int(e - kk) : S;
         if (lane < cnt) {
@@ -75,13 +79,9 @@ __global__ void __launch_bounds__(kThreads)
         __syncwarp(mask);  // the slots are refilled next round
       }
       double* qr = Q + row * ld + j0;
-      const double* pr = P + row * ld + j0;
 #pragma unroll
       for (int v = 0; v < V; ++v)
-        if (j0 + v < a) {
-          qr[v] = q[v];
-          p[v] = pr[v];
-        }
+        if (j0 + v < a) qr[v] = q[v];
     }
     // Pn(row, i) lives in lane i / V, slot i % V: G(i, j0 + v) += Pn(row, i)·Qn(row, j0 + v)
 #pragma unroll
@@ -113,27 +113,34 @@ __global__ void __launch_bounds__(kThreads)
 
 using Kernel = void (*)(CsrView<double>, int, const double*, int, double*, double*);
 
-/// The kernel of a variant (lanes per row S, columns per lane V) for width w, or null.
+/// Every variant, by (lanes, columns per lane, least blocks per SM asked of the compiler: 0 for no
+/// register cap); the table the rule and the tuner choose from.
+struct VariantKernel {
+  SpmmGramVariant v;
+  Kernel k;
+};
+constexpr VariantKernel kVariants[] = {
+    {{1, 1, 0}, spmm_gram_kernel<1, 1, 1>}, {{1, 2, 0}, spmm_gram_kernel<1, 2, 1>},
+    {{2, 1, 0}, spmm_gram_kernel<2, 1, 1>}, {{2, 2, 0}, spmm_gram_kernel<2, 2, 1>},
+    {{4, 1, 0}, spmm_gram_kernel<4, 1, 1>}, {{4, 1, 8}, spmm_gram_kernel<4, 1, 8>},
+    {{4, 2, 0}, spmm_gram_kernel<4, 2, 1>}, {{8, 1, 0}, spmm_gram_kernel<8, 1, 1>},
+    {{8, 1, 6}, spmm_gram_kernel<8, 1, 6>}, {{8, 1, 8}, spmm_gram_kernel<8, 1, 8>},
+};
+
+/// The kernel of a variant for width w, or null when it does not serve w.
 Kernel spmm_gram_kernel_for(SpmmGramVariant v, index_t w) {
   const int W = v.lanes * v.cols;
   if (w < 1 || w > W || (W > 1 && 2 * w <= W)) return nullptr;  // W: the least power of two ≥ w
-  switch (v.lanes * 10 + v.cols) {
-    case 11: return spmm_gram_kernel<1, 1>;
-    case 12: return spmm_gram_kernel<1, 2>;
-    case 21: return spmm_gram_kernel<2, 1>;
-    case 22: return spmm_gram_kernel<2, 2>;
-    case 41: return spmm_gram_kernel<4, 1>;
-    case 42: return spmm_gram_kernel<4, 2>;
-    case 81: return spmm_gram_kernel<8, 1>;
-    default: return nullptr;
-  }
+  for (const auto& e : kVariants)
+    if (e.v.lanes == v.lanes && e.v.cols == v.cols && e.v.min_blocks == v.min_blocks) return e.k;
+  return nullptr;
 }
 }  // namespace
 
 std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld) {
   std::vector<SpmmGramVariant> out;
-  for (const SpmmGramVariant v : {SpmmGramVariant{1, 1}, {1, 2}, {2, 1}, {2, 2}, {4, 1}, {4, 2}, {8, 1}})
-    if (spmm_gram_kernel_for(v, w) && (v.cols == 1 || ld % v.cols == 0)) out.push_back(v);
+  for (const auto& e : kVariants)
+    if (spmm_gram_kernel_for(e.v, w) && (e.v.cols == 1 || ld % e.v.cols == 0)) out.push_back(e.v);
   return out;
 }
 
@@ -141,7 +148,7 @@ void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index
                     SpmmGramVariant variant, const TallWorkspace& ws) {
   const Kernel k = spmm_gram_kernel_for(variant, w);
   KRYSP_REQUIRE(k && (variant.cols == 1 || ld % variant.cols == 0), "tall_spmm_gram: variant ", variant.lanes, "x",
-                variant.cols, " does not serve width ", w, " with ld ", ld);
+                variant.cols, "/b", variant.min_blocks, " does not serve width ", w, " with ld ", ld);
   if (A.rows == 0) return;
   int dev = 0, sms = 0, per_sm = 0;
   KRYSP_CUDA_CHECK(cudaGetDevice(&dev));

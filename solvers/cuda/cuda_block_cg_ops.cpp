@@ -94,7 +94,9 @@ std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, con
   if (is_nnz_balanced(plan.algorithm) || stats.max_len > kMaxRow) return std::nullopt;
   const auto v = detail::spmm_gram_variants(w, ld);
   if (v.empty()) return std::nullopt;
-  return *std::max_element(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.cols < y.cols; });
+  for (const auto& x : v)  // a lane per column, no register cap: the fastest on the 3-D Laplacian (H100)
+    if (x.cols == 1 && x.min_blocks == 0) return x;
+  return v.front();
 }
 
 template <class T>
@@ -120,7 +122,10 @@ void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
   if (choice) {
     const auto v = detail::spmm_gram_variants(w, s_);
     KRYSP_REQUIRE(std::any_of(v.begin(), v.end(),
-                              [&](const auto& x) { return x.lanes == choice->lanes && x.cols == choice->cols; }),
+                              [&](const auto& x) {
+                                return x.lanes == choice->lanes && x.cols == choice->cols &&
+                                       x.min_blocks == choice->min_blocks;
+                              }),
                   "block CG: fused SpMM variant ", choice->lanes, "x", choice->cols, " cannot serve width ", w,
                   " with ", s_, " columns");
   }
