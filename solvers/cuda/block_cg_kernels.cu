@@ -650,7 +650,7 @@ void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double
     return;
   }
   if (Ca) copy_to_device(ws.coef, Ca, std::size_t(a) * s * sizeof(double));
-  const int rows = chunk_rows(4 * s);
+  const int rows = chunk_rows(3 * s);  // Qn, R and Z rows staged
   const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
   allow_shared(update_kernel, bytes);
   update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Qn, Ca ? ws.coef : nullptr, R, zsrc, inv_diag, Z,
