@@ -27,7 +27,9 @@ struct AllocationTable {
   std::mutex mutex;
   std::unordered_map<void*, Allocation> live;
   std::size_t total = 0;
-  /// (device, size class) -> freed blocks of that class, and the bytes cached per device
+  /// (device, size class) -> freed blocks of that class (never empty: a class goes when its last
+  /// block is taken, so a device's largest class is the entry before {device + 1, 0}), and the
+  /// bytes cached per device
   std::map<std::pair<int, std::size_t>, std::vector<void*>> cached;
   std::unordered_map<int, std::size_t> cached_bytes;
 };
@@ -213,9 +215,10 @@ void* device_alloc(std::size_t bytes) {
   const std::size_t capacity = capacity_for(bytes);
   std::lock_guard<std::mutex> lock(t.mutex);
   void* p = nullptr;
-  if (auto it = t.cached.find({dev, capacity}); it != t.cached.end() && !it->second.empty()) {
+  if (auto it = t.cached.find({dev, capacity}); it != t.cached.end()) {
     p = it->second.back();  // reuse: work queued on it before its free runs first (one stream)
     it->second.pop_back();
+    if (it->second.empty()) t.cached.erase(it);
     t.cached_bytes[dev] -= capacity;
   } else {
     cudaError_t err = cudaMalloc(&p, capacity);
@@ -258,18 +261,11 @@ void device_free(void* p) noexcept {
   std::size_t& cached = t.cached_bytes[a.device];
   while (cached + a.capacity > kDeviceCacheMaxBytes) {
     auto largest = t.cached.lower_bound({a.device + 1, 0});  // just past this device's classes
-    while (largest != t.cached.begin()) {
-      --largest;
-      if (largest->first.first != a.device) {
-        largest = t.cached.end();
-        break;
-      }
-      if (!largest->second.empty()) break;
-    }
-    if (largest == t.cached.end() || largest->first.first != a.device || largest->second.empty()) break;
+    if (largest == t.cached.begin() || (--largest)->first.first != a.device) break;  // none cached here
     cudaFree(largest->second.back());
     largest->second.pop_back();
     cached -= largest->first.second;
+    if (largest->second.empty()) t.cached.erase(largest);
   }
   if (cached + a.capacity <= kDeviceCacheMaxBytes) {
     t.cached[{a.device, a.capacity}].push_back(p);

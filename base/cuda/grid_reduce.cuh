@@ -4,7 +4,8 @@
 /// writes a partial, and the last block to finish (found with one atomic ticket) sums the
 /// partials in index order. No floating-point atomics, so results are bitwise reproducible for a
 /// given grid size. Sums are kept in double, also for fp32 data. Used by CG's vector kernels and
-/// by the SpMV kernels' fused xᵀy epilogue.
+/// by the SpMV kernels' fused xᵀy epilogue; the ticket alone (last_block_done) also by the
+/// Lanczos and LOBPCG residual kernels, which sum their partials in an order of their own.
 #include <cuda_runtime.h>
 
 namespace krysp::detail {
@@ -44,6 +45,24 @@ __device__ __forceinline__ void block_sum(double (&v)[NOUT], double (*shared)[BL
   __syncthreads();
 }
 
+/// The "last block to finish" ticket of one-launch grid reductions. Call from every thread of
+/// each of the `count` blocks, after the writes the last block is to read; returns true in every
+/// thread of the last block to take the ticket (false in all others), with every block's writes
+/// visible to it (read them past L1: __ldcg). The ticket is back to 0 then, ready for the next
+/// launch (kernels on one stream run in order).
+__device__ __forceinline__ bool last_block_done(unsigned int* ticket, unsigned count) {
+  __shared__ bool last;
+  __threadfence();  // each thread's writes visible before its block's ticket is taken
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == count - 1;
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();  // see every other block's writes
+  // Every block has its ticket: no one else touches it in this launch.
+  if (threadIdx.x == 0) *ticket = 0;
+  return true;
+}
+
 /// First half of a grid reduction split over two launches: every thread of the block calls it;
 /// thread 0 stores the block's NOUT totals as partial number `index`.
 template <int NOUT, int BLOCK>
@@ -63,17 +82,11 @@ template <int NOUT, int BLOCK = kReduceBlock>
 __device__ bool grid_sum(double (&v)[NOUT], ReduceWorkspace ws, unsigned index, unsigned count, double* scalars,
                          SlotList<NOUT> slots) {
   __shared__ double shared[NOUT][BLOCK / 32];
-  __shared__ bool last;
   block_sum<NOUT, BLOCK>(v, shared);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0)
 #pragma unroll
     for (int j = 0; j < NOUT; ++j) ws.partials[index * NOUT + j] = v[j];
-    __threadfence();  // partials visible before the ticket is taken
-    last = atomicAdd(ws.ticket, 1u) == count - 1;
-  }
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();  // see every other block's partial
+  if (!last_block_done(ws.ticket, count)) return false;
   double t[NOUT];
 #pragma unroll
   for (int j = 0; j < NOUT; ++j) t[j] = 0.0;
@@ -81,11 +94,9 @@ __device__ bool grid_sum(double (&v)[NOUT], ReduceWorkspace ws, unsigned index, 
 #pragma unroll
     for (int j = 0; j < NOUT; ++j) t[j] += __ldcg(ws.partials + b * NOUT + j);
   block_sum<NOUT, BLOCK>(t, shared);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0)
 #pragma unroll
     for (int j = 0; j < NOUT; ++j) scalars[slots.at[j]] = t[j];
-    *ws.ticket = 0;  // ready for the next launch (kernels on one stream run in order)
-  }
   return threadIdx.x == 0;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "base/cuda/check.cuh"
+#include "base/cuda/grid_reduce.cuh"
 #include "base/error.hpp"
 #include "precond/cuda/chebyshev_kernels.hpp"
 
@@ -70,21 +71,15 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-// The last block to finish (one atomic ticket, as base/cuda/grid_reduce.cuh) sums the partials:
+// The last block to finish (last_block_done's ticket) sums the partials:
 // loaded by all its threads at once, then added by thread 0 in block order from 0.0, bitwise
 // what one thread summing them in a launch of its own would. Every thread of every block calls it
 // (blockDim.x == kBlock) after block_partial. Returns true in every thread of the last block,
 // with the total (its root when `root`) in `value`; the ticket is back to 0 then.
 __device__ bool finish_in_last_block(double* partials, unsigned* ticket, double* out, bool root, double& value) {
-  __shared__ bool last;
   __shared__ double p[kMaxReduceGrid];
   __shared__ double total;
-  __threadfence();  // this thread's writes (the partial, vector entries) visible before the ticket
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();
+  if (!last_block_done(ticket, gridDim.x)) return false;  // also the vector entries advance_in_block reads
   for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) p[b] = __ldcg(partials + b);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -92,7 +87,6 @@ __device__ bool finish_in_last_block(double* partials, unsigned* ticket, double*
     for (unsigned b = 0; b < gridDim.x; ++b) sum += p[b];
     total = root ? sqrt(sum) : sum;
     *out = total;
-    *ticket = 0;
   }
   __syncthreads();
   value = total;

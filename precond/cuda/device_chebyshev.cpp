@@ -169,36 +169,29 @@ void DeviceChebyshev<T, S>::run_fused(const T* R, index_t ldr, T* Z, index_t ldz
     detail::cheb_first_split<T, S>(n, S(coef_.c0), dinv, R, ldr, u, rs);
   else
     detail::cheb_first<T, S, S>(n, 1, S(coef_.c0), dinv, R, ldr, u, 1);  // x_1
-  S* cur = u;
-  S* prev = nullptr;  // x_0 = 0
-  for (int k = 1; k < d; ++k) {
-    const S c1 = S(coef_.c1[k - 1]), c2 = S(coef_.c2[k - 1]);
-    const bool last = k == d - 1;
-    // x_{k+1} overwrites x_{k−1} (allowed: each row reads its own entry first), or goes to the
-    // spare array while x_0 = 0; never x_k, which every row gathers from.
-    S* out = prev ? prev : spare;
-    if constexpr (!std::is_same_v<S, T>) {
-      if (split) {
-        if (last)
-          detail::cheb_fused_step<S, S, T>(dA, step_, c1, c2, dinv, rs, 1, cur, prev, Z, ldz);
-        else
-          detail::cheb_fused_step<S, S, S>(dA, step_, c1, c2, dinv, rs, 1, cur, prev, out, 1);
-        if (!last) {
-          prev = cur;
-          cur = out;
-        }
-        continue;
+  // The steps, from the residual as given (const T*) or as converted (const S*).
+  auto steps = [&](const auto* r, index_t ld_r) {
+    using RT = std::remove_const_t<std::remove_pointer_t<decltype(r)>>;
+    S* cur = u;
+    S* prev = nullptr;  // x_0 = 0
+    for (int k = 1; k < d; ++k) {
+      const S c1 = S(coef_.c1[k - 1]), c2 = S(coef_.c2[k - 1]);
+      if (k == d - 1) {  // the last step writes the result, in T
+        detail::cheb_fused_step<RT, S, T>(dA, step_, c1, c2, dinv, r, ld_r, cur, prev, Z, ldz);
+      } else {
+        // x_{k+1} overwrites x_{k−1} (allowed: each row reads its own entry first), or goes to the
+        // spare array while x_0 = 0; never x_k, which every row gathers from.
+        S* out = prev ? prev : spare;
+        detail::cheb_fused_step<RT, S, S>(dA, step_, c1, c2, dinv, r, ld_r, cur, prev, out, 1);
+        prev = cur;
+        cur = out;
       }
     }
-    if (last)
-      detail::cheb_fused_step<T, S, T>(dA, step_, c1, c2, dinv, R, ldr, cur, prev, Z, ldz);
-    else
-      detail::cheb_fused_step<T, S, S>(dA, step_, c1, c2, dinv, R, ldr, cur, prev, out, 1);
-    if (!last) {
-      prev = cur;
-      cur = out;
-    }
-  }
+  };
+  if (split)
+    steps(rs, 1);
+  else
+    steps(R, ldr);
 }
 
 template <class T, class S>

@@ -102,13 +102,11 @@ __global__ void __launch_bounds__(kThreads) gram_kernel(index_t n, index_t ld, c
 }
 
 __global__ void __launch_bounds__(kThreads)
-    update_kernel(index_t n, int s, int a, const double* __restrict__ Pn, const double* __restrict__ Qn,
-                  const double* __restrict__ Ca, double* __restrict__ X, double* __restrict__ Rg, ZSource zsrc,
-                  const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams, int R,
-                  TallWorkspace ws) {
+    update_kernel(index_t n, int s, int a, const double* __restrict__ Qn, const double* __restrict__ Ca,
+                  double* __restrict__ Rg, ZSource zsrc, const double* __restrict__ inv_diag,
+                  const double* __restrict__ Z, bool update, bool grams, int R, TallWorkspace ws) {
   extern __shared__ double sm[];
-  double* ps = sm;                       // Pn rows (update)
-  double* qs = ps + std::size_t(R) * s;  // Qn rows
+  double* qs = sm;                       // Qn rows
   double* rs = qs + std::size_t(R) * s;  // R rows after the update
   double* zs = rs + std::size_t(R) * s;  // Z rows
   double* ca = zs + std::size_t(R) * s;  // Caᵀ (s × a... stored [i·s + j]: lanes of one i read consecutive j)
@@ -119,7 +117,6 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
     const int nr = int(std::min<index_t>(R, n - r0));
-    if (update && X) stage(ps, Pn, r0, nr, s);
     if (update || grams) stage(qs, Qn, r0, nr, s);
     __syncthreads();
     for (int e = threadIdx.x; e < nr * s; e += kThreads) {
@@ -129,12 +126,7 @@ __global__ void __launch_bounds__(kThreads)
       if (update) {
         double dr = 0.0;
         for (int i = 0; i < a; ++i) dr += qs[r * s + i] * ca[i * s + j];
-        if (X) {  // X's step, when it is not left to the direction pass
-          double dx = 0.0;
-          for (int i = 0; i < a; ++i) dx += ps[r * s + i] * ca[i * s + j];
-          X[g] += dx;  // inactive columns have zero coefficients: x + 0 and r − 0 leave them as they are
-        }
-        rv -= dr;
+        rv -= dr;  // inactive columns have zero coefficients: r − 0 leaves them as they are
         Rg[g] = rv;
       }
       rs[e] = rv;
@@ -660,11 +652,11 @@ void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double
     return;
   }
   if (Ca) copy_to_device(ws.coef, Ca, std::size_t(a) * s * sizeof(double));
-  const int rows = chunk_rows(4 * s);
-  const std::size_t bytes = (std::size_t(4) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
+  const int rows = chunk_rows(3 * s);  // Qn, R and Z rows staged
+  const std::size_t bytes = (std::size_t(3) * rows * s + std::size_t(a) * s + (s + std::size_t(a) * s)) * sizeof(double);
   allow_shared(update_kernel, bytes);
-  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), nullptr, Qn, Ca ? ws.coef : nullptr, nullptr, R, zsrc,
-                                              inv_diag, Z, update, grams, rows, ws);
+  update_kernel<<<ws.grid, kThreads, bytes>>>(n, int(s), int(a), Qn, Ca ? ws.coef : nullptr, R, zsrc, inv_diag, Z,
+                                              update, grams, rows, ws);
   KRYSP_CUDA_CHECK_LAUNCH("update_kernel");
   if (grams) reduce_outputs(int(s + a * s), ws);
 }

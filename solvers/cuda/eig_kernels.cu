@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/cuda/check.cuh"
+#include "base/cuda/grid_reduce.cuh"
 #include "solvers/cuda/eig_kernels.hpp"
 #include "solvers/eig_random.hpp"
 
@@ -57,23 +58,16 @@ __global__ void eig_residual_kernel(index_t n, index_t b, const double* __restri
     }
     partials[std::size_t(blockIdx.x) * 2 * b + col] = a;
     partials[std::size_t(blockIdx.x) * 2 * b + b + col] = c;
-    __threadfence();  // this block's partials visible before its ticket is taken
   }
   // The last block to finish sums the partials (what eig_residual_finish did in a launch of its
   // own): sums[j] = Σ_g partials[g·2b + j] in block order, so the result does not depend on
   // which block is last.
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_block_done(ticket, gridDim.x)) return;
   for (int j = threadIdx.x; j < 2 * b; j += blockDim.x) {
     double t = 0;
     for (unsigned g = 0; g < gridDim.x; ++g) t += __ldcg(partials + std::size_t(g) * 2 * b + j);
     sums[j] = t;
   }
-  if (threadIdx.x == 0) *ticket = 0;  // ready for the next launch (one stream: launches run in order)
 }
 
 __global__ void fill_random_kernel(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed,
