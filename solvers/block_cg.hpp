@@ -2,19 +2,21 @@
 /// \file block_cg.hpp
 /// Breakdown-free block preconditioned CG (Ji and Li, 2017), written once over backend ops:
 ///   size(), cols(), block(), zero_columns(X, zero), residual(B, X, R), precondition(R),
-///   spmm_gram(Pn, a, Qn) -> PnᵀQn (Qn = A·Pn), gram(X, bx, Y, by) -> bx×by,
+///   gram(X, bx, Y, by) -> bx×by,
 ///   update(Qn, a, Ca, R) -> {diag RᵀR, QnᵀZ}                R −= Qn·Ca, Z = M⁻¹·R
-///   direction(Pn, a, Ca, X, Cb, active, R, Pnext) -> {PnextᵀPnext, PnextᵀR}
-///                                        X += Pn·Ca (none for empty Ca), Pnext = Z[:, active] − Pn·Cb
+///   direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qnext) -> {PnextᵀPnext, PnextᵀR, PnextᵀQnext}
+///                  X += Pn·Ca (none for empty Ca), Pnext = Z[:, active] − Pn·Cb, Qnext = A·Pnext
 ///   update_x(Pn, a, Ca, X)                                  X += Pn·Ca
 /// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
-/// fuses each line into one pass over the tall blocks and returns the small products the next
+/// fuses each step into few passes over the tall blocks and returns the small products the next
 /// step needs; the s × s algebra runs on the host (LAPACK), where it takes microseconds. An
-/// iteration makes three or four passes over 10 or 12 tall blocks: spmm_gram (Pn → Qn, one pass
-/// where the backend fuses the product and the Gram matrix), update (Qn, R → R) and direction
-/// (Pn, R, X → Pnext, X). X's step X += Pn·α waits for the direction pass,
-/// which reads Pn anyway (α is known by then, and Pnext goes to another buffer); only when the
-/// loop stops right after an update does X get its last step from update_x, a pass of its own.
+/// iteration makes three or four passes over 10 or 12 tall blocks: update (Qn, R → R), direction
+/// (Pn, R, X → Pnext, X) and the product with the new direction and its Gram matrix (Pnext →
+/// Qnext, one pass where the backend fuses them). The product follows the direction without the
+/// host in between (it needs no coefficients), so an iteration waits for the device twice. X's
+/// step X += Pn·α waits for the direction pass, which reads Pn anyway (α is known by then, and
+/// Pnext goes to another buffer); only when the loop stops right after an update does X get its
+/// last step from update_x, a pass of its own.
 ///
 /// The search block is kept as P = Pn·C: C comes from SVQB of PnᵀPn, which makes P orthonormal
 /// and drops near-dependent directions. When the residual block loses rank (identical right-hand
@@ -115,15 +117,14 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
 
   index_t it = 0, a = index_t(active.size());
   ops.precondition(R);                                                  // Z = M⁻¹·R
-  auto dir = ops.direction(Pn, 0, {}, X, {}, active, R, Pnext);        // Pn = Z[:, active]
+  auto dir = ops.direction_spmm_gram(Pn, 0, {}, X, {}, active, R, Pnext, Qn);  // Pn = Z[:, active]; Qn = A·Pn
   std::swap(Pn, Pnext);
   std::vector<double> C;
   while (!active.empty() && it < max_iters) {
     const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
     if (w == 0) break;
     ++it;
-    const auto G0 = ops.spmm_gram(Pn, a, Qn);                           // Qn = A·Pn (Q = Qn·C); PnᵀA·Pn
-    auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, G0, C));      // G = PᵀAP = Cᵀ·PnᵀA·Pn·C
+    auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, dir.aqa, C)); // G = PᵀAP = Cᵀ·PnᵀA·Pn·C (Q = A·P = Qn·C)
     dense::symmetrize(w, G);
     auto L = G;
     if (!dense::cholesky_upper(w, L)) {  // PᵀAP not SPD: A is not SPD (or NaN)
@@ -153,8 +154,8 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     }
     const index_t a2 = index_t(active.size());
     const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
-    dir = ops.direction(Pn, a, Ca, X, dense::a_b(a, w, a2, C, beta), active, R, Pnext);
-    std::swap(Pn, Pnext);                                               // X += P·α; Pn = Z[:, active] − P·β
+    dir = ops.direction_spmm_gram(Pn, a, Ca, X, dense::a_b(a, w, a2, C, beta), active, R, Pnext, Qn);
+    std::swap(Pn, Pnext);                                               // X += P·α; Pn = Z[:, active] − P·β; Qn = A·Pn
     a = a2;
   }
   for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;

@@ -122,9 +122,9 @@ struct VariantKernel {
 constexpr VariantKernel kVariants[] = {
     {{1, 1, 0}, spmm_gram_kernel<1, 1, 1>}, {{1, 2, 0}, spmm_gram_kernel<1, 2, 1>},
     {{2, 1, 0}, spmm_gram_kernel<2, 1, 1>}, {{2, 2, 0}, spmm_gram_kernel<2, 2, 1>},
-    {{4, 1, 0}, spmm_gram_kernel<4, 1, 1>}, {{4, 1, 8}, spmm_gram_kernel<4, 1, 8>},
+    {{4, 1, 0}, spmm_gram_kernel<4, 1, 1>}, {{4, 1, 6}, spmm_gram_kernel<4, 1, 6>},
     {{4, 2, 0}, spmm_gram_kernel<4, 2, 1>}, {{8, 1, 0}, spmm_gram_kernel<8, 1, 1>},
-    {{8, 1, 6}, spmm_gram_kernel<8, 1, 6>}, {{8, 1, 8}, spmm_gram_kernel<8, 1, 8>},
+    {{8, 1, 6}, spmm_gram_kernel<8, 1, 6>},
 };
 
 /// The kernel of a variant for width w, or null when it does not serve w.

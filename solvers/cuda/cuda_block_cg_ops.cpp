@@ -10,8 +10,9 @@
 namespace krysp {
 
 namespace {
-/// Layout of work_: the partials, then room for the largest output (2·s² + s values).
-std::size_t out_size(index_t s) { return std::size_t(2 * s * s + s); }
+/// Layout of work_: the partials, then room for the largest output (direction_spmm_gram's: at
+/// most 3·s² values).
+std::size_t out_size(index_t s) { return std::size_t(3 * s * s + s); }
 }  // namespace
 
 template <class T>
@@ -94,13 +95,18 @@ std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, con
   if (is_nnz_balanced(plan.algorithm) || stats.max_len > kMaxRow) return std::nullopt;
   const auto v = detail::spmm_gram_variants(w, ld);
   if (v.empty()) return std::nullopt;
-  for (const auto& x : v)  // a lane per column, no register cap: the fastest on the 3-D Laplacian (H100)
-    if (x.cols == 1 && x.min_blocks == 0) return x;
-  return v.front();
+  // A lane per column, registers capped for 6 blocks per SM: on the 3-D Laplacian 160³ at w = 8
+  // (H100) 0.533 ms, against 0.581 uncapped (4 blocks), 0.613 with two columns a lane and 0.863
+  // capped for 8 blocks (spills); the SpMM and Gram passes apart took 0.434 + 0.231 ms.
+  std::optional<detail::SpmmGramVariant> best;
+  for (const auto& x : v)
+    if (x.cols == 1 && (!best || x.min_blocks > best->min_blocks)) best = x;
+  return best ? best : v.front();
 }
 
 template <class T>
-typename CudaBlockCgOps<T>::SpmmGramChoice CudaBlockCgOps<T>::spmm_gram_choice(index_t w, const Block& P, Block& Q) {
+typename CudaBlockCgOps<T>::SpmmGramChoice CudaBlockCgOps<T>::spmm_gram_choice(index_t w, const Block& P, Block& Q,
+                                                                                 std::size_t out_offset) {
   if (auto it = spmm_gram_.find(w); it != spmm_gram_.end()) return it->second;
   const auto& pl = plan(w);
   SpmmGramChoice c = spmm_gram_rule(pl.stats(), pl.config(), w, s_);
@@ -109,7 +115,7 @@ typename CudaBlockCgOps<T>::SpmmGramChoice CudaBlockCgOps<T>::spmm_gram_choice(i
     for (const auto& v : detail::spmm_gram_variants(w, s_)) cands.push_back(v);
     std::vector<std::function<void()>> fns;
     for (const auto& cand : cands)
-      fns.push_back([&, cand] { run_spmm_gram(cand, P, w, Q); });
+      fns.push_back([&, cand] { run_spmm_gram(cand, P, w, Q, out_offset); });
     const auto ms = time_device_interleaved_ms(fns, plan_options_.tune_warmup, plan_options_.tune_reps, 1.5, 3);
     c = cands[std::size_t(std::min_element(ms.begin(), ms.end()) - ms.begin())];
   }
@@ -133,12 +139,15 @@ void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
 }
 
 template <class T>
-void CudaBlockCgOps<T>::run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q) {
+void CudaBlockCgOps<T>::run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q,
+                                      std::size_t out_offset) {
+  auto ws = workspace();
+  ws.out += out_offset;
   if (c) {
-    detail::tall_spmm_gram(A_.device_view(), w, P.data(), s_, Q.data(), *c, workspace());
+    detail::tall_spmm_gram(A_.device_view(), w, P.data(), s_, Q.data(), *c, ws);
   } else {
     spmm(P, w, Q);
-    detail::tall_gram(size(), s_, P.data(), w, Q.data(), w, workspace());
+    detail::tall_gram(size(), s_, P.data(), w, Q.data(), w, ws);
   }
 }
 
@@ -169,9 +178,9 @@ BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Qn, index_t a, const std
 }
 
 template <class T>
-BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
-                                                 const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                                 const Block& R, Block& Pnext) {
+std::size_t CudaBlockCgOps<T>::launch_direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                                const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                                const Block& R, Block& Pnext) {
   const index_t a2 = index_t(active.size());
   KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
                 a2, " matrix");
@@ -183,9 +192,30 @@ BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, con
                                : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
   detail::tall_direction(size(), s_, a, Pn.data(), Ca.empty() ? nullptr : Ca.data(), X.data(), Cb.data(), a2,
                          act.data(), R.data(), zsrc, inv_diag_, Z_.data(), Pnext.data(), workspace());
-  const auto out = read_out(std::size_t(a2) * a2 + std::size_t(a2) * s_);
-  return {std::vector<double>(out.begin(), out.begin() + std::size_t(a2) * a2),
-          std::vector<double>(out.begin() + std::size_t(a2) * a2, out.end())};
+  return std::size_t(a2) * a2 + std::size_t(a2) * s_;
+}
+
+template <class T>
+BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                                 const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                                 const Block& R, Block& Pnext) {
+  const std::size_t hh = active.size() * active.size();
+  const auto out = read_out(launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext));
+  return {std::vector<double>(out.begin(), out.begin() + hh), std::vector<double>(out.begin() + hh, out.end()), {}};
+}
+
+template <class T>
+BlockDirectionGrams CudaBlockCgOps<T>::direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca,
+                                                           Block& X, const std::vector<double>& Cb,
+                                                           const std::vector<index_t>& active, const Block& R,
+                                                           Block& Pnext, Block& Qnext) {
+  const index_t a2 = index_t(active.size());
+  const std::size_t hh = std::size_t(a2) * a2;
+  const std::size_t used = launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext);
+  if (a2 > 0) run_spmm_gram(spmm_gram_choice(a2, Pnext, Qnext, used), Pnext, a2, Qnext, used);
+  const auto out = read_out(used + hh);
+  return {std::vector<double>(out.begin(), out.begin() + hh), std::vector<double>(out.begin() + hh, out.begin() + used),
+          std::vector<double>(out.begin() + used, out.end())};
 }
 
 template <class T>

@@ -40,20 +40,30 @@ class CudaBlockCgOps {
   using SpmmGramChoice = std::optional<detail::SpmmGramVariant>;
   /// The choice for width w, made on first use: by timing the candidates on P and Q when the plan
   /// options say Select::Tune, else by a rule on the row statistics (spmm_gram_rule).
-  SpmmGramChoice spmm_gram_choice(index_t w, const Block& P, Block& Q);
+  SpmmGramChoice spmm_gram_choice(index_t w, const Block& P, Block& Q, std::size_t out_offset = 0);
   /// Fixes the choice for width w (tests and benchmarks); InputError if the variant cannot serve w.
   void force_spmm_gram(index_t w, SpmmGramChoice choice);
   BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
   BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                 const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
                                 Block& Pnext);
+  /// direction(), then Qnext = A·Pnext and PnextᵀQnext (aqa), all read back in one copy (one
+  /// wait for the host instead of two).
+  BlockDirectionGrams direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                          const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                          const Block& R, Block& Pnext, Block& Qnext);
   void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X);
   /// The plan for width w (made on first use; the plan for s is made in the constructor).
   const SpmmPlan<T>& plan(index_t w);
 
  private:
   std::vector<double> read_out(std::size_t count) const;
-  void run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q);
+  /// Launches spmm_gram's kernels; the product goes to the outputs from out_offset on.
+  void run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q, std::size_t out_offset = 0);
+  /// Launches direction's kernels; returns how many outputs they leave.
+  std::size_t launch_direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                               const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
+                               Block& Pnext);
   detail::TallWorkspace workspace();
   const CsrMatrix<T>& A_;
   index_t s_;

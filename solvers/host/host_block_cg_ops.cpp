@@ -96,7 +96,7 @@ BlockDirectionGrams HostBlockCgOps<T>::direction(const Block& Pn, index_t a, con
       for (index_t i = 0; i < a; ++i) v -= double(Pn(std::size_t(r) * s_ + i)) * Cb[cm(i, j, a)];
       Pnext(std::size_t(r) * s_ + j) = T(v);
     }
-  return {gram(Pnext, a2, Pnext, a2), gram(Pnext, a2, R, s_)};
+  return {gram(Pnext, a2, Pnext, a2), gram(Pnext, a2, R, s_), {}};
 }
 
 template class HostBlockCgOps<double>;

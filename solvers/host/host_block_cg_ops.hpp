@@ -45,6 +45,14 @@ class HostBlockCgOps {
   BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                 const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
                                 Block& Pnext) const;
+  /// direction(), then Qnext = A·Pnext and PnextᵀQnext (aqa): the next iteration's product.
+  BlockDirectionGrams direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                          const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                          const Block& R, Block& Pnext, Block& Qnext) const {
+    auto d = direction(Pn, a, Ca, X, Cb, active, R, Pnext);
+    d.aqa = spmm_gram(Pnext, index_t(active.size()), Qnext);
+    return d;
+  }
   /// X += Pn·Ca (Ca: a × s).
   void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) const;
 
