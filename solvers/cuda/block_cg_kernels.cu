@@ -248,29 +248,23 @@ __device__ __forceinline__ void load_row(const double* p, int count, double (&v)
   for (int i = 0; i < S; ++i) v[i] = i < count ? p[i] : 0.0;
 }
 
+/// Offset in the staging layout (rows of S + 1) of element e of a run of rows of s values. The
+/// usual s = S divides by a constant (a shift); a division by a run-time s costs ~20 instructions,
+/// and the narrow kernels make ~40 of them per 32 rows.
+template <int S>
+__device__ __forceinline__ int staged_offset(int e, int s) {
+  return s == S ? (e / S) * (S + 1) + e % S : (e / s) * (S + 1) + e % s;
+}
+/// e % s, with the same shortcut.
+template <int S>
+__device__ __forceinline__ int staged_column(int e, int s) {
+  return s == S ? e % S : e % s;
+}
+
 /// Warp-coalesced access to 32 consecutive rows of an n × s row-major block (they are one
 /// contiguous run): the warp moves the run through shared memory `sm` (32 rows of S + 1 values,
 /// padded against bank conflicts) so that global loads and stores are contiguous across lanes,
-/// while each lane works on its own row. Rows at or beyond n are skipped.
-template <int S>
-__device__ __forceinline__ void warp_load_rows(const double* block, std::int64_t row0, index_t n, int s, int count,
-                                               double* sm, double (&v)[S]) {
-  const int lane = threadIdx.x % 32;
-  const int len = int(std::min<std::int64_t>(32, n - row0)) * s;  // ≤ 32·S values
-  const double* src = block + row0 * s;
-  double t[S];  // all S loads in flight before any is used (a load-store loop would wait on each)
-#pragma unroll
-  for (int k = 0; k < S; ++k) t[k] = lane + 32 * k < len ? src[lane + 32 * k] : 0.0;
-#pragma unroll
-  for (int k = 0; k < S; ++k) {
-    const int e = lane + 32 * k;
-    if (e < len) sm[(e / s) * (S + 1) + e % s] = t[k];
-  }
-  __syncwarp();
-#pragma unroll
-  for (int i = 0; i < S; ++i) v[i] = i < count && lane * s < len ? sm[lane * (S + 1) + i] : 0.0;
-  __syncwarp();
-}
+/// while each lane works on its own row. Rows at or beyond n are skipped. Loads: warp_async_rows.
 template <int S>
 __device__ __forceinline__ void warp_store_rows(double* block, std::int64_t row0, index_t n, int s, int count,
                                                 double* sm, const double (&v)[S]) {
@@ -285,14 +279,59 @@ __device__ __forceinline__ void warp_store_rows(double* block, std::int64_t row0
 #pragma unroll
   for (int k = 0; k < S; ++k) {
     const int e = lane + 32 * k;
-    t[k] = e < len ? sm[(e / s) * (S + 1) + e % s] : 0.0;
+    t[k] = e < len ? sm[staged_offset<S>(e, s)] : 0.0;
   }
 #pragma unroll
   for (int k = 0; k < S; ++k) {
     const int e = lane + 32 * k;
-    if (e < len && e % s < count) dst[e] = t[k];
+    if (e < len && staged_column<S>(e, s) < count) dst[e] = t[k];
   }
   __syncwarp();
+}
+
+/// Starts copying the 32 rows from row0 of an n × s row-major block into `sm`, in
+/// warp_store_rows's layout, with cp.async (sm_80 and later; a plain copy before): no registers
+/// wait for the data, so a warp can have two blocks' rows on the way at once instead of one (the
+/// narrow kernels are bound by memory latency). Finish with async_rows_wait, then warp_read_rows.
+template <int S>
+__device__ __forceinline__ void warp_async_rows(const double* block, std::int64_t row0, index_t n, int s, double* sm) {
+  const int lane = threadIdx.x % 32;
+  const int len = int(std::min<std::int64_t>(32, n - row0)) * s;
+  const double* src = block + row0 * s;
+#pragma unroll
+  for (int k = 0; k < S; ++k) {
+    const int e = lane + 32 * k;
+    if (e >= len) continue;
+    double* dst = sm + staged_offset<S>(e, s);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(unsigned(__cvta_generic_to_shared(dst))),
+                 "l"(src + e)
+                 : "memory");
+#else
+    *dst = src[e];
+#endif
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Waits until at most `pending` of this thread's warp_async_rows copies are still on the way,
+/// then makes the finished ones visible to the whole warp.
+template <int pending>
+__device__ __forceinline__ void async_rows_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
+  __syncwarp();
+}
+/// Lane l's row (row0 + l) from a warp_async_rows buffer: v[0..count), zeros elsewhere.
+template <int S>
+__device__ __forceinline__ void warp_read_rows(const double* sm, std::int64_t row0, index_t n, int s, int count,
+                                               double (&v)[S]) {
+  const int lane = threadIdx.x % 32;
+  const bool live = lane < std::min<std::int64_t>(32, n - row0);
+#pragma unroll
+  for (int i = 0; i < S; ++i) v[i] = i < count && live ? sm[lane * (S + 1) + i] : 0.0;
 }
 
 /// Sums each of the NOUT per-thread accumulators over the block and stores, for o < nout, output
@@ -451,8 +490,12 @@ __global__ void __launch_bounds__(kThreads, 3)
     const std::int64_t row = row0 + lane;
     const bool live = row < n;
     double q[S], r[S];
-    warp_load_rows<S>(Qn, row0, n, s, a, w, q);
-    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
+    warp_async_rows<S>(Qn, row0, n, s, w);  // both blocks' rows on the way at once
+    warp_async_rows<S>(Rg, row0, n, s, w2);
+    async_rows_wait<0>();
+    warp_read_rows<S>(w, row0, n, s, a, q);
+    warp_read_rows<S>(w2, row0, n, s, s, r);
+    __syncwarp();  // w and w2 are reused below
     if (update) {
 #pragma unroll
       for (int j = 0; j < S; ++j) {
@@ -508,10 +551,17 @@ __global__ void __launch_bounds__(kThreads, 3)
        row0 += std::int64_t(gridDim.x) * kThreads) {
     const std::int64_t row = row0 + lane;
     double p[S], r[S], v[S];
-    warp_load_rows<S>(Pn, row0, n, s, a, w, p);
+    // Pn and X on the way together; then R's rows travel while X's step is made and stored
+    if (a > 0) warp_async_rows<S>(Pn, row0, n, s, w);
+    if (X) warp_async_rows<S>(X, row0, n, s, w2);
+    async_rows_wait<0>();
+    warp_read_rows<S>(w, row0, n, s, a, p);
+    __syncwarp();  // w is refilled next
+    warp_async_rows<S>(Rg, row0, n, s, w);
     if (X) {  // X += Pn·Ca, the update pass's deferred step: Pn is read here anyway
       double x[S];
-      warp_load_rows<S>(X, row0, n, s, s, w, x);
+      warp_read_rows<S>(w2, row0, n, s, s, x);
+      __syncwarp();  // w2 stages the store
 #pragma unroll
       for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
         double dx = 0.0;
@@ -519,9 +569,11 @@ __global__ void __launch_bounds__(kThreads, 3)
         for (int i = 0; i < S; ++i) dx += p[i] * k.x[i * S + j];  // p is 0 beyond a and so are the coefficients
         x[j] += dx;
       }
-      warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
+      warp_store_rows<S>(X, row0, n, s, s, w2, x);  // inactive columns have zero coefficients: they do not change
     }
-    warp_load_rows<S>(Rg, row0, n, s, s, w, r);
+    async_rows_wait<0>();
+    warp_read_rows<S>(w, row0, n, s, s, r);
+    __syncwarp();  // w stages the store of Pnext
     const double d = zsrc == ZSource::InverseDiagonal && row < n ? inv_diag[row] : 1.0;
 #pragma unroll
     for (int jj = 0; jj < S; ++jj) {
