@@ -22,9 +22,9 @@ __device__ __forceinline__ unsigned subwarp_mask() {
   else return ((1u << S) - 1u) << (threadIdx.x % 32 / S * S);
 }
 
-/// Blocks take contiguous runs of row tiles of kThreads / S consecutive rows. Each lane sums
-/// G(i, j) = Σ_r Pn(r, i)·Qn(r, j) for its own columns j over the rows it made; the block's sums
-/// become partial number blockIdx.x.
+/// Block b takes row tiles b, b + grid, ... of kThreads / S consecutive rows (neighbouring rows
+/// share X rows, reused from L1). Each lane sums G(i, j) = Σ_r Pn(r, i)·Qn(r, j) for its own
+/// columns j over the rows it made; the block's sums become partial number blockIdx.x.
 template <int S, int V, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB)
     spmm_gram_kernel(CsrView<double> A, int a, const double* __restrict__ P, int ld, double* __restrict__ Q,
@@ -41,12 +41,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
   for (int i = 0; i < W; ++i)
 #pragma unroll
     for (int v = 0; v < V; ++v) g[i][v] = 0.0;
-  // Each block takes a contiguous run of tiles: the X rows that row i shares with rows i + k (a
-  // stencil's other planes) are then reused from this SM's L1, not fetched again from L2.
   const std::int64_t tiles = (std::int64_t(A.rows) + kThreads / S - 1) / (kThreads / S);
-  const std::int64_t per = (tiles + gridDim.x - 1) / gridDim.x;
-  const std::int64_t t_end = std::min<std::int64_t>(tiles, (std::int64_t(blockIdx.x) + 1) * per);
-  for (std::int64_t t = std::int64_t(blockIdx.x) * per; t < t_end; ++t) {
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const std::int64_t row = t * (kThreads / S) + threadIdx.x / S;
     double q[V], p[V];
 #pragma unroll
