@@ -24,6 +24,7 @@ struct TallWorkspace {
   int grid = 0;             ///< blocks of every launch (fixed: the summation order depends on it)
   double* coef = nullptr;   ///< room for 2·s² coefficients
   int* act = nullptr;       ///< room for s column indices
+  std::size_t partials_room = 0;  ///< doubles at `partials`
 };
 /// Grid size for n rows and s columns on the current device, and the partials it needs.
 int tall_grid(index_t n, index_t s);
@@ -59,9 +60,12 @@ struct SpmmGramVariant {
   int lanes = 8;
   int cols = 1;
   int min_blocks = 0;  ///< blocks per SM the kernel's register budget must allow (0: no cap)
+  int run = 0;         ///< row tiles per block, the grid covering all (0: grid-stride, one wave)
 };
 /// The variants that serve width w (1 to 8) with leading dimension ld.
 std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld);
+/// Doubles of partials tall_spmm_gram may need for n rows and widths up to s.
+std::size_t tall_spmm_gram_partials(index_t n, index_t s);
 /// Qn = A·Pn (first w columns; A a device view, square) and out = PnᵀQn (w × w, column-major) in
 /// one pass over Pn, Qn and A; blocks n × ld row-major. Same sums as tall_gram, other order.
 void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index_t ld, double* Qn,

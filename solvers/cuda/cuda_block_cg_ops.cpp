@@ -25,7 +25,8 @@ CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Device
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
   if (M_ && !inv_diag_) Z_ = block();
   grid_ = detail::tall_grid(A.rows(), s);
-  work_ = DeviceArray<double>(detail::tall_partials(grid_, s) + out_size(s));
+  partials_ = std::max(detail::tall_partials(grid_, s), detail::tall_spmm_gram_partials(A.rows(), s));
+  work_ = DeviceArray<double>(partials_ + out_size(s));
   coef_ = DeviceArray<double>(std::size_t(2) * s * s);
   active_ = DeviceArray<int>(std::size_t(s));
   plan(s);
@@ -52,13 +53,13 @@ const SpmmPlan<T>& CudaBlockCgOps<T>::plan(index_t w) {
 template <class T>
 std::vector<double> CudaBlockCgOps<T>::read_out(std::size_t count) const {
   std::vector<double> v(count);
-  detail::copy_to_host(v.data(), work_.data() + detail::tall_partials(grid_, s_), count * sizeof(double));
+  detail::copy_to_host(v.data(), work_.data() + partials_, count * sizeof(double));
   return v;
 }
 
 template <class T>
 detail::TallWorkspace CudaBlockCgOps<T>::workspace() {
-  return {work_.data(), work_.data() + detail::tall_partials(grid_, s_), grid_, coef_.data(), active_.data()};
+  return {work_.data(), work_.data() + partials_, grid_, coef_.data(), active_.data(), partials_};
 }
 
 template <class T>
@@ -100,7 +101,7 @@ std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, con
   // capped for 8 blocks (spills); the SpMM and Gram passes apart took 0.434 + 0.231 ms.
   std::optional<detail::SpmmGramVariant> best;
   for (const auto& x : v)
-    if (x.cols == 1 && (!best || x.min_blocks > best->min_blocks)) best = x;
+    if (x.cols == 1 && x.run == 0 && (!best || x.min_blocks > best->min_blocks)) best = x;
   return best ? best : v.front();
 }
 
@@ -130,7 +131,7 @@ void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
     KRYSP_REQUIRE(std::any_of(v.begin(), v.end(),
                               [&](const auto& x) {
                                 return x.lanes == choice->lanes && x.cols == choice->cols &&
-                                       x.min_blocks == choice->min_blocks;
+                                       x.min_blocks == choice->min_blocks && x.run == choice->run;
                               }),
                   "block CG: fused SpMM variant ", choice->lanes, "x", choice->cols, " cannot serve width ", w,
                   " with ", s_, " columns");

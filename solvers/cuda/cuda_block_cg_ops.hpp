@@ -74,6 +74,7 @@ class CudaBlockCgOps {
   std::map<index_t, SpmmGramChoice> spmm_gram_;  ///< spmm_gram's choice per width
   DeviceArray<T> Z_;           ///< M⁻¹·R, for a preconditioner that is not diagonal
   int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
+  std::size_t partials_ = 0;   ///< doubles of partials at the start of work_
   DeviceArray<double> work_;   ///< partials, then the outputs
   DeviceArray<double> coef_;   ///< coefficients of the staged kernels (s > 8): 2·s²
   DeviceArray<int> active_;    ///< active column indices (idem)
