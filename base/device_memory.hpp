@@ -62,6 +62,14 @@ void release_device_cache();
 /// For profiles (base/phase_profile.hpp).
 std::uint64_t device_to_host_copies();
 
+/// Large host<->device copies (DeviceArray upload/download of 1 MiB or more) go through pinned
+/// staging buffers, and the host side of each chunk (the memcpy into or out of pinned memory) is
+/// split over a few threads: one thread's memcpy is slower than the DMA from pinned memory. The
+/// environment variable KRYSP_COPY_THREADS (1 to 64, read once) sets how many threads, the
+/// caller included; the default is min(4, the CPUs the process may run on), and 1 copies on the
+/// caller alone.
+inline constexpr const char* kCopyThreadsEnv = "KRYSP_COPY_THREADS";
+
 /// Test hook: when the environment variable KRYSP_DEVICE_MEMORY_LIMIT is set to a number of bytes,
 /// a krysp device allocation that would take krysp's live total (device_bytes_allocated()) above it
 /// fails exactly as if the GPU were out of memory (DeviceError naming the bytes needed and free).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/cuda/check.cuh"
+#include "base/cuda/parallel_copy.hpp"
 #include "base/device_memory.hpp"
 
 namespace krysp {
@@ -133,15 +134,20 @@ void throw_device_size_mismatch(std::size_t have, std::size_t want) {
 
 namespace detail {
 namespace {
-// Large host<->device copies go through two pinned buffers: the host copies chunk k into one while
-// the DMA engine moves chunk k - 1 from the other. A plain cudaMemcpy from pageable memory moved
-// 1.9 GB/s on the H100 machines (a 4 M x 8 block took 139 ms), which made uploading right-hand
-// sides cost more than solving. The buffers are made once per device and kept until exit.
-constexpr std::size_t kStageChunk = std::size_t(8) << 20;  // bytes per pinned buffer
+// Large host<->device copies go through pinned buffers: the host copies chunk k into one while the
+// DMA engine moves the chunks before it from the others. A plain cudaMemcpy from pageable memory
+// moved 1.9 GB/s on the H100 machines (a 4 M x 8 block took 139 ms), which made uploading right-hand
+// sides cost more than solving. With two 8 MiB buffers and a single-threaded memcpy the host side
+// was the limit (~6.5 GB/s, 40 ms for that block), so each chunk's memcpy is split over a few
+// threads (parallel_copy.hpp), and four buffers let the DMA run ahead of (d2h) or behind (h2d) the
+// host by three chunks, absorbing the jitter of either side. 64 MiB pinned per device, made once
+// per device and kept until exit.
+constexpr std::size_t kStageChunk = std::size_t(16) << 20;  // bytes per pinned buffer
+constexpr int kStageBuffers = 4;
 constexpr std::size_t kStagedCopyMin = std::size_t(1) << 20;  // smaller copies: cudaMemcpy
 struct Staging {
-  void* buf[2] = {nullptr, nullptr};
-  cudaEvent_t done[2] = {};  // the last DMA through each buffer
+  void* buf[kStageBuffers] = {};
+  cudaEvent_t done[kStageBuffers] = {};  // the last DMA through each buffer
 };
 std::mutex& staging_mutex() {
   static std::mutex* m = new std::mutex;  // never destroyed: copies may run at exit
@@ -156,42 +162,49 @@ Staging* staging() {
   auto it = by_device->find(dev);
   if (it != by_device->end()) return it->second;
   auto* st = new Staging;
-  for (int k = 0; k < 2 && st; ++k) {
+  for (int k = 0; k < kStageBuffers; ++k) {
     if (cudaHostAlloc(&st->buf[k], kStageChunk, cudaHostAllocPortable) != cudaSuccess ||
         cudaEventCreateWithFlags(&st->done[k], cudaEventDisableTiming) != cudaSuccess) {
       cudaGetLastError();
-      for (void* b : st->buf)
-        if (b) cudaFreeHost(b);
+      for (int j = 0; j <= k; ++j) {
+        if (st->buf[j]) cudaFreeHost(st->buf[j]);
+        if (st->done[j]) cudaEventDestroy(st->done[j]);
+      }
       delete st;
       st = nullptr;
+      break;
     }
   }
   return (*by_device)[dev] = st;
 }
 void staged_to_device(char* dst, const char* src, std::size_t bytes, Staging& st) {
-  for (std::size_t off = 0, k = 0; off < bytes; off += kStageChunk, k ^= 1) {
+  const int threads = copy_threads();
+  for (std::size_t off = 0, c = 0; off < bytes; off += kStageChunk, ++c) {
+    const int k = int(c % kStageBuffers);
     const std::size_t len = std::min(kStageChunk, bytes - off);
     KRYSP_CUDA_CHECK(cudaEventSynchronize(st.done[k]));  // the DMA that last read this buffer is done
-    std::memcpy(st.buf[k], src + off, len);
+    parallel_memcpy(st.buf[k], src + off, len, threads);
     KRYSP_CUDA_CHECK(cudaMemcpyAsync(dst + off, st.buf[k], len, cudaMemcpyHostToDevice, 0));
     KRYSP_CUDA_CHECK(cudaEventRecord(st.done[k], 0));
   }
   KRYSP_CUDA_CHECK(cudaStreamSynchronize(0));  // as cudaMemcpy: on the device, for every stream, on return
 }
 void staged_to_host(char* dst, const char* src, std::size_t bytes, Staging& st) {
+  const int threads = copy_threads();
   const std::size_t chunks = (bytes + kStageChunk - 1) / kStageChunk;
-  auto start = [&](std::size_t c) {  // DMA chunk c into buffer c % 2, after all work queued before
+  auto start = [&](std::size_t c) {  // DMA chunk c into its buffer, after all work queued before
     const std::size_t off = c * kStageChunk;
-    KRYSP_CUDA_CHECK(cudaMemcpyAsync(st.buf[c % 2], src + off, std::min(kStageChunk, bytes - off),
+    const int k = int(c % kStageBuffers);
+    KRYSP_CUDA_CHECK(cudaMemcpyAsync(st.buf[k], src + off, std::min(kStageChunk, bytes - off),
                                      cudaMemcpyDeviceToHost, 0));
-    KRYSP_CUDA_CHECK(cudaEventRecord(st.done[c % 2], 0));
+    KRYSP_CUDA_CHECK(cudaEventRecord(st.done[k], 0));
   };
-  start(0);
+  for (std::size_t c = 0; c < chunks && c < std::size_t(kStageBuffers); ++c) start(c);
   for (std::size_t c = 0; c < chunks; ++c) {
-    if (c + 1 < chunks) start(c + 1);  // its buffer's previous chunk (c - 1) was copied out last time round
-    KRYSP_CUDA_CHECK(cudaEventSynchronize(st.done[c % 2]));
     const std::size_t off = c * kStageChunk;
-    std::memcpy(dst + off, st.buf[c % 2], std::min(kStageChunk, bytes - off));
+    KRYSP_CUDA_CHECK(cudaEventSynchronize(st.done[c % kStageBuffers]));
+    parallel_memcpy(dst + off, st.buf[c % kStageBuffers], std::min(kStageChunk, bytes - off), threads);
+    if (c + kStageBuffers < chunks) start(c + kStageBuffers);  // into the buffer just emptied
   }
 }
 }  // namespace

@@ -1,5 +1,6 @@
-// Host <-> device copies: large ones go through pinned staging buffers in chunks
-// (base/cuda/device_memory.cu). Every byte must arrive, at every size around the chunk boundaries,
+// Host <-> device copies: large ones go through pinned staging buffers in chunks, the host side of
+// each chunk copied by several threads (base/cuda/device_memory.cu, base/cuda/parallel_copy.hpp).
+// Every byte must arrive, at every size around the chunk boundaries and past the number of buffers,
 // and a copy must see the work queued before it (a kernel's output, a memset).
 #include <doctest/doctest.h>
 
@@ -21,10 +22,15 @@ std::vector<std::uint64_t> pattern(std::size_t n, std::uint64_t seed) {
 }
 }  // namespace
 
+// kStageChunk and kStageBuffers of device_memory.cu (16 MiB, 4 buffers)
+constexpr std::size_t kChunkWords = (std::size_t(16) << 20) / 8, kBuffers = 4;
+
 TEST_CASE("Device copies: every size around the staging chunks arrives bitwise, both ways") {
-  constexpr std::size_t kChunkWords = (std::size_t(8) << 20) / 8, kMinWords = (std::size_t(1) << 20) / 8;
+  constexpr std::size_t kMinWords = (std::size_t(1) << 20) / 8;
+  // past kBuffers chunks every buffer is reused, in both directions
   for (std::size_t n : {std::size_t(0), std::size_t(1), kMinWords - 1, kMinWords, kChunkWords - 1, kChunkWords,
-                        kChunkWords + 1, 2 * kChunkWords, 5 * kChunkWords / 2 + 3}) {
+                        kChunkWords + 1, 2 * kChunkWords, 5 * kChunkWords / 2 + 3, kBuffers * kChunkWords,
+                        kBuffers * kChunkWords + 1, (2 * kBuffers + 1) * kChunkWords + 5}) {
     CAPTURE(n);
     const auto h = pattern(n, n + 1);
     DeviceArray<std::uint64_t> d(n);
@@ -42,7 +48,7 @@ TEST_CASE("Device copies: every size around the staging chunks arrives bitwise, 
 }
 
 TEST_CASE("Device copies: consecutive large uploads into one array keep the last, at an offset too") {
-  const std::size_t n = 3 * ((std::size_t(8) << 20) / 8) + 17;
+  const std::size_t n = (kBuffers + 1) * kChunkWords + 17;
   const auto a = pattern(n, 7), b = pattern(n, 8);
   DeviceArray<std::uint64_t> d(n + 5);
   d.upload(a.data(), n);
