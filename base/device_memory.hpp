@@ -83,7 +83,51 @@ void copy_to_device(void* dst, const void* src, std::size_t bytes);
 void copy_to_host(void* dst, const void* src, std::size_t bytes);
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes);
 void device_memset_zero(void* p, std::size_t bytes);
+void* mapped_alloc(std::size_t bytes);  // page-locked, mapped host memory; throws DeviceError
+void mapped_free(void* p) noexcept;
+/// Waits for the device's work so far, then counts it as a device→host read (device_to_host_copies).
+void wait_for_mapped_results();
 }  // namespace detail
+
+/// A small owning array of page-locked host memory mapped into the device's address space:
+/// kernels write their results straight into it, and the host reads them after
+/// wait_for_mapped_results(), with no copy to launch and wait for (a cudaMemcpy of a few hundred
+/// bytes costs about as much as a short kernel). For per-iteration scalars, not for bulk data:
+/// every device access crosses the bus.
+template <class T>
+class MappedArray {
+ public:
+  /// An empty array.
+  MappedArray() = default;
+  /// Allocates n elements, uninitialized (DeviceError when page-locked memory cannot be had).
+  explicit MappedArray(std::size_t n) : n_(n) {
+    if (n > 0) p_ = static_cast<T*>(detail::mapped_alloc(n * sizeof(T)));
+  }
+  ~MappedArray() { detail::mapped_free(p_); }
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+  /// Takes o's memory; o becomes empty.
+  MappedArray(MappedArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  /// Frees this array's memory and takes o's; o becomes empty.
+  MappedArray& operator=(MappedArray&& o) noexcept {
+    if (this != &o) {
+      detail::mapped_free(p_);
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  /// The pointer, valid on the host and (unified addressing) on the device.
+  T* data() { return p_; }
+  /// The pointer, valid on the host and on the device.
+  const T* data() const { return p_; }
+  /// Number of elements.
+  std::size_t size() const { return n_; }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 /// An owning, move-only array in device memory.
 template <class T>

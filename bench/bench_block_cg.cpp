@@ -147,7 +147,7 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
   std::vector<std::string> fused_names;
   for (const auto& v : detail::spmm_gram_variants(s, s))
     fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols) + "/b" +
-                          std::to_string(v.min_blocks) + "/r" + std::to_string(v.run));
+                          std::to_string(v.min_blocks));
   for (const auto& v : detail::spmm_gram_variants(s, s))
     steps.push_back({fused_names[steps.size() - 4].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
                        ops.force_spmm_gram(s, v);

@@ -4,8 +4,10 @@
 ///   size(), cols(), block(), zero_columns(X, zero), residual(B, X, R), precondition(R),
 ///   gram(X, bx, Y, by) -> bx×by,
 ///   update(Qn, a, Ca, R) -> {diag RᵀR, QnᵀZ}                R −= Qn·Ca, Z = M⁻¹·R
-///   direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qnext) -> {PnextᵀPnext, PnextᵀR, PnextᵀQnext}
-///                  X += Pn·Ca (none for empty Ca), Pnext = Z[:, active] − Pn·Cb, Qnext = A·Pnext
+///   direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qnext, ap, Cp)
+///                  -> {PnextᵀPnext, PnextᵀR, PnextᵀQnext}
+///                  X += Pnext·Cp + Pn·Ca (none for empty Ca; Pnext as it was on entry),
+///                  Pnext = Z[:, active] − Pn·Cb, Qnext = A·Pnext
 ///   update_x(Pn, a, Ca, X)                                  X += Pn·Ca
 /// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
 /// fuses each step into few passes over the tall blocks and returns the small products the next
@@ -14,9 +16,9 @@
 /// (Pn, R, X → Pnext, X) and the product with the new direction and its Gram matrix (Pnext →
 /// Qnext, one pass where the backend fuses them). The product follows the direction without the
 /// host in between (it needs no coefficients), so an iteration waits for the device twice. X's
-/// step X += Pn·α waits for the direction pass, which reads Pn anyway (α is known by then, and
-/// Pnext goes to another buffer); only when the loop stops right after an update does X get its
-/// last step from update_x, a pass of its own.
+/// steps X += Pn·α wait for the direction passes, which read Pn anyway (α is known by then, and
+/// Pnext goes to another buffer), and go two at a time (below); only when the loop stops does X
+/// get its last steps from update_x, a pass of its own.
 ///
 /// The search block is kept as P = Pn·C: C comes from SVQB of PnᵀPn, which makes P orthonormal
 /// and drops near-dependent directions. When the residual block loses rank (identical right-hand
@@ -120,6 +122,11 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
   auto dir = ops.direction_spmm_gram(Pn, 0, {}, X, {}, active, R, Pnext, Qn);  // Pn = Z[:, active]; Qn = A·Pn
   std::swap(Pn, Pnext);
   std::vector<double> C;
+  // X's steps are taken two at a time, by every other direction pass: the one left over, Pprev·Cp,
+  // uses the previous direction block, which stays in Pnext's buffer until that pass overwrites it
+  // (row by row, after reading it). X is then read and written every other iteration.
+  std::vector<double> Cp;
+  index_t ap = 0;
   while (!active.empty() && it < max_iters) {
     const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
     if (w == 0) break;
@@ -148,16 +155,27 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     const auto Ca = dense::a_b(a, w, s, C, alpha);                     // P·α = Pn·Ca
     const auto up = ops.update(Qn, a, Ca, R);  // R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
     check(it, up.rr);
-    if (active.empty()) {  // X's step is still due (the direction pass would have made it)
+    if (active.empty()) {  // X's steps are still due (a direction pass would have made them)
+      if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);
       ops.update_x(Pn, a, Ca, X);
+      Cp.clear();
       break;
     }
     const index_t a2 = index_t(active.size());
     const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
-    dir = ops.direction_spmm_gram(Pn, a, Ca, X, dense::a_b(a, w, a2, C, beta), active, R, Pnext, Qn);
-    std::swap(Pn, Pnext);                                               // X += P·α; Pn = Z[:, active] − P·β; Qn = A·Pn
+    const auto Cb = dense::a_b(a, w, a2, C, beta);
+    if (Cp.empty()) {  // X += P·α left to the next direction pass
+      dir = ops.direction_spmm_gram(Pn, a, {}, X, Cb, active, R, Pnext, Qn);
+      Cp = Ca;
+      ap = a;
+    } else {           // X += Pprev·αprev + P·α
+      dir = ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qn, ap, Cp);
+      Cp.clear();
+    }
+    std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β; Qn = A·Pn
     a = a2;
   }
+  if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);  // the step left over
   for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;
   res.iterations = it;
 

@@ -305,6 +305,23 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes) {
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes) KRYSP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
+void* mapped_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    KRYSP_THROW(DeviceError, "cannot allocate ", bytes, " bytes of mapped page-locked host memory: ",
+                cudaGetErrorString(err));
+  }
+  return p;
+}
+void mapped_free(void* p) noexcept {
+  if (p) cudaFreeHost(p);
+}
+void wait_for_mapped_results() {
+  g_d2h_copies.fetch_add(1, std::memory_order_relaxed);
+  KRYSP_CUDA_CHECK(cudaStreamSynchronize(0));
+}
 void device_memset_zero(void* p, std::size_t bytes) {
   if (bytes) KRYSP_CUDA_CHECK(cudaMemset(p, 0, bytes));
 }

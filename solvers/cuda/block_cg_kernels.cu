@@ -227,16 +227,21 @@ template <int S>
 struct NarrowCoefs {
   double c[S * S];
   double x[S * S];
+  double xo[S * S];  ///< the previous direction's X step: xo[i·S + j] = Cp(i, j)
   int act[S];
 };
-/// From C (a × cols, column-major), Cx (a × s, column-major) and act (cols entries), any null.
+/// From C (a × cols, column-major), Cx (a × s, column-major), act (cols entries) and Cp (ap × s,
+/// column-major), any null.
 template <int S>
-NarrowCoefs<S> narrow_coefs(index_t a, index_t cols, const double* C, index_t s, const double* Cx, const int* act) {
+NarrowCoefs<S> narrow_coefs(index_t a, index_t cols, const double* C, index_t s, const double* Cx, const int* act,
+                            index_t ap = 0, const double* Cp = nullptr) {
   NarrowCoefs<S> k{};
   for (index_t i = 0; i < a; ++i) {
     for (index_t j = 0; j < cols && C; ++j) k.c[i * S + j] = C[i + j * a];
     for (index_t j = 0; j < s && Cx; ++j) k.x[i * S + j] = Cx[i + j * a];
   }
+  for (index_t i = 0; i < ap && Cp; ++i)
+    for (index_t j = 0; j < s; ++j) k.xo[i * S + j] = Cp[i + j * ap];
   for (index_t j = 0; j < cols && act; ++j) k.act[j] = act[j];
   return k;
 }
@@ -534,8 +539,8 @@ template <int S>
 __global__ void __launch_bounds__(kThreads, 3)
     direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, double* __restrict__ X, int a2,
                           const __grid_constant__ NarrowCoefs<S> k, const double* __restrict__ Rg, ZSource zsrc,
-                          const double* __restrict__ inv_diag, const double* __restrict__ Z,
-                          double* __restrict__ Pnext, TallWorkspace ws) {
+                          const double* __restrict__ inv_diag, const double* __restrict__ Z, const double* Pold,
+                          int ap, double* Pnext, TallWorkspace ws) {  // Pold may be Pnext: no __restrict__
   using Tiles = WarpTiles<S, 2 * S>;  // Pnextᵀ·[Pnext | R]
   constexpr int kRow = NarrowShared<S>::kRow;
   static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
@@ -550,29 +555,42 @@ __global__ void __launch_bounds__(kThreads, 3)
   for (std::int64_t row0 = (std::int64_t(blockIdx.x) * kThreads + threadIdx.x) / 32 * 32; row0 < n;
        row0 += std::int64_t(gridDim.x) * kThreads) {
     const std::int64_t row = row0 + lane;
-    double p[S], r[S], v[S];
-    // Pn and X on the way together; then R's rows travel while X's step is made and stored
+    double p[S], r[S], v[S], x[S];
+    // Pn and X on the way together; then Pold's and R's rows travel while X's step is made and stored
     if (a > 0) warp_async_rows<S>(Pn, row0, n, s, w);
     if (X) warp_async_rows<S>(X, row0, n, s, w2);
     async_rows_wait<0>();
     warp_read_rows<S>(w, row0, n, s, a, p);
-    __syncwarp();  // w is refilled next
-    warp_async_rows<S>(Rg, row0, n, s, w);
-    if (X) {  // X += Pn·Ca, the update pass's deferred step: Pn is read here anyway
-      double x[S];
-      warp_read_rows<S>(w2, row0, n, s, s, x);
-      __syncwarp();  // w2 stages the store
+    if (X) warp_read_rows<S>(w2, row0, n, s, s, x);
+    __syncwarp();  // w and w2 are refilled next
+    const bool old = X && ap > 0;
+    if (old) warp_async_rows<S>(Pold, row0, n, s, w);  // read before Pnext overwrites these rows (below)
+    warp_async_rows<S>(Rg, row0, n, s, w2);
+    if (X) {  // X += Pold·Cp + Pn·Ca: the X steps left to this pass, which reads Pn anyway
+      if (old) {
+        async_rows_wait<1>();  // Pold's rows (R's may still be on the way)
+        double po[S];
+        warp_read_rows<S>(w, row0, n, s, ap, po);
+        __syncwarp();  // w stages the store of X
 #pragma unroll
-      for (int j = 0; j < S; ++j) {  // Σ first, then one add: the host reference's rounding
+        for (int j = 0; j < S; ++j) {  // Σ first, then one add per step: the host reference's rounding
+          double dx = 0.0;
+#pragma unroll
+          for (int i = 0; i < S; ++i) dx += po[i] * k.xo[i * S + j];
+          x[j] += dx;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
         double dx = 0.0;
 #pragma unroll
         for (int i = 0; i < S; ++i) dx += p[i] * k.x[i * S + j];  // p is 0 beyond a and so are the coefficients
         x[j] += dx;
       }
-      warp_store_rows<S>(X, row0, n, s, s, w2, x);  // inactive columns have zero coefficients: they do not change
+      warp_store_rows<S>(X, row0, n, s, s, w, x);  // inactive columns have zero coefficients: they do not change
     }
     async_rows_wait<0>();
-    warp_read_rows<S>(w, row0, n, s, s, r);
+    warp_read_rows<S>(w2, row0, n, s, s, r);
     __syncwarp();  // w stages the store of Pnext
     const double d = zsrc == ZSource::InverseDiagonal && row < n ? inv_diag[row] : 1.0;
 #pragma unroll
@@ -715,9 +733,19 @@ void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double
 
 void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
                     index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
-                    const double* Z, double* Pnext, const TallWorkspace& ws) {
+                    const double* Z, double* Pnext, index_t ap, const double* Cp, const TallWorkspace& ws) {
   if (a == 0) Ca = nullptr;  // nothing to add to X
+  if (ap == 0 || !Ca) Cp = nullptr;
   const int S = row_width(s);
+  if (Cp && (!S || a2 == 0)) {  // the previous step in a pass of its own (wide blocks; the loop's last)
+    double* co = ws.coef + std::size_t(2) * s * s;
+    copy_to_device(co, Cp, std::size_t(ap) * s * sizeof(double));
+    const std::int64_t total = std::int64_t(n) * s;
+    const auto grid = unsigned(std::min<std::int64_t>((total + kThreads - 1) / kThreads, 65535));
+    x_update_kernel<<<grid, kThreads>>>(n, int(s), int(ap), Pnext, co, X);
+    KRYSP_CUDA_CHECK_LAUNCH("x_update_kernel");
+    Cp = nullptr;
+  }
   if (Ca && a2 == 0) {  // X's step in a pass of its own: the loop's last
     double* cx = ws.coef + std::size_t(s) * s;
     copy_to_device(cx, Ca, std::size_t(a) * s * sizeof(double));
@@ -730,9 +758,9 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
   if (a2 == 0) return;
   if (S) {
 #define KRYSP_DIRECTION_ROWS(W)                                                                                  \
-  direction_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(a), Pn, Ca ? X : nullptr, int(a2),             \
-                                                  narrow_coefs<W>(a, a2, Cb, s, Ca, act), R, zsrc, inv_diag, Z, \
-                                                  Pnext, ws)
+  direction_rows_kernel<W><<<ws.grid, kThreads>>>(                                                                \
+      n, int(s), int(a), Pn, Ca ? X : nullptr, int(a2), narrow_coefs<W>(a, a2, Cb, s, Ca, act, ap, Cp), R, zsrc,  \
+      inv_diag, Z, Pnext, Cp ? int(ap) : 0, Pnext, ws)
     if (S == 1) KRYSP_DIRECTION_ROWS(1);
     if (S == 2) KRYSP_DIRECTION_ROWS(2);
     if (S == 4) KRYSP_DIRECTION_ROWS(4);

@@ -6,7 +6,8 @@
 /// warp's 32 rows moved through shared memory and the products in per-lane tiles; wider blocks
 /// through chunks of rows staged in shared memory. The products are summed in a fixed order
 /// (per-block partials, then one block per output), so results are bitwise reproducible. The
-/// small outputs go to `ws.out` (device) for one download.
+/// small outputs go to `ws.out`, which the device writes and the host reads (block CG gives
+/// mapped host memory: no download to wait for).
 #include <cstddef>
 #include <vector>
 
@@ -43,13 +44,15 @@ enum class ZSource { Residual, InverseDiagonal, Given };
 void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double* Ca, double* R, ZSource zsrc,
                  const double* inv_diag, const double* Z, bool update, bool grams, const TallWorkspace& ws);
 
-/// X += Pn·Ca when Ca is not null (Ca: a × s), from Pn as it was on entry; then Pnext[:, j] =
-/// Z[:, act[j]] − Pn·Cb[:, j] for j < a2 (Cb: a × a2) and out = [PnextᵀPnext (a2 × a2), PnextᵀR
-/// (a2 × s)]. Ca, Cb (column-major) and act (a2 column indices) are on the host; a may be 0; with
-/// a2 = 0 only X changes (R is not read, nothing is written to out). Pnext must not alias Pn.
+/// X += Pnext·Cp + Pn·Ca when Ca is not null (Ca: a × s; Cp: ap × s or null, the previous
+/// direction's step, from the first ap columns of Pnext as it was on entry), from Pn as it was on
+/// entry; then Pnext[:, j] = Z[:, act[j]] − Pn·Cb[:, j] for j < a2 (Cb: a × a2) and out =
+/// [PnextᵀPnext (a2 × a2), PnextᵀR (a2 × s)]. Ca, Cb, Cp (column-major) and act (a2 column
+/// indices) are on the host; a may be 0; with a2 = 0 only X changes (R is not read, nothing is
+/// written to out). Pnext must not alias Pn.
 void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
                     index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
-                    const double* Z, double* Pnext, const TallWorkspace& ws);
+                    const double* Z, double* Pnext, index_t ap, const double* Cp, const TallWorkspace& ws);
 
 /// out = Σ of the grid partials of nout outputs (ws.grid blocks' partials, in block order).
 void tall_reduce(int nout, const TallWorkspace& ws);
@@ -60,12 +63,11 @@ struct SpmmGramVariant {
   int lanes = 8;
   int cols = 1;
   int min_blocks = 0;  ///< blocks per SM the kernel's register budget must allow (0: no cap)
-  int run = 0;         ///< row tiles per block, the grid covering all (0: grid-stride, one wave)
 };
 /// The variants that serve width w (1 to 8) with leading dimension ld.
 std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld);
-/// Doubles of partials tall_spmm_gram may need for n rows and widths up to s.
-std::size_t tall_spmm_gram_partials(index_t n, index_t s);
+/// Doubles of partials tall_spmm_gram may need for widths up to s on the current device.
+std::size_t tall_spmm_gram_partials(index_t s);
 /// Qn = A·Pn (first w columns; A a device view, square) and out = PnᵀQn (w × w, column-major) in
 /// one pass over Pn, Qn and A; blocks n × ld row-major. Same sums as tall_gram, other order.
 void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index_t ld, double* Qn,

@@ -10,8 +10,7 @@
 namespace krysp {
 
 namespace {
-/// Layout of work_: the partials, then room for the largest output (direction_spmm_gram's: at
-/// most 3·s² values).
+/// Room for the largest output (direction_spmm_gram's: at most 3·s² values).
 std::size_t out_size(index_t s) { return std::size_t(3 * s * s + s); }
 }  // namespace
 
@@ -25,9 +24,10 @@ CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Device
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
   if (M_ && !inv_diag_) Z_ = block();
   grid_ = detail::tall_grid(A.rows(), s);
-  partials_ = std::max(detail::tall_partials(grid_, s), detail::tall_spmm_gram_partials(A.rows(), s));
-  work_ = DeviceArray<double>(partials_ + out_size(s));
-  coef_ = DeviceArray<double>(std::size_t(2) * s * s);
+  partials_ = std::max(detail::tall_partials(grid_, s), detail::tall_spmm_gram_partials(s));
+  work_ = DeviceArray<double>(partials_);
+  out_ = MappedArray<double>(out_size(s));
+  coef_ = DeviceArray<double>(std::size_t(3) * s * s);
   active_ = DeviceArray<int>(std::size_t(s));
   plan(s);
 }
@@ -53,13 +53,14 @@ const SpmmPlan<T>& CudaBlockCgOps<T>::plan(index_t w) {
 template <class T>
 std::vector<double> CudaBlockCgOps<T>::read_out(std::size_t count) const {
   std::vector<double> v(count);
-  detail::copy_to_host(v.data(), work_.data() + partials_, count * sizeof(double));
+  detail::wait_for_mapped_results();  // the reductions wrote into out_ directly
+  std::copy(out_.data(), out_.data() + count, v.begin());
   return v;
 }
 
 template <class T>
 detail::TallWorkspace CudaBlockCgOps<T>::workspace() {
-  return {work_.data(), work_.data() + partials_, grid_, coef_.data(), active_.data(), partials_};
+  return {work_.data(), out_.data(), grid_, coef_.data(), active_.data(), partials_};
 }
 
 template <class T>
@@ -101,7 +102,7 @@ std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, con
   // capped for 8 blocks (spills); the SpMM and Gram passes apart took 0.434 + 0.231 ms.
   std::optional<detail::SpmmGramVariant> best;
   for (const auto& x : v)
-    if (x.cols == 1 && x.run == 0 && (!best || x.min_blocks > best->min_blocks)) best = x;
+    if (x.cols == 1 && (!best || x.min_blocks > best->min_blocks)) best = x;
   return best ? best : v.front();
 }
 
@@ -131,7 +132,7 @@ void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
     KRYSP_REQUIRE(std::any_of(v.begin(), v.end(),
                               [&](const auto& x) {
                                 return x.lanes == choice->lanes && x.cols == choice->cols &&
-                                       x.min_blocks == choice->min_blocks && x.run == choice->run;
+                                       x.min_blocks == choice->min_blocks;
                               }),
                   "block CG: fused SpMM variant ", choice->lanes, "x", choice->cols, " cannot serve width ", w,
                   " with ", s_, " columns");
@@ -181,27 +182,32 @@ BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Qn, index_t a, const std
 template <class T>
 std::size_t CudaBlockCgOps<T>::launch_direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                                 const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                                const Block& R, Block& Pnext) {
+                                                const Block& R, Block& Pnext, index_t ap,
+                                                const std::vector<double>& Cp) {
   const index_t a2 = index_t(active.size());
   KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
                 a2, " matrix");
   KRYSP_REQUIRE(Ca.empty() || Ca.size() == std::size_t(a) * s_, "block CG direction: ", Ca.size(),
                 " x coefficients for a ", a, "x", s_, " matrix");
   KRYSP_REQUIRE(Pn.data() != Pnext.data() || (a == 0 && Ca.empty()), "block CG direction: Pnext aliases Pn");
+  KRYSP_REQUIRE(Cp.size() == std::size_t(ap) * s_ && (Cp.empty() || !Ca.empty()), "block CG direction: ", Cp.size(),
+                " previous x coefficients for a ", ap, "x", s_, " matrix", Ca.empty() ? " without this step's" : "");
   const std::vector<int> act(active.begin(), active.end());
   const detail::ZSource zsrc = !M_ ? detail::ZSource::Residual
                                : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
   detail::tall_direction(size(), s_, a, Pn.data(), Ca.empty() ? nullptr : Ca.data(), X.data(), Cb.data(), a2,
-                         act.data(), R.data(), zsrc, inv_diag_, Z_.data(), Pnext.data(), workspace());
+                         act.data(), R.data(), zsrc, inv_diag_, Z_.data(), Pnext.data(), ap,
+                         Cp.empty() ? nullptr : Cp.data(), workspace());
   return std::size_t(a2) * a2 + std::size_t(a2) * s_;
 }
 
 template <class T>
 BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                                  const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                                 const Block& R, Block& Pnext) {
+                                                 const Block& R, Block& Pnext, index_t ap,
+                                                 const std::vector<double>& Cp) {
   const std::size_t hh = active.size() * active.size();
-  const auto out = read_out(launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext));
+  const auto out = read_out(launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext, ap, Cp));
   return {std::vector<double>(out.begin(), out.begin() + hh), std::vector<double>(out.begin() + hh, out.end()), {}};
 }
 
@@ -209,10 +215,11 @@ template <class T>
 BlockDirectionGrams CudaBlockCgOps<T>::direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca,
                                                            Block& X, const std::vector<double>& Cb,
                                                            const std::vector<index_t>& active, const Block& R,
-                                                           Block& Pnext, Block& Qnext) {
+                                                           Block& Pnext, Block& Qnext, index_t ap,
+                                                           const std::vector<double>& Cp) {
   const index_t a2 = index_t(active.size());
   const std::size_t hh = std::size_t(a2) * a2;
-  const std::size_t used = launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext);
+  const std::size_t used = launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext, ap, Cp);
   if (a2 > 0) run_spmm_gram(spmm_gram_choice(a2, Pnext, Qnext, used), Pnext, a2, Qnext, used);
   const auto out = read_out(used + hh);
   return {std::vector<double>(out.begin(), out.begin() + hh), std::vector<double>(out.begin() + hh, out.begin() + used),
@@ -225,7 +232,7 @@ void CudaBlockCgOps<T>::update_x(const Block& Pn, index_t a, const std::vector<d
                 s_, " matrix");
   if (a == 0) return;
   detail::tall_direction(size(), s_, a, Pn.data(), Ca.data(), X.data(), nullptr, 0, nullptr, nullptr,
-                         detail::ZSource::Residual, nullptr, nullptr, nullptr, workspace());
+                         detail::ZSource::Residual, nullptr, nullptr, nullptr, 0, nullptr, workspace());
 }
 
 template class CudaBlockCgOps<double>;

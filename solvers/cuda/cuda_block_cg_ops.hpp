@@ -46,12 +46,13 @@ class CudaBlockCgOps {
   BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
   BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                 const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
-                                Block& Pnext);
+                                Block& Pnext, index_t ap = 0, const std::vector<double>& Cp = {});
   /// direction(), then Qnext = A·Pnext and PnextᵀQnext (aqa), all read back in one copy (one
   /// wait for the host instead of two).
   BlockDirectionGrams direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                           const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                          const Block& R, Block& Pnext, Block& Qnext);
+                                          const Block& R, Block& Pnext, Block& Qnext, index_t ap = 0,
+                                          const std::vector<double>& Cp = {});
   void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X);
   /// The plan for width w (made on first use; the plan for s is made in the constructor).
   const SpmmPlan<T>& plan(index_t w);
@@ -63,7 +64,7 @@ class CudaBlockCgOps {
   /// Launches direction's kernels; returns how many outputs they leave.
   std::size_t launch_direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
-                               Block& Pnext);
+                               Block& Pnext, index_t ap, const std::vector<double>& Cp);
   detail::TallWorkspace workspace();
   const CsrMatrix<T>& A_;
   index_t s_;
@@ -74,9 +75,10 @@ class CudaBlockCgOps {
   std::map<index_t, SpmmGramChoice> spmm_gram_;  ///< spmm_gram's choice per width
   DeviceArray<T> Z_;           ///< M⁻¹·R, for a preconditioner that is not diagonal
   int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
-  std::size_t partials_ = 0;   ///< doubles of partials at the start of work_
-  DeviceArray<double> work_;   ///< partials, then the outputs
-  DeviceArray<double> coef_;   ///< coefficients of the staged kernels (s > 8): 2·s²
+  std::size_t partials_ = 0;   ///< doubles of partials in work_
+  DeviceArray<double> work_;   ///< the reductions' partials
+  MappedArray<double> out_;    ///< their outputs, written by the device into host memory
+  DeviceArray<double> coef_;   ///< coefficients of the staged kernels (s > 8): 3·s²
   DeviceArray<int> active_;    ///< active column indices (idem)
 };
 

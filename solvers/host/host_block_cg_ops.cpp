@@ -84,10 +84,14 @@ void HostBlockCgOps<T>::update_x(const Block& Pn, index_t a, const std::vector<d
 template <class T>
 BlockDirectionGrams HostBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                                  const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                                 const Block& R, Block& Pnext) const {
+                                                 const Block& R, Block& Pnext, index_t ap,
+                                                 const std::vector<double>& Cp) const {
   const index_t a2 = index_t(active.size());
   KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
                 a2, " matrix");
+  KRYSP_REQUIRE(Cp.size() == std::size_t(ap) * s_ && (Cp.empty() || !Ca.empty()), "block CG direction: ", Cp.size(),
+                " previous x coefficients for a ", ap, "x", s_, " matrix", Ca.empty() ? " without this step's" : "");
+  if (!Cp.empty()) update_x(Pnext, ap, Cp, X);  // from the previous direction, before Pnext is overwritten
   if (!Ca.empty()) update_x(Pn, a, Ca, X);  // from the old Pn: Pnext is another block
   const T* Z = z(R);
   for (index_t r = 0; r < size(); ++r)

@@ -40,16 +40,18 @@ class HostBlockCgOps {
   }
   /// R −= Qn·Ca (Ca: a × s), Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ.
   BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R);
-  /// X += Pn·Ca (Ca: a × s, or empty: X unchanged), then Pnext[:, j] = Z[:, active[j]] − Pn·Cb[:, j]
-  /// (Cb: a × |active|); returns PnextᵀPnext, PnextᵀR.
+  /// X += Pnext·Cp (Cp: ap × s, the previous direction's step, from Pnext as it was on entry),
+  /// then X += Pn·Ca (Ca: a × s, or empty: X unchanged and Cp must be empty), then Pnext[:, j] =
+  /// Z[:, active[j]] − Pn·Cb[:, j] (Cb: a × |active|); returns PnextᵀPnext, PnextᵀR.
   BlockDirectionGrams direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                 const std::vector<double>& Cb, const std::vector<index_t>& active, const Block& R,
-                                Block& Pnext) const;
+                                Block& Pnext, index_t ap = 0, const std::vector<double>& Cp = {}) const;
   /// direction(), then Qnext = A·Pnext and PnextᵀQnext (aqa): the next iteration's product.
   BlockDirectionGrams direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
                                           const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                          const Block& R, Block& Pnext, Block& Qnext) const {
-    auto d = direction(Pn, a, Ca, X, Cb, active, R, Pnext);
+                                          const Block& R, Block& Pnext, Block& Qnext, index_t ap = 0,
+                                          const std::vector<double>& Cp = {}) const {
+    auto d = direction(Pn, a, Ca, X, Cb, active, R, Pnext, ap, Cp);
     d.aqa = spmm_gram(Pnext, index_t(active.size()), Qnext);
     return d;
   }

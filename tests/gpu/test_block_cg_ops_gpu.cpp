@@ -136,6 +136,27 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   host.update_x(hP, a, Ca, hX);
   check_close(download(dX), hvec(hX), double(a), "X (direction, twice)", 1.0);
 
+  // with the previous direction's X step as well (X += Pnext·Cp + Pn·Ca, Pnext read before it is
+  // overwritten in the same pass); both sides start from the host's Pnext and X
+  {
+    const index_t ap = index_t(active.size());
+    auto Cp = test::random_vector(std::size_t(ap) * s);
+    for (index_t j : still)
+      for (index_t i = 0; i < ap; ++i) Cp[cm(i, j, ap)] = 0.0;
+    dPn.upload(hPn.data(), ns);
+    dX.upload(hX.data(), ns);
+    const auto Xb = hvec(hX);
+    const auto hd3 = host.direction(hP, a, Ca, hX, Cb, active, hR, hPn, ap, Cp);
+    const auto dd3 = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn, ap, Cp);
+    const auto X4 = download(dX);
+    check_close(X4, hvec(hX), double(a + ap), "X (two steps)", 1.0);
+    CHECK(columns_of(X4, n, s, still) == columns_of(Xb, n, s, still));  // bitwise
+    check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a),
+                "Pnext (two X steps)", 1.0);
+    check_close(dd3.h, hd3.h, double(n), "PnextᵀPnext (two X steps)");
+    CHECK_THROWS_AS(dev.direction(dP, a, {}, dX, Cb, active, dR, dPn, ap, Cp), InputError);  // Cp without Ca
+  }
+
   // update_x: the exit right after an update
   host.update_x(hP, a, Ca, hX);
   dev.update_x(dP, a, Ca, dX);
@@ -290,7 +311,6 @@ TEST_CASE("Block CG fused SpMM + Gram: every variant matches the host's SpMM and
           CAPTURE(c ? c->lanes : 0);
           CAPTURE(c ? c->cols : 0);
           CAPTURE(c ? c->min_blocks : 0);
-          CAPTURE(c ? c->run : 0);
           auto dQ = dev.block();
           const auto sentinel = std::vector<double>(v.size(), 1e300);  // columns ≥ w must stay untouched
           dQ.upload(sentinel.data(), v.size());
