@@ -1,7 +1,8 @@
 // Block CG against s sequential krysp CG solves, in the same process: time to solve s systems to
-// rtol 1e-8 (Jacobi; the Laplacian also with Chebyshev), and iterations. Times are wall times of whole calls (set-up, transfers and
-// solve; the sequential side sets one CgSolver up and solves s times). A 3-D Laplacian (160^3 = 4.1 M rows; 64^3 with --quick)
-// and the SPD matrices given on the command line.
+// rtol 1e-8 (Jacobi; the Laplacian also with Chebyshev), and iterations. Times are wall times of
+// whole calls (set-up, transfers and solve; the sequential side sets one CgSolver up and solves s
+// times), the median of 3 rounds. A 3-D Laplacian (160^3 = 4.1 M rows; 64^3 with --quick) and the
+// SPD matrices given on the command line.
 //
 // usage: bench_block_cg [--quick] [--json out.json] [A.mtx ...]
 #include <algorithm>
@@ -30,6 +31,8 @@
 using namespace krysp;
 
 namespace {
+constexpr int kReps = 3;  // rounds of block and sequential solves per configuration
+
 struct Row {
   std::string name;
   index_t n, nnz, s, group;  // group: SolveOptions::block_group (0: all s columns in one block)
@@ -40,6 +43,7 @@ struct Row {
   std::string spmm;
   double block_setup_s = 0, seq_setup_s = 0;  // parts of block_s and seq_s: plans, preconditioner, uploads
   double block_loop_s = 0;                     // block CG's own loop (BlockSolveResult::seconds)
+  std::vector<double> ratios;                  // every round's block / sequential time
 };
 
 Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group, PrecondKind precond) {
@@ -61,33 +65,55 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, inde
     solve_block(A, B, s, X, o);
   }
   // Wall time of whole calls, transfers included on both sides. The sequential side sets one
-  // CgSolver up and solves s times, as a user with s systems would.
+  // CgSolver up and solves s times, as a user with s systems would. Block and sequential take
+  // turns, kReps times; the ratio reported is the median of the rounds' ratios (one round's
+  // ratio moved by up to 10% from run to run on the H100 machines), the times are those of the
+  // median round.
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  std::vector<double> X;
-  auto t = Clock::now();
-  const auto rep = solve_block(A, B, s, X, o);
-  r.block_s = since(t);
-  r.block_setup_s = rep.setup_seconds;
-  r.block_loop_s = rep.seconds;
-  r.block_iters = rep.iterations;
-  r.block_ok = rep.converged();
-  r.spmm = rep.spmm_kernel;
   // The s right-hand sides as a user with s systems holds them, made before the clock starts (the
   // block side gets B ready-made too); each solve returns a fresh x, as solve_block returns X.
   std::vector<std::vector<double>> bs;
   for (index_t j = 0; j < s; ++j) bs.emplace_back(B.begin() + std::size_t(j) * n, B.begin() + std::size_t(j + 1) * n);
-  t = Clock::now();
-  CgSolver solver(A, o);
-  r.seq_setup_s = since(t);
-  for (index_t j = 0; j < s; ++j) {
-    std::vector<double> x;
-    const auto single = solver.solve(bs[std::size_t(j)], x);
-    r.max_seq_iters = std::max(r.max_seq_iters, single.iterations);
-    r.seq_ok = r.seq_ok && single.converged();
+  std::vector<Row> rounds;
+  for (int k = 0; k < kReps; ++k) {
+    Row q = r;
+    std::vector<double> X;
+    auto t = Clock::now();
+    const auto rep = solve_block(A, B, s, X, o);
+    q.block_s = since(t);
+    q.block_setup_s = rep.setup_seconds;
+    q.block_loop_s = rep.seconds;
+    q.block_iters = rep.iterations;
+    q.block_ok = rep.converged();
+    q.spmm = rep.spmm_kernel;
+    t = Clock::now();
+    CgSolver solver(A, o);
+    q.seq_setup_s = since(t);
+    for (index_t j = 0; j < s; ++j) {
+      std::vector<double> x;
+      const auto single = solver.solve(bs[std::size_t(j)], x);
+      q.max_seq_iters = std::max(q.max_seq_iters, single.iterations);
+      q.seq_ok = q.seq_ok && single.converged();
+    }
+    q.seq_s = since(t);
+    rounds.push_back(q);
   }
-  r.seq_s = since(t);
-  return r;
+  std::sort(rounds.begin(), rounds.end(),
+            [](const Row& x, const Row& y) { return x.block_s / x.seq_s < y.block_s / y.seq_s; });
+  Row m = rounds[rounds.size() / 2];
+  for (const auto& q : rounds) m.ratios.push_back(q.block_s / q.seq_s);
+  return m;
+}
+
+std::string join(const std::vector<double>& v) {
+  std::string out;
+  char buf[32];
+  for (double x : v) {
+    std::snprintf(buf, sizeof buf, "%s%.4f", out.empty() ? "" : ", ", x);
+    out += buf;
+  }
+  return out;
 }
 
 /// One block CG iteration step by step (median of CUDA-event timings, random blocks, Jacobi), with
@@ -143,13 +169,17 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
       {"update R + grams", 3 * blk + 8.0 * n, [&] { ops.update(Q, s, Ca, R); }},
       {"direction X,P + grams", 5 * blk + 8.0 * n, [&] { ops.direction(P, s, Ca, X, Cb, active, R, Pn); }},
   };
+  // block CG alternates these two (X's steps two at a time); not in the sum
+  steps.push_back({"direction P only", 3 * blk + 8.0 * n, [&] { ops.direction(P, s, {}, X, Cb, active, R, Pn); }});
+  steps.push_back({"direction 2 X steps", 6 * blk + 8.0 * n,
+                   [&] { ops.direction(P, s, Ca, X, Cb, active, R, Pn, s, Ca); }});
   // the fused SpMM + Gram pass, each variant (not part of the sum: it replaces the first two)
   std::vector<std::string> fused_names;
   for (const auto& v : detail::spmm_gram_variants(s, s))
     fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols) + "/b" +
                           std::to_string(v.min_blocks));
   for (const auto& v : detail::spmm_gram_variants(s, s))
-    steps.push_back({fused_names[steps.size() - 4].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
+    steps.push_back({fused_names[steps.size() - 6].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
                        ops.force_spmm_gram(s, v);
                        ops.spmm_gram(P, s, Q);
                      }});
@@ -190,10 +220,10 @@ int main(int argc, char** argv) {
     rows.push_back(measure(name, A, s, group, pk));
     const auto& r = rows.back();
     std::printf("%-22s %-9s s=%2d group %2d block %.4f s (setup %.4f, %d it%s, loop %.3f ms/it)  sequential %.4f s "
-                "(setup %.4f, max %d it%s)  ratio %.3f  spmm %s\n",
+                "(setup %.4f, max %d it%s)  ratio %.3f (rounds %s)  spmm %s\n",
                 r.name.c_str(), to_string(r.precond), r.s, r.group, r.block_s, r.block_setup_s, r.block_iters,
                 r.block_ok ? "" : ", NOT converged", 1e3 * r.block_loop_s / std::max<index_t>(r.block_iters, 1), r.seq_s,
-                r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s, r.spmm.c_str());
+                r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s, join(r.ratios).c_str(), r.spmm.c_str());
     std::fflush(stdout);
   };
   for (const auto& [name, A] : mats)
@@ -214,10 +244,10 @@ int main(int argc, char** argv) {
       std::fprintf(f,
                    "    {\"matrix\": \"%s\", \"precond\": \"%s\", \"n\": %d, \"nnz\": %d, \"s\": %d, \"block_group\": %d, \"block_seconds\": %.6f, "
                    "\"block_iterations\": %d, \"block_converged\": %s, \"sequential_seconds\": %.6f, "
-                   "\"block_setup_seconds\": %.6f, \"sequential_setup_seconds\": %.6f, \"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"spmm\": \"%s\"}%s\n",
+                   "\"block_setup_seconds\": %.6f, \"sequential_setup_seconds\": %.6f, \"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"round_ratios\": [%s], \"spmm\": \"%s\"}%s\n",
                    r.name.c_str(), to_string(r.precond), r.n, r.nnz, r.s, r.group, r.block_s, r.block_iters, r.block_ok ? "true" : "false", r.seq_s,
-                   r.block_setup_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "true" : "false", r.block_s / r.seq_s, r.spmm.c_str(),
-                   i + 1 < rows.size() ? "," : "");
+                   r.block_setup_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "true" : "false", r.block_s / r.seq_s, join(r.ratios).c_str(),
+                   r.spmm.c_str(), i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);

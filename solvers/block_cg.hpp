@@ -9,6 +9,7 @@
 ///                  X += Pnext·Cp + Pn·Ca (none for empty Ca; Pnext as it was on entry),
 ///                  Pnext = Z[:, active] − Pn·Cb, Qnext = A·Pnext
 ///   update_x(Pn, a, Ca, X)                                  X += Pn·Ca
+///   pairs_x_steps() -> whether direction passes should take X's steps two at a time
 /// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
 /// fuses each step into few passes over the tall blocks and returns the small products the next
 /// step needs; the s × s algebra runs on the host (LAPACK), where it takes microseconds. An
@@ -122,9 +123,10 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
   auto dir = ops.direction_spmm_gram(Pn, 0, {}, X, {}, active, R, Pnext, Qn);  // Pn = Z[:, active]; Qn = A·Pn
   std::swap(Pn, Pnext);
   std::vector<double> C;
-  // X's steps are taken two at a time, by every other direction pass: the one left over, Pprev·Cp,
-  // uses the previous direction block, which stays in Pnext's buffer until that pass overwrites it
-  // (row by row, after reading it). X is then read and written every other iteration.
+  // Where the backend says so (pairs_x_steps), X's steps are taken two at a time, by every other
+  // direction pass: the one left over, Pprev·Cp, uses the previous direction block, which stays
+  // in Pnext's buffer until that pass overwrites it (row by row, after reading it). X is then read
+  // and written every other iteration.
   std::vector<double> Cp;
   index_t ap = 0;
   while (!active.empty() && it < max_iters) {
@@ -164,13 +166,14 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     const index_t a2 = index_t(active.size());
     const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
     const auto Cb = dense::a_b(a, w, a2, C, beta);
-    if (Cp.empty()) {  // X += P·α left to the next direction pass
+    if (Cp.empty() && ops.pairs_x_steps()) {  // X += P·α left to the next direction pass
       dir = ops.direction_spmm_gram(Pn, a, {}, X, Cb, active, R, Pnext, Qn);
       Cp = Ca;
       ap = a;
-    } else {           // X += Pprev·αprev + P·α
+    } else {  // X += Pprev·αprev + P·α (or X += P·α alone)
       dir = ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qn, ap, Cp);
       Cp.clear();
+      ap = 0;
     }
     std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β; Qn = A·Pn
     a = a2;

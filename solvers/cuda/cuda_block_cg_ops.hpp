@@ -54,6 +54,11 @@ class CudaBlockCgOps {
                                           const Block& R, Block& Pnext, Block& Qnext, index_t ap = 0,
                                           const std::vector<double>& Cp = {});
   void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X);
+  /// Whether block_cg should leave every other X step to the next direction pass: up to 8
+  /// columns, where the direction kernel takes both steps in its pass (3-D Laplacian 160³, s = 8,
+  /// H100: 0.407 ms without X, 0.703 ms with two steps, against 0.582 ms with one every time);
+  /// wider blocks would need a pass of their own.
+  bool pairs_x_steps() const { return s_ <= 8; }
   /// The plan for width w (made on first use; the plan for s is made in the constructor).
   const SpmmPlan<T>& plan(index_t w);
 

@@ -55,6 +55,8 @@ class HostBlockCgOps {
     d.aqa = spmm_gram(Pnext, index_t(active.size()), Qnext);
     return d;
   }
+  /// As the CUDA backend (the same sequence of steps on both): up to 8 columns.
+  bool pairs_x_steps() const { return s_ <= 8; }
   /// X += Pn·Ca (Ca: a × s).
   void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) const;
 
