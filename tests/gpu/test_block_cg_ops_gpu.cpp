@@ -44,6 +44,23 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
     }
 }
 
+/// A bound on Σ_r |X(r, i)|·|Y(r, j)| for every i, j (Cauchy–Schwarz: the largest column norms of
+/// X and Y, n × s row-major host blocks): the scale of a cross Gram matrix's rounding, whose
+/// entries may cancel far below it (with s = 1 and n = 9, max|want| alone was 30x too small).
+double cross_scale(const double* X, const double* Y, index_t n, index_t s) {
+  double mx = 0, my = 0;
+  for (index_t j = 0; j < s; ++j) {
+    double sx = 0, sy = 0;
+    for (index_t i = 0; i < n; ++i) {
+      sx += X[std::size_t(i) * s + j] * X[std::size_t(i) * s + j];
+      sy += Y[std::size_t(i) * s + j] * Y[std::size_t(i) * s + j];
+    }
+    mx = std::max(mx, sx);
+    my = std::max(my, sy);
+  }
+  return std::sqrt(mx * my);
+}
+
 std::vector<double> download(const DeviceArray<double>& d) {
   std::vector<double> v(d.size());
   d.download(v.data(), v.size());
@@ -98,8 +115,9 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
     for (index_t i = 0; i < a; ++i) Ca[cm(i, j, a)] = 0.0;
   const auto X0 = download(dX), R0 = download(dR);
 
-  check_close(dev.gram(dP, a, dQ, a), host.gram(hP, a, hQ, a), double(n), "gram PnᵀQn");
-  check_close(dev.gram(dP, a, dQ, s), host.gram(hP, a, hQ, s), double(n), "gram PnᵀQ (a × s)");
+  const double pq = cross_scale(hP.data(), hQ.data(), n, s);
+  check_close(dev.gram(dP, a, dQ, a), host.gram(hP, a, hQ, a), double(n), "gram PnᵀQn", pq);
+  check_close(dev.gram(dP, a, dQ, s), host.gram(hP, a, hQ, s), double(n), "gram PnᵀQ (a × s)", pq);
 
   // update: R −= Qn·Ca, Z, diag(RᵀR), QnᵀZ; X untouched
   host.precondition(hR);
@@ -125,7 +143,7 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   for (std::size_t j = 0; j < first.size(); ++j) first[j] = index_t(j);
   check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a), "Pnext", 1.0);
   check_close(dd.h, hd.h, double(n), "PnextᵀPnext");
-  check_close(dd.pr, hd.pr, double(n), "PnextᵀR");
+  check_close(dd.pr, hd.pr, double(n), "PnextᵀR", cross_scale(hPn.data(), hR.data(), n, s));
   for (std::size_t i = 0; i < active.size(); ++i)  // exactly symmetric
     for (std::size_t j = 0; j < i; ++j) CHECK(dd.h[i + j * active.size()] == dd.h[j + i * active.size()]);
 
@@ -173,7 +191,7 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   const auto h0 = host.direction(hP, 0, {}, hX, {}, active, hR, hPn);
   check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), 1.0, "initial Pnext", 1.0);
   check_close(d0.h, h0.h, double(n), "initial PnextᵀPnext");
-  check_close(d0.pr, h0.pr, double(n), "initial PnextᵀR");
+  check_close(d0.pr, h0.pr, double(n), "initial PnextᵀR", cross_scale(hPn.data(), hR.data(), n, s));
 
   // the update's products alone are bitwise reproducible too
   auto dR2 = dblock(hR);
@@ -329,7 +347,7 @@ TEST_CASE("Block CG fused SpMM + Gram: every variant matches the host's SpMM and
               }
             }
           check_close(dq_used, hq_used, double(max_len), "Q = A·P", norm_inf);
-          check_close(dg, hg, double(n), "PᵀQ");
+          check_close(dg, hg, double(n), "PᵀQ", cross_scale(hP.data(), hQ.data(), n, s));
           const auto dg2 = dev.spmm_gram(dP, w, dQ);  // bitwise reproducible
           CHECK(std::memcmp(dg.data(), dg2.data(), dg.size() * sizeof(double)) == 0);
         }
