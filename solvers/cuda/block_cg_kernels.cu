@@ -562,7 +562,10 @@ __global__ void __launch_bounds__(kThreads, 3)
     warp_async_rows<S>(X ? X : Rg, row0, n, s, w2);
     async_rows_wait<0>();
     warp_read_rows<S>(w, row0, n, s, a, p);
-    warp_read_rows<S>(w2, row0, n, s, s, X ? x : r);
+    if (X)  // (two calls, not one through a selected array: that would put x and r in local memory)
+      warp_read_rows<S>(w2, row0, n, s, s, x);
+    else
+      warp_read_rows<S>(w2, row0, n, s, s, r);
     __syncwarp();  // w and w2 are refilled next
     if (X) {  // X += Pold·Cp + Pn·Ca: the X steps left to this pass, which reads Pn anyway
       const bool old = ap > 0;
