@@ -40,13 +40,32 @@ namespace krysp {
 namespace block_cg_detail {
 /// SVQB (Stathopoulos and Wu): C with Pn·C orthonormal, from H = PnᵀPn (a × a); directions whose
 /// scaled Gram eigenvalue is below `drop` × the largest are dropped. Returns the kept width.
+/// Where nothing would be dropped, Cholesky QR gives another C with the same property.
 inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<double>& C) {
   std::vector<double> d(a);
-  for (index_t i = 0; i < a; ++i) d[i] = H[cm(i, i, a)] > 0 ? 1.0 / std::sqrt(H[cm(i, i, a)]) : 0.0;
+  bool positive = true;
+  for (index_t i = 0; i < a; ++i) {
+    d[i] = H[cm(i, i, a)] > 0 ? 1.0 / std::sqrt(H[cm(i, i, a)]) : 0.0;
+    positive = positive && d[i] > 0;
+  }
   for (index_t j = 0; j < a; ++j)
     for (index_t i = 0; i < a; ++i) H[cm(i, j, a)] *= d[i] * d[j];
-  std::vector<double> w, V;
   C.clear();
+  // Well-conditioned H (every iteration but those where columns converge or the block loses
+  // rank): Cholesky QR, C = D·R⁻¹, instead of an eigendecomposition (the LAPACK call was most of
+  // the ~25 µs the host spends an iteration while the GPU waits). It is taken only when SVQB would
+  // drop nothing: λmin ≥ 1/‖R⁻¹‖²_F, λmax ≤ trace = a (unit diagonal), so λmin > drop·λmax.
+  if (std::vector<double> R = H; positive && a > 0 && dense::cholesky_upper(a, R) && dense::invert_upper(a, R)) {
+    double f = 0;
+    for (double r : R) f += r * r;
+    if (1.0 / f > drop * double(a)) {
+      C.resize(std::size_t(a) * a);
+      for (index_t j = 0; j < a; ++j)
+        for (index_t i = 0; i < a; ++i) C[cm(i, j, a)] = d[i] * R[cm(i, j, a)];  // R⁻¹ is upper: zeros below
+      return a;
+    }
+  }
+  std::vector<double> w, V;
   if (a == 0 || !dense::sym_eig(a, H, w, V) || !(w[a - 1] > 0)) return 0;
   index_t kept = 0;
   for (index_t k = 0; k < a; ++k) {
