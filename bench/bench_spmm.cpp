@@ -17,7 +17,10 @@
 // X once + Y written once, at the copy bandwidth). Results are checked against cuSPARSE.
 // For the 3-D Laplacian: SpMM(N=2) / SpMV for krysp (SpmvPlan) and for cuSPARSE (SpMV CSR ALG1).
 // Summary: geometric-mean speedups over the best cuSPARSE for N in {2,4,8} and N in {16,32,64},
-// also split by matrix size (nnz < 1e6: latency-bound launches).
+// also split by matrix size (nnz < 1e6: latency-bound launches), and restricted to the cases whose
+// best cuSPARSE time is at least 4x the dependent-load floor (bench/launch_floor.hpp: an empty
+// launch and a 4-row CSR SpMV in one block, timed the same way in the same run), where a speedup
+// is not capped by launch and load latency.
 // Without a CUDA device: prints a message and exits 0.
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
+#include "bench/launch_floor.hpp"
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
 #include "io/matrix_market.hpp"
@@ -56,6 +60,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr double kSmallNnz = 1e6;  // small / large split of the summary (as bench_spmv)
+// Cases whose best cuSPARSE time is below this multiple of the dependent-load floor are left out
+// of the "above floor" summary: at ~1x the floor neither side can go much faster. (Its JSON keys
+// say 4x.)
+constexpr double kFloorFactor = 4;
 
 #define CUDA_OK(call)                                                                                      \
   do {                                                                                                     \
@@ -312,9 +320,13 @@ int main(int argc, char** argv) {
     std::size_t free_b = 0, total_b = 0;
     cuda_memory_info(free_b, total_b);
     b.copy_gbs = measure_copy_bandwidth_gbs(std::min<std::size_t>(std::size_t(1) << 30, free_b / 4), 15);
+    const bench::LaunchFloor launch_floor = bench::measure_launch_floor();
     CUSPARSE_OK(cusparseCreate(&b.handle));
     std::printf("bench_spmm: %s, copy bandwidth %.0f GB/s (read + write), fp64, Y = A*X, row-major X/Y\n",
                 device.c_str(), b.copy_gbs);
+    std::printf("latency floor (back-to-back launches): empty kernel %.4f ms, dependent-load floor (4-row CSR "
+                "SpMV, one block) %.4f ms\n",
+                launch_floor.empty_launch_ms, launch_floor.dependent_load_ms);
 
     std::vector<Result> results;
     print_header();
@@ -384,6 +396,7 @@ int main(int argc, char** argv) {
     std::vector<double> small_rule, small_tuned, large_rule, large_tuned;
     // the same split by matrix size (nnz < kSmallNnz: latency-bound launches of a few µs)
     std::vector<double> by_size[2][2];  // [big matrix][N >= 16], rule speedups
+    std::vector<double> above_floor[2];  // [N >= 16], rule speedups where cuSPARSE >= kFloorFactor x floor
     int mismatches = 0, unchecked = 0, rule_hits = 0;
     double tuning_s = 0;
     for (const Result& r : results) {
@@ -391,6 +404,8 @@ int main(int argc, char** argv) {
         (r.N <= 8 ? small_rule : large_rule).push_back(r.speedup_rule);
         (r.N <= 8 ? small_tuned : large_tuned).push_back(r.speedup_tuned);
         by_size[r.nnz >= kSmallNnz][r.N > 8].push_back(r.speedup_rule);
+        if (r.best_cusparse_ms >= kFloorFactor * launch_floor.dependent_load_ms)
+          above_floor[r.N > 8].push_back(r.speedup_rule);
       }
       mismatches += r.max_rel_diff > 1e-10;
       unchecked += r.max_rel_diff < 0;
@@ -406,6 +421,9 @@ int main(int argc, char** argv) {
                 "N>=16 %.3fx (%zu)\n",
                 kSmallNnz, geomean(by_size[0][0]), by_size[0][0].size(), geomean(by_size[0][1]), by_size[0][1].size(),
                 kSmallNnz, geomean(by_size[1][0]), by_size[1][0].size(), geomean(by_size[1][1]), by_size[1][1].size());
+    std::printf("  cuSPARSE >= %.0fx dependent-load floor (%.4f ms), rule: N<=8 %.3fx (%zu), N>=16 %.3fx (%zu)\n",
+                kFloorFactor, launch_floor.dependent_load_ms, geomean(above_floor[0]), above_floor[0].size(),
+                geomean(above_floor[1]), above_floor[1].size());
     double lap_ratio = -1, lap_cusparse_ratio = -1;
     if (lap_spmv_ms > 0 && lap_spmm2_ms > 0) {
       lap_ratio = lap_spmm2_ms / lap_spmv_ms;
@@ -426,6 +444,8 @@ int main(int argc, char** argv) {
       js << "{\n  \"benchmark\": \"bench_spmm\",\n  \"device\": \"" << json_escape(device) << "\",\n  \"date\": \""
          << date << "\",\n  \"precision\": \"double\",\n  \"layout\": \"row-major X and Y, alpha 1, beta 0\",\n"
          << "  \"copy_bandwidth_gbs\": " << b.copy_gbs << ",\n  \"kernel_version\": " << kSpmmKernelVersion
+         << ",\n  \"empty_launch_ms\": " << launch_floor.empty_launch_ms
+         << ",\n  \"dependent_load_floor_ms\": " << launch_floor.dependent_load_ms
          << ",\n  \"summary\": {\"geomean_speedup_rule_n2_8\": " << geomean(small_rule)
          << ", \"geomean_speedup_tuned_n2_8\": " << geomean(small_tuned)
          << ", \"geomean_speedup_rule_n16_64\": " << geomean(large_rule)
@@ -439,7 +459,11 @@ int main(int argc, char** argv) {
          << ", \"laplace3d_spmm2_ms\": " << lap_spmm2_ms << ", \"laplace3d_spmv_ms\": " << lap_spmv_ms
          << ", \"laplace3d_cusparse_spmm2_ms\": " << lap_cusparse_spmm2_ms
          << ", \"laplace3d_cusparse_spmv_alg1_ms\": " << lap_cusparse_spmv_ms << ", \"mismatches\": " << mismatches
-         << ", \"rule_hits\": " << rule_hits << "},\n  \"results\": [\n";
+         << ", \"rule_hits\": " << rule_hits
+         << ", \"geomean_speedup_rule_n2_8_above_4x_floor\": " << geomean(above_floor[0])
+         << ", \"cases_n2_8_above_4x_floor\": " << above_floor[0].size()
+         << ", \"geomean_speedup_rule_n16_64_above_4x_floor\": " << geomean(above_floor[1])
+         << ", \"cases_n16_64_above_4x_floor\": " << above_floor[1].size() << "},\n  \"results\": [\n";
       for (std::size_t i = 0; i < results.size(); ++i) {
         const Result& r = results[i];
         js << "    {\"name\": \"" << json_escape(r.name) << "\", \"generated\": " << (r.generated ? "true" : "false")
@@ -452,6 +476,8 @@ int main(int argc, char** argv) {
           js << (c ? ", " : "") << "\"" << kCombos[c].name << "\": " << r.combo_ms[c];
         js << "}, \"speedup_rule\": " << r.speedup_rule << ", \"speedup_tuned\": " << r.speedup_tuned
            << ", \"ideal_ms\": " << r.ideal_ms << ", \"rule_over_ideal\": " << r.rule_vs_ideal
+           << ", \"rule_over_floor\": " << r.rule_ms / launch_floor.dependent_load_ms << ", \"cusparse_over_floor\": "
+           << (r.best_cusparse_ms > 0 ? r.best_cusparse_ms / launch_floor.dependent_load_ms : -1)
            << ", \"max_rel_diff\": " << r.max_rel_diff << ", \"candidates\": [";
         for (std::size_t k = 0; k < r.candidates.size(); ++k)
           js << (k ? ", " : "") << "{\"config\": \"" << r.candidates[k].config.to_string()
