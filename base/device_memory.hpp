@@ -89,76 +89,55 @@ void mapped_free(void* p) noexcept;
 void wait_for_mapped_results();
 }  // namespace detail
 
-/// A small owning array of page-locked host memory mapped into the device's address space:
-/// kernels write their results straight into it, and the host reads them after
-/// wait_for_mapped_results(), with no copy to launch and wait for (a cudaMemcpy of a few hundred
-/// bytes costs about as much as a short kernel). For per-iteration scalars, not for bulk data:
-/// every device access crosses the bus.
-template <class T>
-class MappedArray {
+namespace detail {
+/// Owning, move-only storage of n elements of T from a pair of allocation functions: what
+/// DeviceArray and MappedArray share.
+template <class T, void* (*Alloc)(std::size_t), void (*Free)(void*) noexcept>
+class OwnedArray {
  public:
-  /// An empty array.
-  MappedArray() = default;
-  /// Allocates n elements, uninitialized (DeviceError when page-locked memory cannot be had).
-  explicit MappedArray(std::size_t n) : n_(n) {
-    if (n > 0) p_ = static_cast<T*>(detail::mapped_alloc(n * sizeof(T)));
+  /// An empty array (no allocation).
+  OwnedArray() = default;
+  /// Allocates n elements, uninitialized (DeviceError naming the bytes needed and free).
+  explicit OwnedArray(std::size_t n) : n_(n) {
+    if (n > 0) p_ = static_cast<T*>(Alloc(n * sizeof(T)));
   }
-  ~MappedArray() { detail::mapped_free(p_); }
-  MappedArray(const MappedArray&) = delete;
-  MappedArray& operator=(const MappedArray&) = delete;
+  ~OwnedArray() { Free(p_); }
+  OwnedArray(const OwnedArray&) = delete;
+  OwnedArray& operator=(const OwnedArray&) = delete;
   /// Takes o's memory; o becomes empty.
-  MappedArray(MappedArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  OwnedArray(OwnedArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   /// Frees this array's memory and takes o's; o becomes empty.
-  MappedArray& operator=(MappedArray&& o) noexcept {
+  OwnedArray& operator=(OwnedArray&& o) noexcept {
     if (this != &o) {
-      detail::mapped_free(p_);
+      Free(p_);
       p_ = std::exchange(o.p_, nullptr);
       n_ = std::exchange(o.n_, 0);
     }
     return *this;
   }
-  /// The pointer, valid on the host and (unified addressing) on the device.
+  /// The pointer (null when empty).
   T* data() { return p_; }
-  /// The pointer, valid on the host and on the device.
+  /// The pointer (null when empty).
   const T* data() const { return p_; }
   /// Number of elements.
   std::size_t size() const { return n_; }
 
- private:
+ protected:
   T* p_ = nullptr;
   std::size_t n_ = 0;
 };
+}  // namespace detail
 
 /// An owning, move-only array in device memory.
 template <class T>
-class DeviceArray {
+class DeviceArray : public detail::OwnedArray<T, detail::device_alloc, detail::device_free> {
+  using Base = detail::OwnedArray<T, detail::device_alloc, detail::device_free>;
+  using Base::n_;
+  using Base::p_;
+
  public:
-  /// An empty array (no allocation).
-  DeviceArray() = default;
-  /// Allocates n elements, uninitialized (DeviceError naming the bytes needed and free).
-  explicit DeviceArray(std::size_t n) : n_(n) {
-    if (n > 0) p_ = static_cast<T*>(detail::device_alloc(n * sizeof(T)));
-  }
-  ~DeviceArray() { detail::device_free(p_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  /// Takes o's memory; o becomes empty.
-  DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  /// Frees this array's memory and takes o's; o becomes empty.
-  DeviceArray& operator=(DeviceArray&& o) noexcept {
-    if (this != &o) {
-      detail::device_free(p_);
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  /// The device pointer (null when empty).
-  T* data() { return p_; }
-  /// The device pointer (null when empty).
-  const T* data() const { return p_; }
-  /// Number of elements.
-  std::size_t size() const { return n_; }
+  /// DeviceArray() empty, DeviceArray(n): n elements, uninitialized (DeviceError naming the bytes).
+  using Base::Base;
   /// Copies n host elements to the start of the array (InputError when n > size()).
   void upload(const T* host, std::size_t n) { detail::copy_to_device(p_, host, checked(n) * sizeof(T)); }
   /// Copies the first n elements to host memory (InputError when n > size()); blocks.
@@ -170,8 +149,20 @@ class DeviceArray {
 
  private:
   std::size_t checked(std::size_t n) const;
-  T* p_ = nullptr;
-  std::size_t n_ = 0;
+};
+
+/// A small owning array of page-locked host memory mapped into the device's address space:
+/// kernels write their results straight into it, and the host reads them after
+/// wait_for_mapped_results(), with no copy to launch and wait for (a cudaMemcpy of a few hundred
+/// bytes costs about as much as a short kernel). For per-iteration scalars, not for bulk data:
+/// every device access crosses the bus. data() is valid on the host and (unified addressing) on
+/// the device.
+template <class T>
+class MappedArray : public detail::OwnedArray<T, detail::mapped_alloc, detail::mapped_free> {
+ public:
+  /// MappedArray() empty, MappedArray(n): n elements, uninitialized (DeviceError when
+  /// page-locked memory cannot be had).
+  using detail::OwnedArray<T, detail::mapped_alloc, detail::mapped_free>::OwnedArray;
 };
 
 /// Throws the InputError of a DeviceArray copy longer than the array (kept out of line).
