@@ -539,8 +539,8 @@ template <int S>
 __global__ void __launch_bounds__(kThreads, 3)
     direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, double* __restrict__ X, int a2,
                           const __grid_constant__ NarrowCoefs<S> k, const double* __restrict__ Rg, ZSource zsrc,
-                          const double* __restrict__ inv_diag, const double* __restrict__ Z, const double* Pold,
-                          int ap, double* Pnext, TallWorkspace ws) {  // Pold may be Pnext: no __restrict__
+                          const double* __restrict__ inv_diag, const double* __restrict__ Z, int ap,
+                          double* Pnext, TallWorkspace ws) {  // Pnext is read (ap > 0), then written: no __restrict__
   using Tiles = WarpTiles<S, 2 * S>;  // Pnextᵀ·[Pnext | R]
   constexpr int kRow = NarrowShared<S>::kRow;
   static_assert(sizeof(NarrowShared<S>) >= kThreads * Tiles::KTT * sizeof(double), "finish() scratch");
@@ -567,12 +567,12 @@ __global__ void __launch_bounds__(kThreads, 3)
     else
       warp_read_rows<S>(w2, row0, n, s, s, r);
     __syncwarp();  // w and w2 are refilled next
-    if (X) {  // X += Pold·Cp + Pn·Ca: the X steps left to this pass, which reads Pn anyway
+    if (X) {  // X += Pnext·Cp + Pn·Ca: the X steps left to this pass, which reads Pn anyway
       const bool old = ap > 0;
-      if (old) warp_async_rows<S>(Pold, row0, n, s, w);  // read before Pnext overwrites these rows (below)
+      if (old) warp_async_rows<S>(Pnext, row0, n, s, w);  // the previous direction, before it is overwritten (below)
       warp_async_rows<S>(Rg, row0, n, s, w2);             // R's rows travel while X's step is made
       if (old) {
-        async_rows_wait<1>();  // Pold's rows (R's may still be on the way)
+        async_rows_wait<1>();  // the previous direction's rows (R's may still be on the way)
         double po[S];
         warp_read_rows<S>(w, row0, n, s, ap, po);
         __syncwarp();  // w stages the store of X
@@ -764,7 +764,7 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
 #define KRYSP_DIRECTION_ROWS(W)                                                                                  \
   direction_rows_kernel<W><<<ws.grid, kThreads>>>(                                                                \
       n, int(s), int(a), Pn, Ca ? X : nullptr, int(a2), narrow_coefs<W>(a, a2, Cb, s, Ca, act, ap, Cp), R, zsrc,  \
-      inv_diag, Z, Pnext, Cp ? int(ap) : 0, Pnext, ws)
+      inv_diag, Z, Cp ? int(ap) : 0, Pnext, ws)
     if (S == 1) KRYSP_DIRECTION_ROWS(1);
     if (S == 2) KRYSP_DIRECTION_ROWS(2);
     if (S == 4) KRYSP_DIRECTION_ROWS(4);

@@ -6,6 +6,9 @@
 // a sub-warp of S lanes per row, the row's (column, value) pairs cached S at a time in shared
 // memory with one coalesced load, each lane owning V consecutive columns of the row.
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "base/cuda/check.cuh"
 #include "solvers/cuda/block_cg_kernels.hpp"
@@ -127,6 +130,25 @@ constexpr VariantKernel kVariants[] = {
     {{8, 1, 6}, spmm_gram_kernel<8, 1, 6>},
 };
 
+/// Blocks of kernel k that the current device holds at once (one full wave), looked up once per
+/// device and kernel: the occupancy query costs microseconds of host time, and block CG launches
+/// the fused pass every iteration (on small matrices the host is on the critical path).
+int wave_blocks(Kernel k) {
+  static std::mutex mu;
+  static std::map<std::pair<int, Kernel>, int> waves;
+  int dev = 0;
+  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  int& blocks = waves[{dev, k}];
+  if (blocks == 0) {
+    int sms = 0, per_sm = 0;
+    KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    KRYSP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, 0));
+    blocks = std::max(per_sm, 1) * sms;
+  }
+  return blocks;
+}
+
 /// The kernel of a variant for width w, or null when it does not serve w.
 Kernel spmm_gram_kernel_for(SpmmGramVariant v, index_t w) {
   const int W = v.lanes * v.cols;
@@ -158,15 +180,11 @@ void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index
   KRYSP_REQUIRE(k && (variant.cols == 1 || ld % variant.cols == 0), "tall_spmm_gram: variant ", variant.lanes, "x",
                 variant.cols, "/b", variant.min_blocks, " does not serve width ", w, " with ld ", ld);
   if (A.rows == 0) return;
-  int dev = 0, sms = 0, per_sm = 0;
-  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
-  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  KRYSP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, 0));
   // One full wave: every block takes the same share of the tiles. Blocks taking runs of 4 or 16
   // tiles, the grid covering all (as the SpMM kernels do), measured 0.63-0.73 ms against 0.536 on
   // the 3-D Laplacian 160³ at w = 8; one contiguous share of the tiles per block 0.79 (H100).
   const std::int64_t tiles = (std::int64_t(A.rows) + kThreads / variant.lanes - 1) / (kThreads / variant.lanes);
-  const std::int64_t grid64 = std::min<std::int64_t>(std::int64_t(std::max(per_sm, 1)) * sms, tiles);
+  const std::int64_t grid64 = std::min<std::int64_t>(wave_blocks(k), tiles);
   KRYSP_REQUIRE(grid64 * w * w <= std::int64_t(ws.partials_room), "tall_spmm_gram: ", grid64, " blocks' partials of ",
                 w * w, " values exceed the workspace's ", ws.partials_room);
   const int grid = int(std::max<std::int64_t>(grid64, 1));
