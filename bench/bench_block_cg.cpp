@@ -4,11 +4,13 @@
 // times), the median of 3 rounds. A 3-D Laplacian (160^3 = 4.1 M rows; 64^3 with --quick) and the
 // SPD matrices given on the command line.
 //
-// usage: bench_block_cg [--quick] [--json out.json] [A.mtx ...]
+// usage: bench_block_cg [--quick] [--profile-only] [--json out.json] [A.mtx ...]
+// --profile-only: the step and loop profiles of the Laplacian, no solves against sequential CG.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -21,6 +23,7 @@
 #include "base/device_memory.hpp"
 #include "io/matrix_market.hpp"
 #include "precond/preconditioner.hpp"
+#include "solvers/block_cg.hpp"
 #include "solvers/cg_solver.hpp"
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 #include "sparse/cuda/timing.hpp"
@@ -116,6 +119,102 @@ std::string join(const std::vector<double>& v) {
   return out;
 }
 
+/// Block CG's backend with a wall clock around every call: block_cg(TimedOps) splits the loop's
+/// time into the backend's calls (launch, kernels, waiting for the results) and the host's own
+/// work between them (the s × s algebra, the convergence test).
+struct TimedOps {
+  using Block = CudaBlockCgOps<double>::Block;
+  CudaBlockCgOps<double>& ops;
+  std::map<std::string, std::pair<double, int>> calls;  // name -> (seconds, count)
+  template <class F>
+  auto timed(const char* name, F f) {
+    const auto t = std::chrono::steady_clock::now();
+    struct Add {
+      std::pair<double, int>& slot;
+      std::chrono::steady_clock::time_point t;
+      ~Add() { slot.first += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), ++slot.second; }
+    } add{calls[name], t};
+    return f();
+  }
+  index_t size() const { return ops.size(); }
+  index_t cols() const { return ops.cols(); }
+  Block block() const { return ops.block(); }
+  bool pairs_x_steps() const { return ops.pairs_x_steps(); }
+  void zero_columns(Block& X, const std::vector<char>& z) { timed("zero_columns", [&] { ops.zero_columns(X, z); }); }
+  void residual(const Block& B, const Block& X, Block& R) { timed("residual", [&] { ops.residual(B, X, R); }); }
+  void precondition(const Block& R) { timed("precondition", [&] { ops.precondition(R); }); }
+  std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by) {
+    return timed("gram", [&] { return ops.gram(X, bx, Y, by); });
+  }
+  BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R) {
+    return timed("update", [&] { return ops.update(Qn, a, Ca, R); });
+  }
+  BlockDirectionGrams direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
+                                          const std::vector<double>& Cb, const std::vector<index_t>& active,
+                                          const Block& R, Block& Pnext, Block& Qnext, index_t ap = 0,
+                                          const std::vector<double>& Cp = {}) {
+    return timed(Ca.empty() ? "direction+spmm_gram" : Cp.empty() ? "direction+spmm_gram, 1 X step"
+                                                                  : "direction+spmm_gram, 2 X steps",
+                 [&] { return ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qnext, ap, Cp); });
+  }
+  void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) {
+    timed("update_x", [&] { ops.update_x(Pn, a, Ca, X); });
+  }
+};
+
+/// One solve of the profile's problem through TimedOps: per call kind, its count and mean wall
+/// time, and what is left of the solve for the host.
+void profile_loop(const std::string& name, const CsrMatrix<double>& A, index_t s) {
+  SpmvPlan<double> spmv(A);
+  PrecondOptions po;
+  po.kind = PrecondKind::Jacobi;
+  const auto M = make_device_preconditioner(A, spmv, po);
+  CudaBlockCgOps<double> ops(A, s, M.get());
+  TimedOps timed{ops, {}};
+  auto B = ops.block(), X = ops.block();
+  {
+    std::vector<double> h(std::size_t(A.rows()) * s);
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (auto& v : h) v = u(rng);
+    B.upload(h.data(), h.size());
+  }
+  CgOptions o;
+  o.rtol = 1e-8;
+  for (int round = 0; round < 2; ++round) {  // the first warms up
+    X.zero();
+    timed.calls.clear();
+    const auto res = block_cg(timed, B, X, o);
+    if (round == 0) continue;
+    double in_calls = 0;
+    for (const auto& [what, c] : timed.calls) {
+      in_calls += c.first;
+      std::printf("  %-22s s=%2d loop: %-32s %5d calls %8.3f ms each\n", name.c_str(), s, what.c_str(), c.second,
+                  1e3 * c.first / c.second);
+    }
+    std::printf("  %-22s s=%2d loop: %d iterations, %.3f ms/it, of which host %.3f ms/it\n", name.c_str(), s,
+                res.iterations, 1e3 * res.seconds / res.iterations, 1e3 * (res.seconds - in_calls) / res.iterations);
+  }
+  // The same through solve_block: B from the host, X returned (sized on the host while the device
+  // iterates when no initial guess is given)
+  std::vector<double> hb(std::size_t(A.rows()) * s);
+  B.download(hb.data(), hb.size());
+  SolveOptions so;
+  so.backend = Backend::Cuda;
+  so.cg = o;
+  so.precond.kind = PrecondKind::Jacobi;
+  for (const bool guess : {false, true, false}) {
+    std::vector<double> hx;
+    if (guess) hx.assign(hb.size(), 0.0);
+    const auto t = std::chrono::steady_clock::now();
+    const auto rep = solve_block(A, hb, s, hx, so);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    std::printf("  %-22s s=%2d solve_block (%s): %.4f s, setup %.4f s, loop %.3f ms/it (%d it)\n", name.c_str(), s,
+                guess ? "zero X given" : "no X given", wall, rep.setup_seconds, 1e3 * rep.seconds / rep.iterations,
+                rep.iterations);
+  }
+}
+
 /// One block CG iteration step by step (median of CUDA-event timings, random blocks, Jacobi), with
 /// the bytes each step must move and the bandwidth that makes: where an iteration's time goes.
 void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t s, double copy_gbs) {
@@ -177,7 +276,7 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
   std::vector<std::string> fused_names;
   for (const auto& v : detail::spmm_gram_variants(s, s))
     fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols) + "/b" +
-                          std::to_string(v.min_blocks));
+                          std::to_string(v.min_blocks) + (v.prefetch ? "/pf" : ""));
   for (const auto& v : detail::spmm_gram_variants(s, s))
     steps.push_back({fused_names[steps.size() - 6].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
                        ops.force_spmm_gram(s, v);
@@ -200,11 +299,12 @@ int main(int argc, char** argv) {
     std::printf("bench_block_cg: no CUDA device, nothing to measure\n");
     return 0;
   }
-  bool quick = false;
+  bool quick = false, profile_only = false;
   std::string json;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--profile-only")) profile_only = true;
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else files.push_back(argv[i]);
   }
@@ -215,6 +315,8 @@ int main(int argc, char** argv) {
   const double copy_gbs = measure_copy_bandwidth_gbs();
   std::printf("device %s, copy bandwidth %.0f GB/s\n", cuda_device_name().c_str(), copy_gbs);
   for (index_t s : {8, 16}) profile_steps(mats.front().first, mats.front().second, s, copy_gbs);
+  profile_loop(mats.front().first, mats.front().second, 8);
+  if (profile_only) return 0;
   std::vector<Row> rows;
   auto run = [&](const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group, PrecondKind pk) {
     rows.push_back(measure(name, A, s, group, pk));

@@ -535,7 +535,9 @@ __global__ void __launch_bounds__(kThreads, 3)
   });
 }
 
-template <int S>
+// XS: the pass takes X's steps (X not null). A kernel of its own for each: the steps' registers
+// (56 bytes spilled at S = 8) would otherwise weigh on the passes without them as well.
+template <int S, bool XS>
 __global__ void __launch_bounds__(kThreads, 3)
     direction_rows_kernel(index_t n, int s, int a, const double* __restrict__ Pn, double* __restrict__ X, int a2,
                           const __grid_constant__ NarrowCoefs<S> k, const double* __restrict__ Rg, ZSource zsrc,
@@ -559,15 +561,15 @@ __global__ void __launch_bounds__(kThreads, 3)
     // Pn's rows travel with X's, or with R's when this pass takes no X step (one wait, not two:
     // 0.41 ms against 0.26 ideal with two on the Laplacian 160³, s = 8, H100)
     if (a > 0) warp_async_rows<S>(Pn, row0, n, s, w);
-    warp_async_rows<S>(X ? X : Rg, row0, n, s, w2);
+    warp_async_rows<S>(XS ? X : Rg, row0, n, s, w2);
     async_rows_wait<0>();
     warp_read_rows<S>(w, row0, n, s, a, p);
-    if (X)  // (two calls, not one through a selected array: that would put x and r in local memory)
+    if constexpr (XS)  // (two calls, not one through a selected array: that would put x and r in local memory)
       warp_read_rows<S>(w2, row0, n, s, s, x);
     else
       warp_read_rows<S>(w2, row0, n, s, s, r);
     __syncwarp();  // w and w2 are refilled next
-    if (X) {  // X += Pnext·Cp + Pn·Ca: the X steps left to this pass, which reads Pn anyway
+    if constexpr (XS) {  // X += Pnext·Cp + Pn·Ca: the X steps left to this pass, which reads Pn anyway
       const bool old = ap > 0;
       if (old) warp_async_rows<S>(Pnext, row0, n, s, w);  // the previous direction, before it is overwritten (below)
       warp_async_rows<S>(Rg, row0, n, s, w2);             // R's rows travel while X's step is made
@@ -762,7 +764,7 @@ void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const dou
   if (a2 == 0) return;
   if (S) {
 #define KRYSP_DIRECTION_ROWS(W)                                                                                  \
-  direction_rows_kernel<W><<<ws.grid, kThreads>>>(                                                                \
+  (Ca ? direction_rows_kernel<W, true> : direction_rows_kernel<W, false>)<<<ws.grid, kThreads>>>(                \
       n, int(s), int(a), Pn, Ca ? X : nullptr, int(a2), narrow_coefs<W>(a, a2, Cb, s, Ca, act, ap, Cp), R, zsrc,  \
       inv_diag, Z, Cp ? int(ap) : 0, Pnext, ws)
     if (S == 1) KRYSP_DIRECTION_ROWS(1);

@@ -63,6 +63,11 @@ struct SpmmGramVariant {
   int lanes = 8;
   int cols = 1;
   int min_blocks = 0;  ///< blocks per SM the kernel's register budget must allow (0: no cap)
+  bool prefetch = false;  ///< load the next tile's row bounds and first (column, value) pairs ahead
+  /// Every field equal.
+  bool operator==(const SpmmGramVariant& o) const {
+    return lanes == o.lanes && cols == o.cols && min_blocks == o.min_blocks && prefetch == o.prefetch;
+  }
 };
 /// The variants that serve width w (1 to 8) with leading dimension ld.
 std::vector<SpmmGramVariant> spmm_gram_variants(index_t w, index_t ld);

@@ -25,10 +25,32 @@ __device__ __forceinline__ unsigned subwarp_mask() {
   else return ((1u << S) - 1u) << (threadIdx.x % 32 / S * S);
 }
 
+/// PF: the row pipeline of a sub-warp. Its tiles' rows come one after another (t, t + grid, ...),
+/// and each needs two dependent loads (the row bounds, then the (column, value) pairs) before its
+/// gathers of Pn can start; with PF the bounds are loaded two tiles ahead and the first S pairs
+/// one tile ahead, so those latencies overlap the current tile's gathers.
+struct RowPipe {
+  index_t b = 0, e = 0;   ///< the current tile's row bounds (b = e: no row)
+  index_t col = 0;        ///< its first pairs, this lane's
+  double val = 0.0;
+  index_t nb = 0, ne = 0; ///< the next tile's bounds
+};
+template <int S>
+__device__ __forceinline__ void row_bounds(const CsrView<double>& A, std::int64_t row, index_t& b, index_t& e) {
+  b = e = 0;
+  if (row < A.rows) b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+}
+/// This lane's pair among the first S of [b, e) (nothing when the lane is past the row's end).
+template <int S>
+__device__ __forceinline__ void first_pair(const CsrView<double>& A, index_t b, index_t e, int lane, index_t& col,
+                                           double& val) {
+  if (lane < e - b) col = __ldcs(A.col_idx + b + lane), val = __ldcs(A.values + b + lane);
+}
+
 /// Block b takes row tiles b, b + grid, ... of kThreads / S consecutive rows (neighbouring rows
 /// share X rows, reused from L1). Each lane sums G(i, j) = Σ_r Pn(r, i)·Qn(r, j) for its own
 /// columns j over the rows it made; the block's sums become partial number blockIdx.x.
-template <int S, int V, int MINB>
+template <int S, int V, int MINB, bool PF>
 __global__ void __launch_bounds__(kThreads, MINB)
     spmm_gram_kernel(CsrView<double> A, int a, const double* __restrict__ P, int ld, double* __restrict__ Q,
                      double* __restrict__ partials) {
@@ -45,13 +67,28 @@ __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
     for (int v = 0; v < V; ++v) g[i][v] = 0.0;
   const std::int64_t tiles = (std::int64_t(A.rows) + kThreads / S - 1) / (kThreads / S);
+  auto row_of = [&](std::int64_t t) { return t * (kThreads / S) + threadIdx.x / S; };
+  RowPipe pipe;
+  if constexpr (PF) {
+    row_bounds<S>(A, row_of(blockIdx.x), pipe.b, pipe.e);
+    first_pair<S>(A, pipe.b, pipe.e, lane, pipe.col, pipe.val);
+    row_bounds<S>(A, row_of(std::int64_t(blockIdx.x) + gridDim.x), pipe.nb, pipe.ne);
+  }
   for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const std::int64_t row = t * (kThreads / S) + threadIdx.x / S;
+    const std::int64_t row = row_of(t);
     double q[V], p[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) q[v] = p[v] = 0.0;
+    index_t b, e, col0 = 0;
+    double val0 = 0.0;
+    if constexpr (PF) {  // take this tile's row from the pipe, start the next two tiles' loads
+      b = pipe.b, e = pipe.e, col0 = pipe.col, val0 = pipe.val;
+      pipe.b = pipe.nb, pipe.e = pipe.ne;
+      first_pair<S>(A, pipe.b, pipe.e, lane, pipe.col, pipe.val);
+      row_bounds<S>(A, row_of(t + 2 * std::int64_t(gridDim.x)), pipe.nb, pipe.ne);
+    }
     if (row < A.rows) {  // the same for the whole sub-warp
-      const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
+      if constexpr (!PF) b = A.row_ptr[row], e = A.row_ptr[row + 1];
       const double* pr = P + row * ld + j0;  // this row of Pn, loaded now: its latency overlaps the row's
 #pragma unroll
       for (int v = 0; v < V; ++v)
@@ -59,8 +96,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
       for (index_t kk = b; kk < e; kk += S) {
         const int cnt = e - kk < S ? int(e - kk) : S;
         if (lane < cnt) {
-          s_col[base + lane] = __ldcs(A.col_idx + kk + lane);
-          s_val[base + lane] = __ldcs(A.values + kk + lane);
+          s_col[base + lane] = PF && kk == b ? col0 : __ldcs(A.col_idx + kk + lane);
+          s_val[base + lane] = PF && kk == b ? val0 : __ldcs(A.values + kk + lane);
         }
         __syncwarp(mask);
 #pragma unroll 4
@@ -123,11 +160,13 @@ struct VariantKernel {
   Kernel k;
 };
 constexpr VariantKernel kVariants[] = {
-    {{1, 1, 0}, spmm_gram_kernel<1, 1, 1>}, {{1, 2, 0}, spmm_gram_kernel<1, 2, 1>},
-    {{2, 1, 0}, spmm_gram_kernel<2, 1, 1>}, {{2, 2, 0}, spmm_gram_kernel<2, 2, 1>},
-    {{4, 1, 0}, spmm_gram_kernel<4, 1, 1>}, {{4, 1, 6}, spmm_gram_kernel<4, 1, 6>},
-    {{4, 2, 0}, spmm_gram_kernel<4, 2, 1>}, {{8, 1, 0}, spmm_gram_kernel<8, 1, 1>},
-    {{8, 1, 6}, spmm_gram_kernel<8, 1, 6>},
+    {{1, 1, 0}, spmm_gram_kernel<1, 1, 1, false>}, {{1, 2, 0}, spmm_gram_kernel<1, 2, 1, false>},
+    {{2, 1, 0}, spmm_gram_kernel<2, 1, 1, false>}, {{2, 2, 0}, spmm_gram_kernel<2, 2, 1, false>},
+    {{4, 1, 0}, spmm_gram_kernel<4, 1, 1, false>}, {{4, 1, 6}, spmm_gram_kernel<4, 1, 6, false>},
+    {{4, 2, 0}, spmm_gram_kernel<4, 2, 1, false>}, {{8, 1, 0}, spmm_gram_kernel<8, 1, 1, false>},
+    {{8, 1, 6}, spmm_gram_kernel<8, 1, 6, false>}, {{8, 1, 4, true}, spmm_gram_kernel<8, 1, 4, true>},
+    {{8, 1, 3, true}, spmm_gram_kernel<8, 1, 3, true>}, {{4, 1, 4, true}, spmm_gram_kernel<4, 1, 4, true>},
+    {{2, 1, 4, true}, spmm_gram_kernel<2, 1, 4, true>},
 };
 
 /// Blocks of kernel k that the current device holds at once (one full wave), looked up once per
@@ -154,7 +193,7 @@ Kernel spmm_gram_kernel_for(SpmmGramVariant v, index_t w) {
   const int W = v.lanes * v.cols;
   if (w < 1 || w > W || (W > 1 && 2 * w <= W)) return nullptr;  // W: the least power of two ≥ w
   for (const auto& e : kVariants)
-    if (e.v.lanes == v.lanes && e.v.cols == v.cols && e.v.min_blocks == v.min_blocks) return e.k;
+    if (e.v == v) return e.k;
   return nullptr;
 }
 }  // namespace
@@ -178,7 +217,8 @@ void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index
                     SpmmGramVariant variant, const TallWorkspace& ws) {
   const Kernel k = spmm_gram_kernel_for(variant, w);
   KRYSP_REQUIRE(k && (variant.cols == 1 || ld % variant.cols == 0), "tall_spmm_gram: variant ", variant.lanes, "x",
-                variant.cols, "/b", variant.min_blocks, " does not serve width ", w, " with ld ", ld);
+                variant.cols, "/b", variant.min_blocks, variant.prefetch ? "/prefetch" : "", " does not serve width ", w,
+                " with ld ", ld);
   if (A.rows == 0) return;
   // One full wave: every block takes the same share of the tiles. Blocks taking runs of 4 or 16
   // tiles, the grid covering all (as the SpMM kernels do), measured 0.63-0.73 ms against 0.536 on

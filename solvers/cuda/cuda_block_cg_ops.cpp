@@ -97,13 +97,15 @@ std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, con
   if (is_nnz_balanced(plan.algorithm) || stats.max_len > kMaxRow) return std::nullopt;
   const auto v = detail::spmm_gram_variants(w, ld);
   if (v.empty()) return std::nullopt;
-  // A lane per column, registers capped for 6 blocks per SM: on the 3-D Laplacian 160³ at w = 8
-  // (H100) 0.533 ms, against 0.581 uncapped (4 blocks), 0.613 with two columns a lane and 0.863
-  // capped for 8 blocks (spills); the SpMM and Gram passes apart took 0.434 + 0.231 ms.
-  std::optional<detail::SpmmGramVariant> best;
-  for (const auto& x : v)
-    if (x.cols == 1 && (!best || x.min_blocks > best->min_blocks)) best = x;
-  return best ? best : v.front();
+  // A lane per column, the row bounds and pairs loaded ahead, registers capped for 4 blocks per
+  // SM: on the 3-D Laplacian 160³ at w = 8 (H100) 0.490 ms, against 0.516 without loading ahead
+  // (capped for 6 blocks; 0.568 uncapped), 0.600 with two columns a lane; loading ahead capped
+  // for 5 or 6 blocks spills (0.70, 1.55 ms). The SpMM and Gram passes apart took 0.435 + 0.220.
+  auto rank = [](const detail::SpmmGramVariant& x) {
+    return (x.cols == 1 ? 4 : 0) + (x.prefetch ? 2 : 0) + (x.min_blocks == 4 ? 1 : 0);
+  };
+  const auto best = std::max_element(v.begin(), v.end(), [&](const auto& x, const auto& y) { return rank(x) < rank(y); });
+  return *best;
 }
 
 template <class T>
@@ -130,10 +132,7 @@ void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
   if (choice) {
     const auto v = detail::spmm_gram_variants(w, s_);
     KRYSP_REQUIRE(std::any_of(v.begin(), v.end(),
-                              [&](const auto& x) {
-                                return x.lanes == choice->lanes && x.cols == choice->cols &&
-                                       x.min_blocks == choice->min_blocks;
-                              }),
+                              [&](const auto& x) { return x == *choice; }),
                   "block CG: fused SpMM variant ", choice->lanes, "x", choice->cols, " cannot serve width ", w,
                   " with ", s_, " columns");
   }

@@ -329,6 +329,7 @@ TEST_CASE("Block CG fused SpMM + Gram: every variant matches the host's SpMM and
           CAPTURE(c ? c->lanes : 0);
           CAPTURE(c ? c->cols : 0);
           CAPTURE(c ? c->min_blocks : 0);
+          CAPTURE(c ? c->prefetch : false);
           auto dQ = dev.block();
           const auto sentinel = std::vector<double>(v.size(), 1e300);  // columns ≥ w must stay untouched
           dQ.upload(sentinel.data(), v.size());
