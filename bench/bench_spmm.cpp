@@ -5,6 +5,7 @@
 // zero); the device copy bandwidth measured in the same run as the yardstick.
 //
 // usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--ns 2,4,8,16,32,64] [--max-files K]
+//        bench_spmm [--quick] --panel-sweep   (column panel counts × kernels on the power-law matrix)
 //                   [--json out.json] [A.mtx ...]
 //   Matrices given on the command line (at most K of them), then the four generated ones of the
 //   SpMV benchmark, each >= 20 M nonzeros: 2-D Laplacian (2048^2), 3-D Laplacian (160^3 = 4.1 M
@@ -269,6 +270,41 @@ std::vector<index_t> parse_ns(const std::string& s) {
 
 }  // namespace
 
+/// --panel-sweep: Y = A·X on the generated power-law matrix for column panel counts and kernels
+/// (forced plans), to set the panel rule (sparse/spmm_panels.hpp) from measurements.
+void panel_sweep(bool quick) {
+  const index_t n = quick ? 40000 : 3000000;
+  const auto A = random_power_law(n, 8, quick ? 5000 : 100000, 7);
+  std::printf("panel sweep on powerlaw_%d (%d nonzeros), ms per Y = A*X (median)\n", n, A.nnz());
+  DeviceArray<double> X(std::size_t(A.cols()) * 8), Y(std::size_t(A.rows()) * 8);
+  detail::spmm_fill_device(X.data(), X.size(), 1234);
+  for (const index_t N : {2, 4, 8}) {
+    const SpmmPlan<double> rule(A, N);
+    std::printf("N=%d rule %s %.4f ms\n", N, rule.config().to_string().c_str(),
+                time_device_auto_ms([&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); }));
+    for (const int P : {1, 2, 3, 4, 6, 8, 12}) {
+      std::printf("  N=%d P=%2d:", N, P);
+      for (const auto& [alg, S] : std::vector<std::pair<SpmmAlgorithm, int>>{{SpmmAlgorithm::VdlNnz, 2},
+                                                                           {SpmmAlgorithm::VdlNnz, 4},
+                                                                           {SpmmAlgorithm::VdlRow, 2},
+                                                                           {SpmmAlgorithm::VdlRow, 4},
+                                                                           {SpmmAlgorithm::CscNnz, N >= 8 ? 8 : 2},
+                                                                           {SpmmAlgorithm::CscRow, N >= 8 ? 8 : 2}}) {
+        SpmmPlanOptions o;
+        o.force = true;
+        o.forced.algorithm = alg;
+        o.forced.subwarp = S;
+        o.forced.panels = P;
+        const SpmmPlan<double> plan(A, N, o);
+        const double ms = time_device_auto_ms([&] { plan.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); });
+        std::printf("  %s %.4f", plan.config().to_string().c_str(), ms);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   bool quick = false, generated = true, tune = true;
   int max_files = -1;
@@ -283,6 +319,9 @@ int main(int argc, char** argv) {
       const std::string a = argv[i];
       if (a == "--quick") {
         quick = true;
+      } else if (a == "--panel-sweep") {
+        panel_sweep(quick);
+        return 0;
       } else if (a == "--no-generated") {
         generated = false;
       } else if (a == "--no-tune") {

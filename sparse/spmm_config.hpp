@@ -25,7 +25,10 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 
 /// Version of the SpMM kernels, their partition and candidate set. Bump it whenever one of them
 /// changes: SpMM tuning-cache entries of another version are ignored.
-inline constexpr int kSpmmKernelVersion = 1;
+inline constexpr int kSpmmKernelVersion = 2;
+
+/// Most column panels a plan may use.
+inline constexpr int kMaxSpmmPanels = 64;
 
 /// Launch parameters of an SpMM kernel (tuning kept as data, not in kernels). Zero fields are
 /// "derive from N and the matrix" (complete_spmm_config in spmm_select.hpp fills them in).
@@ -35,13 +38,20 @@ struct SpmmConfig {
   int col_lanes = 0;       ///< VDL: Q, lanes that split the columns (power of two <= S); CSC: unused (0)
   int per_lane = 0;        ///< VDL: vectors per lane (1 or 2); CSC: columns per lane (1 or 2)
   int items_per_warp = 0;  ///< nonzero-balanced: rows + nonzeros per unit (one warp); 0 for row kernels
-  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1".
+  /// Column panels (0 or 1: none): the plan splits the matrix into this many panels of equal
+  /// column ranges and applies them one after another, each with the kernel above, so that the
+  /// rows of X one panel gathers stay in L2 (large matrices with scattered columns; see
+  /// sparse/spmm_panels.hpp).
+  int panels = 0;
+  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels).
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes &&
-           per_lane == o.per_lane && items_per_warp == o.items_per_warp;
+           per_lane == o.per_lane && items_per_warp == o.items_per_warp && panel_count() == o.panel_count();
   }
+  /// Panels applied: max(1, panels).
+  int panel_count() const { return panels > 1 ? panels : 1; }
   /// Some field differs.
   bool operator!=(const SpmmConfig& o) const { return !(*this == o); }
 };

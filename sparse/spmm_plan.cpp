@@ -14,6 +14,7 @@
 #include "sparse/cuda/spmm_common.hpp"
 #include "sparse/cuda/spmm_launch.hpp"
 #include "sparse/cuda/timing.hpp"
+#include "sparse/spmm_panels.hpp"
 #include "sparse/spmm_select.hpp"
 
 namespace krysp {
@@ -76,12 +77,14 @@ struct Workspace {
   detail::SpmmWorkspaceView view;
 };
 
-/// Partition and carries of a nonzero-balanced configuration (empty for the row kernels).
+/// Partition and carries of a nonzero-balanced configuration (empty for the row kernels), for the
+/// CSR structure with host offsets row_ptr.
 template <class T>
-std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const CsrMatrix<T>& A, index_t N) {
+std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const index_t* row_ptr, index_t rows, index_t nnz,
+                                             index_t N) {
   auto w = std::make_unique<Workspace<T>>();
   if (!is_nnz_balanced(c.algorithm)) return w;
-  const auto p = detail::spmm_partition_host(A.row_ptr().data(), A.rows(), A.nnz(), c.items_per_warp);
+  const auto p = detail::spmm_partition_host(row_ptr, rows, nnz, c.items_per_warp);
   w->unit_row = DeviceArray<index_t>(p.unit_row.size());
   w->unit_row.upload(p.unit_row.data(), p.unit_row.size());
   w->unit_nnz = DeviceArray<index_t>(p.unit_nnz.size());
@@ -101,6 +104,80 @@ std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const CsrMatri
 }
 
 template <class T>
+std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const CsrMatrix<T>& A, index_t N) {
+  return make_workspace<T>(c, A.row_ptr().data(), A.rows(), A.nnz(), N);
+}
+
+/// A column split of the matrix on the device (spmm_panels.hpp): each panel a CSR view into the
+/// split's arrays, with the workspace of the panels' kernel. The values are gathered from the
+/// matrix, again whenever apply() sees other values (another array or a values change).
+template <class T>
+struct Panels {
+  SpmmPanelSplit split;  // host side: offsets for the workspaces, statistics of panel 0
+  DeviceArray<index_t> row_ptr, col_idx, source;
+  DeviceArray<T> values;
+  const T* gathered_from = nullptr;
+  std::uint64_t gathered_version = 0;
+  std::vector<CsrView<T>> views;
+  std::vector<std::unique_ptr<Workspace<T>>> ws;
+
+  Panels(const CsrMatrix<T>& A, int P)
+      : split(spmm_panel_split(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P)) {
+    row_ptr = DeviceArray<index_t>(split.row_ptr.size());
+    row_ptr.upload(split.row_ptr.data(), split.row_ptr.size());
+    col_idx = DeviceArray<index_t>(std::max<std::size_t>(1, split.col_idx.size()));
+    col_idx.upload(split.col_idx.data(), split.col_idx.size());
+    source = DeviceArray<index_t>(std::max<std::size_t>(1, split.source.size()));
+    source.upload(split.source.data(), split.source.size());
+    values = DeviceArray<T>(std::max<std::size_t>(1, split.source.size()));
+    const std::size_t stride = std::size_t(A.rows()) + 1;
+    for (int p = 0; p < P; ++p) {
+      const index_t b = split.start[std::size_t(p)], e = split.start[std::size_t(p) + 1];
+      views.push_back({A.rows(), A.cols(), e - b, row_ptr.data() + std::size_t(p) * stride, col_idx.data() + b,
+                       values.data() + b});
+    }
+  }
+  /// Panel p's structure with host offsets (values null): for row statistics and partitions.
+  CsrView<T> host_view(int p) const {
+    const std::size_t stride = split.row_ptr.size() / std::size_t(split.panels);
+    const index_t b = split.start[std::size_t(p)];
+    return {views[std::size_t(p)].rows, views[std::size_t(p)].cols, views[std::size_t(p)].nnz,
+            split.row_ptr.data() + std::size_t(p) * stride, split.col_idx.data() + b, nullptr};
+  }
+  /// The panels' workspaces for configuration c (one kernel for all panels).
+  void set_config(const SpmmConfig& c, index_t N) {
+    ws.clear();
+    for (int p = 0; p < split.panels; ++p) {
+      const CsrView<T> h = host_view(p);
+      ws.push_back(make_workspace<T>(c, h.row_ptr, h.rows, h.nnz, N));
+    }
+  }
+  /// Gathers the values from A's device arrays unless they are those gathered last.
+  void refresh(const CsrMatrix<T>& A) {
+    const T* src = A.device_view().values;
+    if (src == gathered_from && A.values_version() == gathered_version) return;
+    detail::spmm_gather_values(src, source.data(), index_t(split.source.size()), values.data());
+    gathered_from = src;
+    gathered_version = A.values_version();
+  }
+  /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it).
+  void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
+             bool x_vec) const {
+    for (std::size_t p = 0; p < views.size(); ++p)
+      detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec);
+  }
+};
+
+/// The kernel configuration of a panel split: c (fields left zero derived from panel 0's rows).
+template <class T>
+SpmmConfig complete_panel_config(SpmmConfig c, const Panels<T>& pn, index_t N) {
+  const int P = c.panels;
+  c = complete_spmm_config(c, N, int(sizeof(T)), row_stats(pn.host_view(0)));
+  c.panels = P;
+  return c;
+}
+
+template <class T>
 constexpr const char* precision_name() {
   return sizeof(T) == 8 ? "double" : "float";
 }
@@ -114,7 +191,8 @@ struct SpmmPlan<T>::State {
   RowStats stats;
   SpmmConfig config;
   SpmmSelection selection;
-  std::unique_ptr<Workspace<T>> workspace;
+  std::unique_ptr<Workspace<T>> workspace;  // unsplit
+  std::unique_ptr<Panels<T>> panels;        // config.panels > 1
 };
 
 template <class T>
@@ -133,9 +211,27 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
   s->stats = row_stats(CsrView<T>{A.rows(), A.cols(), A.nnz(), A.row_ptr().data(), A.col_idx().data(), nullptr});
   s->selection.rule = choose_spmm_rule(s->stats, N, int(sizeof(T)));
   const CsrView<T> dA = A.device_view();  // upload now, not inside the first apply
+  // Column panels where X outgrows L2 and the gathers are scattered (spmm_panels.hpp); the split
+  // is made once, for the rule's panel count or a forced or cached one.
+  auto panels_of = [&](int P) -> Panels<T>& {
+    if (!s->panels || s->panels->split.panels != P) s->panels = std::make_unique<Panels<T>>(A, P);
+    s->panels->refresh(A);
+    return *s->panels;
+  };
+  if (const int P = choose_spmm_panels(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), N,
+                                       int(sizeof(T)), detail::device_l2_bytes());
+      P > 1) {
+    s->selection.rule = choose_spmm_rule(
+        spmm_first_panel_stats(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P), N, int(sizeof(T)));
+    s->selection.rule.panels = P;
+  }
 
   if (o.force) {
-    s->config = complete_spmm_config(o.forced, N, int(sizeof(T)), s->stats);
+    KRYSP_REQUIRE(o.forced.panels >= 0 && o.forced.panels <= std::min<index_t>(kMaxSpmmPanels, std::max<index_t>(1, A.cols())),
+                  "SpmmPlan: forced configuration asks for ", o.forced.panels, " panels (at most ",
+                  std::min<index_t>(kMaxSpmmPanels, std::max<index_t>(1, A.cols())), " for ", A.cols(), " columns)");
+    s->config = o.forced.panel_count() > 1 ? complete_panel_config(o.forced, panels_of(o.forced.panels), N)
+                                          : complete_spmm_config(o.forced, N, int(sizeof(T)), s->stats);
     std::string why;
     KRYSP_REQUIRE(is_valid(s->config, &why), "SpmmPlan: forced configuration ", s->config.to_string(),
                   " is invalid: ", why);
@@ -167,7 +263,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
       DeviceArray<T> X(std::max<std::size_t>(1, std::size_t(A.cols()) * std::size_t(ldx)));
       DeviceArray<T> Y(std::max<std::size_t>(1, std::size_t(A.rows()) * std::size_t(ldy)));
       detail::spmm_fill_device(X.data(), X.size(), 0x5eed);
-      const std::vector<SpmmConfig> cands = spmm_candidates(s->stats, N, int(sizeof(T)));
+      std::vector<SpmmConfig> cands = spmm_candidates(s->stats, N, int(sizeof(T)));
       std::vector<std::unique_ptr<Workspace<T>>> ws;
       std::vector<std::function<void()>> runs;
       for (const SpmmConfig& c : cands) {
@@ -176,6 +272,13 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         runs.push_back([&, c, view] {
           detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec);
         });
+      }
+      if (s->selection.rule.panel_count() > 1) {  // the rule's panel split against the unsplit candidates
+        const SpmmConfig c = s->selection.rule;
+        cands.push_back(c);
+        Panels<T>& pn = panels_of(c.panels);
+        pn.set_config(c, N);
+        runs.push_back([&, c] { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec); });
       }
       const std::vector<double> ms = time_device_interleaved_ms(runs, std::max(0, o.tune_warmup),
                                                                 std::max(1, o.tune_reps), spmm_rule::kTunePruneFactor);
@@ -197,7 +300,12 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     s->config = s->selection.rule;
     s->selection.source = SpmmSelection::Source::Rule;
   }
-  s->workspace = make_workspace(s->config, A, N);
+  if (s->config.panel_count() > 1) {
+    panels_of(s->config.panels).set_config(s->config, N);
+  } else {
+    s->panels.reset();  // made for the rule or tuning, not chosen
+    s->workspace = make_workspace(s->config, A, N);
+  }
   state_ = std::move(s);
   ++g_spmm_plans_created;
 }
@@ -213,6 +321,11 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   if (A.rows() == 0) return;
   KRYSP_REQUIRE(Y != nullptr, "SpmmPlan::apply: Y is null");
   KRYSP_REQUIRE(A.nnz() == 0 || X != nullptr, "SpmmPlan::apply: X is null");
+  if (state_->panels) {
+    state_->panels->refresh(A);
+    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx));
+    return;
+  }
   detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
                       vector_aligned(X, ldx));
 }
@@ -245,6 +358,11 @@ const SpmmSelection& SpmmPlan<T>::selection() const {
 template <class T>
 int SpmmPlan<T>::launches_per_apply() const {
   KRYSP_REQUIRE(state_, "SpmmPlan: the plan is empty");
+  if (state_->panels) {
+    int n = 0;
+    for (const auto& w : state_->panels->ws) n += 1 + (w->view.num_splits > 0 ? 1 : 0);
+    return n;
+  }
   return 1 + (state_->workspace->view.num_splits > 0 ? 1 : 0);
 }
 template <class T>

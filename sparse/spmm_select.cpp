@@ -28,6 +28,7 @@ std::string SpmmConfig::to_string() const {
   if (is_vdl(algorithm)) os << "/q" << col_lanes << "/v" << per_lane;
   else os << "/c" << per_lane;
   if (is_nnz_balanced(algorithm)) os << "/k" << items_per_warp;
+  if (panel_count() > 1) os << "/p" << panels;
   return os.str();
 }
 
@@ -94,6 +95,8 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
   } else if (c.items_per_warp != 0) {
     return fail("items_per_warp must be 0 for the row-balanced kernels, not " + std::to_string(c.items_per_warp));
   }
+  if (c.panels < 0 || c.panels > kMaxSpmmPanels)
+    return fail("panels " + std::to_string(c.panels) + " is not in [0, " + std::to_string(kMaxSpmmPanels) + "]");
   return true;
 }
 
@@ -217,7 +220,8 @@ std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
      << "\tn=" << e.key.n << "\txvec=" << (e.key.x_vec ? 1 : 0)
      << "\talgorithm=" << static_cast<int>(e.config.algorithm) << "\tsubwarp=" << e.config.subwarp
      << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
-     << "\titems_per_warp=" << e.config.items_per_warp << format_tune_tail(e.ms, e.key.gpu);
+     << "\titems_per_warp=" << e.config.items_per_warp << "\tpanels=" << e.config.panel_count()
+     << format_tune_tail(e.ms, e.key.gpu);
   return os.str();
 }
 
@@ -229,7 +233,7 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   static const std::vector<const char*> kFields = {"version",  "precision", "rows",      "cols",     "nnz",
                                                    "hash",     "n",         "xvec",      "algorithm", "subwarp",
                                                    "col_lanes", "per_lane", "items_per_warp", "ms",   "gpu"};
-  auto f = split_tune_fields(line, kFields, why);
+  auto f = split_tune_fields(line, kFields, why, {"panels"});  // lines of version 1 have no panels
   if (!f) return std::nullopt;
   TuneKeyFields k;
   if (!parse_tune_key_head(*f, &k, why)) return std::nullopt;
@@ -254,6 +258,10 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   if (!parse_tune_int(m["items_per_warp"], 0, 1 << 20, &v))
     return fail("bad items_per_warp '" + m["items_per_warp"] + "'");
   e.config.items_per_warp = int(v);
+  if (m.count("panels")) {
+    if (!parse_tune_int(m["panels"], 0, kMaxSpmmPanels, &v)) return fail("bad panels '" + m["panels"] + "'");
+    e.config.panels = int(v);
+  }
   std::string bad;
   if (!is_valid(e.config, &bad)) return fail("invalid configuration: " + bad);
   if (!parse_tune_tail(m, &e.ms, &e.key.gpu, why)) return std::nullopt;

@@ -38,7 +38,8 @@ bool parse_hash(const std::string& s, std::uint64_t* out) {
 
 std::optional<std::map<std::string, std::string>> split_tune_fields(const std::string& line,
                                                                     const std::vector<const char*>& fields,
-                                                                    std::string* why) {
+                                                                    std::string* why,
+                                                                    const std::vector<const char*>& optional) {
   auto fail = [&](const std::string& m) -> std::optional<std::map<std::string, std::string>> {
     if (why) *why = m;
     return std::nullopt;
@@ -53,6 +54,7 @@ std::optional<std::map<std::string, std::string>> split_tune_fields(const std::s
     const std::string name = field.substr(0, eq);
     bool known = false;
     for (const char* k : fields) known = known || name == k;
+    for (const char* k : optional) known = known || name == k;
     if (!known) return fail("unknown field '" + name + "'");
     if (f.count(name)) return fail("field '" + name + "' appears twice");
     f[name] = field.substr(eq + 1);

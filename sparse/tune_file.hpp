@@ -16,11 +16,12 @@
 
 namespace krysp::detail {
 
-/// The fields of a line by name, each required field present exactly once and no other; nullopt
-/// with *why set otherwise.
+/// The fields of a line by name, each required field present exactly once, each optional one at
+/// most once, and no other; nullopt with *why set otherwise.
 std::optional<std::map<std::string, std::string>> split_tune_fields(const std::string& line,
                                                                     const std::vector<const char*>& fields,
-                                                                    std::string* why);
+                                                                    std::string* why,
+                                                                    const std::vector<const char*>& optional = {});
 /// Decimal integer in [lo, hi] (no sign but '-', no spaces, at most 20 characters).
 bool parse_tune_int(const std::string& s, long long lo, long long hi, long long* out);
 /// Non-negative finite milliseconds.

@@ -44,7 +44,30 @@ __global__ void spmm_fill_kernel(T* p, std::size_t n, std::uint64_t seed) {
   }
 }
 
+template <class T>
+__global__ void spmm_gather_kernel(const T* __restrict__ src, const index_t* __restrict__ source, index_t n,
+                                   T* __restrict__ dst) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += stride)
+    dst[k] = src[source[k]];
+}
+
 }  // namespace
+
+template <class T>
+void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst) {
+  if (n <= 0) return;
+  const std::int64_t blocks = std::min<std::int64_t>((std::int64_t(n) + kSpmmBlock - 1) / kSpmmBlock, 8192);
+  spmm_gather_kernel<T><<<static_cast<unsigned>(blocks), kSpmmBlock>>>(src, source, n, dst);
+  KRYSP_CUDA_CHECK_LAUNCH("spmm_gather_kernel");
+}
+
+std::int64_t device_l2_bytes() {
+  int dev = 0, l2 = 0;
+  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
+  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  return l2;
+}
 
 template <class T>
 void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
@@ -82,6 +105,8 @@ template void spmm_device(const SpmmConfig&, const CsrView<double>&, index_t, co
                           const double*, index_t, double, double*, index_t, bool);
 template void spmm_device(const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
                           const float*, index_t, float, float*, index_t, bool);
+template void spmm_gather_values(const double*, const index_t*, index_t, double*);
+template void spmm_gather_values(const float*, const index_t*, index_t, float*);
 template void spmm_fill_device(double*, std::size_t, std::uint64_t);
 template void spmm_fill_device(float*, std::size_t, std::uint64_t);
 

@@ -40,6 +40,14 @@ template <class T>
 void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
                  const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec);
 
+/// dst[k] = src[source[k]] for k < n, on the device (asynchronous): a panel split's values
+/// gathered from the matrix (spmm_panels.hpp).
+template <class T>
+void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst);
+
+/// L2 cache bytes of the current device.
+std::int64_t device_l2_bytes();
+
 /// Fills n device values with uniform random numbers in [0.5, 1.5) from `seed` (asynchronous;
 /// tuning input, never zero).
 template <class T>

@@ -2,7 +2,7 @@
 // forced, N in {1, 2, 3, 4, 5, 8, 16, 17, 32, 64}, fp64 and fp32, on the bundled SuiteSparse
 // matrices and adversarial ones; leading dimensions larger than N (padding untouched), odd ld and
 // misaligned X (scalar-load path), beta = 0 with Y full of NaN, bitwise determinism, plan
-// refusals, the rule, and the tuned mode with its cache.
+// refusals, the rule, the tuned mode with its cache, and column panels (spmm_panels.hpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -74,11 +74,12 @@ std::vector<T> run(const SpmmPlan<T>& plan, const CsrMatrix<T>& A, T alpha, cons
   return std::vector<T>(hy.begin() + std::ptrdiff_t(y_off), hy.begin() + std::ptrdiff_t(y_off + Y0.size()));
 }
 
-/// One random problem for (A, N, ldx, ldy), checked for every forced configuration; with
-/// `twice`, each configuration runs twice and the results must be bitwise equal.
+/// One random problem for (A, N, ldx, ldy), checked for every forced configuration (split into
+/// `panels` column panels when > 1); with `twice`, each configuration runs twice and the results
+/// must be bitwise equal.
 template <class T>
 void check_all_variants(const std::string& name, const CsrMatrix<T>& A, index_t N, index_t ldx, index_t ldy,
-                        bool beta_zero, std::size_t x_off = 0, bool twice = false) {
+                        bool beta_zero, std::size_t x_off = 0, bool twice = false, int panels = 0) {
   const T alpha = T(test::random_scalar());
   const T beta = beta_zero ? T(0) : T(test::random_scalar());
   const auto X = test::random_block<T>(A.cols(), N, ldx, std::numeric_limits<T>::quiet_NaN());
@@ -91,6 +92,7 @@ void check_all_variants(const std::string& name, const CsrMatrix<T>& A, index_t 
     SpmmPlanOptions o;
     o.force = true;
     o.forced = c;
+    o.forced.panels = panels;
     const SpmmPlan<T> plan(A, N, o);
     const std::string what = name + " " + (sizeof(T) == 8 ? "fp64" : "fp32") + " N=" + std::to_string(N) + " " +
                              plan.config().to_string() + " ldx=" + std::to_string(ldx) + " ldy=" +
@@ -273,3 +275,42 @@ TEST_CASE("SpMM GPU: tuned plans time every candidate, keep the fastest, and use
   CHECK(tf.selection().source == SpmmSelection::Source::Tuned);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("SpMM GPU: column panels, every variant, against the reference; values gathered again after a change") {
+  std::vector<test::NamedMatrix> mats = {{"ca-GrQc", test::load("ca-GrQc")}, {"rajat19", test::load("rajat19")},
+                                         {"bcsstk06", test::load("bcsstk06")}};
+  for (auto& m : test::adversarial_matrices(false)) mats.push_back(std::move(m));
+  for (const auto& m : mats)
+    for (const int P : {2, 3, 7})
+      for (const index_t N : {1, 2, 3, 8, 17}) {
+        if (P > m.A.cols()) continue;
+        check_all_variants<double>(m.name, m.A, N, N, N, false, 0, false, P);
+        check_all_variants<double>(m.name, m.A, N, N + 3, N + 1, true, 0, false, P);  // beta = 0, NaN in Y
+        if (N == 3) check_all_variants<float>(m.name, test::convert<float>(m.A), N, N, N, false, 0, true, P);
+      }
+  // A panel plan copies the values: a change of A's values must reach the next apply()
+  auto A = test::load("ca-GrQc");
+  SpmmPlanOptions o;
+  o.force = true;
+  o.forced.algorithm = SpmmAlgorithm::VdlNnz;
+  o.forced.panels = 4;
+  const SpmmPlan<double> plan(A, 2, o);
+  CHECK(plan.config().panels == 4);
+  CHECK(plan.launches_per_apply() >= 4);
+  const auto X = test::random_block<double>(A.cols(), 2, 2, 0.0);
+  const std::vector<double> Y0(std::size_t(A.rows()) * 2, 0.0);
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) {
+      std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+      for (auto& x : v) x = -3.0 * x + 0.5;
+      A.set_values(v);
+    }
+    const test::SpmmExpected<double> expected(A, 2, 1.0, X, 2, 0.0, Y0, 2);
+    expected.check(run(plan, A, 1.0, X, 2, 0.0, Y0, 2), "ca-GrQc panels=4 round " + std::to_string(round));
+  }
+  // more panels than columns: refused
+  o.forced.panels = 5;
+  const auto narrow = CsrMatrix<double>::from_arrays(2, 4, {0, 2, 3}, {0, 3, 1}, {1.0, 2.0, 3.0});
+  CHECK_THROWS_AS(SpmmPlan<double>(narrow, 2, o), InputError);
+}
+

@@ -4,6 +4,7 @@
 // sparse/cuda/spmm_common.hpp) against a long-double reference.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "sparse/generators.hpp"
 #include "sparse/host/spmm_reference.hpp"
 #include "sparse/row_stats.hpp"
+#include "sparse/spmm_panels.hpp"
 #include "sparse/spmm_select.hpp"
 #include "sparse_test_util.hpp"
 #include "test_util.hpp"
@@ -485,6 +487,17 @@ TEST_CASE("SpMM config: validation") {
   CHECK_FALSE(is_valid(cfg(static_cast<SpmmAlgorithm>(7), 8, 1, 1)));
   CHECK(cfg(SpmmAlgorithm::VdlNnz, 8, 2, 1, 256).to_string() == "vdl-nnz/s8/q2/v1/k256");
   CHECK(cfg(SpmmAlgorithm::CscRow, 32, 0, 2).to_string() == "csc-row/s32/c2");
+  SpmmConfig p = cfg(SpmmAlgorithm::VdlNnz, 4, 1, 1, 256);
+  p.panels = 3;
+  CHECK(is_valid(p));
+  CHECK(p.to_string() == "vdl-nnz/s4/q1/v1/k256/p3");
+  p.panels = 1;  // one panel is no split
+  CHECK(p == cfg(SpmmAlgorithm::VdlNnz, 4, 1, 1, 256));
+  p.panels = kMaxSpmmPanels + 1;
+  CHECK_FALSE(is_valid(p, &why));
+  CHECK(why.find("panels") != std::string::npos);
+  p.panels = -1;
+  CHECK_FALSE(is_valid(p));
 }
 
 TEST_CASE("SpMM candidates: rule first, all valid, no duplicates") {
@@ -679,6 +692,18 @@ TEST_CASE("SpMM tuning cache: line round trip, corrupt lines, key includes N") {
   CHECK_FALSE(detail::parse_spmm_tune_line(broken, &why));
   CHECK(why.find("invalid configuration") != std::string::npos);
   CHECK_FALSE(detail::parse_spmm_tune_line("version=1\tprecision=double", &why));
+  {  // panels round trip; a line without the field (kernel version 1) reads as no split
+    SpmmTuneEntry ep = e;
+    ep.config.panels = 5;
+    const auto bp = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(ep), &why);
+    REQUIRE(bp);
+    CHECK(bp->config.panels == 5);
+    std::string old = line;
+    old.erase(old.find("\tpanels="), std::string("\tpanels=1").size());
+    const auto bo = detail::parse_spmm_tune_line(old, &why);
+    REQUIRE(bo);
+    CHECK(bo->config.panel_count() == 1);
+  }
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("krysp_spmm_cache_test_" + std::to_string(std::random_device{}()));
@@ -709,3 +734,65 @@ TEST_CASE("SpMM tuning cache: line round trip, corrupt lines, key includes N") {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("SpMM column panels: the split keeps every entry, in order, in its panel") {
+  const auto A = random_power_law(3000, 9.0, 400, 5);
+  for (const int P : {1, 2, 3, 7, 64}) {
+    CAPTURE(P);
+    const auto s = spmm_panel_split(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P);
+    REQUIRE(s.start.size() == std::size_t(P) + 1);
+    CHECK(s.start.back() == A.nnz());
+    CHECK(s.width == (A.cols() + P - 1) / P);
+    std::vector<char> seen(std::size_t(A.nnz()), 0);
+    const std::size_t stride = std::size_t(A.rows()) + 1;
+    for (int p = 0; p < P; ++p) {
+      const index_t* rp = s.row_ptr.data() + std::size_t(p) * stride;
+      CHECK(rp[0] == 0);
+      CHECK(rp[A.rows()] == s.start[std::size_t(p) + 1] - s.start[std::size_t(p)]);
+      for (index_t i = 0; i < A.rows(); ++i) {
+        REQUIRE(rp[i] <= rp[i + 1]);
+        for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
+          const std::size_t at = std::size_t(s.start[std::size_t(p)] + k);
+          const index_t src = s.source[at];
+          REQUIRE(src >= A.row_ptr()[i]);
+          REQUIRE(src < A.row_ptr()[i + 1]);  // an entry of the same row
+          CHECK(s.col_idx[at] == A.col_idx()[src]);
+          CHECK(s.col_idx[at] / s.width == p);  // in its panel
+          if (k > rp[i]) CHECK(s.source[at - 1] < src);  // in A's order
+          seen[std::size_t(src)] += 1;
+        }
+      }
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == A.nnz());  // every entry exactly once
+    const RowStats first = spmm_first_panel_stats(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P);
+    const RowStats split0 = row_stats(CsrView<double>{A.rows(), A.cols(), s.start[1], s.row_ptr.data(),
+                                                      s.col_idx.data(), nullptr});
+    CHECK(first.nnz == split0.nnz);
+    CHECK(first.max_len == split0.max_len);
+    CHECK(first.stddev == split0.stddev);
+  }
+  CHECK_THROWS_AS(spmm_panel_split(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), 0), InputError);
+  CHECK_THROWS_AS(spmm_panel_split(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), A.cols() + 1),
+                  InputError);
+}
+
+TEST_CASE("SpMM column panels: the rule splits scattered columns whose X outgrows L2, nothing else") {
+  const std::int64_t l2 = 256 * 1024;  // a small cache, so that small matrices exercise the rule
+  const auto scattered = random_power_law(40000, 40.0, 300, 9);  // long rows: the gathers dominate
+  const auto banded = random_banded(40000, 8, 50, 9);
+  auto panels = [&](const CsrMatrix<double>& A, index_t N, std::int64_t cache) {
+    return choose_spmm_panels(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), N, 8, cache);
+  };
+  CHECK(spmm_far_fraction(scattered.row_ptr().data(), scattered.col_idx().data(), scattered.rows(),
+                          scattered.cols(), 1000) > 0.9);
+  CHECK(spmm_far_fraction(banded.row_ptr().data(), banded.col_idx().data(), banded.rows(), banded.cols(), 1000) ==
+        0.0);
+  // X = 40000·2·8 bytes = 640 KB against a budget of 128 KB: 5 panels
+  CHECK(panels(scattered, 2, l2) == 5);
+  CHECK(panels(random_power_law(40000, 8.0, 300, 9), 2, l2) == 0);  // short rows: 5 passes cost more
+  CHECK(panels(scattered, 2, std::int64_t(64) << 20) == 0);  // X fits: no split
+  CHECK(panels(banded, 2, l2) == 0);                         // gathers near the diagonal: cached anyway
+  CHECK(panels(scattered, 64, l2) == 0);                     // more panels than the limit
+  CHECK(panels(scattered, 2, 0) == 0);
+}
+

@@ -1,0 +1,77 @@
+#pragma once
+/// \file spmm_panels.hpp
+/// Column panels for SpMM (plain host code, testable without a GPU). When X (cols × N) is larger
+/// than the L2 cache and the columns of the rows are scattered (a power-law graph), every
+/// nonzero gathers its row of X from DRAM, 32 bytes at random, and SpMM runs several times
+/// slower than the matrix stream alone (H100, 3 M rows, 8 per row, N = 2: 0.70 ms against 0.25
+/// for SpMV, whose x fits in L2). Split into P panels of equal column ranges, each panel's rows
+/// of X fit in L2: the panels are applied one after another (Y = αA₀X + βY, then
+/// Y = αA_pX + Y), paying every row's cost P times instead (its offsets, its pass over Y, and the
+/// kernel's per-row work, which dominates on the panels' short rows). Measured on that matrix
+/// (bench_spmm --panel-sweep): N = 2 took 0.53 ms in 2 panels against 0.70 unsplit; N = 4 and 8
+/// gained nothing with any panel count (1.05 and 1.29 ms unsplit), so the model below splits
+/// only N = 2 there.
+///
+/// The split keeps A's entries in their order within each row (columns are increasing, so a
+/// row's entries of one panel are contiguous): panel p is a CSR matrix of its own (absolute
+/// column indices), stored after panel p − 1, with the position in A of every entry (`source`),
+/// through which the plan gathers the values from A on the device whenever they change.
+#include <cstdint>
+#include <vector>
+
+#include "sparse/csr_view.hpp"
+#include "sparse/row_stats.hpp"
+#include "sparse/spmm_config.hpp"
+
+namespace krysp {
+
+namespace spmm_rule {
+/// Share of the L2 cache one panel's rows of X may take (the rest holds the streamed matrix and
+/// Y). H100, power-law 3 M rows, N = 2 (X 48 MB, L2 50 MB): 2 panels 0.53 ms, 3 panels 0.54, 4
+/// panels 0.60. Retune from bench_spmm --panel-sweep.
+inline constexpr double kPanelL2Share = 1.0 / 2.0;
+/// Cost of a byte gathered at random from DRAM (32-byte sectors that miss L2), in bytes streamed.
+/// Fitted on that matrix unsplit: 4.7 at N = 2 and 4.8 at N = 4. Retune from bench_spmm --panel-sweep.
+inline constexpr double kRandomByteCost = 4.75;
+/// A row's cost in one pass, in bytes streamed, besides its offsets and its values of Y: the
+/// kernel's per-row work. Fitted on that matrix split: 174 bytes at N = 2 (2 panels), 186 at N = 4
+/// (4 panels). Retune from bench_spmm --panel-sweep.
+inline constexpr double kPanelRowBytes = 180.0;
+/// Panels are used when their modelled traffic is below this fraction of the unsplit one.
+inline constexpr double kPanelMinGain = 0.8;
+/// Rows sampled (evenly spaced) to measure how scattered the columns are.
+inline constexpr index_t kPanelSampleRows = 65536;
+}  // namespace spmm_rule
+
+/// Fraction of A's nonzeros (rows sampled evenly, at most kPanelSampleRows) whose column lies more
+/// than `window` columns from the row's diagonal position i·cols/rows: the gathers that a cache
+/// of 2·window rows of X around the diagonal would miss.
+double spmm_far_fraction(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, double window);
+
+/// The rule: panels for Y = A·X with N columns of value_bytes each on a device with l2_bytes of
+/// L2 cache (0 for none), from a traffic model: matrix + P · rows · (offsets + Y read and written
+/// + kPanelRowBytes) + X, plus, unsplit (P = 1), the scattered gathers that miss L2 at
+/// kRandomByteCost each.
+int choose_spmm_panels(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, index_t N,
+                       int value_bytes, std::int64_t l2_bytes);
+
+/// Row statistics of the first of `panels` column panels (what the rule picks the panels' kernel
+/// from), without splitting.
+RowStats spmm_first_panel_stats(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols,
+                                int panels);
+
+/// A's structure split into column panels (see the file comment).
+struct SpmmPanelSplit {
+  int panels = 1;
+  index_t width = 0;                 ///< columns per panel (the last may have fewer)
+  std::vector<index_t> start;        ///< panels + 1 entries: panel p's entries are [start[p], start[p + 1])
+  std::vector<index_t> row_ptr;      ///< panels × (rows + 1): panel p's offsets, relative to start[p]
+  std::vector<index_t> col_idx;      ///< nnz: absolute column indices, panel after panel
+  std::vector<index_t> source;       ///< nnz: the position of each entry in A
+};
+/// Splits A's structure (columns increasing within each row) into `panels` panels of equal
+/// column ranges (InputError unless 1 <= panels <= cols or cols = 0).
+SpmmPanelSplit spmm_panel_split(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols,
+                                int panels);
+
+}  // namespace krysp
