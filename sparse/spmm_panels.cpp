@@ -29,7 +29,7 @@ int choose_spmm_panels(const index_t* row_ptr, const index_t* col_idx, index_t r
   const int P = int(std::ceil(x_bytes / budget));
   if (P > kMaxSpmmPanels || P > cols) return 0;
   const double nnz = double(row_ptr[rows]);
-  const double far = spmm_far_fraction(row_ptr, col_idx, rows, cols, 0.5 * budget / row_bytes);
+  const double far = spmm_far_fraction(row_ptr, col_idx, rows, cols, kPanelLocalShare * budget / row_bytes);
   const double sector = 32.0 * std::ceil(row_bytes / 32.0);  // bytes a gather of one row of X moves
   const double miss = 1.0 - budget / x_bytes;
   const double matrix = nnz * (4.0 + value_bytes), per_row = 4.0 + 2.0 * row_bytes + kPanelRowBytes;

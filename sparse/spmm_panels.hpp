@@ -37,6 +37,11 @@ inline constexpr double kRandomByteCost = 4.75;
 /// kernel's per-row work. Fitted on that matrix split: 174 bytes at N = 2 (2 panels), 186 at N = 4
 /// (4 panels). Retune from bench_spmm --panel-sweep.
 inline constexpr double kPanelRowBytes = 180.0;
+/// A gather counts as scattered when its column lies farther from the row's diagonal position
+/// than this share of the columns one panel holds (stencils and bands stay well inside; a
+/// power-law graph's uniform columns mostly do not). The H100 run above: with half the panel's
+/// columns the window took in half the power-law gathers and the rule kept N = 2 unsplit.
+inline constexpr double kPanelLocalShare = 1.0 / 16.0;
 /// Panels are used when their modelled traffic is below this fraction of the unsplit one.
 inline constexpr double kPanelMinGain = 0.8;
 /// Rows sampled (evenly spaced) to measure how scattered the columns are.
