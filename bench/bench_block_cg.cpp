@@ -6,6 +6,7 @@
 //
 // usage: bench_block_cg [--quick] [--profile-only] [--json out.json] [A.mtx ...]
 // --profile-only: the step and loop profiles of the Laplacian, no solves against sequential CG.
+// --target-only: only the issue's target row (the Laplacian, s = 8, Jacobi), no profiles.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include "precond/preconditioner.hpp"
 #include "solvers/block_cg.hpp"
 #include "solvers/cg_solver.hpp"
+#include "solvers/cuda/block_cg_kernels.hpp"
 #include "solvers/cuda/cuda_block_cg_ops.hpp"
 #include "sparse/cuda/timing.hpp"
 #include "sparse/spmv_plan.hpp"
@@ -199,6 +201,19 @@ void profile_loop(const std::string& name, const CsrMatrix<double>& A, index_t s
   // iterates when no initial guess is given)
   std::vector<double> hb(std::size_t(A.rows()) * s);
   B.download(hb.data(), hb.size());
+  {  // without TimedOps, on B and on the right-hand sides solve_block gets (hb read column-major)
+    X.zero();
+    auto res = block_cg(ops, B, X, o);
+    std::printf("  %-22s s=%2d direct loop, same B: %.3f ms/it (%d it)\n", name.c_str(), s,
+                1e3 * res.seconds / res.iterations, res.iterations);
+    DeviceArray<double> cmaj(hb.size());
+    cmaj.upload(hb.data(), hb.size());
+    detail::transpose(cmaj.data(), s, A.rows(), B.data());
+    X.zero();
+    res = block_cg(ops, B, X, o);
+    std::printf("  %-22s s=%2d direct loop, solve_block's B: %.3f ms/it (%d it)\n", name.c_str(), s,
+                1e3 * res.seconds / res.iterations, res.iterations);
+  }
   SolveOptions so;
   so.backend = Backend::Cuda;
   so.cg = o;
@@ -299,12 +314,13 @@ int main(int argc, char** argv) {
     std::printf("bench_block_cg: no CUDA device, nothing to measure\n");
     return 0;
   }
-  bool quick = false, profile_only = false;
+  bool quick = false, profile_only = false, target_only = false;
   std::string json;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--profile-only")) profile_only = true;
+    else if (!std::strcmp(argv[i], "--target-only")) target_only = true;
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else files.push_back(argv[i]);
   }
@@ -314,8 +330,10 @@ int main(int argc, char** argv) {
   for (const auto& f : files) mats.emplace_back(f.substr(f.find_last_of('/') + 1), io::read_matrix_market<double>(f));
   const double copy_gbs = measure_copy_bandwidth_gbs();
   std::printf("device %s, copy bandwidth %.0f GB/s\n", cuda_device_name().c_str(), copy_gbs);
-  for (index_t s : {8, 16}) profile_steps(mats.front().first, mats.front().second, s, copy_gbs);
-  profile_loop(mats.front().first, mats.front().second, 8);
+  if (!target_only) {
+    for (index_t s : {8, 16}) profile_steps(mats.front().first, mats.front().second, s, copy_gbs);
+    profile_loop(mats.front().first, mats.front().second, 8);
+  }
   if (profile_only) return 0;
   std::vector<Row> rows;
   auto run = [&](const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group, PrecondKind pk) {
@@ -328,12 +346,18 @@ int main(int argc, char** argv) {
                 r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s, join(r.ratios).c_str(), r.spmm.c_str());
     std::fflush(stdout);
   };
-  for (const auto& [name, A] : mats)
-    for (const auto [s, group] : {std::pair<index_t, index_t>{8, 0}, {16, 0}, {16, 8}})
-      run(name, A, s, group, PrecondKind::Jacobi);
-  // The Laplacian with the preconditioner that solves it fastest one vector at a time (issue 7),
-  // on both sides again: the block applies it to all columns at once (SpMM steps).
-  for (const index_t s : {8, 16}) run(mats.front().first, mats.front().second, s, 0, PrecondKind::Chebyshev);
+  if (target_only) {  // the direct loop profile before and after, to tell the solve's overheads from the device's state
+    profile_loop(mats.front().first, mats.front().second, 8);
+    run(mats.front().first, mats.front().second, 8, 0, PrecondKind::Jacobi);
+    profile_loop(mats.front().first, mats.front().second, 8);
+  } else {
+    for (const auto& [name, A] : mats)
+      for (const auto [s, group] : {std::pair<index_t, index_t>{8, 0}, {16, 0}, {16, 8}})
+        run(name, A, s, group, PrecondKind::Jacobi);
+    // The Laplacian with the preconditioner that solves it fastest one vector at a time (issue 7),
+    // on both sides again: the block applies it to all columns at once (SpMM steps).
+    for (const index_t s : {8, 16}) run(mats.front().first, mats.front().second, s, 0, PrecondKind::Chebyshev);
+  }
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 2;

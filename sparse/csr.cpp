@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <numeric>
 #include <sstream>
 
@@ -53,6 +54,7 @@ struct CsrMatrix<T>::Shared {
   std::uint64_t snapshot_version = ~std::uint64_t(0);
   // memo(): tag → (values version, result)
   std::map<std::string, std::pair<std::uint64_t, std::string>> memo;
+  std::optional<RowStats> row_stats;  // of the structure, which never changes
 };
 
 template <class T>
@@ -318,6 +320,18 @@ std::string CsrMatrix<T>::memo(const std::string& tag, const std::function<std::
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->memo[tag] = {version, result};
   return result;
+}
+
+template <class T>
+RowStats CsrMatrix<T>::row_stats() const {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->row_stats) return *shared_->row_stats;
+  }
+  const RowStats s = krysp::row_stats(CsrView<T>{rows(), cols(), nnz(), row_ptr().data(), col_idx().data(), nullptr});
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->row_stats = s;
+  return s;
 }
 
 template <class T>

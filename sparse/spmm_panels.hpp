@@ -45,7 +45,7 @@ inline constexpr double kPanelLocalShare = 1.0 / 16.0;
 /// Panels are used when their modelled traffic is below this fraction of the unsplit one.
 inline constexpr double kPanelMinGain = 0.8;
 /// Rows sampled (evenly spaced) to measure how scattered the columns are.
-inline constexpr index_t kPanelSampleRows = 65536;
+inline constexpr index_t kPanelSampleRows = 8192;
 }  // namespace spmm_rule
 
 /// Fraction of A's nonzeros (rows sampled evenly, at most kPanelSampleRows) whose column lies more

@@ -208,7 +208,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
   s->fingerprint = A.fingerprint();
   s->n = N;
   // Structure only: host_view() would download a device-borrowed matrix's values for nothing.
-  s->stats = row_stats(CsrView<T>{A.rows(), A.cols(), A.nnz(), A.row_ptr().data(), A.col_idx().data(), nullptr});
+  s->stats = A.row_stats();
   s->selection.rule = choose_spmm_rule(s->stats, N, int(sizeof(T)));
   const CsrView<T> dA = A.device_view();  // upload now, not inside the first apply
   // Column panels where X outgrows L2 and the gathers are scattered (spmm_panels.hpp); the split
