@@ -183,36 +183,32 @@ void profile_loop(const std::string& name, const CsrMatrix<double>& A, index_t s
   }
   CgOptions o;
   o.rtol = 1e-8;
-  for (int round = 0; round < 2; ++round) {  // the first warms up
+  auto timed_solve = [&](const char* label) {
     X.zero();
     timed.calls.clear();
     const auto res = block_cg(timed, B, X, o);
-    if (round == 0) continue;
     double in_calls = 0;
     for (const auto& [what, c] : timed.calls) {
       in_calls += c.first;
-      std::printf("  %-22s s=%2d loop: %-32s %5d calls %8.3f ms each\n", name.c_str(), s, what.c_str(), c.second,
-                  1e3 * c.first / c.second);
+      std::printf("  %-22s s=%2d loop (%s): %-32s %5d calls %8.3f ms each\n", name.c_str(), s, label, what.c_str(),
+                  c.second, 1e3 * c.first / c.second);
     }
-    std::printf("  %-22s s=%2d loop: %d iterations, %.3f ms/it, of which host %.3f ms/it\n", name.c_str(), s,
-                res.iterations, 1e3 * res.seconds / res.iterations, 1e3 * (res.seconds - in_calls) / res.iterations);
-  }
+    std::printf("  %-22s s=%2d loop (%s): %d iterations, %.3f ms/it, of which host %.3f ms/it\n", name.c_str(), s,
+                label, res.iterations, 1e3 * res.seconds / res.iterations,
+                1e3 * (res.seconds - in_calls) / res.iterations);
+  };
+  X.zero();
+  block_cg(ops, B, X, o);  // warm-up: plans for every width the solve meets
+  timed_solve("row-major B");
   // The same through solve_block: B from the host, X returned (sized on the host while the device
   // iterates when no initial guess is given)
   std::vector<double> hb(std::size_t(A.rows()) * s);
   B.download(hb.data(), hb.size());
-  {  // without TimedOps, on B and on the right-hand sides solve_block gets (hb read column-major)
-    X.zero();
-    auto res = block_cg(ops, B, X, o);
-    std::printf("  %-22s s=%2d direct loop, same B: %.3f ms/it (%d it)\n", name.c_str(), s,
-                1e3 * res.seconds / res.iterations, res.iterations);
+  {  // on the right-hand sides solve_block gets (hb read column-major)
     DeviceArray<double> cmaj(hb.size());
     cmaj.upload(hb.data(), hb.size());
     detail::transpose(cmaj.data(), s, A.rows(), B.data());
-    X.zero();
-    res = block_cg(ops, B, X, o);
-    std::printf("  %-22s s=%2d direct loop, solve_block's B: %.3f ms/it (%d it)\n", name.c_str(), s,
-                1e3 * res.seconds / res.iterations, res.iterations);
+    timed_solve("solve_block's B");
   }
   SolveOptions so;
   so.backend = Backend::Cuda;
