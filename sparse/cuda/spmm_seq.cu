@@ -14,23 +14,51 @@ namespace {
 
 /// x[0..W) = X row entries p[0..m) (zeros after; never reads p[m..)). VEC: p is 16-byte aligned
 /// when W >= the vector width, else aligned to W entries, so whole vectors are single loads.
-template <class T, int W, bool VEC>
-__device__ __forceinline__ void seq_load_x(const T* p, int m, T (&x)[W]) {
-  constexpr int VW = kSpmmVecWidth<T>;
-  constexpr int NV = (W + VW - 1) / VW;
+template <bool VEC, int W>
+__device__ __forceinline__ void seq_load_x(const double* p, int m, double (&x)[W]) {
+  if constexpr (W == 1) {
+    x[0] = __ldg(p);
+  } else {
 #pragma unroll
-  for (int v = 0; v < NV; ++v) {
-    const int mv = vdl_valid(m, v * VW, VW);
-    T t[VW];
-    if (mv > 0) {
-      spmm_load_x<VEC>(p + v * VW, mv, t);
-    } else {
-#pragma unroll
-      for (int e = 0; e < VW; ++e) t[e] = T(0);
+    for (int v = 0; v < W; v += 2) {
+      if (VEC && v + 2 <= m) {
+        const double2 d = __ldg(reinterpret_cast<const double2*>(p + v));
+        x[v] = d.x;
+        x[v + 1] = d.y;
+      } else {
+        x[v] = v < m ? __ldg(p + v) : 0.0;
+        x[v + 1] = v + 1 < m ? __ldg(p + v + 1) : 0.0;
+      }
     }
+  }
+}
+template <bool VEC, int W>
+__device__ __forceinline__ void seq_load_x(const float* p, int m, float (&x)[W]) {
+  if constexpr (W == 1) {
+    x[0] = __ldg(p);
+  } else if constexpr (W == 2) {
+    if (VEC && m == 2) {
+      const float2 f = __ldg(reinterpret_cast<const float2*>(p));
+      x[0] = f.x;
+      x[1] = f.y;
+    } else {
+      x[0] = __ldg(p);
+      x[1] = m == 2 ? __ldg(p + 1) : 0.0f;
+    }
+  } else {
 #pragma unroll
-    for (int e = 0; e < VW; ++e)
-      if (v * VW + e < W) x[v * VW + e] = t[e];
+    for (int v = 0; v < W; v += 4) {
+      if (VEC && v + 4 <= m) {
+        const float4 f = __ldg(reinterpret_cast<const float4*>(p + v));
+        x[v] = f.x;
+        x[v + 1] = f.y;
+        x[v + 2] = f.z;
+        x[v + 3] = f.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[v + e] = v + e < m ? __ldg(p + v + e) : 0.0f;
+      }
+    }
   }
 }
 
@@ -81,7 +109,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
         const index_t c = load_stream(cols + k);
         const T a = load_stream(vals + k);
         T x[W];
-        seq_load_x<T, W, VEC>(X + std::int64_t(c) * ldx + j0, m, x);
+        seq_load_x<VEC, W>(X + std::int64_t(c) * ldx + j0, m, x);
 #pragma unroll
         for (int t = 0; t < W; ++t) acc[t] += a * x[t];
       }
@@ -98,7 +126,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
       const index_t c = load_stream(cols + k);
       const T a = load_stream(vals + k);
       T x[W];
-      seq_load_x<T, W, VEC>(X + std::int64_t(c) * ldx + j0, m, x);
+      seq_load_x<VEC, W>(X + std::int64_t(c) * ldx + j0, m, x);
 #pragma unroll
       for (int t = 0; t < W; ++t) acc[t] += a * x[t];
     }
