@@ -289,7 +289,8 @@ void panel_sweep(bool quick) {
                                                                            {SpmmAlgorithm::VdlRow, 2},
                                                                            {SpmmAlgorithm::VdlRow, 4},
                                                                            {SpmmAlgorithm::CscNnz, N >= 8 ? 8 : 2},
-                                                                           {SpmmAlgorithm::CscRow, N >= 8 ? 8 : 2}}) {
+                                                                           {SpmmAlgorithm::CscRow, N >= 8 ? 8 : 2},
+                                                                           {SpmmAlgorithm::SeqNnz, 32}}) {
         SpmmPlanOptions o;
         o.force = true;
         o.forced.algorithm = alg;

@@ -7,25 +7,31 @@
 namespace krysp {
 
 /// The SpMM design space: parallel (VDL) or sequential (CSC) reduction, times row- or
-/// nonzero-balanced work.
+/// nonzero-balanced work, plus a thread-sequential merge-path kernel (SeqNnz) for short rows.
 enum class SpmmAlgorithm : int {
   VdlRow = 0,  ///< parallel reduction, vector loads of X, a sub-warp per row
   VdlNnz = 1,  ///< parallel reduction, vector loads of X, merge-path units (nonzero-balanced)
   CscRow = 2,  ///< sequential reduction, (col, val) pairs cached in shared memory, a sub-warp per row
   CscNnz = 3,  ///< sequential reduction, cached pairs, merge-path units (nonzero-balanced)
+  /// Thread-sequential merge path: each lane of a unit's warp walks its own slice of the unit's
+  /// rows and nonzeros (all N columns, up to 8 at a time), rows split between lanes joined by a
+  /// segmented warp scan (nonzero-balanced; aimed at short, irregular rows and N <= 8)
+  SeqNnz = 4,
 };
 /// Number of SpmmAlgorithm values.
-inline constexpr int kSpmmAlgorithmCount = 4;
-/// "vdl-row", "vdl-nnz", "csc-row" or "csc-nnz".
+inline constexpr int kSpmmAlgorithmCount = 5;
+/// "vdl-row", "vdl-nnz", "csc-row", "csc-nnz" or "seq-nnz".
 const char* to_string(SpmmAlgorithm a);
 /// True for the merge-path (nonzero-balanced) algorithms.
-inline bool is_nnz_balanced(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlNnz || a == SpmmAlgorithm::CscNnz; }
+inline bool is_nnz_balanced(SpmmAlgorithm a) {
+  return a == SpmmAlgorithm::VdlNnz || a == SpmmAlgorithm::CscNnz || a == SpmmAlgorithm::SeqNnz;
+}
 /// True for the vector-load, parallel-reduction algorithms.
 inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == SpmmAlgorithm::VdlNnz; }
 
 /// Version of the SpMM kernels, their partition and candidate set. Bump it whenever one of them
 /// changes: SpMM tuning-cache entries of another version are ignored.
-inline constexpr int kSpmmKernelVersion = 2;
+inline constexpr int kSpmmKernelVersion = 3;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;
@@ -34,16 +40,17 @@ inline constexpr int kMaxSpmmPanels = 64;
 /// "derive from N and the matrix" (complete_spmm_config in spmm_select.hpp fills them in).
 struct SpmmConfig {
   SpmmAlgorithm algorithm = SpmmAlgorithm::VdlRow;
-  int subwarp = 0;         ///< S: lanes per row, a power of two in [2, 32]
-  int col_lanes = 0;       ///< VDL: Q, lanes that split the columns (power of two <= S); CSC: unused (0)
-  int per_lane = 0;        ///< VDL: vectors per lane (1 or 2); CSC: columns per lane (1 or 2)
+  int subwarp = 0;         ///< S: lanes per row, a power of two in [2, 32]; SeqNnz: 32 (the warp)
+  int col_lanes = 0;       ///< VDL: Q, lanes that split the columns (power of two <= S); CSC, SeqNnz: 0
+  int per_lane = 0;        ///< VDL: vectors per lane (1 or 2); CSC: columns per lane (1 or 2); SeqNnz: 1
   int items_per_warp = 0;  ///< nonzero-balanced: rows + nonzeros per unit (one warp); 0 for row kernels
   /// Column panels (0 or 1: none): the plan splits the matrix into this many panels of equal
   /// column ranges and applies them one after another, each with the kernel above, so that the
   /// rows of X one panel gathers stay in L2 (large matrices with scattered columns; see
   /// sparse/spmm_panels.hpp).
   int panels = 0;
-  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels).
+  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels;
+  /// SeqNnz: "seq-nnz/k256").
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {

@@ -15,6 +15,11 @@
 ///  - CSC (coalesced sparse-row caching, sequential reduction): a sub-warp loads up to 32
 ///    (column, value) pairs of a row into shared memory in one coalesced access; then each lane
 ///    walks them for its own columns of Y (lane j: columns j, j+S, ...). Aimed at larger N.
+///  - SeqNnz (thread-sequential merge path, nonzero-balanced only): for short, irregular rows
+///    at small N, where a sub-warp per row idles most of its lanes. Every lane of a unit's warp
+///    walks its own equal share of the unit's rows and nonzeros with up to 8 columns in
+///    registers (16-byte loads of X when aligned, as VDL), finishing rows as it goes; rows split
+///    between lanes are joined by a segmented warp scan. N > 8 loops over chunks of 8 columns.
 ///  - row-balanced: one sub-warp per row; nonzero-balanced: merge-path units of equal
 ///    (rows + nonzeros), one warp each; a row split between units leaves partial sums that a
 ///    fix-up kernel combines in unit order.

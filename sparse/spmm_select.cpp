@@ -18,15 +18,17 @@ const char* to_string(SpmmAlgorithm a) {
     case SpmmAlgorithm::VdlNnz: return "vdl-nnz";
     case SpmmAlgorithm::CscRow: return "csc-row";
     case SpmmAlgorithm::CscNnz: return "csc-nnz";
+    case SpmmAlgorithm::SeqNnz: return "seq-nnz";
   }
   return "unknown";
 }
 
 std::string SpmmConfig::to_string() const {
   std::ostringstream os;
-  os << krysp::to_string(algorithm) << "/s" << subwarp;
+  os << krysp::to_string(algorithm);
+  if (algorithm != SpmmAlgorithm::SeqNnz) os << "/s" << subwarp;  // SeqNnz: always the whole warp
   if (is_vdl(algorithm)) os << "/q" << col_lanes << "/v" << per_lane;
-  else os << "/c" << per_lane;
+  else if (algorithm != SpmmAlgorithm::SeqNnz) os << "/c" << per_lane;
   if (is_nnz_balanced(algorithm)) os << "/k" << items_per_warp;
   if (panel_count() > 1) os << "/p" << panels;
   return os.str();
@@ -49,7 +51,10 @@ bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const RowStats& s) {
   using namespace spmm_rule;
   N = std::max<index_t>(N, 1);
-  if (is_vdl(c.algorithm)) {
+  if (c.algorithm == SpmmAlgorithm::SeqNnz) {  // one warp per unit, a lane walks all columns
+    if (c.subwarp == 0) c.subwarp = 32;
+    if (c.per_lane == 0) c.per_lane = 1;
+  } else if (is_vdl(c.algorithm)) {
     const index_t nvec = ceil_div(N, vec_width(value_bytes));
     if (c.per_lane == 0)
       c.per_lane = c.col_lanes > 0 ? int(std::min<index_t>(2, ceil_div(nvec, c.col_lanes)))
@@ -81,7 +86,11 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
   if (a < 0 || a >= kSpmmAlgorithmCount) return fail("algorithm " + std::to_string(a) + " does not exist");
   if (!pow2(c.subwarp) || c.subwarp < 2 || c.subwarp > 32)
     return fail("subwarp " + std::to_string(c.subwarp) + " is not 2, 4, 8, 16 or 32");
-  if (is_vdl(c.algorithm)) {
+  if (c.algorithm == SpmmAlgorithm::SeqNnz) {
+    if (c.subwarp != 32) return fail("subwarp must be 32 for seq-nnz, not " + std::to_string(c.subwarp));
+    if (c.col_lanes != 0) return fail("col_lanes must be 0 for seq-nnz, not " + std::to_string(c.col_lanes));
+    if (c.per_lane != 1) return fail("per_lane must be 1 for seq-nnz, not " + std::to_string(c.per_lane));
+  } else if (is_vdl(c.algorithm)) {
     if (!pow2(c.col_lanes) || c.col_lanes > c.subwarp)
       return fail("col_lanes " + std::to_string(c.col_lanes) + " is not a power of two <= subwarp " +
                   std::to_string(c.subwarp));
@@ -174,6 +183,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   add(make(SpmmAlgorithm::CscRow));
   add(make(SpmmAlgorithm::CscRow, 32));
   add(make(SpmmAlgorithm::CscNnz));
+  if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
   return out;
 }
 

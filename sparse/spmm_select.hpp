@@ -68,6 +68,9 @@ inline constexpr double kSmallItems = 1 << 18;
 /// Tuning: VDL candidates are timed up to this N (beyond, VDL loops over column chunks and
 /// re-reads the row). Retune from bench/bench_spmm.
 inline constexpr int kTuneVdlMaxN = 64;
+/// Tuning: SeqNnz candidates are timed up to this N (a lane keeps up to 8 sums; beyond, it walks
+/// its items once per 8 columns). Retune from bench/bench_spmm.
+inline constexpr int kTuneSeqMaxN = 8;
 /// Tuning: row-balanced candidates whose longest row needs more than this many trips are not
 /// timed at all (one run could cost hundreds of SpMMs). Retune from bench/bench_spmm.
 inline constexpr double kTuneMaxRowTrips = 2048;
@@ -83,7 +86,8 @@ int spmm_pow2_at_least(double v, int lo, int hi);
 /// with these statistics (spmm_config.hpp): VDL vectors per lane NV = min(kVdlVectorsPerLane,
 /// ceil(N / VW)), column lanes Q = pow2 >= ceil(N / (VW·NV)) (<= S), sub-warp S = Q · (pow2 >=
 /// mean row length / kVdlNnzPerLane) in [2, 32]; CSC S = pow2 >= N in [2, 32], columns per lane 2 when N > S;
-/// items_per_warp for the nonzero-balanced ones. Non-zero fields are kept as given.
+/// items_per_warp for the nonzero-balanced ones; SeqNnz S = 32, per_lane 1, no column lanes. Non-zero
+/// fields are kept as given.
 SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const RowStats& s);
 
 /// Is `c` (complete) a configuration the kernels accept? When not and `why` is given, *why says
@@ -112,7 +116,8 @@ bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
 
 /// The configurations Select::Tune times: the rule's pick first; VDL (N <= kTuneVdlMaxN) row
 /// kernels at S/2, S, 2S and 32 and with one vector per lane, VdlNnz; CSC row kernels at the derived S
-/// and 32, CscNnz. Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no duplicates.
+/// and 32, CscNnz; SeqNnz (N <= kTuneSeqMaxN). Row-balanced ones over kTuneMaxRowTrips are left
+/// out. All valid, no duplicates.
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes = 8);
 
 // ---- SpMM tuning cache ----------------------------------------------------------------------------
@@ -122,7 +127,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
 // of tab-separated name=value fields, `#` comments, every field validated on reading (bad lines
 // ignored with a warning), atomic rewrite on store (io/atomic_file.hpp).
 //   version=1 precision=double rows= cols= nnz= hash=<16 hex> n=<N> xvec=<0|1>
-//   algorithm=<0..3> subwarp= col_lanes= per_lane= items_per_warp= ms= gpu=<name>
+//   algorithm=<0..4> subwarp= col_lanes= per_lane= items_per_warp= ms= gpu=<name>
 // Key: fingerprint, precision, GPU name, kSpmmKernelVersion, N and whether X was vector-aligned.
 
 /// What an SpMM tuning entry is looked up by.

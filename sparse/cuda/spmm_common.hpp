@@ -32,6 +32,19 @@
 /// A row whose sums went to a head slot is a split row: its first unit u_s is the first unit with
 /// i1 == row, its last u_e is the unit whose head slot holds its end; the fix-up computes
 /// Y[row] = alpha·(tail[u_s] + ... + tail[u_e - 1] + head[u_e]) + beta·Y[row] in that order.
+///
+/// SeqNnz lane layout (thread-sequential merge path inside a unit of L items): lane l takes the
+/// P = ceil(L / 32) path items from diagonal min(l·P, L) of the unit to min((l+1)·P, L), its start
+/// found by seq_unit_search, and walks them in order (a nonzero adds a·X[c, chunk] to its W sums, a
+/// row end finishes a row). The lane's pieces: its first row end, when that row began before
+/// the lane (row_ptr[r] < lane's first nonzero), is deferred; every later row end lies wholly in
+/// the lane and is stored at once (Direct); what is left at the end is the lane's carry-out,
+/// keyed by its end row. A segmented inclusive scan over the 32 carry-outs (Hillis-Steele, offsets
+/// 1, 2, 4, 8, 16; lane l adds lane l-off's value, before its own, when l-off is in l's segment of
+/// equal keys) gives S_l; a deferred row end of lane l > 0 totals S_{l-1} + its own piece (lane 0:
+/// its piece), and goes to Y or the unit's head slot (spmm_unit_dest); S_31 is the row i1's part
+/// in the unit, stored in the tail slot when i1 < rows. Columns in chunks of W (the kernel's
+/// template width): the whole walk runs once per chunk.
 #include <cstdint>
 
 #include "base/host_device.hpp"
@@ -86,6 +99,34 @@ KRYSP_HD inline MergeCoord merge_path_search(std::int64_t diag, const index_t* r
   }
   return {index_t(lo), index_t(diag - lo)};
 }
+
+/// The merge-path coordinate on diagonal d of a unit from (i0, k0) to (i1, k1), 0 <= d <=
+/// (i1 - i0) + (k1 - k0): the same point as merge_path_search on the global diagonal, with the
+/// search bounded by the unit (reads row_ptr[i0 + 1 .. i1] only).
+KRYSP_HD inline MergeCoord seq_unit_search(std::int64_t d, const index_t* row_ptr, index_t i0, index_t k0, index_t i1,
+                                           index_t k1) {
+  const std::int64_t nz = std::int64_t(k1) - k0;
+  std::int64_t lo = d - nz > 0 ? d - nz : 0;
+  std::int64_t hi = d < std::int64_t(i1) - i0 ? d : std::int64_t(i1) - i0;
+  while (lo < hi) {
+    const std::int64_t mid = (lo + hi) / 2;
+    if (std::int64_t(row_ptr[i0 + mid + 1]) <= std::int64_t(k0) + d - mid - 1)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return {index_t(i0 + lo), index_t(k0 + d - lo)};
+}
+
+/// SeqNnz: path items per lane in a unit of L items (ceil(L / 32)).
+KRYSP_HD inline std::int64_t seq_lane_items(std::int64_t L) { return (L + 31) / 32; }
+/// SeqNnz: the unit diagonal where lane `lane` starts (lane + 1: where it ends).
+KRYSP_HD inline std::int64_t seq_lane_diag(int lane, std::int64_t L) {
+  const std::int64_t d = std::int64_t(lane) * seq_lane_items(L);
+  return d < L ? d : L;
+}
+/// SeqNnz: columns per pass for N columns: the power of two >= N, at most 8.
+KRYSP_HD inline int seq_width(index_t N) { return N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : 8; }
 
 enum class SpmmDest : int { Direct = 0, Head = 1, Tail = 2 };
 

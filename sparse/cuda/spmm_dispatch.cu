@@ -83,6 +83,9 @@ void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const Spmm
     case SpmmAlgorithm::CscNnz:
       spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy);
       break;
+    case SpmmAlgorithm::SeqNnz:
+      spmm_seq_launch<T>(c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+      break;
     default: KRYSP_THROW(InputError, "SpMM algorithm ", int(c.algorithm), " does not exist");
   }
   if (nnz && ws.num_splits > 0) {

@@ -447,7 +447,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
   }
 }
 
-// ---- launchers (defined in spmm_vdl.cu / spmm_csc.cu) -------------------------------------------
+// ---- launchers (defined in spmm_vdl.cu / spmm_csc.cu / spmm_seq.cu) ------------------------------
 
 template <class T>
 void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
@@ -456,5 +456,9 @@ void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy);
+/// SeqNnz (thread-sequential merge path, spmm_common.hpp); x_vec: 16-byte loads of X allowed.
+template <class T>
+void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
+                     const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec);
 
 }  // namespace krysp::detail

@@ -54,7 +54,9 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::CscRow, 32, 0, 2),
           cfg(SpmmAlgorithm::CscNnz),
           cfg(SpmmAlgorithm::CscNnz, 4, 0, 2, 5),
-          cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, 100)};
+          cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, 100),
+          cfg(SpmmAlgorithm::SeqNnz),
+          cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, 37)};
 }
 
 /// Runs plan.apply on device copies of X and Y0 (X placed x_off elements, Y y_off elements after

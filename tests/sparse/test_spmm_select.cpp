@@ -1,6 +1,6 @@
 // SpMM on the host: the rule's choices, configuration completion and validation, the tuning
 // candidates and cache, the merge-path partition, the host reference spmm_host, and a lane-exact
-// host emulation of the four device kernels (same index functions as the kernels,
+// host emulation of the five device kernels (same index functions as the kernels,
 // sparse/cuda/spmm_common.hpp) against a long-double reference.
 #include <doctest/doctest.h>
 
@@ -187,17 +187,100 @@ void axpby(T* y, T alpha, T s, T beta) {
   *y = beta == T(0) ? alpha * s : alpha * s + beta * *y;
 }
 
+/// One unit of the SeqNnz kernel (spmm_seq.cu), lane by lane: the same slices, walk, segmented
+/// scan (shuffles replaced by reads of the partner lane's registers) and destinations.
+/// put_y(row, col, sum) stores into Y; carries are raw.
+template <class T, class PutY>
+void emulate_seq_unit(Emu<T>& emu, index_t u, index_t U, index_t i0, index_t k0, index_t i1, index_t k1, T* carries,
+                      PutY put_y) {
+  const auto& A = emu.A;
+  const index_t N = emu.N;
+  const std::int64_t L = (std::int64_t(i1) - i0) + (std::int64_t(k1) - k0);
+  MergeCoord s[32];
+  index_t er[32], ek[32], rs0[32];
+  bool deferred[32];
+  int seg[32];
+  for (int l = 0; l < 32; ++l) s[l] = seq_unit_search(seq_lane_diag(l, L), A.row_ptr, i0, k0, i1, k1);
+  for (int l = 0; l < 32; ++l) {
+    er[l] = l < 31 ? s[l + 1].row : i1;
+    ek[l] = l < 31 ? s[l + 1].nnz : k1;
+    rs0[l] = A.row_ptr[s[l].row];
+    deferred[l] = s[l].row < er[l] && rs0[l] < s[l].nnz;
+    const bool head = l == 0 || s[l].row != er[l];
+    seg[l] = head ? l : seg[l - 1];
+    // the slices tile the unit's path: L items in all, lane l the ones from its diagonal
+    if (std::int64_t(er[l]) - s[l].row + ek[l] - s[l].nnz != seq_lane_diag(l + 1, L) - seq_lane_diag(l, L))
+      ++emu.coverage_errors;
+  }
+  const int W = seq_width(N);
+  for (index_t j0 = 0; j0 < N; j0 += W) {
+    const int m = N - j0 < W ? int(N - j0) : W;
+    std::vector<T> acc(std::size_t(32) * W, T(0)), head(acc), next;
+    auto at = [&](std::vector<T>& v, int l, int t) -> T& { return v[std::size_t(l) * W + t]; };
+    auto add_nonzero = [&](int l, index_t k) {
+      const T a = A.values[k];
+      const T* xr = emu.X + std::int64_t(A.col_idx[k]) * emu.ldx;
+      for (int t = 0; t < W; ++t) at(acc, l, t) += a * (t < m ? emu.load_x(xr, j0 + t) : T(0));
+    };
+    for (int l = 0; l < 32; ++l) {
+      index_t k = s[l].nnz;
+      for (index_t i = s[l].row; i < er[l]; ++i) {
+        for (; k < A.row_ptr[i + 1]; ++k) add_nonzero(l, k);
+        if (i == s[l].row && deferred[l]) {
+          for (int t = 0; t < W; ++t) at(head, l, t) = at(acc, l, t);
+        } else {
+          if (spmm_unit_dest(i, i0, k0, i1, A.row_ptr[i]) != SpmmDest::Direct) ++emu.coverage_errors;
+          for (int t = 0; t < m; ++t) put_y(i, j0 + t, at(acc, l, t));
+        }
+        for (int t = 0; t < W; ++t) at(acc, l, t) = T(0);
+      }
+      for (; k < ek[l]; ++k) add_nonzero(l, k);
+    }
+    for (int off = 1; off < 32; off *= 2) {
+      next = acc;
+      for (int l = 0; l < 32; ++l)
+        if (l - off >= seg[l])
+          for (int t = 0; t < W; ++t) at(next, l, t) = at(acc, l - off, t) + at(acc, l, t);
+      acc.swap(next);
+    }
+    for (int l = 0; l < 32; ++l) {
+      if (!deferred[l]) continue;
+      if (l > 0)
+        for (int t = 0; t < W; ++t) at(head, l, t) = at(acc, l - 1, t) + at(head, l, t);
+      const SpmmDest d = spmm_unit_dest(s[l].row, i0, k0, i1, rs0[l]);
+      if (d == SpmmDest::Tail) ++emu.coverage_errors;
+      for (int t = 0; t < m; ++t) {
+        if (d == SpmmDest::Direct)
+          put_y(s[l].row, j0 + t, at(head, l, t));
+        else
+          carries[spmm_carry_offset(d, u, U, N) + j0 + t] = at(head, l, t);
+      }
+    }
+    if (i1 < A.rows)
+      for (int t = 0; t < m; ++t) carries[spmm_carry_offset(SpmmDest::Tail, u, U, N) + j0 + t] = at(acc, 31, t);
+  }
+}
+
 /// Y = alpha·A·X + beta·Y the way the device would compute it with configuration c.
 template <class T>
 Emu<T> emulate(const CsrMatrix<T>& M, index_t N, const SpmmConfig& c, T alpha, const T* X, index_t ldx, T beta, T* Y,
                index_t ldy) {
   Emu<T> emu{M.host_view(), N, c, X, ldx};
   const auto& A = emu.A;
+  // every entry of Y (columns < N) is stored exactly once, directly or by the fix-up
+  std::vector<int> stores(std::size_t(A.rows) * N, 0);
+  auto put_y = [&](index_t r, index_t j, T s) {
+    ++stores[std::size_t(r) * N + j];
+    axpby(Y + std::int64_t(r) * ldy + j, alpha, s, beta);
+  };
+  auto check_stores = [&] {
+    for (int n : stores)
+      if (n != 1) ++emu.coverage_errors;
+  };
   if (!is_nnz_balanced(c.algorithm)) {
-    for (index_t r = 0; r < A.rows; ++r) {
-      T* y = Y + std::int64_t(r) * ldy;
-      emu.segment(A.row_ptr[r], A.row_ptr[r + 1], [&](index_t j, T s) { axpby(y + j, alpha, s, beta); });
-    }
+    for (index_t r = 0; r < A.rows; ++r)
+      emu.segment(A.row_ptr[r], A.row_ptr[r + 1], [&](index_t j, T s) { put_y(r, j, s); });
+    check_stores();
     return emu;
   }
   const SpmmPartition part = spmm_partition_host(A.row_ptr, A.rows, A.nnz, c.items_per_warp);
@@ -206,6 +289,10 @@ Emu<T> emulate(const CsrMatrix<T>& M, index_t N, const SpmmConfig& c, T alpha, c
   std::vector<T> carries(std::size_t(2) * U * N, std::numeric_limits<T>::quiet_NaN());
   for (index_t u = 0; u < U; ++u) {
     const index_t i0 = part.unit_row[u], k0 = part.unit_nnz[u], i1 = part.unit_row[u + 1], k1 = part.unit_nnz[u + 1];
+    if (c.algorithm == SpmmAlgorithm::SeqNnz) {
+      emulate_seq_unit(emu, u, U, i0, k0, i1, k1, carries.data(), put_y);
+      continue;
+    }
     const std::int64_t last = i1 < A.rows ? i1 : A.rows - 1;
     for (std::int64_t r = i0; r <= last; ++r) {
       const index_t rs = A.row_ptr[r], re = A.row_ptr[r + 1];
@@ -213,8 +300,7 @@ Emu<T> emulate(const CsrMatrix<T>& M, index_t N, const SpmmConfig& c, T alpha, c
       if (b > e) ++emu.coverage_errors;
       const SpmmDest d = spmm_unit_dest(index_t(r), i0, k0, i1, rs);
       if (d == SpmmDest::Direct) {
-        T* y = Y + r * ldy;
-        emu.segment(b, e, [&](index_t j, T s) { axpby(y + j, alpha, s, beta); });
+        emu.segment(b, e, [&](index_t j, T s) { put_y(index_t(r), j, s); });
       } else {
         T* dst = carries.data() + spmm_carry_offset(d, u, U, N);
         emu.segment(b, e, [&](index_t j, T s) { dst[j] = s; });
@@ -227,9 +313,10 @@ Emu<T> emulate(const CsrMatrix<T>& M, index_t N, const SpmmConfig& c, T alpha, c
       T s = 0;
       for (index_t u = us; u < ue; ++u) s += carries[spmm_carry_offset(SpmmDest::Tail, u, U, N) + j];
       s += carries[spmm_carry_offset(SpmmDest::Head, ue, U, N) + j];
-      axpby(Y + std::int64_t(row) * ldy + j, alpha, s, beta);
+      put_y(row, j, s);
     }
   }
+  check_stores();
   return emu;
 }
 
@@ -258,6 +345,8 @@ std::vector<SpmmConfig> emulation_configs(index_t N, int value_bytes, const RowS
       for (int C : {1, 2}) add(cfg(a, S, 0, C, k));
   }
   add(cfg(SpmmAlgorithm::CscNnz, 8, 0, 1, 256));
+  // SeqNnz: units smaller than the warp (empty lanes), odd sizes, several items per lane
+  for (int k : {0, 4, 5, 37, 256, 1000}) add(cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, k));
   return out;
 }
 
@@ -585,6 +674,69 @@ TEST_CASE("SpMM partition: merge_path_search on a hand-made example") {
   }
 }
 
+TEST_CASE("SpMM seq-nnz: configuration, candidates and the unit-bounded merge-path search") {
+  const RowStats s = stats_of(random_power_law(1500, 8.0, 1000, 14));
+  CHECK(complete_spmm_config(cfg(SpmmAlgorithm::SeqNnz), 2, 8, s) ==
+        cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(complete_spmm_config(cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, 37), 70, 4, s) ==
+        cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 37));
+  CHECK(is_valid(cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 4)));
+  std::string why;
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::SeqNnz, 16, 0, 1, 256), &why));
+  CHECK(why.find("subwarp") != std::string::npos);
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::SeqNnz, 32, 1, 1, 256)));
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::SeqNnz, 32, 0, 2, 256)));
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 0)));
+  CHECK(cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 256).to_string() == "seq-nnz/k256");
+  CHECK(std::string(to_string(SpmmAlgorithm::SeqNnz)) == "seq-nnz");
+  CHECK(is_nnz_balanced(SpmmAlgorithm::SeqNnz));
+  CHECK_FALSE(is_vdl(SpmmAlgorithm::SeqNnz));
+  for (index_t N : {1, 2, 3, 8, 9, 16}) {
+    bool seq = false;
+    for (const auto& c : spmm_candidates(s, N)) seq = seq || c.algorithm == SpmmAlgorithm::SeqNnz;
+    CHECK(seq == (N <= spmm_rule::kTuneSeqMaxN));
+    CHECK(choose_spmm_rule(s, N).algorithm != SpmmAlgorithm::SeqNnz);  // not chosen by the rule (yet)
+  }
+  {  // a tuning-cache line with the new algorithm reads back
+    SpmmTuneEntry e;
+    e.key.fingerprint = test::load("bcsstk01").fingerprint();
+    e.key.precision = "float";
+    e.key.gpu = "NVIDIA H200";
+    e.key.n = 4;
+    e.config = cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 256);
+    e.ms = 0.5;
+    const auto back = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(e), &why);
+    REQUIRE(back);
+    CHECK(back->config == e.config);
+    CHECK(back->key.kernel_version == 3);
+  }
+  CHECK(seq_width(1) == 1);
+  CHECK(seq_width(2) == 2);
+  CHECK(seq_width(3) == 4);
+  CHECK(seq_width(5) == 8);
+  CHECK(seq_width(70) == 8);
+  // the bounded search finds the global path point on every diagonal of every unit
+  auto mats = test::adversarial_matrices(false);
+  for (const auto& m : mats)
+    for (index_t K : {4, 37, 256}) {
+      const auto v = m.A.host_view();
+      const SpmmPartition p = spmm_partition_host(v.row_ptr, v.rows, v.nnz, K);
+      INFO(m.name, " K=", K);
+      for (index_t u = 0; u < p.units; ++u) {
+        const index_t i0 = p.unit_row[u], k0 = p.unit_nnz[u], i1 = p.unit_row[u + 1], k1 = p.unit_nnz[u + 1];
+        const std::int64_t L = std::int64_t(i1) - i0 + k1 - k0;
+        CHECK(seq_lane_diag(0, L) == 0);
+        CHECK(seq_lane_diag(32, L) == L);
+        for (std::int64_t d = 0; d <= L; ++d) {
+          const MergeCoord a = seq_unit_search(d, v.row_ptr, i0, k0, i1, k1);
+          const MergeCoord b = merge_path_search(std::int64_t(i0) + k0 + d, v.row_ptr, v.rows, v.nnz);
+          REQUIRE(a.row == b.row);
+          REQUIRE(a.nnz == b.nnz);
+        }
+      }
+    }
+}
+
 TEST_CASE("SpMM layout: the VDL reduce-scatter offsets cover every sum once") {
   for (int M : {2, 4, 8})
     for (int log2p = 0; log2p <= 5; ++log2p) {
@@ -621,6 +773,26 @@ TEST_CASE("SpMM emulation fp32: every variant, several N") {
       const auto cs = emulation_configs(N, 4, s);
       emulate_and_check(m.name, A, N, cs, N, N, false);
       if (N == 6) emulate_and_check(m.name, A, N, cs, N + 2, N + 1, true);
+    }
+  }
+}
+
+TEST_CASE("SpMM emulation seq-nnz: N = 1..10, padded leading dimensions, beta = 0, fp64 and fp32") {
+  auto mats = test::adversarial_matrices(false);
+  mats.push_back({"Erdos971", test::load("Erdos971")});
+  for (const auto& m : mats) {
+    const RowStats s = stats_of(m.A);
+    const auto A32 = test::convert<float>(m.A);
+    for (index_t N = 1; N <= 10; ++N) {
+      std::vector<SpmmConfig> cs;
+      for (int k : {0, 4, 7, 37, 64, 300}) {
+        const SpmmConfig c = complete_spmm_config(cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, k), N, 8, s);
+        REQUIRE(is_valid(c));
+        cs.push_back(c);
+      }
+      emulate_and_check(m.name, m.A, N, cs, N, N, false);
+      emulate_and_check(m.name, m.A, N, cs, N + 3, N + 1, true);
+      emulate_and_check(m.name, A32, N, cs, N + (N % 4 ? 4 - N % 4 : 0), N + 2, N % 2 == 0);
     }
   }
 }
