@@ -150,7 +150,9 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
   c = complete_spmm_config(c, N, value_bytes, s);
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c)) {
     c = SpmmConfig();
-    c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlNnz : SpmmAlgorithm::CscNnz;
+    c.algorithm = !small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz
+                  : N <= kVdlMaxN                           ? SpmmAlgorithm::VdlNnz
+                                                            : SpmmAlgorithm::CscNnz;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   return c;

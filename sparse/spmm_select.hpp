@@ -71,6 +71,13 @@ inline constexpr int kTuneVdlMaxN = 64;
 /// Tuning: SeqNnz candidates are timed up to this N (a lane keeps up to 8 sums; beyond, it walks
 /// its items once per 8 columns). Retune from bench/bench_spmm.
 inline constexpr int kTuneSeqMaxN = 8;
+/// The rule's nonzero-balanced choice: SeqNnz (a lane per slice of the merge path) up to this N
+/// when the mean row is at most kSeqMaxMeanRow long and the matrix is not latency-bound (not
+/// measured there), VDL / CSC otherwise. H100, power-law 3 M rows
+/// (mean 8): SeqNnz 0.56 / 0.77 / 1.52 ms at N = 2 / 4 / 8, VdlNnz 0.70 / 1.05, CscNnz 1.29 at
+/// N = 8. Retune from bench_spmm --panel-sweep.
+inline constexpr int kSeqMaxN = 4;
+inline constexpr double kSeqMaxMeanRow = 32;
 /// Tuning: row-balanced candidates whose longest row needs more than this many trips are not
 /// timed at all (one run could cost hundreds of SpMMs). Retune from bench/bench_spmm.
 inline constexpr double kTuneMaxRowTrips = 2048;

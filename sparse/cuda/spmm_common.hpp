@@ -103,7 +103,8 @@ KRYSP_HD inline MergeCoord merge_path_search(std::int64_t diag, const index_t* r
 /// The merge-path coordinate on diagonal d of a unit from (i0, k0) to (i1, k1), 0 <= d <=
 /// (i1 - i0) + (k1 - k0): the same point as merge_path_search on the global diagonal, with the
 /// search bounded by the unit (reads row_ptr[i0 + 1 .. i1] only).
-KRYSP_HD inline MergeCoord seq_unit_search(std::int64_t d, const index_t* row_ptr, index_t i0, index_t k0, index_t i1,
+template <class RowPtr>  // const index_t*, or anything with row_ptr[i] for i in (i0, i1]
+KRYSP_HD inline MergeCoord seq_unit_search(std::int64_t d, const RowPtr& row_ptr, index_t i0, index_t k0, index_t i1,
                                            index_t k1) {
   const std::int64_t nz = std::int64_t(k1) - k0;
   std::int64_t lo = d - nz > 0 ? d - nz : 0;

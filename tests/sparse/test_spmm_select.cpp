@@ -428,8 +428,10 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   const RowStats s = stats_of(P);
   INFO(s.to_string());
   REQUIRE(s.cv() > spmm_rule::kNnzBalanceMinCv);
-  // mean 8.36: 4 lanes per row
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlNnz, 4, 1, 1, spmm_rule::kItemsPerWarp));
+  // short rows, N <= kSeqMaxN: a lane per slice of the merge path; above, VDL with 4 lanes per row (mean 8.36)
+  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
+  CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
   CHECK(choose_spmm_rule(s, 32) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
   // fewer than kSmallItems rows + nonzeros: the small units
   RowStats m;
@@ -438,7 +440,11 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   m.mean = 5;
   m.stddev = 10;
   m.max_len = 500;
-  CHECK(choose_spmm_rule(m, 2) == cfg(SpmmAlgorithm::VdlNnz, 2, 1, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(choose_spmm_rule(m, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  m.mean = 40;  // long rows: lanes share them
+  m.stddev = 100;
+  m.nnz = 1600000;
+  CHECK(choose_spmm_rule(m, 2).algorithm == SpmmAlgorithm::VdlNnz);
   // latency-bound power law: cv alone does not count, its longest row (755) fits 32 lanes
   const RowStats small = stats_of(random_power_law(3000, 8.0, 1000, 3));
   INFO(small.to_string());
@@ -449,7 +455,8 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   for (const auto& m : test::adversarial_matrices(true))
     if (m.name == "dense-row-100k") d = stats_of(m.A);
   REQUIRE(d.max_len == 100000);
-  CHECK(choose_spmm_rule(d, 4).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(choose_spmm_rule(d, 4).algorithm ==
+        (d.mean <= spmm_rule::kSeqMaxMeanRow && !spmm_latency_bound(d) ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
   CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscNnz);
 }
 
@@ -695,7 +702,8 @@ TEST_CASE("SpMM seq-nnz: configuration, candidates and the unit-bounded merge-pa
     bool seq = false;
     for (const auto& c : spmm_candidates(s, N)) seq = seq || c.algorithm == SpmmAlgorithm::SeqNnz;
     CHECK(seq == (N <= spmm_rule::kTuneSeqMaxN));
-    CHECK(choose_spmm_rule(s, N).algorithm != SpmmAlgorithm::SeqNnz);  // not chosen by the rule (yet)
+    CHECK((choose_spmm_rule(s, N).algorithm == SpmmAlgorithm::SeqNnz) ==
+          (s.cv() > spmm_rule::kNnzBalanceMinCv && !spmm_latency_bound(s) && N <= spmm_rule::kSeqMaxN));
   }
   {  // a tuning-cache line with the new algorithm reads back
     SpmmTuneEntry e;
