@@ -133,7 +133,18 @@ __global__ void __launch_bounds__(kSpmmBlock)
     T acc[W], head[W];
 #pragma unroll
     for (int t = 0; t < W; ++t) acc[t] = head[t] = T(0);
-    index_t k = s.nnz;
+    index_t k = s.nnz, i = s.row;
+    auto finish_row = [&] {  // row i ends: its first row waits for the scan when deferred
+      if (i == s.row && deferred) {
+#pragma unroll
+        for (int t = 0; t < W; ++t) head[t] = acc[t];
+      } else {  // the whole row lies in this lane
+        seq_put<T, W>(Y + std::int64_t(i) * ldy + j0, m, true, alpha, acc, beta);
+      }
+#pragma unroll
+      for (int t = 0; t < W; ++t) acc[t] = T(0);
+      ++i;
+    };
     if (staged) {
       // all this lane's gathers first (at most kSeqLaneMax nonzeros), then the walk: before
       // nonzero q, the rows that end at or before it are finished, in order
@@ -150,18 +161,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
           seq_load_x<VEC, W>(X + std::int64_t(c) * ldx + j0, m, x[q]);
         }
       }
-      index_t i = s.row;
-      auto finish_row = [&] {
-        if (i == s.row && deferred) {
-#pragma unroll
-          for (int t = 0; t < W; ++t) head[t] = acc[t];
-        } else {  // the whole row lies in this lane
-          seq_put<T, W>(Y + std::int64_t(i) * ldy + j0, m, true, alpha, acc, beta);
-        }
-#pragma unroll
-        for (int t = 0; t < W; ++t) acc[t] = T(0);
-        ++i;
-      };
 #pragma unroll
       for (int q = 0; q < kSeqLaneMax; ++q) {
         if (q < nk) {
@@ -170,36 +169,21 @@ __global__ void __launch_bounds__(kSpmmBlock)
           for (int t = 0; t < W; ++t) acc[t] += a[q] * x[q][t];
         }
       }
-      while (i < er) finish_row();
-      k = ek;  // what is left in acc is the carry-out
+      k = ek;
     }
-    for (index_t i = staged ? er : s.row; i < er; ++i) {
-      const index_t re = row_ptr[i + 1];
-      for (; k < re; ++k) {
-        const index_t c = load_stream(cols + k);
-        const T a = load_stream(vals + k);
-        T x[W];
-        seq_load_x<VEC, W>(X + std::int64_t(c) * ldx + j0, m, x);
-#pragma unroll
-        for (int t = 0; t < W; ++t) acc[t] += a * x[t];
-      }
-      if (i == s.row && deferred) {
-#pragma unroll
-        for (int t = 0; t < W; ++t) head[t] = acc[t];
-      } else {  // the whole row lies in this lane
-        seq_put<T, W>(Y + std::int64_t(i) * ldy + j0, m, true, alpha, acc, beta);
-      }
-#pragma unroll
-      for (int t = 0; t < W; ++t) acc[t] = T(0);
-    }
-    for (; k < ek; ++k) {  // the end row's piece: this lane's carry-out
+    auto add = [&] {  // nonzero k from global memory (not staged)
       const index_t c = load_stream(cols + k);
       const T a = load_stream(vals + k);
       T x[W];
       seq_load_x<VEC, W>(X + std::int64_t(c) * ldx + j0, m, x);
 #pragma unroll
       for (int t = 0; t < W; ++t) acc[t] += a * x[t];
+    };
+    while (i < er) {
+      for (const index_t re = row_ptr[i + 1]; k < re; ++k) add();
+      finish_row();
     }
+    for (; k < ek; ++k) add();  // the end row's piece: this lane's carry-out
     // Segmented inclusive scan of the carry-outs (earlier lanes' value first).
 #pragma unroll
     for (int off = 1; off < 32; off *= 2) {
