@@ -12,6 +12,10 @@
 /// gained nothing with any panel count (1.05 and 1.29 ms unsplit), so the model below splits
 /// only N = 2 there.
 ///
+/// The split costs device memory: a copy of the structure and values (nnz·(8 + sizeof(T)) bytes)
+/// and P row offset arrays; the plan's rule splits only where that takes at most a quarter of the
+/// free device memory.
+///
 /// The split keeps A's entries in their order within each row (columns are increasing, so a
 /// row's entries of one panel are contiguous): panel p is a CSR matrix of its own (absolute
 /// column indices), stored after panel p − 1, with the position in A of every entry (`source`),

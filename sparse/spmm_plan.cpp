@@ -218,9 +218,17 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     s->panels->refresh(A);
     return *s->panels;
   };
+  // The split holds a copy of the structure and values, nnz·(8 + sizeof(T)) bytes and P row offset
+  // arrays: the rule splits only where that takes at most a quarter of the free device memory.
+  auto split_fits = [&](int P) {
+    std::size_t free_bytes = 0, total = 0;
+    cuda_memory_info(free_bytes, total);
+    const double bytes = double(A.nnz()) * (8 + sizeof(T)) + 4.0 * P * (double(A.rows()) + 1);
+    return bytes <= 0.25 * double(free_bytes);
+  };
   if (const int P = choose_spmm_panels(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), N,
                                        int(sizeof(T)), detail::device_l2_bytes());
-      P > 1) {
+      P > 1 && split_fits(P)) {
     s->selection.rule = choose_spmm_rule(
         spmm_first_panel_stats(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P), N, int(sizeof(T)));
     s->selection.rule.panels = P;
