@@ -28,7 +28,12 @@
 /// scalar path. beta = 0 never reads Y (NaN in Y does not propagate); columns >= N of a row of
 /// Y (the padding up to ldy) are never read or written, nor are columns >= N of X read.
 ///
-/// Selection: choose_spmm_rule (spmm_select.hpp), or Select::Tune, which times the candidates on
+/// Column panels (SpmmConfig::panels, spmm_panels.hpp): where X outgrows L2 and the columns are
+/// scattered, the plan splits the matrix into column panels applied one after another, so that
+/// each panel's gathers hit L2; the split copies the structure and values, and apply() gathers
+/// the values again after A's values change.
+///
+/// Selection: choose_spmm_rule (spmm_select.hpp) and choose_spmm_panels, or Select::Tune, which times the candidates on
 /// the matrix with CUDA events, keeps the fastest, records the table and remembers the choice in
 /// the SpMM tuning cache (spmm_select.hpp; same folder as the SpMV cache, key includes N).
 #include <cstdint>
