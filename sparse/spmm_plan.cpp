@@ -168,15 +168,6 @@ struct Panels {
   }
 };
 
-/// The kernel configuration of a panel split: c (fields left zero derived from panel 0's rows).
-template <class T>
-SpmmConfig complete_panel_config(SpmmConfig c, const Panels<T>& pn, index_t N) {
-  const int P = c.panels;
-  c = complete_spmm_config(c, N, int(sizeof(T)), row_stats(pn.host_view(0)));
-  c.panels = P;
-  return c;
-}
-
 template <class T>
 constexpr const char* precision_name() {
   return sizeof(T) == 8 ? "double" : "float";
@@ -226,20 +217,23 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     const double bytes = double(A.nnz()) * (8 + sizeof(T)) + 4.0 * P * (double(A.rows()) + 1);
     return bytes <= 0.25 * double(free_bytes);
   };
+  // A split's kernel is chosen, or completed, from the rows of its first panel.
+  auto first_panel_stats = [&](int P) {
+    return spmm_first_panel_stats(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P);
+  };
   if (const int P = choose_spmm_panels(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), N,
                                        int(sizeof(T)), detail::device_l2_bytes());
       P > 1 && split_fits(P)) {
-    s->selection.rule = choose_spmm_rule(
-        spmm_first_panel_stats(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P), N, int(sizeof(T)));
+    s->selection.rule = choose_spmm_rule(first_panel_stats(P), N, int(sizeof(T)));
     s->selection.rule.panels = P;
   }
 
   if (o.force) {
-    KRYSP_REQUIRE(o.forced.panels >= 0 && o.forced.panels <= std::min<index_t>(kMaxSpmmPanels, std::max<index_t>(1, A.cols())),
-                  "SpmmPlan: forced configuration asks for ", o.forced.panels, " panels (at most ",
-                  std::min<index_t>(kMaxSpmmPanels, std::max<index_t>(1, A.cols())), " for ", A.cols(), " columns)");
-    s->config = o.forced.panel_count() > 1 ? complete_panel_config(o.forced, panels_of(o.forced.panels), N)
-                                          : complete_spmm_config(o.forced, N, int(sizeof(T)), s->stats);
+    const index_t most = std::min<index_t>(kMaxSpmmPanels, std::max<index_t>(1, A.cols()));
+    KRYSP_REQUIRE(o.forced.panels >= 0 && o.forced.panels <= most, "SpmmPlan: forced configuration asks for ",
+                  o.forced.panels, " panels (at most ", most, " for ", A.cols(), " columns)");
+    s->config = complete_spmm_config(o.forced, N, int(sizeof(T)),
+                                     o.forced.panel_count() > 1 ? first_panel_stats(o.forced.panels) : s->stats);
     std::string why;
     KRYSP_REQUIRE(is_valid(s->config, &why), "SpmmPlan: forced configuration ", s->config.to_string(),
                   " is invalid: ", why);

@@ -35,13 +35,11 @@ struct RowPipe {
   double val = 0.0;
   index_t nb = 0, ne = 0; ///< the next tile's bounds
 };
-template <int S>
 __device__ __forceinline__ void row_bounds(const CsrView<double>& A, std::int64_t row, index_t& b, index_t& e) {
   b = e = 0;
   if (row < A.rows) b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
 }
-/// This lane's pair among the first S of [b, e) (nothing when the lane is past the row's end).
-template <int S>
+/// This lane's pair of [b, e), the lane-th (nothing when the lane is past the row's end).
 __device__ __forceinline__ void first_pair(const CsrView<double>& A, index_t b, index_t e, int lane, index_t& col,
                                            double& val) {
   if (lane < e - b) col = __ldcs(A.col_idx + b + lane), val = __ldcs(A.values + b + lane);
@@ -70,9 +68,9 @@ __global__ void __launch_bounds__(kThreads, MINB)
   auto row_of = [&](std::int64_t t) { return t * (kThreads / S) + threadIdx.x / S; };
   RowPipe pipe;
   if constexpr (PF) {
-    row_bounds<S>(A, row_of(blockIdx.x), pipe.b, pipe.e);
-    first_pair<S>(A, pipe.b, pipe.e, lane, pipe.col, pipe.val);
-    row_bounds<S>(A, row_of(std::int64_t(blockIdx.x) + gridDim.x), pipe.nb, pipe.ne);
+    row_bounds(A, row_of(blockIdx.x), pipe.b, pipe.e);
+    first_pair(A, pipe.b, pipe.e, lane, pipe.col, pipe.val);
+    row_bounds(A, row_of(std::int64_t(blockIdx.x) + gridDim.x), pipe.nb, pipe.ne);
   }
   for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const std::int64_t row = row_of(t);
@@ -84,8 +82,8 @@ __global__ void __launch_bounds__(kThreads, MINB)
     if constexpr (PF) {  // take this tile's row from the pipe, start the next two tiles' loads
       b = pipe.b, e = pipe.e, col0 = pipe.col, val0 = pipe.val;
       pipe.b = pipe.nb, pipe.e = pipe.ne;
-      first_pair<S>(A, pipe.b, pipe.e, lane, pipe.col, pipe.val);
-      row_bounds<S>(A, row_of(t + 2 * std::int64_t(gridDim.x)), pipe.nb, pipe.ne);
+      first_pair(A, pipe.b, pipe.e, lane, pipe.col, pipe.val);
+      row_bounds(A, row_of(t + 2 * std::int64_t(gridDim.x)), pipe.nb, pipe.ne);
     }
     if (row < A.rows) {  // the same for the whole sub-warp
       if constexpr (!PF) b = A.row_ptr[row], e = A.row_ptr[row + 1];
