@@ -31,7 +31,7 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 
 /// Version of the SpMM kernels, their partition and candidate set. Bump it whenever one of them
 /// changes: SpMM tuning-cache entries of another version are ignored.
-inline constexpr int kSpmmKernelVersion = 3;
+inline constexpr int kSpmmKernelVersion = 4;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;
@@ -44,19 +44,26 @@ struct SpmmConfig {
   int col_lanes = 0;       ///< VDL: Q, lanes that split the columns (power of two <= S); CSC, SeqNnz: 0
   int per_lane = 0;        ///< VDL: vectors per lane (1 or 2); CSC: columns per lane (1 or 2); SeqNnz: 1
   int items_per_warp = 0;  ///< nonzero-balanced: rows + nonzeros per unit (one warp); 0 for row kernels
+  /// CscRow: sub-warps that share one row (1, 2, 4 or 8; 0 = 1), each taking a contiguous slice
+  /// of its nonzeros; their partial sums are added in shared memory in slice order
+  /// (deterministic). Shortens the longest chain on latency-bound matrices with long rows.
+  int ksplit = 0;
   /// Column panels (0 or 1: none): the plan splits the matrix into this many panels of equal
   /// column ranges and applies them one after another, each with the kernel above, so that the
   /// rows of X one panel gathers stay in L2 (large matrices with scattered columns; see
   /// sparse/spmm_panels.hpp).
   int panels = 0;
-  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels;
-  /// SeqNnz: "seq-nnz/k256").
+  /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels, "/w4"
+  /// with ksplit 4; SeqNnz: "seq-nnz/k256").
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes &&
-           per_lane == o.per_lane && items_per_warp == o.items_per_warp && panel_count() == o.panel_count();
+           per_lane == o.per_lane && items_per_warp == o.items_per_warp && split_count() == o.split_count() &&
+           panel_count() == o.panel_count();
   }
+  /// Sub-warps per row: max(1, ksplit).
+  int split_count() const { return ksplit > 1 ? ksplit : 1; }
   /// Panels applied: max(1, panels).
   int panel_count() const { return panels > 1 ? panels : 1; }
   /// Some field differs.

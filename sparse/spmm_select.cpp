@@ -30,6 +30,7 @@ std::string SpmmConfig::to_string() const {
   if (is_vdl(algorithm)) os << "/q" << col_lanes << "/v" << per_lane;
   else if (algorithm != SpmmAlgorithm::SeqNnz) os << "/c" << per_lane;
   if (is_nnz_balanced(algorithm)) os << "/k" << items_per_warp;
+  if (split_count() > 1) os << "/w" << ksplit;
   if (panel_count() > 1) os << "/p" << panels;
   return os.str();
 }
@@ -104,6 +105,10 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
   } else if (c.items_per_warp != 0) {
     return fail("items_per_warp must be 0 for the row-balanced kernels, not " + std::to_string(c.items_per_warp));
   }
+  if (c.ksplit < 0 || c.ksplit > 8 || (c.ksplit > 1 && !pow2(c.ksplit)))
+    return fail("ksplit " + std::to_string(c.ksplit) + " is not 0, 1, 2, 4 or 8");
+  if (c.split_count() > 1 && c.algorithm != SpmmAlgorithm::CscRow)
+    return fail("ksplit " + std::to_string(c.ksplit) + " is only for csc-row, not " + krysp::to_string(c.algorithm));
   if (c.panels < 0 || c.panels > kMaxSpmmPanels)
     return fail("panels " + std::to_string(c.panels) + " is not in [0, " + std::to_string(kMaxSpmmPanels) + "]");
   return true;
@@ -111,7 +116,8 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
 
 namespace {
 double trips(const SpmmConfig& c, double len) {
-  const double t = is_vdl(c.algorithm) ? len / (c.subwarp / c.col_lanes) : len / spmm_rule::kCscPairsPerTrip;
+  const double t = is_vdl(c.algorithm) ? len / (c.subwarp / c.col_lanes)
+                                       : len / c.split_count() / spmm_rule::kCscPairsPerTrip;
   return std::max(1.0, t);
 }
 }  // namespace
@@ -119,7 +125,7 @@ double trips(const SpmmConfig& c, double len) {
 double spmm_max_row_trips(const RowStats& s, const SpmmConfig& c) { return trips(c, double(s.max_len)); }
 
 double spmm_mean_trips_per_slot(const RowStats& s, const SpmmConfig& c) {
-  const double slots = spmm_rule::kResidentThreads / c.subwarp;
+  const double slots = spmm_rule::kResidentThreads / (c.subwarp * c.split_count());
   return double(s.rows) * trips(c, s.mean) / slots;
 }
 
@@ -133,6 +139,15 @@ bool spmm_latency_bound(const RowStats& s) {
   return double(s.rows) * 32 <= kLatencyBoundWaves * kResidentThreads;
 }
 
+int spmm_split_rule(const RowStats& s, index_t N) {
+  using namespace spmm_rule;
+  if (s.max_len < kSplitMinMaxRow) return 1;
+  const double S = spmm_pow2_at_least(double(N), 2, 32);
+  int ks = spmm_pow2_at_least(double(s.max_len) / kSplitPairsPerSlice, 1, 8);
+  while (ks > 1 && double(s.rows) * S * ks > kSplitMaxWaves * kResidentThreads) ks /= 2;
+  return ks;
+}
+
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
   SpmmConfig c;
@@ -143,11 +158,20 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
   const bool small = spmm_latency_bound(s);
   const bool vdl = N <= kVdlMaxN || (small && N < kSmallCscMinN);
   c.algorithm = vdl ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-  if (small) {
-    c.subwarp = 32;
-    if (vdl && N >= kSmallOneVectorMinN) c.per_lane = 1;
+  if (small && vdl) {
+    if (N >= kSmallOneVectorMinN) c.per_lane = 1;
+    int wide = 2;
+    while (wide < 32 && double(s.rows) * 2 * wide <= kLatencySubwarpWaves * kResidentThreads) wide *= 2;
+    c.subwarp = std::max(complete_spmm_config(c, N, value_bytes, s).subwarp, wide);
   }
   c = complete_spmm_config(c, N, value_bytes, s);
+  if (const int ks = small && N >= kSmallSplitMinN ? spmm_split_rule(s, N) : 1; ks > 1) {
+    c = SpmmConfig();
+    c.algorithm = SpmmAlgorithm::CscRow;
+    c.per_lane = 1;
+    c.ksplit = ks;
+    c = complete_spmm_config(c, N, value_bytes, s);
+  }
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c)) {
     c = SpmmConfig();
     c.algorithm = !small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz
@@ -184,6 +208,18 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   }
   add(make(SpmmAlgorithm::CscRow));
   add(make(SpmmAlgorithm::CscRow, 32));
+  // one column per lane (more column tiles) and rows shared by 2..8 sub-warps: shorter chains
+  // where the launch is latency-bound
+  if (spmm_latency_bound(s)) {
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
+    add(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
+    for (int w : {2, 4, 8})
+      if (s.max_len >= 2 * w) {
+        SpmmConfig c = make(SpmmAlgorithm::CscRow, base.subwarp, 1);
+        c.ksplit = w;
+        add(c);
+      }
+  }
   add(make(SpmmAlgorithm::CscNnz));
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
   return out;
@@ -232,7 +268,8 @@ std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
      << "\tn=" << e.key.n << "\txvec=" << (e.key.x_vec ? 1 : 0)
      << "\talgorithm=" << static_cast<int>(e.config.algorithm) << "\tsubwarp=" << e.config.subwarp
      << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
-     << "\titems_per_warp=" << e.config.items_per_warp << "\tpanels=" << e.config.panel_count()
+     << "\titems_per_warp=" << e.config.items_per_warp << "\tksplit=" << e.config.split_count()
+     << "\tpanels=" << e.config.panel_count()
      << format_tune_tail(e.ms, e.key.gpu);
   return os.str();
 }
@@ -245,7 +282,8 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   static const std::vector<const char*> kFields = {"version",  "precision", "rows",      "cols",     "nnz",
                                                    "hash",     "n",         "xvec",      "algorithm", "subwarp",
                                                    "col_lanes", "per_lane", "items_per_warp", "ms",   "gpu"};
-  auto f = split_tune_fields(line, kFields, why, {"panels"});  // lines of version 1 have no panels
+  // lines of version 1 have no panels, of versions up to 3 no ksplit
+  auto f = split_tune_fields(line, kFields, why, {"panels", "ksplit"});
   if (!f) return std::nullopt;
   TuneKeyFields k;
   if (!parse_tune_key_head(*f, &k, why)) return std::nullopt;
@@ -270,6 +308,10 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   if (!parse_tune_int(m["items_per_warp"], 0, 1 << 20, &v))
     return fail("bad items_per_warp '" + m["items_per_warp"] + "'");
   e.config.items_per_warp = int(v);
+  if (m.count("ksplit")) {
+    if (!parse_tune_int(m["ksplit"], 0, 8, &v)) return fail("bad ksplit '" + m["ksplit"] + "'");
+    e.config.ksplit = int(v);
+  }
   if (m.count("panels")) {
     if (!parse_tune_int(m["panels"], 0, kMaxSpmmPanels, &v)) return fail("bad panels '" + m["panels"] + "'");
     e.config.panels = int(v);

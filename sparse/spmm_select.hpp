@@ -36,6 +36,22 @@ inline constexpr double kLatencyBoundWaves = 4;
 /// bench/bench_spmm.
 inline constexpr int kSmallOneVectorMinN = 9;
 inline constexpr int kSmallCscMinN = 33;
+/// Latency-bound matrices: the VDL sub-warp is the derived one (from the mean row length),
+/// widened to the largest power of two S with rows·S <= kLatencySubwarpWaves · kResidentThreads
+/// (at most 32): wide sub-warps shorten the chains of tiny matrices, but on the larger small
+/// ones (bodyy6, 19 k rows) they only add instructions (H100, 28 small matrices: the rule's pick
+/// 1.125x -> 1.100x the fastest candidate for N <= 8). Retune from bench/bench_spmm.
+inline constexpr double kLatencySubwarpWaves = 2;
+/// Latency-bound matrices, N >= kSmallSplitMinN, longest row >= kSplitMinMaxRow: CscRow with
+/// one column per lane and rows shared by KS sub-warps (ksplit), KS = the power of two >=
+/// longest row / kSplitPairsPerSlice (<= 8), halved until rows·S·KS <= kSplitMaxWaves ·
+/// kResidentThreads; no split when that leaves KS = 1. H100, 28 small matrices with N = 16..64:
+/// the rule's pick went from 1.33x to 1.12x the fastest candidate (G38, N = 64: 33 -> 16 µs;
+/// bcsstk02: 13 -> 6 µs); at N = 8 the split lost to VDL on average. Retune from bench/bench_spmm.
+inline constexpr int kSmallSplitMinN = 9;
+inline constexpr index_t kSplitMinMaxRow = 24;
+inline constexpr double kSplitPairsPerSlice = 16;
+inline constexpr double kSplitMaxWaves = 1;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
 inline constexpr double kNnzBalanceMinCv = 1.5;
@@ -104,9 +120,15 @@ bool is_valid(const SpmmConfig& c, std::string* why = nullptr);
 /// Is the matrix small enough for its kernels to be latency-bound (see kLatencyBoundWaves)?
 bool spmm_latency_bound(const RowStats& s);
 
+/// Sub-warps per row for CscRow on a latency-bound matrix with N columns (kSplitMinMaxRow and
+/// the constants after it): 1 (no split), 2, 4 or 8.
+int spmm_split_rule(const RowStats& s, index_t N);
+
 /// The cheap rule (complete configuration):
-///  - N <= kVdlMaxN: VDL, else CSC; but on latency-bound matrices (spmm_latency_bound) 32 lanes
-///    per row and VDL up to N < kSmallCscMinN (one vector per lane from kSmallOneVectorMinN);
+///  - N <= kVdlMaxN: VDL, else CSC; but on latency-bound matrices (spmm_latency_bound) wider
+///    sub-warps (kLatencySubwarpWaves) and VDL up to N < kSmallCscMinN (one vector per lane from
+///    kSmallOneVectorMinN), or CSC with rows shared by sub-warps where rows are long
+///    (kSmallSplitMinN, kSplitMinMaxRow);
 ///  - nonzero-balanced (VdlNnz / CscNnz) when the rows are skewed: cv > kNnzBalanceMinCv (not on
 ///    latency-bound matrices, where only the longest row counts), or the longest row is too long
 ///    for the row kernel (spmm_long_row; see kLongRowFactor);
@@ -123,7 +145,8 @@ bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
 
 /// The configurations Select::Tune times: the rule's pick first; VDL (N <= kTuneVdlMaxN) row
 /// kernels at S/2, S, 2S and 32 and with one vector per lane, VdlNnz; CSC row kernels at the derived S
-/// and 32, CscNnz; SeqNnz (N <= kTuneSeqMaxN). Row-balanced ones over kTuneMaxRowTrips are left
+/// and 32 (on latency-bound matrices also with one column per lane, and with rows shared by 2, 4
+/// and 8 sub-warps), CscNnz; SeqNnz (N <= kTuneSeqMaxN). Row-balanced ones over kTuneMaxRowTrips are left
 /// out. All valid, no duplicates.
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes = 8);
 

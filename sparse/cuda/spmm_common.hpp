@@ -19,7 +19,9 @@
 /// and lanes with p < 2^h store them.
 ///
 /// CSC lane layout: a sub-warp of S lanes per row; lane l owns columns j0 + l + c·S, c = 0..NC-1,
-/// chunks of S·NC columns.
+/// chunks of S·NC columns. With ksplit KS (row kernel), KS consecutive sub-warps share a row,
+/// each taking one contiguous slice of its nonzeros (csc_slice); the first adds the slices' sums
+/// in slice order. Chunks (VDL and CSC) are spread over blockIdx.y (spmm_column_tiles).
 ///
 /// Merge-path units (nonzero-balanced kernels): the path through the (row ends) × (nonzeros)
 /// grid is cut at diagonals d = u·K (K = items_per_warp); unit u covers the path from coordinate
@@ -166,5 +168,27 @@ KRYSP_HD inline int vdl_scatter_offset(int p, int h, int M) {
 
 /// Column c of lane l (sub-warp width S) in the chunk starting at j0.
 KRYSP_HD inline index_t csc_col(index_t j0, int lane, int c, int S) { return j0 + lane + c * S; }
+
+/// CscRow with ksplit KS: slice `slice` of a row [rs, re) is [*b, *e), the slices being KS
+/// contiguous runs of ceil(len / KS) nonzeros (the last ones shorter or empty).
+KRYSP_HD inline void csc_slice(index_t rs, index_t re, int slice, int KS, index_t* b, index_t* e) {
+  const std::int64_t len = std::int64_t(re) - rs, per = (len + KS - 1) / KS;
+  const std::int64_t lo = std::int64_t(slice) * per, hi = lo + per;
+  *b = index_t(rs + (lo < len ? lo : len));
+  *e = index_t(rs + (hi < len ? hi : len));
+}
+
+// ---- column tiles -----------------------------------------------------------------------------
+
+/// Most column tiles of one launch (gridDim.y); beyond, each block loops over several chunks.
+inline constexpr index_t kSpmmMaxTiles = 65535;
+/// Column tiles of a launch whose sub-warps cover `chunk` columns at a time: the chunks of the
+/// VDL and CSC layouts run in parallel, one per blockIdx.y, rather than one after another in a
+/// sub-warp (more warps in flight on small matrices; the row's pairs are read once per chunk
+/// either way).
+KRYSP_HD inline index_t spmm_column_tiles(index_t N, index_t chunk) {
+  const index_t t = (N + chunk - 1) / chunk;
+  return t < 1 ? 1 : (t > kSpmmMaxTiles ? kSpmmMaxTiles : t);
+}
 
 }  // namespace krysp::detail

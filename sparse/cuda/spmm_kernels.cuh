@@ -91,6 +91,11 @@ __device__ __forceinline__ void spmm_put(T* dst, bool axpby, T alpha, T sum, T b
     *dst = sum;
 }
 
+/// This block's first column chunk and the step to its next one (column tiles over blockIdx.y:
+/// spmm_column_tiles).
+__device__ __forceinline__ index_t spmm_tile_first(index_t chunk) { return index_t(blockIdx.y) * chunk; }
+__device__ __forceinline__ index_t spmm_tile_step(index_t chunk) { return index_t(gridDim.y) * chunk; }
+
 // ---- VDL ----------------------------------------------------------------------------------------
 
 /// Per-lane constants of the VDL layout (spmm_common.hpp).
@@ -193,7 +198,7 @@ __device__ __forceinline__ void vdl_segment(const CsrView<T>& A, index_t b, inde
                                             bool axpby, T alpha, T beta) {
   constexpr int VW = kSpmmVecWidth<T>;
   constexpr int M = NV * VW;
-  for (index_t j0 = 0; j0 < N; j0 += L.chunk) {
+  for (index_t j0 = spmm_tile_first(L.chunk); j0 < N; j0 += spmm_tile_step(L.chunk)) {
     T acc[M];
 #pragma unroll
     for (int t = 0; t < M; ++t) acc[t] = T(0);
@@ -354,40 +359,70 @@ __global__ void __launch_bounds__(kSpmmBlock)
 
 // ---- CSC ----------------------------------------------------------------------------------------
 
-/// One row segment [b, e) with the CSC layout: pairs cached S at a time in s_col/s_val (this
-/// sub-warp's S slots), lane owns columns j0 + lane + c·S. Every lane of the sub-warp calls it.
-template <class T, int NC>
+/// acc[c] += Σ_k a_k · X[c_k, col[c]] over the nonzeros [b, e): the (col, val) pairs are cached S
+/// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked B at a time
+/// with the B X loads of each column issued before any addition (B loads in flight rather than
+/// one: on small matrices the chain of one row is the whole kernel). Additions in nonzero order.
+/// Every lane of the sub-warp calls it.
+template <class T, int NC, int B>
+__device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A, index_t b, index_t e, int lane,
+                                               int S, unsigned mask, index_t* s_col, T* s_val,
+                                               const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
+                                               const bool (&ok)[NC]) {
+  for (std::int64_t kk = b; kk < e; kk += S) {
+    const int cnt = e - kk < S ? int(e - kk) : S;
+    if (lane < cnt) {
+      s_col[lane] = load_stream(A.col_idx + kk + lane);
+      s_val[lane] = load_stream(A.values + kk + lane);
+    }
+    __syncwarp(mask);
+    for (int t0 = 0; t0 < cnt; t0 += B) {
+      T a[B], x[B][NC];
+#pragma unroll
+      for (int i = 0; i < B; ++i) {
+        const int t = t0 + i < cnt ? t0 + i : t0;  // past the end: slot t0 again, not added
+        a[i] = s_val[t];
+        const T* xr = X + std::int64_t(s_col[t]) * ldx;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) x[i][c] = ok[c] ? load_cached(xr + col[c]) : T(0);
+      }
+#pragma unroll
+      for (int i = 0; i < B; ++i)
+        if (t0 + i < cnt) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
+        }
+    }
+    __syncwarp(mask);  // the slots are refilled next round
+  }
+}
+
+/// This lane's columns of the chunk at j0 (CSC layout) and which of them are < N.
+template <int NC>
+__device__ __forceinline__ void csc_columns(index_t j0, int lane, int S, index_t N, index_t (&col)[NC],
+                                            bool (&ok)[NC]) {
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    col[c] = csc_col(j0, lane, c, S);
+    ok[c] = col[c] < N;
+  }
+}
+
+/// One row segment [b, e) with the CSC layout, this block's column chunks; dst is the row of Y
+/// (axpby) or a carry slot (raw). Every lane of the sub-warp calls it.
+template <class T, int NC, int B>
 __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
                                             unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
                                             index_t ldx, T* dst, bool axpby, T alpha, T beta) {
   const index_t chunk = index_t(S) * NC;
-  for (index_t j0 = 0; j0 < N; j0 += chunk) {
+  for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {
     T acc[NC];
     index_t col[NC];
     bool ok[NC];
+    csc_columns<NC>(j0, lane, S, N, col, ok);
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      acc[c] = T(0);
-      col[c] = csc_col(j0, lane, c, S);
-      ok[c] = col[c] < N;
-    }
-    for (std::int64_t kk = b; kk < e; kk += S) {
-      const int cnt = e - kk < S ? int(e - kk) : S;
-      if (lane < cnt) {
-        s_col[lane] = load_stream(A.col_idx + kk + lane);
-        s_val[lane] = load_stream(A.values + kk + lane);
-      }
-      __syncwarp(mask);
-#pragma unroll 4
-      for (int t = 0; t < cnt; ++t) {
-        const T a = s_val[t];
-        const T* xr = X + std::int64_t(s_col[t]) * ldx;
-#pragma unroll
-        for (int c = 0; c < NC; ++c)
-          if (ok[c]) acc[c] += a * load_cached(xr + col[c]);
-      }
-      __syncwarp(mask);  // the slots are refilled next round
-    }
+    for (int c = 0; c < NC; ++c) acc[c] = T(0);
+    csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
 #pragma unroll
     for (int c = 0; c < NC; ++c)
       if (ok[c]) spmm_put(dst + col[c], axpby, alpha, acc[c], beta);
@@ -397,7 +432,7 @@ __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, inde
 /// Row-balanced CSC: sub-warp of S = 2^log2s lanes per row. Block b takes the R·(256/S)
 /// consecutive rows from b·R·(256/S); in round r its sub-warps work on consecutive rows, so that
 /// X rows shared by neighbouring matrix rows are reused from L1.
-template <class T, int NC>
+template <class T, int NC, int B>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
                         T beta, T* __restrict__ Y, index_t ldy) {
@@ -413,13 +448,13 @@ __global__ void __launch_bounds__(kSpmmBlock)
     const std::int64_t row = first + std::int64_t(r) * subs;
     if (row >= A.rows) return;  // whole sub-warps leave together
     const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
-    csc_segment<T, NC>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, Y + row * ldy, true, alpha,
-                       beta);
+    csc_segment<T, NC, B>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, Y + row * ldy, true, alpha,
+                          beta);
   }
 }
 
 /// Nonzero-balanced CSC: one warp per merge-path unit, rows round-robin over the sub-warps.
-template <class T, int NC>
+template <class T, int NC, int B>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
@@ -442,8 +477,53 @@ __global__ void __launch_bounds__(kSpmmBlock)
     const index_t b = rs > k0 ? rs : k0, e = re < k1 ? re : k1;
     const SpmmDest d = spmm_unit_dest(index_t(r), i0, k0, i1, rs);
     T* dst = d == SpmmDest::Direct ? Y + r * ldy : carries + spmm_carry_offset(d, u, ws.units, N);
-    csc_segment<T, NC>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, dst, d == SpmmDest::Direct,
-                       alpha, beta);
+    csc_segment<T, NC, B>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, dst,
+                          d == SpmmDest::Direct, alpha, beta);
+  }
+}
+
+/// Row-balanced CSC with 2^log2k sub-warps per row (ksplit): sub-warp g of the block works on row
+/// blockIdx.x·rows_per_block + g / KS, slice g mod KS of its nonzeros (csc_slice); the slices'
+/// sums meet in shared memory and the first sub-warp adds them in slice order.
+template <class T, int NC, int B>
+__global__ void __launch_bounds__(kSpmmBlock)
+    spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
+                          index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
+  __shared__ index_t s_col[kSpmmBlock];
+  __shared__ T s_val[kSpmmBlock];
+  __shared__ T s_sum[NC][kSpmmBlock];
+  const int S = 1 << log2s, KS = 1 << log2k;
+  const int lane = int(threadIdx.x) & (S - 1);
+  const int base = int(threadIdx.x) - lane;
+  const int sub = int(threadIdx.x) >> log2s;
+  const int slice = sub & (KS - 1);
+  const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
+  const std::int64_t row = std::int64_t(blockIdx.x) * ((kSpmmBlock >> log2s) >> log2k) + (sub >> log2k);
+  const bool live = row < A.rows;  // no early return: every thread meets the block barriers
+  index_t b = 0, e = 0;
+  if (live) csc_slice(A.row_ptr[row], A.row_ptr[row + 1], slice, KS, &b, &e);
+  const index_t chunk = index_t(S) * NC;
+  for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {  // same trips in the block
+    T acc[NC];
+    index_t col[NC];
+    bool ok[NC];
+    csc_columns<NC>(j0, lane, S, N, col, ok);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) acc[c] = T(0);
+    csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col + base, s_val + base, X, ldx, col, ok);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s_sum[c][threadIdx.x] = acc[c];
+    __syncthreads();
+    if (live && slice == 0) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (!ok[c]) continue;
+        T sum = s_sum[c][threadIdx.x];
+        for (int q = 1; q < KS; ++q) sum += s_sum[c][threadIdx.x + q * S];
+        spmm_put(Y + row * ldy + col[c], true, alpha, sum, beta);
+      }
+    }
+    __syncthreads();  // s_sum is refilled by the next chunk
   }
 }
 

@@ -11,6 +11,8 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
             const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec) {
   // The lean path: one column lane, all N columns in one chunk of NV vectors.
   const bool lean = log2q == 0 && N <= NV * kSpmmVecWidth<T>;
+  // Column tiles (blockIdx.y) for the general kernels; the lean one has a single chunk.
+  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, (index_t(NV) * kSpmmVecWidth<T>) << log2q));
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
@@ -19,7 +21,7 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
           <<<static_cast<unsigned>(grid), kSpmmBlock>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     else
       spmm_vdl_nnz_kernel<T, NV, S, false>
-          <<<static_cast<unsigned>(grid), kSpmmBlock>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+          <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_nnz_kernel");
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
@@ -32,7 +34,7 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
           <<<static_cast<unsigned>(grid), kSpmmBlock>>>(A, N, alpha, X, ldx, beta, Y, ldy);
     else
       spmm_vdl_row_kernel<T, NV, S>
-          <<<static_cast<unsigned>(grid), kSpmmBlock>>>(A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
+          <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock>>>(A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_row_kernel");
   }
 }

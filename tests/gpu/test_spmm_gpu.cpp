@@ -38,8 +38,13 @@ SpmmConfig cfg(SpmmAlgorithm a, int s = 0, int q = 0, int v = 0, int k = 0) {
 }
 
 /// The forced configurations: each algorithm with derived geometry, plus extremes (2 lanes,
-/// 32 nonzero lanes, 32 column lanes, 2 vectors/columns per lane, tiny and odd unit sizes that
-/// split rows across many units).
+/// 32 nonzero lanes, 32 column lanes, 2 vectors/columns per lane, rows shared by 2..8 sub-warps,
+/// tiny and odd unit sizes that split rows across many units).
+SpmmConfig split(SpmmConfig c, int ksplit) {
+  c.ksplit = ksplit;
+  return c;
+}
+
 std::vector<SpmmConfig> forced_configs() {
   return {cfg(SpmmAlgorithm::VdlRow),
           cfg(SpmmAlgorithm::VdlRow, 2),
@@ -52,6 +57,9 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::CscRow),
           cfg(SpmmAlgorithm::CscRow, 2, 0, 1),
           cfg(SpmmAlgorithm::CscRow, 32, 0, 2),
+          split(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), 4),
+          split(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 2),
+          split(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 8),
           cfg(SpmmAlgorithm::CscNnz),
           cfg(SpmmAlgorithm::CscNnz, 4, 0, 2, 5),
           cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, 100),

@@ -157,16 +157,24 @@ struct Emu {
         for (int cc = 0; cc < NC; ++cc) {
           const index_t col = csc_col(j0, lane, cc, S);
           if (col >= N) continue;
-          T acc = 0;
-          for (std::int64_t kk = b; kk < e; kk += S) {
-            const int cnt = e - kk < S ? int(e - kk) : S;
-            for (int t = 0; t < cnt; ++t) {
-              const T a = A.values[kk + t];
-              acc += a * load_x(X + std::int64_t(A.col_idx[kk + t]) * ldx, col);
+          // ksplit: each slice summed on its own, the slices' sums added in slice order
+          const int KS = c.split_count();
+          T total = 0;
+          for (int q = 0; q < KS; ++q) {
+            index_t sb = b, se = e;
+            csc_slice(b, e, q, KS, &sb, &se);
+            T acc = 0;
+            for (std::int64_t kk = sb; kk < se; kk += S) {
+              const int cnt = se - kk < S ? int(se - kk) : S;
+              for (int t = 0; t < cnt; ++t) {
+                const T a = A.values[kk + t];
+                acc += a * load_x(X + std::int64_t(A.col_idx[kk + t]) * ldx, col);
+              }
             }
+            total = q == 0 ? acc : total + acc;
           }
           ++written[std::size_t(col)];
-          put(col, acc);
+          put(col, total);
         }
     }
     for (index_t j = 0; j < N; ++j)
@@ -345,6 +353,13 @@ std::vector<SpmmConfig> emulation_configs(index_t N, int value_bytes, const RowS
       for (int C : {1, 2}) add(cfg(a, S, 0, C, k));
   }
   add(cfg(SpmmAlgorithm::CscNnz, 8, 0, 1, 256));
+  // CscRow with sub-warps sharing a row (empty slices when a row is shorter than ksplit)
+  for (int S : {2, 16, 32})
+    for (int KS : {2, 4, 8}) {
+      SpmmConfig c = cfg(SpmmAlgorithm::CscRow, S, 0, S == 16 ? 2 : 1);
+      c.ksplit = KS;
+      add(c);
+    }
   // SeqNnz: units smaller than the warp (empty lanes), odd sizes, several items per lane
   for (int k : {0, 4, 5, 37, 256, 1000}) add(cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, k));
   return out;
@@ -496,11 +511,12 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
 }
 
-TEST_CASE("SpMM rule: latency-bound matrices get VDL with 32 lanes per row for every N") {
-  for (const char* name : {"Trefethen_2000", "bcsstk06"}) {
-    const RowStats s = stats_of(test::load(name));
-    INFO(name, " ", s.to_string());
+TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
+  {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row, CSC above N = 32
+    const RowStats s = stats_of(test::load("Trefethen_2000"));
+    INFO(s.to_string());
     REQUIRE(spmm_latency_bound(s));
+    REQUIRE(s.max_len < spmm_rule::kSplitMinMaxRow);
     CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
     CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 2));
@@ -512,6 +528,46 @@ TEST_CASE("SpMM rule: latency-bound matrices get VDL with 32 lanes per row for e
     CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(choose_spmm_rule(s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: 2 float4
   }
+  {  // bcsstk06: 420 rows up to 28 long: VDL up to N = 8, then CSC rows shared by 2 sub-warps
+    const RowStats s = stats_of(test::load("bcsstk06"));
+    INFO(s.to_string());
+    REQUIRE(s.max_len >= spmm_rule::kSplitMinMaxRow);
+    REQUIRE(s.max_len <= 2 * spmm_rule::kSplitPairsPerSlice);
+    CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 2));
+    SpmmConfig w = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
+    w.ksplit = 2;
+    CHECK(choose_spmm_rule(s, 9) == w);
+    CHECK(choose_spmm_rule(s, 16) == w);
+    w.subwarp = 32;
+    CHECK(choose_spmm_rule(s, 17) == w);
+    CHECK(choose_spmm_rule(s, 64) == w);
+  }
+  // the split: KS = pow2 >= longest / 16 (at most 8), halved until rows·S·KS fits one wave
+  RowStats g;
+  g.rows = 2000;
+  g.nnz = 24000;
+  g.mean = 12;
+  g.stddev = 14;
+  g.max_len = 249;
+  CHECK(spmm_split_rule(g, 16) == 8);  // 2000·16·8 = 256 k threads
+  CHECK(spmm_split_rule(g, 32) == 4);  // 2000·32·8 would be 512 k
+  CHECK(spmm_split_rule(g, 4) == 8);
+  g.max_len = 40;
+  CHECK(spmm_split_rule(g, 16) == 4);
+  g.rows = 20000;
+  g.nnz = 240000;
+  CHECK(spmm_split_rule(g, 16) == 1);  // 20000·16·2 is more than a wave: no split
+  CHECK(choose_spmm_rule(g, 16).algorithm == SpmmAlgorithm::VdlRow);
+  // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
+  RowStats b;
+  b.rows = 19366;
+  b.nnz = 19366 * 7;
+  b.mean = 7;
+  b.stddev = 0.5;
+  b.max_len = 9;
+  REQUIRE(spmm_latency_bound(b));
+  CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
+  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
   // latency-bound and skewed (cv > 1.5) but no row too long for 32 lanes: still row-balanced
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
@@ -594,6 +650,22 @@ TEST_CASE("SpMM config: validation") {
   CHECK(why.find("panels") != std::string::npos);
   p.panels = -1;
   CHECK_FALSE(is_valid(p));
+  SpmmConfig k = cfg(SpmmAlgorithm::CscRow, 32, 0, 1);
+  k.ksplit = 8;
+  CHECK(is_valid(k));
+  CHECK(k.to_string() == "csc-row/s32/c1/w8");
+  k.ksplit = 1;  // one slice is no split
+  CHECK(k == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));
+  for (int bad : {3, 16, -1}) {
+    k.ksplit = bad;
+    CHECK_FALSE(is_valid(k, &why));
+    CHECK(why.find("ksplit") != std::string::npos);
+  }
+  k.ksplit = 2;
+  k.algorithm = SpmmAlgorithm::CscNnz;  // only the row kernel splits rows
+  k.items_per_warp = 64;
+  CHECK_FALSE(is_valid(k, &why));
+  CHECK(why.find("csc-row") != std::string::npos);
 }
 
 TEST_CASE("SpMM candidates: rule first, all valid, no duplicates") {
@@ -716,7 +788,7 @@ TEST_CASE("SpMM seq-nnz: configuration, candidates and the unit-bounded merge-pa
     const auto back = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(e), &why);
     REQUIRE(back);
     CHECK(back->config == e.config);
-    CHECK(back->key.kernel_version == 3);
+    CHECK(back->key.kernel_version == kSpmmKernelVersion);
   }
   CHECK(seq_width(1) == 1);
   CHECK(seq_width(2) == 2);
@@ -883,6 +955,22 @@ TEST_CASE("SpMM tuning cache: line round trip, corrupt lines, key includes N") {
     const auto bo = detail::parse_spmm_tune_line(old, &why);
     REQUIRE(bo);
     CHECK(bo->config.panel_count() == 1);
+  }
+  {  // ksplit round trip; a line without the field (kernel versions up to 3) reads as no split
+    SpmmTuneEntry ek = e;
+    ek.config = cfg(SpmmAlgorithm::CscRow, 32, 0, 1);
+    ek.config.ksplit = 4;
+    const auto bk = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(ek), &why);
+    REQUIRE(bk);
+    CHECK(bk->config == ek.config);
+    std::string old = line;
+    old.erase(old.find("\tksplit="), std::string("\tksplit=1").size());
+    const auto bo = detail::parse_spmm_tune_line(old, &why);
+    REQUIRE(bo);
+    CHECK(bo->config.split_count() == 1);
+    std::string bad = detail::format_spmm_tune_line(ek);
+    bad.replace(bad.find("ksplit=4"), 8, "ksplit=3");
+    CHECK_FALSE(detail::parse_spmm_tune_line(bad, &why));
   }
 
   const auto dir = std::filesystem::temp_directory_path() /
