@@ -12,8 +12,9 @@
 //   rows), power-law graph (3 M rows, mean 8), random banded (1.5 M rows, rows of 1..31).
 //   --quick: the same shapes, ~100x smaller. --no-tune: only the rule's kernel (faster).
 //
-// Per (matrix, N): the rule's kernel time (median of CUDA-event samples after warm-up), the tuned
-// plan's kernel and time (Select::Tune without the cache), the best cuSPARSE time and which
+// Per (matrix, N): the rule's kernel time (median of CUDA-event samples after warm-up, taken
+// round-robin with the tuned kernel and the cuSPARSE combinations, so that interference on a
+// shared machine hits all alike: time_device_auto_interleaved_ms), the tuned plan's kernel and time (Select::Tune without the cache), the best cuSPARSE time and which
 // algorithm/layout, the speedups, and the time relative to the ideal-traffic time (matrix once +
 // X once + Y written once, at the copy bandwidth). Results are checked against cuSPARSE.
 // For the 3-D Laplacian: SpMM(N=2) / SpMV for krysp (SpmvPlan) and for cuSPARSE (SpMV CSR ALG1).
@@ -35,6 +36,8 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -128,42 +131,55 @@ double compare(const double* ours, const double* theirs, bool theirs_col_major, 
   return mx > 0 ? md / mx : md;
 }
 
-/// One cuSPARSE SpMM combination: time in ms, or −1 when cuSPARSE rejects it. Leaves its result in Y.
-double time_cusparse(cusparseHandle_t h, cusparseConstSpMatDescr_t A, index_t rows, index_t cols, index_t N,
-                     const Combo& c, const double* X, double* Y) {
-  const bool row = c.order == CUSPARSE_ORDER_ROW;
-  cusparseConstDnMatDescr_t dx = nullptr;
-  cusparseDnMatDescr_t dy = nullptr;
-  double ms = -1;
-  const double one = 1, zero = 0;
-  do {
-    if (cusparseCreateConstDnMat(&dx, cols, N, row ? N : cols, X, CUDA_R_64F, c.order) != CUSPARSE_STATUS_SUCCESS)
-      break;
-    if (cusparseCreateDnMat(&dy, rows, N, row ? N : rows, Y, CUDA_R_64F, c.order) != CUSPARSE_STATUS_SUCCESS) break;
+/// One cuSPARSE SpMM combination, set up for timing (descriptors, buffer, preprocessing where
+/// cuSPARSE supports it) and run once; ok() is false when cuSPARSE rejects it. Leaves its result in Y.
+class CusparseSpmm {
+ public:
+  CusparseSpmm(cusparseHandle_t h, cusparseConstSpMatDescr_t A, index_t rows, index_t cols, index_t N,
+               const Combo& c, const double* X, double* Y)
+      : h_(h), A_(A), alg_(c.alg) {
+    const bool row = c.order == CUSPARSE_ORDER_ROW;
+    if (cusparseCreateConstDnMat(&dx_, cols, N, row ? N : cols, X, CUDA_R_64F, c.order) != CUSPARSE_STATUS_SUCCESS)
+      return;
+    if (cusparseCreateDnMat(&dy_, rows, N, row ? N : rows, Y, CUDA_R_64F, c.order) != CUSPARSE_STATUS_SUCCESS) return;
     std::size_t bytes = 0;
-    if (cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, dx,
-                                &zero, dy, CUDA_R_64F, c.alg, &bytes) != CUSPARSE_STATUS_SUCCESS)
-      break;
-    DeviceArray<unsigned char> buf(std::max<std::size_t>(bytes, 1));
+    if (cusparseSpMM_bufferSize(h_, kOp, kOp, &one_, A_, dx_, &zero_, dy_, CUDA_R_64F, alg_, &bytes) !=
+        CUSPARSE_STATUS_SUCCESS)
+      return;
+    buf_ = DeviceArray<unsigned char>(std::max<std::size_t>(bytes, 1));
     // Preprocessing where supported; a refusal here only means no preprocessing.
-    (void)cusparseSpMM_preprocess(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, dx,
-                                  &zero, dy, CUDA_R_64F, c.alg, buf.data());
+    (void)cusparseSpMM_preprocess(h_, kOp, kOp, &one_, A_, dx_, &zero_, dy_, CUDA_R_64F, alg_, buf_.data());
     (void)cudaGetLastError();
-    cusparseStatus_t st = cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A,
-                                       dx, &zero, dy, CUDA_R_64F, c.alg, buf.data());
-    if (st != CUSPARSE_STATUS_SUCCESS) break;
+    ok_ = true;
+    run();
     CUDA_OK(cudaDeviceSynchronize());
-    ms = time_device_auto_ms([&] {
-      st = cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, dx, &zero, dy,
-                        CUDA_R_64F, c.alg, buf.data());
-    });
-    if (st != CUSPARSE_STATUS_SUCCESS) ms = -1;
-    // leave the result of this combination in Y (the timed runs overwrote it with the same values)
-  } while (false);
-  if (dy) cusparseDestroyDnMat(dy);
-  if (dx) cusparseDestroyDnMat(dx);
-  return ms;
-}
+  }
+  ~CusparseSpmm() {
+    if (dy_) cusparseDestroyDnMat(dy_);
+    if (dx_) cusparseDestroyDnMat(dx_);
+  }
+  CusparseSpmm(const CusparseSpmm&) = delete;
+  CusparseSpmm& operator=(const CusparseSpmm&) = delete;
+  /// Accepted by cuSPARSE, and every run so far succeeded.
+  bool ok() const { return ok_; }
+  /// Enqueues one Y = A·X.
+  void run() {
+    if (ok_ && cusparseSpMM(h_, kOp, kOp, &one_, A_, dx_, &zero_, dy_, CUDA_R_64F, alg_, buf_.data()) !=
+                   CUSPARSE_STATUS_SUCCESS)
+      ok_ = false;
+  }
+
+ private:
+  static constexpr cusparseOperation_t kOp = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  cusparseHandle_t h_;
+  cusparseConstSpMatDescr_t A_;
+  cusparseSpMMAlg_t alg_;
+  cusparseConstDnMatDescr_t dx_ = nullptr;
+  cusparseDnMatDescr_t dy_ = nullptr;
+  DeviceArray<unsigned char> buf_;
+  double one_ = 1, zero_ = 0;
+  bool ok_ = false;
+};
 
 struct Bench {
   double copy_gbs = 0;
@@ -196,34 +212,47 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
       r.generated = generated;
       const SpmmPlan<double> rule(A, N);
       r.rule = rule.config().to_string();
-      r.rule_ms = time_device_auto_ms([&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); });
+      std::optional<SpmmPlan<double>> tuned;
       if (b.tune) {
         SpmmPlanOptions o;
         o.select = SpmmPlanOptions::Select::Tune;
         o.use_cache = false;
-        const SpmmPlan<double> tuned(A, N, o);
-        r.tuned = tuned.config().to_string();
-        r.tuning_s = tuned.selection().tuning_seconds;
-        r.candidates = tuned.selection().candidates;
-        r.tuned_ms = tuned.config() == rule.config()
-                         ? r.rule_ms
-                         : time_device_auto_ms([&] { tuned.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); });
+        tuned.emplace(A, N, o);
+        r.tuned = tuned->config().to_string();
+        r.tuning_s = tuned->selection().tuning_seconds;
+        r.candidates = tuned->selection().candidates;
       } else {
         r.tuned = r.rule;
-        r.tuned_ms = r.rule_ms;
       }
-      rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N);  // the result checked below
-      CUDA_OK(cudaDeviceSynchronize());
+      // Every cuSPARSE combination runs once into Yc and is checked against the rule's result.
+      rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N);
+      std::vector<std::unique_ptr<CusparseSpmm>> combos;
+      for (int c = 0; c < kNumCombos; ++c) {
+        combos.push_back(
+            std::make_unique<CusparseSpmm>(b.handle, sp, A.rows(), A.cols(), N, kCombos[c], X.data(), Yc.data()));
+        if (combos.back()->ok() && r.max_rel_diff < 0)
+          r.max_rel_diff = compare(Y.data(), Yc.data(), kCombos[c].order == CUSPARSE_ORDER_COL, A.rows(), N);
+      }
+      // Ours and every accepted combination timed round-robin (time_device_auto_interleaved_ms).
+      std::vector<std::function<void()>> fns = {[&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); }};
+      const bool tuned_differs = tuned && tuned->config() != rule.config();
+      if (tuned_differs) fns.push_back([&] { tuned->apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); });
+      std::vector<int> slot(kNumCombos, -1);
+      for (int c = 0; c < kNumCombos; ++c)
+        if (combos[std::size_t(c)]->ok()) {
+          slot[std::size_t(c)] = int(fns.size());
+          fns.push_back([&, c] { combos[std::size_t(c)]->run(); });
+        }
+      const std::vector<double> ms = time_device_auto_interleaved_ms(fns);
+      r.rule_ms = ms[0];
+      r.tuned_ms = tuned_differs ? ms[1] : r.rule_ms;
       r.best_cusparse_ms = -1;
       for (int c = 0; c < kNumCombos; ++c) {
-        r.combo_ms[c] = time_cusparse(b.handle, sp, A.rows(), A.cols(), N, kCombos[c], X.data(), Yc.data());
-        if (r.combo_ms[c] > 0) {
-          if (r.best_cusparse_ms < 0 || r.combo_ms[c] < r.best_cusparse_ms) {
-            r.best_cusparse_ms = r.combo_ms[c];
-            r.best_cusparse = kCombos[c].name;
-          }
-          if (r.max_rel_diff < 0)
-            r.max_rel_diff = compare(Y.data(), Yc.data(), kCombos[c].order == CUSPARSE_ORDER_COL, A.rows(), N);
+        const int k = slot[std::size_t(c)];
+        r.combo_ms[c] = k >= 0 && combos[std::size_t(c)]->ok() ? ms[std::size_t(k)] : -1;
+        if (r.combo_ms[c] > 0 && (r.best_cusparse_ms < 0 || r.combo_ms[c] < r.best_cusparse_ms)) {
+          r.best_cusparse_ms = r.combo_ms[c];
+          r.best_cusparse = kCombos[c].name;
         }
       }
       r.speedup_rule = r.best_cusparse_ms > 0 ? r.best_cusparse_ms / r.rule_ms : 0;

@@ -145,7 +145,7 @@ int spmm_split_rule(const RowStats& s, index_t N) {
   const double S = spmm_pow2_at_least(double(N), 2, 32);
   int ks = spmm_pow2_at_least(double(s.max_len) / kSplitPairsPerSlice, 1, 8);
   while (ks > 1 && double(s.rows) * S * ks > kSplitMaxWaves * kResidentThreads) ks /= 2;
-  return ks;
+  return double(s.max_len) / ks > kSplitMaxSlice ? 1 : ks;
 }
 
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {

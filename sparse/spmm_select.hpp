@@ -45,13 +45,17 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// Latency-bound matrices, N >= kSmallSplitMinN, longest row >= kSplitMinMaxRow: CscRow with
 /// one column per lane and rows shared by KS sub-warps (ksplit), KS = the power of two >=
 /// longest row / kSplitPairsPerSlice (<= 8), halved until rows·S·KS <= kSplitMaxWaves ·
-/// kResidentThreads; no split when that leaves KS = 1. H100, 28 small matrices with N = 16..64:
+/// kResidentThreads; no split when that leaves KS = 1, or when a slice of the longest row would
+/// still hold more than kSplitMaxSlice pairs (hangGlider_2, adder_dcop_05: rows of 1300-1500
+/// among rows of 6-9; the merge-path kernels took 14-15 µs there, the split 28). H100, 28 small
+/// matrices with N = 16..64:
 /// the rule's pick went from 1.33x to 1.12x the fastest candidate (G38, N = 64: 33 -> 16 µs;
 /// bcsstk02: 13 -> 6 µs); at N = 8 the split lost to VDL on average. Retune from bench/bench_spmm.
 inline constexpr int kSmallSplitMinN = 9;
 inline constexpr index_t kSplitMinMaxRow = 24;
 inline constexpr double kSplitPairsPerSlice = 16;
 inline constexpr double kSplitMaxWaves = 1;
+inline constexpr double kSplitMaxSlice = 64;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
 inline constexpr double kNnzBalanceMinCv = 1.5;

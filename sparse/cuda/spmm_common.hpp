@@ -68,6 +68,13 @@ inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
 inline constexpr int kSpmmCscRowRounds = 4;
 inline constexpr std::int64_t kSpmmCscRoundsMinThreads = std::int64_t(8) * 132 * 2048;
 
+/// CSC kernels: launches of fewer threads (rows·S·ksplit, or units·32) walk the cached pairs 8 at
+/// a time with all their X loads in flight (csc_accumulate), as do split rows. H100: walking 8 at
+/// a time on the 4 M-row Laplacians and the banded matrix, where every SM is full, made
+/// N = 8..64 15-25% slower. One wave of resident threads (132 SMs × 2048). Retune from
+/// bench/bench_spmm.
+inline constexpr std::int64_t kSpmmCscBatchMaxThreads = std::int64_t(132) * 2048;
+
 /// Elements of T per 16-byte vector (double: 2, float: 4).
 template <class T>
 inline constexpr int kSpmmVecWidth = int(16 / sizeof(T));

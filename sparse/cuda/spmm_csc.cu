@@ -32,15 +32,18 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
   }
 }
 
-/// B, the pairs walked per step: at most S (a round caches S pairs), at most 8 (registers).
+/// B, the pairs walked per step (csc_accumulate): 8 loads in flight for split rows and small
+/// launches with sub-warps of at least 8 (fewer pairs per round would waste most of a batch),
+/// the plain loop otherwise.
 template <class T, int NC>
 void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
               T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) {
-  switch (log2s) {
-    case 1: return launch<T, NC, 2>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
-    case 2: return launch<T, NC, 4>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
-    default: return launch<T, NC, 8>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
-  }
+  const std::int64_t threads =
+      nnz_balanced ? std::int64_t(ws.units) * 32 : (std::int64_t(A.rows) << log2s) << log2k;
+  if (log2s >= 3 && (log2k > 0 || threads < kSpmmCscBatchMaxThreads))
+    launch<T, NC, 8>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+  else
+    launch<T, NC, 1>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
 }
 
 }  // namespace

@@ -360,10 +360,11 @@ __global__ void __launch_bounds__(kSpmmBlock)
 // ---- CSC ----------------------------------------------------------------------------------------
 
 /// acc[c] += Σ_k a_k · X[c_k, col[c]] over the nonzeros [b, e): the (col, val) pairs are cached S
-/// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked B at a time
-/// with the B X loads of each column issued before any addition (B loads in flight rather than
-/// one: on small matrices the chain of one row is the whole kernel). Additions in nonzero order.
-/// Every lane of the sub-warp calls it.
+/// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked. B = 1: a
+/// plain loop (unrolled by 4), for launches that fill the GPU, where other warps hide the load
+/// latency; B > 1: B pairs at a time with all their X loads issued before any addition, for
+/// small launches, where the chain of one row is the whole kernel (kSpmmCscBatchMaxThreads).
+/// Additions in nonzero order either way. Every lane of the sub-warp calls it.
 template <class T, int NC, int B>
 __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A, index_t b, index_t e, int lane,
                                                int S, unsigned mask, index_t* s_col, T* s_val,
@@ -376,22 +377,33 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
       s_val[lane] = load_stream(A.values + kk + lane);
     }
     __syncwarp(mask);
-    for (int t0 = 0; t0 < cnt; t0 += B) {
-      T a[B], x[B][NC];
-#pragma unroll
-      for (int i = 0; i < B; ++i) {
-        const int t = t0 + i < cnt ? t0 + i : t0;  // past the end: slot t0 again, not added
-        a[i] = s_val[t];
+    if constexpr (B == 1) {
+#pragma unroll 4
+      for (int t = 0; t < cnt; ++t) {
+        const T a = s_val[t];
         const T* xr = X + std::int64_t(s_col[t]) * ldx;
 #pragma unroll
-        for (int c = 0; c < NC; ++c) x[i][c] = ok[c] ? load_cached(xr + col[c]) : T(0);
+        for (int c = 0; c < NC; ++c)
+          if (ok[c]) acc[c] += a * load_cached(xr + col[c]);
       }
+    } else {
+      for (int t0 = 0; t0 < cnt; t0 += B) {
+        T a[B], x[B][NC];
 #pragma unroll
-      for (int i = 0; i < B; ++i)
-        if (t0 + i < cnt) {
+        for (int i = 0; i < B; ++i) {
+          const int t = t0 + i < cnt ? t0 + i : t0;  // past the end: slot t0 again, not added
+          a[i] = s_val[t];
+          const T* xr = X + std::int64_t(s_col[t]) * ldx;
 #pragma unroll
-          for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
+          for (int c = 0; c < NC; ++c) x[i][c] = ok[c] ? load_cached(xr + col[c]) : T(0);
         }
+#pragma unroll
+        for (int i = 0; i < B; ++i)
+          if (t0 + i < cnt) {
+#pragma unroll
+            for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
+          }
+      }
     }
     __syncwarp(mask);  // the slots are refilled next round
   }

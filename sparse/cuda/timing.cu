@@ -105,6 +105,32 @@ std::vector<double> time_device_interleaved_ms(const std::vector<std::function<v
   return out;
 }
 
+std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::function<void()>>& fns, double sample_ms,
+                                                    int reps, int warmup) {
+  KRYSP_REQUIRE(reps >= 1 && warmup >= 0 && sample_ms > 0, "time_device_auto_interleaved_ms: bad arguments reps=",
+                reps, " warmup=", warmup, " sample_ms=", sample_ms);
+  const std::size_t n = fns.size();
+  if (n == 0) return {};
+  std::vector<int> inner(n);
+  for (std::size_t i = 0; i < n; ++i)
+    inner[i] = int(std::clamp(sample_ms / std::max(time_device_ms(fns[i], warmup, 1, 1), 1e-4), 1.0, 1000.0));
+  auto& ev = event_pool(2 * n * std::size_t(reps));
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t i = 0; i < n; ++i) {
+      KRYSP_CUDA_CHECK(cudaEventRecord(ev[2 * (r * n + i)]));
+      for (int k = 0; k < inner[i]; ++k) fns[i]();
+      KRYSP_CUDA_CHECK(cudaEventRecord(ev[2 * (r * n + i) + 1]));
+    }
+  KRYSP_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) t.push_back(double(elapsed(ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1])) / inner[i]);
+    out[i] = median(t);
+  }
+  return out;
+}
+
 double measure_copy_bandwidth_gbs(std::size_t bytes, int reps) {
   KRYSP_REQUIRE(bytes > 0 && reps >= 1, "measure_copy_bandwidth_gbs: bad arguments");
   DeviceArray<unsigned char> a(bytes), b(bytes);

@@ -554,6 +554,10 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_split_rule(g, 4) == 8);
   g.max_len = 40;
   CHECK(spmm_split_rule(g, 16) == 4);
+  g.max_len = 8 * 64 + 1;  // a slice of more than kSplitMaxSlice pairs: left to the merge path
+  CHECK(spmm_split_rule(g, 16) == 1);
+  CHECK(is_nnz_balanced(choose_spmm_rule(g, 16).algorithm));
+  g.max_len = 40;
   g.rows = 20000;
   g.nnz = 240000;
   CHECK(spmm_split_rule(g, 16) == 1);  // 20000·16·2 is more than a wave: no split

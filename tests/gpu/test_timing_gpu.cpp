@@ -1,0 +1,42 @@
+// The benchmarks' round-robin timer (sparse/cuda/timing.hpp): every function runs its warm-up, its
+// estimate and at least one call per round, each gets a positive finite median, and bad arguments
+// are refused. No assertion on how long anything takes: speed belongs in the benchmarks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/device_memory.hpp"
+#include "base/error.hpp"
+#include "sparse/cuda/timing.hpp"
+
+using namespace krysp;
+
+TEST_CASE("Timing: time_device_auto_interleaved_ms runs every function each round and returns medians") {
+  DeviceArray<std::uint64_t> d(1024);
+  std::vector<std::uint64_t> h(1024, 7);
+  int calls[2] = {0, 0};
+  const std::vector<std::function<void()>> fns = {[&] {
+                                                    ++calls[0];
+                                                    d.upload(h.data(), 8);
+                                                  },
+                                                  [&] {
+                                                    ++calls[1];
+                                                    d.upload(h.data(), 1024);
+                                                  }};
+  const int reps = 5, warmup = 2;
+  const std::vector<double> ms = time_device_auto_interleaved_ms(fns, 0.05, reps, warmup);
+  REQUIRE(ms.size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    INFO("function ", i);
+    CHECK(std::isfinite(ms[i]));
+    CHECK(ms[i] > 0);
+    CHECK(calls[i] >= warmup + 1 + reps);  // warm-up, the estimate, then inner >= 1 calls per round
+  }
+  CHECK(time_device_auto_interleaved_ms({}).empty());
+  CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.05, 0), InputError);
+  CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.0, 3), InputError);
+  CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.05, 3, -1), InputError);
+}
