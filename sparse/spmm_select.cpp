@@ -172,11 +172,12 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c.ksplit = ks;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
-  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c)) {
+  const bool small_seq = small && N <= kTuneSeqMaxN && s.max_len >= kSmallSeqMinMaxRow;
+  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq) {
     c = SpmmConfig();
-    c.algorithm = !small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz
-                  : N <= kVdlMaxN                           ? SpmmAlgorithm::VdlNnz
-                                                            : SpmmAlgorithm::CscNnz;
+    c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
+                  : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz
+                                                                                      : SpmmAlgorithm::CscNnz;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   return c;

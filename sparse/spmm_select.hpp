@@ -98,6 +98,11 @@ inline constexpr int kTuneSeqMaxN = 8;
 /// N = 8. Retune from bench_spmm --panel-sweep.
 inline constexpr int kSeqMaxN = 4;
 inline constexpr double kSeqMaxMeanRow = 32;
+/// Latency-bound matrices with a row at least this long, N <= kTuneSeqMaxN: SeqNnz (a merge-path
+/// kernel and its fix-up, about two launches). H100, N = 2..8: 9.5-16 µs on hangGlider_2,
+/// adder_dcop_05, rajat19, bcsstk08, G38, PGPgiantcompo and ca-CondMat (rows of 200-1500 among
+/// rows of 5-12), where the row kernels took 11-30 µs. Retune from bench/bench_spmm.
+inline constexpr index_t kSmallSeqMinMaxRow = 200;
 /// Tuning: row-balanced candidates whose longest row needs more than this many trips are not
 /// timed at all (one run could cost hundreds of SpMMs). Retune from bench/bench_spmm.
 inline constexpr double kTuneMaxRowTrips = 2048;
@@ -133,9 +138,10 @@ int spmm_split_rule(const RowStats& s, index_t N);
 ///    sub-warps (kLatencySubwarpWaves) and VDL up to N < kSmallCscMinN (one vector per lane from
 ///    kSmallOneVectorMinN), or CSC with rows shared by sub-warps where rows are long
 ///    (kSmallSplitMinN, kSplitMinMaxRow);
-///  - nonzero-balanced (VdlNnz / CscNnz) when the rows are skewed: cv > kNnzBalanceMinCv (not on
-///    latency-bound matrices, where only the longest row counts), or the longest row is too long
-///    for the row kernel (spmm_long_row; see kLongRowFactor);
+///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
+///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
+///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound
+///    matrix with N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (SeqNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 

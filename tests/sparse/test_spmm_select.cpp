@@ -460,18 +460,23 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   m.stddev = 100;
   m.nnz = 1600000;
   CHECK(choose_spmm_rule(m, 2).algorithm == SpmmAlgorithm::VdlNnz);
-  // latency-bound power law: cv alone does not count, its longest row (755) fits 32 lanes
+  // latency-bound power law: cv alone does not count, but its longest row (755) reaches
+  // kSmallSeqMinMaxRow: SeqNnz up to N = 8
   const RowStats small = stats_of(random_power_law(3000, 8.0, 1000, 3));
   INFO(small.to_string());
   REQUIRE(small.cv() > spmm_rule::kNnzBalanceMinCv);
-  CHECK(choose_spmm_rule(small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  REQUIRE(spmm_latency_bound(small));
+  REQUIRE(small.max_len >= spmm_rule::kSmallSeqMinMaxRow);
+  CHECK(choose_spmm_rule(small, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(choose_spmm_rule(small, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(small, 9).algorithm != SpmmAlgorithm::SeqNnz);
   // one dense row among short ones
   RowStats d;
   for (const auto& m : test::adversarial_matrices(true))
     if (m.name == "dense-row-100k") d = stats_of(m.A);
   REQUIRE(d.max_len == 100000);
   CHECK(choose_spmm_rule(d, 4).algorithm ==
-        (d.mean <= spmm_rule::kSeqMaxMeanRow && !spmm_latency_bound(d) ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
+        (spmm_latency_bound(d) || d.mean <= spmm_rule::kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
   CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscNnz);
 }
 
@@ -495,20 +500,26 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.max_len = 48600;  // 12150 trips
   CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
-  // Few even rows: the same rows are now long (64 rows in one partial wave)
+  // Few even rows: the same rows are now long (64 rows in one partial wave); N <= 8 on a
+  // latency-bound matrix with such rows is SeqNnz's (kSmallSeqMinMaxRow)
   s.rows = 64;
   s.nnz = 64 * 4096;
   s.max_len = 4096;
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
-  // Small matrices: the floor kMinLongRowTrips = 16 → more than 64 trips is long (32 lanes)
+  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  // Small matrices, N = 16: rows up to 8 · kSplitMaxSlice = 512 are shared by 8 sub-warps; beyond,
+  // VDL (32 lanes, 8 column lanes: P = 4, len / 4 trips) is past the floor kMinLongRowTrips = 16
+  // times kLongRowFactor = 4 → CscNnz
   s.rows = 1000;
   s.nnz = 8000;
   s.mean = 8;
   s.stddev = 8;
-  s.max_len = 2048;  // 64 trips of 32 lanes
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  s.max_len = 2080;
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  s.max_len = 512;
+  SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
+  w8.ksplit = 8;
+  CHECK(choose_spmm_rule(s, 16) == w8);
+  s.max_len = 520;
+  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
@@ -572,12 +583,19 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   REQUIRE(spmm_latency_bound(b));
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
   CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
-  // latency-bound and skewed (cv > 1.5) but no row too long for 32 lanes: still row-balanced
+  // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
+  // SeqNnz up to N = 8, rows shared by 8 sub-warps at N = 16 (1157·16·8 threads fit a wave), and
+  // the merge path at N = 32 (4 slices of 85 would be too long)
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
   REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
   REQUIRE(spmm_latency_bound(r));
-  CHECK(choose_spmm_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  REQUIRE(r.max_len == 338);
+  CHECK(choose_spmm_rule(r, 2).algorithm == SpmmAlgorithm::SeqNnz);
+  SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
+  w8.ksplit = 8;
+  CHECK(choose_spmm_rule(r, 16) == w8);
+  CHECK(choose_spmm_rule(r, 32).algorithm == SpmmAlgorithm::CscNnz);
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
