@@ -178,6 +178,7 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
                   : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz
                                                                                       : SpmmAlgorithm::CscNnz;
+    if (small && c.algorithm == SpmmAlgorithm::CscNnz) c.per_lane = kSmallCscNnzPerLane;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   return c;
@@ -222,6 +223,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
       }
   }
   add(make(SpmmAlgorithm::CscNnz));
+  if (spmm_latency_bound(s)) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
   return out;
 }

@@ -45,7 +45,8 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// Latency-bound matrices, N >= kSmallSplitMinN, longest row >= kSplitMinMaxRow: CscRow with
 /// one column per lane and rows shared by KS sub-warps (ksplit), KS = the power of two >=
 /// longest row / kSplitPairsPerSlice (<= 8), halved until rows·S·KS <= kSplitMaxWaves ·
-/// kResidentThreads; no split when that leaves KS = 1, or when a slice of the longest row would
+/// kResidentThreads (2 rather than 1 wave: rajat19, cora and bcsstk08 at N = 32 and 64 took
+/// 11-16 µs split, 19-35 µs on the merge path); no split when that leaves KS = 1, or when a slice of the longest row would
 /// still hold more than kSplitMaxSlice pairs (hangGlider_2, adder_dcop_05: rows of 1300-1500
 /// among rows of 6-9; the merge-path kernels took 14-15 µs there, the split 28). H100, 28 small
 /// matrices with N = 16..64:
@@ -54,7 +55,7 @@ inline constexpr double kLatencySubwarpWaves = 2;
 inline constexpr int kSmallSplitMinN = 9;
 inline constexpr index_t kSplitMinMaxRow = 24;
 inline constexpr double kSplitPairsPerSlice = 16;
-inline constexpr double kSplitMaxWaves = 1;
+inline constexpr double kSplitMaxWaves = 2;
 inline constexpr double kSplitMaxSlice = 64;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
@@ -79,6 +80,10 @@ inline constexpr double kVdlNnzPerLane = 2.5;
 /// VDL: vectors (16 bytes each) per lane when N allows: 2 halves the (col, val) loads per X
 /// vector compared with 1. Retune from bench/bench_spmm.
 inline constexpr int kVdlVectorsPerLane = 2;
+/// CscNnz on latency-bound matrices: one column per lane (more column tiles) rather than two
+/// above N = 32 (H100, N = 64, 14 skewed small matrices: 10-25% faster). Retune from
+/// bench/bench_spmm.
+inline constexpr int kSmallCscNnzPerLane = 1;
 /// Merge-path unit size (rows + nonzeros per warp), and the smaller one used when the matrix
 /// has fewer than kSmallItems items (more warps for a latency-bound launch).
 /// Retune from bench/bench_spmm.

@@ -520,6 +520,9 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   CHECK(choose_spmm_rule(s, 16) == w8);
   s.max_len = 520;
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  // latency-bound CscNnz: one column per lane at N = 64 too (two column tiles)
+  CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane,
+                                       spmm_rule::kItemsPerWarpSmall));
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
@@ -553,15 +556,16 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(s, 17) == w);
     CHECK(choose_spmm_rule(s, 64) == w);
   }
-  // the split: KS = pow2 >= longest / 16 (at most 8), halved until rows·S·KS fits one wave
+  // the split: KS = pow2 >= longest / 16 (at most 8), halved until rows·S·KS fits two waves
+  // (540672 threads)
   RowStats g;
-  g.rows = 2000;
-  g.nnz = 24000;
+  g.rows = 3000;
+  g.nnz = 36000;
   g.mean = 12;
   g.stddev = 14;
   g.max_len = 249;
-  CHECK(spmm_split_rule(g, 16) == 8);  // 2000·16·8 = 256 k threads
-  CHECK(spmm_split_rule(g, 32) == 4);  // 2000·32·8 would be 512 k
+  CHECK(spmm_split_rule(g, 16) == 8);  // 3000·16·8 = 384 k threads
+  CHECK(spmm_split_rule(g, 32) == 4);  // 3000·32·8 would be 768 k
   CHECK(spmm_split_rule(g, 4) == 8);
   g.max_len = 40;
   CHECK(spmm_split_rule(g, 16) == 4);
@@ -571,7 +575,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   g.max_len = 40;
   g.rows = 20000;
   g.nnz = 240000;
-  CHECK(spmm_split_rule(g, 16) == 1);  // 20000·16·2 is more than a wave: no split
+  CHECK(spmm_split_rule(g, 16) == 1);  // 20000·16·2 is more than two waves: no split
   CHECK(choose_spmm_rule(g, 16).algorithm == SpmmAlgorithm::VdlRow);
   // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
   RowStats b;
@@ -584,8 +588,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
   CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
-  // SeqNnz up to N = 8, rows shared by 8 sub-warps at N = 16 (1157·16·8 threads fit a wave), and
-  // the merge path at N = 32 (4 slices of 85 would be too long)
+  // SeqNnz up to N = 8, then rows shared by 8 sub-warps (1157·32·8 threads fit two waves)
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
   REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
@@ -595,7 +598,9 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
   w8.ksplit = 8;
   CHECK(choose_spmm_rule(r, 16) == w8);
-  CHECK(choose_spmm_rule(r, 32).algorithm == SpmmAlgorithm::CscNnz);
+  w8.subwarp = 32;
+  CHECK(choose_spmm_rule(r, 32) == w8);
+  CHECK(choose_spmm_rule(r, 64) == w8);
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
