@@ -409,15 +409,20 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
   }
 }
 
-/// This lane's columns of the chunk at j0 (CSC layout) and which of them are < N.
-template <int NC>
-__device__ __forceinline__ void csc_columns(index_t j0, int lane, int S, index_t N, index_t (&col)[NC],
-                                            bool (&ok)[NC]) {
+/// This lane's sums over the nonzeros [b, e) for its columns of the chunk at j0 (CSC layout):
+/// col[c], ok[c] (col[c] < N) and acc[c]. Every lane of the sub-warp calls it.
+template <class T, int NC, int B>
+__device__ __forceinline__ void csc_chunk(T (&acc)[NC], index_t (&col)[NC], bool (&ok)[NC], index_t j0,
+                                          const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
+                                          unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
+                                          index_t ldx) {
 #pragma unroll
   for (int c = 0; c < NC; ++c) {
     col[c] = csc_col(j0, lane, c, S);
     ok[c] = col[c] < N;
+    acc[c] = T(0);
   }
+  csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
 }
 
 /// One row segment [b, e) with the CSC layout, this block's column chunks; dst is the row of Y
@@ -431,10 +436,7 @@ __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, inde
     T acc[NC];
     index_t col[NC];
     bool ok[NC];
-    csc_columns<NC>(j0, lane, S, N, col, ok);
-#pragma unroll
-    for (int c = 0; c < NC; ++c) acc[c] = T(0);
-    csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
+    csc_chunk<T, NC, B>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col, s_val, X, ldx);
 #pragma unroll
     for (int c = 0; c < NC; ++c)
       if (ok[c]) spmm_put(dst + col[c], axpby, alpha, acc[c], beta);
@@ -519,10 +521,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
     T acc[NC];
     index_t col[NC];
     bool ok[NC];
-    csc_columns<NC>(j0, lane, S, N, col, ok);
-#pragma unroll
-    for (int c = 0; c < NC; ++c) acc[c] = T(0);
-    csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col + base, s_val + base, X, ldx, col, ok);
+    csc_chunk<T, NC, B>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx);
 #pragma unroll
     for (int c = 0; c < NC; ++c) s_sum[c][threadIdx.x] = acc[c];
     __syncthreads();

@@ -51,6 +51,17 @@ RowStats stats_of(const CsrMatrix<T>& A) {
   return row_stats(A.host_view());
 }
 
+/// Row statistics made up for a rule test.
+RowStats made_up_stats(index_t rows, index_t nnz, double mean, double stddev, index_t max_len) {
+  RowStats s;
+  s.rows = rows;
+  s.nnz = nnz;
+  s.mean = mean;
+  s.stddev = stddev;
+  s.max_len = max_len;
+  return s;
+}
+
 // ---- host emulation of the device kernels -----------------------------------------------------
 //
 // Mirrors sparse/cuda/spmm_kernels.cuh lane by lane: same loops, same index functions, the
@@ -558,12 +569,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   }
   // the split: KS = pow2 >= longest / 16 (at most 8), halved until rows·S·KS fits two waves
   // (540672 threads)
-  RowStats g;
-  g.rows = 3000;
-  g.nnz = 36000;
-  g.mean = 12;
-  g.stddev = 14;
-  g.max_len = 249;
+  RowStats g = made_up_stats(3000, 36000, 12, 14, 249);
   CHECK(spmm_split_rule(g, 16) == 8);  // 3000·16·8 = 384 k threads
   CHECK(spmm_split_rule(g, 32) == 4);  // 3000·32·8 would be 768 k
   CHECK(spmm_split_rule(g, 4) == 8);
@@ -578,12 +584,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_split_rule(g, 16) == 1);  // 20000·16·2 is more than two waves: no split
   CHECK(choose_spmm_rule(g, 16).algorithm == SpmmAlgorithm::VdlRow);
   // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
-  RowStats b;
-  b.rows = 19366;
-  b.nnz = 19366 * 7;
-  b.mean = 7;
-  b.stddev = 0.5;
-  b.max_len = 9;
+  const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
   REQUIRE(spmm_latency_bound(b));
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
   CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
