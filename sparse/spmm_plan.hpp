@@ -15,6 +15,9 @@
 ///  - CSC (coalesced sparse-row caching, sequential reduction): a sub-warp loads up to 32
 ///    (column, value) pairs of a row into shared memory in one coalesced access; then each lane
 ///    walks them for its own columns of Y (lane j: columns j, j+S, ...). Aimed at larger N.
+///    On small matrices a row may be shared by 2..8 sub-warps (SpmmConfig::ksplit), each
+///    walking one slice of it, the slices' sums added in shared memory in slice order; small
+///    launches walk the cached pairs 8 at a time with all their X loads in flight.
 ///  - SeqNnz (thread-sequential merge path, nonzero-balanced only): for short, irregular rows
 ///    at small N, where a sub-warp per row idles most of its lanes. Every lane of a unit's warp
 ///    walks its own equal share of the unit's rows and nonzeros with up to 8 columns in
@@ -24,8 +27,8 @@
 ///    (rows + nonzeros), one warp each; a row split between units leaves partial sums that a
 ///    fix-up kernel combines in unit order.
 /// Every variant is deterministic (bitwise equal results across runs: no floating-point atomics).
-/// Any N: columns come in tiles; the last tile is masked, so N = 17 does not fall back to a
-/// scalar path. beta = 0 never reads Y (NaN in Y does not propagate); columns >= N of a row of
+/// Any N: columns come in tiles (the VDL and CSC chunks run in parallel over blockIdx.y); the
+/// last tile is masked, so N = 17 does not fall back to a scalar path. beta = 0 never reads Y (NaN in Y does not propagate); columns >= N of a row of
 /// Y (the padding up to ldy) are never read or written, nor are columns >= N of X read.
 ///
 /// Column panels (SpmmConfig::panels, spmm_panels.hpp): where X outgrows L2 and the columns are
