@@ -58,12 +58,6 @@ SpmmPartition spmm_partition_host(const index_t* row_ptr, index_t rows, index_t 
       p.splits.push_back(u);
     }
   }
-  p.unit_splits.assign(std::size_t(2) * std::size_t(p.units), -1);
-  for (index_t w = 0; w < p.num_splits(); ++w) {
-    const index_t us = p.splits[std::size_t(3) * w + 1], ue = p.splits[std::size_t(3) * w + 2];
-    p.unit_splits[std::size_t(2) * ue] = w;  // head
-    for (index_t u = us; u < ue; ++u) p.unit_splits[std::size_t(2) * u + 1] = w;  // tails
-  }
   return p;
 }
 
@@ -78,8 +72,7 @@ constexpr index_t kMaxSpmmN = index_t(1) << 24;
 
 template <class T>
 struct Workspace {
-  DeviceArray<index_t> unit_row, unit_nnz, splits, unit_splits;
-  DeviceArray<unsigned> counters;
+  DeviceArray<index_t> unit_row, unit_nnz, splits;
   DeviceArray<T> carries;
   detail::SpmmWorkspaceView view;
 };
@@ -99,16 +92,6 @@ std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const index_t*
   if (!p.splits.empty()) {
     w->splits = DeviceArray<index_t>(p.splits.size());
     w->splits.upload(p.splits.data(), p.splits.size());
-  }
-  if (!p.splits.empty() && std::int64_t(p.units) * 32 <= detail::kSpmmFusedFixupMaxThreads) {
-    w->unit_splits = DeviceArray<index_t>(p.unit_splits.size());
-    w->unit_splits.upload(p.unit_splits.data(), p.unit_splits.size());
-    const std::vector<unsigned> zeros(std::size_t(p.num_splits()) *
-                                      std::size_t(detail::spmm_config_tiles(c, N, int(sizeof(T)))));
-    w->counters = DeviceArray<unsigned>(zeros.size());
-    w->counters.upload(zeros.data(), zeros.size());
-    w->view.unit_splits = w->unit_splits.data();
-    w->view.counters = w->counters.data();
   }
   w->carries = DeviceArray<T>(std::size_t(2) * std::size_t(p.units) * std::size_t(N));
   w->view.units = p.units;
@@ -377,14 +360,12 @@ const SpmmSelection& SpmmPlan<T>::selection() const {
 template <class T>
 int SpmmPlan<T>::launches_per_apply() const {
   KRYSP_REQUIRE(state_, "SpmmPlan: the plan is empty");
-  // the fix-up kernel runs when rows are split and the fix-up is not done in the kernel
-  auto launches = [](const detail::SpmmWorkspaceView& v) { return 1 + (v.num_splits > 0 && !v.counters ? 1 : 0); };
   if (state_->panels) {
     int n = 0;
-    for (const auto& w : state_->panels->ws) n += launches(w->view);
+    for (const auto& w : state_->panels->ws) n += 1 + (w->view.num_splits > 0 ? 1 : 0);
     return n;
   }
-  return launches(state_->workspace->view);
+  return 1 + (state_->workspace->view.num_splits > 0 ? 1 : 0);
 }
 template <class T>
 bool SpmmPlan<T>::matches(const CsrMatrix<T>& A, index_t N) const {

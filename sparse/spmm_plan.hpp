@@ -25,8 +25,7 @@
 ///    between lanes are joined by a segmented warp scan. N > 8 loops over chunks of 8 columns.
 ///  - row-balanced: one sub-warp per row; nonzero-balanced: merge-path units of equal
 ///    (rows + nonzeros), one warp each; a row split between units leaves partial sums that a
-///    fix-up kernel combines in unit order (in small launches, the last of the row's units to
-///    finish does it, in the same order, saving a launch).
+///    fix-up kernel combines in unit order.
 /// Every variant is deterministic (bitwise equal results across runs: no floating-point atomics).
 /// Any N: columns come in tiles (the VDL and CSC chunks run in parallel over blockIdx.y); the
 /// last tile is masked, so N = 17 does not fall back to a scalar path. beta = 0 never reads Y (NaN in Y does not propagate); columns >= N of a row of
@@ -111,8 +110,7 @@ class SpmmPlan {
   const StructureFingerprint& fingerprint() const;
   /// How the configuration was chosen (rule, forced, tuned with its candidate table, or cache).
   const SpmmSelection& selection() const;
-  /// Kernel launches per apply() (1, or 2 with a separate fix-up of rows split between units;
-  /// small launches do the fix-up in the kernel), per panel.
+  /// Kernel launches per apply() (1, or 2 with the fix-up of rows split between units).
   int launches_per_apply() const;
   /// Would apply() use 16-byte vector loads of X for these X and ldx? (VDL kernels only.)
   static bool vector_aligned(const T* X, index_t ldx);

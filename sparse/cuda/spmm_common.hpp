@@ -51,7 +51,6 @@
 
 #include "base/host_device.hpp"
 #include "base/types.hpp"
-#include "sparse/spmm_config.hpp"
 
 namespace krysp::detail {
 
@@ -75,13 +74,6 @@ inline constexpr std::int64_t kSpmmCscRoundsMinThreads = std::int64_t(8) * 132 *
 /// N = 8..64 15-25% slower. One wave of resident threads (132 SMs × 2048). Retune from
 /// bench/bench_spmm.
 inline constexpr std::int64_t kSpmmCscBatchMaxThreads = std::int64_t(132) * 2048;
-
-/// Nonzero-balanced kernels: launches of at most this many threads (units·32) do the fix-up of
-/// split rows in the kernel (the last unit of a row to finish adds its slots; no second launch,
-/// which costs as much again as the kernel on a small matrix), larger ones in the fix-up kernel,
-/// as measured before (the in-kernel fix-up has not been timed there). One wave of resident
-/// threads (132 SMs × 2048). Retune from bench/bench_spmm.
-inline constexpr std::int64_t kSpmmFusedFixupMaxThreads = std::int64_t(132) * 2048;
 
 /// Elements of T per 16-byte vector (double: 2, float: 4).
 template <class T>
@@ -204,14 +196,6 @@ inline constexpr index_t kSpmmMaxTiles = 65535;
 KRYSP_HD inline index_t spmm_column_tiles(index_t N, index_t chunk) {
   const index_t t = (N + chunk - 1) / chunk;
   return t < 1 ? 1 : (t > kSpmmMaxTiles ? kSpmmMaxTiles : t);
-}
-/// The column tiles of a launch of configuration c (complete) for N columns of value_bytes-byte
-/// values: chunks of Q·NV·VW columns (VDL; the lean path has one), S·NC (CSC); SeqNnz: one.
-inline index_t spmm_config_tiles(const SpmmConfig& c, index_t N, int value_bytes) {
-  if (c.algorithm == SpmmAlgorithm::SeqNnz) return 1;
-  const index_t chunk = is_vdl(c.algorithm) ? index_t(c.col_lanes) * c.per_lane * (16 / value_bytes)
-                                            : index_t(c.subwarp) * c.per_lane;
-  return spmm_column_tiles(N, chunk);
 }
 
 }  // namespace krysp::detail

@@ -7,8 +7,9 @@ namespace krysp::detail {
 namespace {
 
 template <class T, int NC, int B>
-void launch(bool nnz_balanced, int log2s, int log2k, unsigned tiles, const CsrView<T>& A, index_t N,
-            const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) {
+void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
+            T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) {
+  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, index_t(NC) << log2s));
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
@@ -35,14 +36,14 @@ void launch(bool nnz_balanced, int log2s, int log2k, unsigned tiles, const CsrVi
 /// launches with sub-warps of at least 8 (fewer pairs per round would waste most of a batch),
 /// the plain loop otherwise.
 template <class T, int NC>
-void launch_b(bool nnz_balanced, int log2s, int log2k, unsigned tiles, const CsrView<T>& A, index_t N,
-              const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) {
+void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
+              T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) {
   const std::int64_t threads =
       nnz_balanced ? std::int64_t(ws.units) * 32 : (std::int64_t(A.rows) << log2s) << log2k;
   if (log2s >= 3 && (log2k > 0 || threads < kSpmmCscBatchMaxThreads))
-    launch<T, NC, 8>(nnz_balanced, log2s, log2k, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    launch<T, NC, 8>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
   else
-    launch<T, NC, 1>(nnz_balanced, log2s, log2k, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    launch<T, NC, 1>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
 }
 
 }  // namespace
@@ -57,10 +58,9 @@ void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
   KRYSP_REQUIRE(KS <= 8 && (KS & (KS - 1)) == 0 && (KS == 1 || !nnz_balanced), "SpMM CSC: ksplit ", KS,
                 " is not 1, 2, 4 or 8 on the row-balanced kernel");
   const int log2s = spmm_log2(S), log2k = spmm_log2(KS);
-  const auto tiles = static_cast<unsigned>(spmm_config_tiles(c, N, int(sizeof(T))));
   switch (c.per_lane) {
-    case 1: return launch_b<T, 1>(nnz_balanced, log2s, log2k, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy);
-    case 2: return launch_b<T, 2>(nnz_balanced, log2s, log2k, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    case 1: return launch_b<T, 1>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    case 2: return launch_b<T, 2>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy);
     default: KRYSP_THROW(InputError, "SpMM CSC: columns per lane ", c.per_lane, " is not 1 or 2");
   }
 }

@@ -88,7 +88,7 @@ void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const Spmm
       break;
     default: KRYSP_THROW(InputError, "SpMM algorithm ", int(c.algorithm), " does not exist");
   }
-  if (nnz && ws.num_splits > 0 && ws.counters == nullptr) {  // else fixed up in the kernel
+  if (nnz && ws.num_splits > 0) {
     const std::int64_t grid = (std::int64_t(ws.num_splits) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
     spmm_fixup_kernel<T><<<static_cast<unsigned>(grid), kSpmmBlock>>>(
         ws.num_splits, ws.splits, ws.units, N, static_cast<const T*>(ws.carries), alpha, beta, Y, ldy);

@@ -96,45 +96,6 @@ __device__ __forceinline__ void spmm_put(T* dst, bool axpby, T alpha, T sum, T b
 __device__ __forceinline__ index_t spmm_tile_first(index_t chunk) { return index_t(blockIdx.y) * chunk; }
 __device__ __forceinline__ index_t spmm_tile_step(index_t chunk) { return index_t(gridDim.y) * chunk; }
 
-/// The in-kernel fix-up of split rows (ws.counters set; spmm_common.hpp, kSpmmFusedFixupMaxThreads):
-/// after unit u has written its carry slots for this block's columns, it counts itself in on the
-/// split rows whose head or tail slot it wrote; the last of a row's u_e − u_s + 1 units to arrive
-/// computes Y[row] = alpha·(tail[u_s] + ... + tail[u_e − 1] + head[u_e]) + beta·Y[row] in that
-/// order (as spmm_fixup_kernel does: bitwise the same) for this block's column chunks, and
-/// resets the counter for the next launch. The whole warp calls it, after its carry writes.
-template <class T>
-__device__ __forceinline__ void spmm_unit_fixup(const SpmmWorkspaceView& ws, index_t u, index_t N, index_t chunk,
-                                                T alpha, T beta, T* __restrict__ Y, index_t ldy) {
-  if (ws.counters == nullptr) return;
-  const int lane = int(threadIdx.x % 32);
-  __threadfence();  // this lane's carry writes are visible before the unit counts itself in
-  __syncwarp();
-  const T* carries = static_cast<const T*>(ws.carries);
-  for (int side = 0; side < 2; ++side) {  // head, then tail
-    const index_t w = ws.unit_splits[2 * std::int64_t(u) + side];
-    if (w < 0) continue;  // the same for the whole warp
-    const index_t row = ws.splits[3 * std::int64_t(w)], us = ws.splits[3 * std::int64_t(w) + 1],
-                  ue = ws.splits[3 * std::int64_t(w) + 2];
-    unsigned* count = ws.counters + std::int64_t(w) * gridDim.y + blockIdx.y;
-    unsigned before = 0;
-    if (lane == 0) before = atomicAdd(count, 1u);
-    before = __shfl_sync(0xffffffffu, before, 0);
-    if (before != unsigned(ue - us)) continue;  // not the last of the row's units
-    __threadfence();  // the other units' carries, written before their counts
-    T* y = Y + std::int64_t(row) * ldy;
-    for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {
-      const index_t j1 = N - j0 < chunk ? N : j0 + chunk;
-      for (index_t j = j0 + lane; j < j1; j += 32) {
-        T sum = T(0);
-        for (index_t v = us; v < ue; ++v) sum += __ldcg(carries + spmm_carry_offset(SpmmDest::Tail, v, ws.units, N) + j);
-        sum += __ldcg(carries + spmm_carry_offset(SpmmDest::Head, ue, ws.units, N) + j);
-        store_axpby(y + j, alpha, sum, beta);
-      }
-    }
-    if (lane == 0) *count = 0;  // for the next launch
-  }
-}
-
 // ---- VDL ----------------------------------------------------------------------------------------
 
 /// Per-lane constants of the VDL layout (spmm_common.hpp).
@@ -394,7 +355,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
       vdl_segment<T, NV, S>(A, b, e, N, L, mask, X, ldx, x_vec, dst, axpby, alpha, beta);
     }
   }
-  spmm_unit_fixup(ws, u, N, LEAN ? N : L.chunk, alpha, beta, Y, ldy);
 }
 
 // ---- CSC ----------------------------------------------------------------------------------------
@@ -534,7 +494,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
     csc_segment<T, NC, B>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, dst,
                           d == SpmmDest::Direct, alpha, beta);
   }
-  spmm_unit_fixup(ws, u, N, index_t(S) * NC, alpha, beta, Y, ldy);
 }
 
 /// Row-balanced CSC with 2^log2k sub-warps per row (ksplit): sub-warp g of the block works on row

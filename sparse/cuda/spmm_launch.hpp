@@ -18,9 +18,6 @@ struct SpmmPartition {
   std::vector<index_t> unit_row;  ///< units + 1 entries: i of each cut (unit_row[units] = rows)
   std::vector<index_t> unit_nnz;  ///< units + 1 entries: k of each cut (unit_nnz[units] = nnz)
   std::vector<index_t> splits;    ///< 3 per split row: row, first unit u_s, last unit u_e
-  /// 2 per unit: the split rows whose head slot (u == u_e) and tail slot (u_s <= u < u_e) unit u
-  /// writes, as indices into `splits`, or -1
-  std::vector<index_t> unit_splits;
   index_t num_splits() const { return index_t(splits.size() / 3); }
 };
 /// Builds the partition from host CSR arrays. O(units · log rows). K >= 1.
@@ -34,11 +31,6 @@ struct SpmmWorkspaceView {
   index_t num_splits = 0;
   const index_t* splits = nullptr;  ///< 3·num_splits
   void* carries = nullptr;          ///< T[2·units·N]: head slots, then tail slots
-  /// In-kernel fix-up (small launches, kSpmmFusedFixupMaxThreads), else null and a separate
-  /// fix-up kernel: SpmmPartition::unit_splits, and one arrival counter per (split row, column
-  /// tile), zero between launches (the last unit to arrive adds the row's slots and resets it).
-  const index_t* unit_splits = nullptr;
-  unsigned* counters = nullptr;
 };
 
 /// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see

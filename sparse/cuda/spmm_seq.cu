@@ -208,7 +208,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
     if (lane == 31 && i1 < A.rows)  // row i1 continues in the next unit
       seq_put<T, W>(carries + spmm_carry_offset(SpmmDest::Tail, u, ws.units, N) + j0, m, false, alpha, acc, beta);
   }
-  spmm_unit_fixup(ws, u, N, N, alpha, beta, Y, ldy);  // one column tile
 }
 
 template <class T, int W>

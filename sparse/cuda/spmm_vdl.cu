@@ -7,11 +7,12 @@ namespace krysp::detail {
 namespace {
 
 template <class T, int NV, int S>
-void launch(bool nnz_balanced, int log2q, unsigned tiles, const CsrView<T>& A, index_t N,
-            const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec) {
+void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
+            const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec) {
   // The lean path: one column lane, all N columns in one chunk of NV vectors.
   const bool lean = log2q == 0 && N <= NV * kSpmmVecWidth<T>;
-  // tiles (blockIdx.y): spmm_config_tiles; 1 on the lean path (a single chunk)
+  // Column tiles (blockIdx.y) for the general kernels; the lean one has a single chunk.
+  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, (index_t(NV) * kSpmmVecWidth<T>) << log2q));
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
@@ -39,14 +40,14 @@ void launch(bool nnz_balanced, int log2q, unsigned tiles, const CsrView<T>& A, i
 }
 
 template <class T, int NV>
-void launch_s(bool nnz_balanced, int S, int log2q, unsigned tiles, const CsrView<T>& A, index_t N,
-              const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec) {
+void launch_s(bool nnz_balanced, int S, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
+              T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec) {
   switch (S) {
-    case 2: return launch<T, NV, 2>(nnz_balanced, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    case 4: return launch<T, NV, 4>(nnz_balanced, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    case 8: return launch<T, NV, 8>(nnz_balanced, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    case 16: return launch<T, NV, 16>(nnz_balanced, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    case 32: return launch<T, NV, 32>(nnz_balanced, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 2: return launch<T, NV, 2>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 4: return launch<T, NV, 4>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 8: return launch<T, NV, 8>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 16: return launch<T, NV, 16>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 32: return launch<T, NV, 32>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     default: KRYSP_THROW(InputError, "SpMM VDL: sub-warp width ", S, " is not 2, 4, 8, 16 or 32");
   }
 }
@@ -60,12 +61,9 @@ void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
   KRYSP_REQUIRE(c.col_lanes >= 1 && c.col_lanes <= c.subwarp && (c.col_lanes & (c.col_lanes - 1)) == 0,
                 "SpMM VDL: column lanes ", c.col_lanes, " is not a power of two <= the sub-warp ", c.subwarp);
   const int log2q = spmm_log2(c.col_lanes);
-  const auto tiles = static_cast<unsigned>(spmm_config_tiles(c, N, int(sizeof(T))));
   switch (c.per_lane) {
-    case 1:
-      return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    case 2:
-      return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, tiles, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 1: return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+    case 2: return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     default: KRYSP_THROW(InputError, "SpMM VDL: vectors per lane ", c.per_lane, " is not 1 or 2");
   }
 }

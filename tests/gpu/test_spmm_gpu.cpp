@@ -180,35 +180,6 @@ TEST_CASE("SpMM GPU: deterministic, bitwise equal across runs for every variant"
   for (index_t N : {4, 7}) check_all_variants<float>("power-law", Pf, N, N, N, false, 0, true);
 }
 
-TEST_CASE("SpMM GPU: small launches fix up split rows in the kernel, launch after launch") {
-  // Every nonzero-balanced kernel on a small skewed matrix with many split rows: one launch per
-  // apply(), and each of several applies on new data right (the arrival counters start at zero
-  // again); on a launch of more than kSpmmFusedFixupMaxThreads threads the fix-up kernel runs.
-  const auto A = test::load("rajat19");
-  for (SpmmAlgorithm a : {SpmmAlgorithm::VdlNnz, SpmmAlgorithm::CscNnz, SpmmAlgorithm::SeqNnz})
-    for (index_t N : {3, 40}) {
-      SpmmPlanOptions o;
-      o.force = true;
-      o.forced = cfg(a, 0, 0, a == SpmmAlgorithm::CscNnz ? 1 : 0, 16);
-      const SpmmPlan<double> plan(A, N, o);
-      INFO(plan.config().to_string(), " N=", N);
-      CHECK(plan.launches_per_apply() == 1);
-      for (int round = 0; round < 3; ++round) {
-        const double alpha = test::random_scalar(), beta = round == 1 ? 0.0 : test::random_scalar();
-        const auto X = test::random_block<double>(A.cols(), N, N, 0.0);
-        const auto Y0 = test::random_block<double>(A.rows(), N, N, 0.0);
-        const test::SpmmExpected<double> expected(A, N, alpha, X, N, beta, Y0, N);
-        expected.check(run(plan, A, alpha, X, N, beta, Y0, N), "round " + std::to_string(round));
-      }
-    }
-  const auto L = laplacian_2d(300, 300);  // 539 k rows + nonzeros: 16.8 k units of 32 items, 539 k threads
-  SpmmPlanOptions o;
-  o.force = true;
-  o.forced = cfg(SpmmAlgorithm::CscNnz, 0, 0, 0, 32);
-  const SpmmPlan<double> big(L, 4, o);
-  CHECK(big.launches_per_apply() == 2);
-}
-
 TEST_CASE("SpMM GPU: plan refuses another matrix, another N and too small leading dimensions") {
   const auto A = test::load("bcsstk01");
   const auto B = test::load("bcsstk03");

@@ -767,31 +767,6 @@ TEST_CASE("SpMM partition: merge-path invariants and split rows") {
         CHECK(split[std::size_t(r)] <= 1);
         if (units_touching[std::size_t(r)] > 1) CHECK(split[std::size_t(r)] == 1);
       }
-      // unit_splits (the in-kernel fix-up): a unit names the split row whose head or tail slot
-      // it writes (the kernels' spmm_unit_dest), and each split row is named by u_e − u_s + 1
-      // units: the count its last arriving unit waits for
-      REQUIRE(p.unit_splits.size() == std::size_t(2) * std::size_t(p.units));
-      std::vector<index_t> named(std::size_t(p.num_splits()), 0);
-      for (index_t u = 0; u < p.units; ++u) {
-        const index_t i0 = p.unit_row[u], k0 = p.unit_nnz[u], i1 = p.unit_row[u + 1];
-        const index_t head = p.unit_splits[2 * std::size_t(u)], tail = p.unit_splits[2 * std::size_t(u) + 1];
-        const bool writes_head = i0 < i1 && v.row_ptr[i0] < k0;  // SpmmDest::Head for row i0
-        // SpmmDest::Tail for row i1: read back only when i1 is a split row (a unit that ends
-        // where row i1 begins writes an empty tail that nobody adds)
-        const bool reads_tail = i1 < v.rows && split[std::size_t(i1)] == 1;
-        CHECK((head >= 0) == writes_head);
-        CHECK((tail >= 0) == reads_tail);
-        if (head >= 0) {
-          CHECK(p.splits[3 * std::size_t(head)] == i0);
-          ++named[std::size_t(head)];
-        }
-        if (tail >= 0) {
-          CHECK(p.splits[3 * std::size_t(tail)] == i1);
-          ++named[std::size_t(tail)];
-        }
-      }
-      for (index_t w = 0; w < p.num_splits(); ++w)
-        CHECK(named[std::size_t(w)] == p.splits[3 * std::size_t(w) + 2] - p.splits[3 * std::size_t(w) + 1] + 1);
     }
 }
 
