@@ -14,9 +14,10 @@
 //
 // Per (matrix, N): the rule's kernel time (median of CUDA-event samples after warm-up, taken
 // round-robin with the tuned kernel and the cuSPARSE combinations, so that interference on a
-// shared machine hits all alike: time_device_auto_interleaved_ms), the tuned plan's kernel and time (Select::Tune without the cache), the best cuSPARSE time and which
-// algorithm/layout, the speedups, and the time relative to the ideal-traffic time (matrix once +
-// X once + Y written once, at the copy bandwidth). Results are checked against cuSPARSE.
+// shared machine hits all alike: time_device_auto_interleaved_ms), the tuned plan's kernel and
+// time (Select::Tune without the cache), the best cuSPARSE time and which algorithm/layout, the
+// speedups, and the time relative to the ideal-traffic time (matrix once + X once + Y written
+// once, at the copy bandwidth). Results are checked against cuSPARSE.
 // For the 3-D Laplacian: SpMM(N=2) / SpMV for krysp (SpmvPlan) and for cuSPARSE (SpMV CSR ALG1).
 // Summary: geometric-mean speedups over the best cuSPARSE for N in {2,4,8} and N in {16,32,64},
 // also split by matrix size (nnz < 1e6: latency-bound launches), and restricted to the cases whose

@@ -28,8 +28,9 @@
 ///    fix-up kernel combines in unit order.
 /// Every variant is deterministic (bitwise equal results across runs: no floating-point atomics).
 /// Any N: columns come in tiles (the VDL and CSC chunks run in parallel over blockIdx.y); the
-/// last tile is masked, so N = 17 does not fall back to a scalar path. beta = 0 never reads Y (NaN in Y does not propagate); columns >= N of a row of
-/// Y (the padding up to ldy) are never read or written, nor are columns >= N of X read.
+/// last tile is masked, so N = 17 does not fall back to a scalar path. beta = 0 never reads Y
+/// (NaN in Y does not propagate); columns >= N of a row of Y (the padding up to ldy) are never
+/// read or written, nor are columns >= N of X read.
 ///
 /// Column panels (SpmmConfig::panels, spmm_panels.hpp): where X outgrows L2 and the columns are
 /// scattered, the plan splits the matrix into column panels applied one after another, so that

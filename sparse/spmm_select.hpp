@@ -46,12 +46,12 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// one column per lane and rows shared by KS sub-warps (ksplit), KS = the power of two >=
 /// longest row / kSplitPairsPerSlice (<= 8), halved until rows·S·KS <= kSplitMaxWaves ·
 /// kResidentThreads (2 rather than 1 wave: rajat19, cora and bcsstk08 at N = 32 and 64 took
-/// 11-16 µs split, 19-35 µs on the merge path); no split when that leaves KS = 1, or when a slice of the longest row would
-/// still hold more than kSplitMaxSlice pairs (hangGlider_2, adder_dcop_05: rows of 1300-1500
-/// among rows of 6-9; the merge-path kernels took 14-15 µs there, the split 28). H100, 28 small
-/// matrices with N = 16..64:
-/// the rule's pick went from 1.33x to 1.12x the fastest candidate (G38, N = 64: 33 -> 16 µs;
-/// bcsstk02: 13 -> 6 µs); at N = 8 the split lost to VDL on average. Retune from bench/bench_spmm.
+/// 11-16 µs split, 19-35 µs on the merge path); no split when that leaves KS = 1, or when a
+/// slice of the longest row would still hold more than kSplitMaxSlice pairs (hangGlider_2,
+/// adder_dcop_05: rows of 1300-1500 among rows of 6-9; the merge-path kernels took 14-15 µs
+/// there, the split 28). H100, 28 small matrices with N = 16..64: the rule's pick went from
+/// 1.33x to 1.12x the fastest candidate (G38, N = 64: 33 -> 16 µs; bcsstk02: 13 -> 6 µs); at
+/// N = 8 the split lost to VDL on average. Retune from bench/bench_spmm.
 inline constexpr int kSmallSplitMinN = 9;
 inline constexpr index_t kSplitMinMaxRow = 24;
 inline constexpr double kSplitPairsPerSlice = 16;

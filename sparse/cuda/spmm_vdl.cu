@@ -21,7 +21,8 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
           <<<static_cast<unsigned>(grid), kSpmmBlock>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     else
       spmm_vdl_nnz_kernel<T, NV, S, false>
-          <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+          <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy,
+                                                                    x_vec);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_nnz_kernel");
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;

@@ -125,7 +125,8 @@ std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::funct
   std::vector<double> out(n);
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<double> t;
-    for (int r = 0; r < reps; ++r) t.push_back(double(elapsed(ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1])) / inner[i]);
+    for (int r = 0; r < reps; ++r)
+      t.push_back(double(elapsed(ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1])) / inner[i]);
     out[i] = median(t);
   }
   return out;
