@@ -81,7 +81,7 @@ inline constexpr double kVdlNnzPerLane = 2.5;
 /// vector compared with 1. Retune from bench/bench_spmm.
 inline constexpr int kVdlVectorsPerLane = 2;
 /// CscNnz on latency-bound matrices: one column per lane (more column tiles) rather than two
-/// above N = 32 (H100, N = 64, 14 skewed small matrices: 10-25% faster). Retune from
+/// above N = 32 (H100, N = 64, 14 skewed small matrices: 8-27% faster). Retune from
 /// bench/bench_spmm.
 inline constexpr int kSmallCscNnzPerLane = 1;
 /// Merge-path unit size (rows + nonzeros per warp), and the smaller one used when the matrix
