@@ -172,7 +172,7 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c.ksplit = ks;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
-  const bool small_seq = small && N <= kTuneSeqMaxN && s.max_len >= kSmallSeqMinMaxRow;
+  const bool small_seq = small && N > kVdlMaxN && N <= kTuneSeqMaxN && s.max_len >= kSmallSeqMinMaxRow;
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq) {
     c = SpmmConfig();
     c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz

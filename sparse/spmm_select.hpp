@@ -51,9 +51,12 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// adder_dcop_05: rows of 1300-1500 among rows of 6-9; the merge-path kernels took 14-15 µs
 /// there, the split 28). H100, 28 small matrices with N = 16..64: the rule's pick went from
 /// 1.33x to 1.12x the fastest candidate (G38, N = 64: 33 -> 16 µs; bcsstk02: 13 -> 6 µs); at
-/// N = 8 the split lost to VDL on average. Retune from bench/bench_spmm.
+/// N = 8 the split lost to VDL on average. kSplitMinMaxRow: the full H100 run
+/// (spmm_h100_2026-11-25_ksplit against _all) showed no gain where the longest row is 24-32
+/// (28 cases, 0.996x on average, add32 and bips98_606 down to 0.62x), 1.11x at 33-40 and 1.23x
+/// at 41-64. Retune from bench/bench_spmm.
 inline constexpr int kSmallSplitMinN = 9;
-inline constexpr index_t kSplitMinMaxRow = 24;
+inline constexpr index_t kSplitMinMaxRow = 33;
 inline constexpr double kSplitPairsPerSlice = 16;
 inline constexpr double kSplitMaxWaves = 2;
 inline constexpr double kSplitMaxSlice = 64;
@@ -103,10 +106,12 @@ inline constexpr int kTuneSeqMaxN = 8;
 /// N = 8. Retune from bench_spmm --panel-sweep.
 inline constexpr int kSeqMaxN = 4;
 inline constexpr double kSeqMaxMeanRow = 32;
-/// Latency-bound matrices with a row at least this long, N <= kTuneSeqMaxN: SeqNnz (a merge-path
-/// kernel and its fix-up, about two launches). H100, N = 2..8: 9.5-16 µs on hangGlider_2,
+/// Latency-bound matrices with a row at least this long, kVdlMaxN < N <= kTuneSeqMaxN: SeqNnz (a
+/// merge-path kernel and its fix-up, about two launches). H100, N = 8, on hangGlider_2,
 /// adder_dcop_05, rajat19, bcsstk08, G38, PGPgiantcompo and ca-CondMat (rows of 200-1500 among
-/// rows of 5-12), where the row kernels took 11-30 µs. Retune from bench/bench_spmm.
+/// rows of 5-12): 1.30-1.71x cuSPARSE where the row kernels gave 0.53-1.40x (spmm_h100_2026-11-25
+/// _all against _ksplit). Not at N = 2 and 4: there VDL with 32 lanes per row was 2-2.8x on five
+/// of the seven and SeqNnz 1.3-1.6x. Retune from bench/bench_spmm.
 inline constexpr index_t kSmallSeqMinMaxRow = 200;
 /// Tuning: row-balanced candidates whose longest row needs more than this many trips are not
 /// timed at all (one run could cost hundreds of SpMMs). Retune from bench/bench_spmm.
@@ -146,7 +151,7 @@ int spmm_split_rule(const RowStats& s, index_t N);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound
-///    matrix with N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (SeqNnz);
+///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (SeqNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 

@@ -471,14 +471,16 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   m.stddev = 100;
   m.nnz = 1600000;
   CHECK(choose_spmm_rule(m, 2).algorithm == SpmmAlgorithm::VdlNnz);
-  // latency-bound power law: cv alone does not count, but its longest row (755) reaches
-  // kSmallSeqMinMaxRow: SeqNnz up to N = 8
+  // latency-bound power law: cv alone does not count, and its longest row (755) fits 32 lanes
+  // at N <= 4; it reaches kSmallSeqMinMaxRow: SeqNnz for 4 < N <= 8
   const RowStats small = stats_of(random_power_law(3000, 8.0, 1000, 3));
   INFO(small.to_string());
   REQUIRE(small.cv() > spmm_rule::kNnzBalanceMinCv);
   REQUIRE(spmm_latency_bound(small));
   REQUIRE(small.max_len >= spmm_rule::kSmallSeqMinMaxRow);
-  CHECK(choose_spmm_rule(small, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(choose_spmm_rule(small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(choose_spmm_rule(small, 4).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
   CHECK(choose_spmm_rule(small, 8).algorithm == SpmmAlgorithm::SeqNnz);
   CHECK(choose_spmm_rule(small, 9).algorithm != SpmmAlgorithm::SeqNnz);
   // one dense row among short ones
@@ -487,7 +489,8 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
     if (m.name == "dense-row-100k") d = stats_of(m.A);
   REQUIRE(d.max_len == 100000);
   CHECK(choose_spmm_rule(d, 4).algorithm ==
-        (spmm_latency_bound(d) || d.mean <= spmm_rule::kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
+        (d.mean <= spmm_rule::kSeqMaxMeanRow && !spmm_latency_bound(d) ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
+  CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::SeqNnz);  // latency-bound, with a row of 100 k
   CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscNnz);
 }
 
@@ -511,12 +514,13 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.max_len = 48600;  // 12150 trips
   CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
-  // Few even rows: the same rows are now long (64 rows in one partial wave); N <= 8 on a
+  // Few even rows: the same rows are now long (64 rows in one partial wave); 4 < N <= 8 on a
   // latency-bound matrix with such rows is SeqNnz's (kSmallSeqMinMaxRow)
   s.rows = 64;
   s.nnz = 64 * 4096;
   s.max_len = 4096;
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::SeqNnz);
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // Small matrices, N = 16: rows up to 8 · kSplitMaxSlice = 512 are shared by 8 sub-warps; beyond,
   // VDL (32 lanes, 8 column lanes: P = 4, len / 4 trips) is past the floor kMinLongRowTrips = 16
@@ -553,14 +557,21 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(choose_spmm_rule(s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: 2 float4
   }
-  {  // bcsstk06: 420 rows up to 28 long: VDL up to N = 8, then CSC rows shared by 2 sub-warps
+  {  // bcsstk06: 420 rows up to 28 long, short of kSplitMinMaxRow: as Trefethen_2000
     const RowStats s = stats_of(test::load("bcsstk06"));
     INFO(s.to_string());
+    REQUIRE(s.max_len < spmm_rule::kSplitMinMaxRow);
+    CHECK(choose_spmm_rule(s, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));
+    CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  }
+  {  // Erdos971: 472 rows up to 41 long: VDL up to N = 8, then CSC rows shared by 4 sub-warps
+    const RowStats s = stats_of(test::load("Erdos971"));
+    INFO(s.to_string());
     REQUIRE(s.max_len >= spmm_rule::kSplitMinMaxRow);
-    REQUIRE(s.max_len <= 2 * spmm_rule::kSplitPairsPerSlice);
+    REQUIRE(s.max_len <= 4 * spmm_rule::kSplitPairsPerSlice);
     CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 2));
     SpmmConfig w = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
-    w.ksplit = 2;
+    w.ksplit = 4;
     CHECK(choose_spmm_rule(s, 9) == w);
     CHECK(choose_spmm_rule(s, 16) == w);
     w.subwarp = 32;
@@ -589,13 +600,15 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
   CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
-  // SeqNnz up to N = 8, then rows shared by 8 sub-warps (1157·32·8 threads fit two waves)
+  // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (1157·32·8
+  // threads fit two waves)
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
   REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
   REQUIRE(spmm_latency_bound(r));
   REQUIRE(r.max_len == 338);
-  CHECK(choose_spmm_rule(r, 2).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(choose_spmm_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
   SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
   w8.ksplit = 8;
   CHECK(choose_spmm_rule(r, 16) == w8);
