@@ -44,6 +44,8 @@ int spmm_pow2_at_least(double v, int lo, int hi) {
 namespace {
 
 index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
+/// The CSC sub-warp for N columns: the power of two >= N in [2, 32] (a lane per column).
+int csc_subwarp(index_t N) { return spmm_pow2_at_least(double(N), 2, 32); }
 int vec_width(int value_bytes) { return value_bytes == 4 ? 4 : 2; }
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -70,7 +72,7 @@ SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const 
       c.subwarp = std::min(32, std::max(2, std::max(c.col_lanes, 1) * p));
     }
   } else {
-    if (c.subwarp == 0) c.subwarp = spmm_pow2_at_least(double(N), 2, 32);
+    if (c.subwarp == 0) c.subwarp = csc_subwarp(N);
     if (c.per_lane == 0) c.per_lane = N > c.subwarp ? 2 : 1;
   }
   if (is_nnz_balanced(c.algorithm) && c.items_per_warp == 0)
@@ -142,7 +144,7 @@ bool spmm_latency_bound(const RowStats& s) {
 int spmm_split_rule(const RowStats& s, index_t N) {
   using namespace spmm_rule;
   if (s.max_len < kSplitMinMaxRow) return 1;
-  const double S = spmm_pow2_at_least(double(N), 2, 32);
+  const double S = csc_subwarp(N);
   int ks = spmm_pow2_at_least(double(s.max_len) / kSplitPairsPerSlice, 1, 8);
   while (ks > 1 && double(s.rows) * S * ks > kSplitMaxWaves * kResidentThreads) ks /= 2;
   return double(s.max_len) / ks > kSplitMaxSlice ? 1 : ks;
@@ -212,7 +214,8 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   add(make(SpmmAlgorithm::CscRow, 32));
   // one column per lane (more column tiles) and rows shared by 2..8 sub-warps: shorter chains
   // where the launch is latency-bound
-  if (spmm_latency_bound(s)) {
+  const bool small = spmm_latency_bound(s);
+  if (small) {
     const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
     add(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
     for (int w : {2, 4, 8})
@@ -223,7 +226,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
       }
   }
   add(make(SpmmAlgorithm::CscNnz));
-  if (spmm_latency_bound(s)) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
+  if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
   return out;
 }

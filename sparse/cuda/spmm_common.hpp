@@ -57,6 +57,8 @@ namespace krysp::detail {
 /// Threads per block of every SpMM kernel.
 inline constexpr int kSpmmBlock = 256;
 inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
+/// One wave: the threads resident on the whole GPU (H100 / H200 SXM: 132 SMs × 2048).
+inline constexpr std::int64_t kSpmmWaveThreads = std::int64_t(132) * 2048;
 
 /// Row-balanced CSC: rounds of consecutive rows per block (block b takes the
 /// kSpmmCscRowRounds·(256/S) rows from there; in each round its sub-warps work on consecutive
@@ -66,14 +68,14 @@ inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
 /// matrices the rounds only add latency (H200: Trefethen_2000 went from 5 to 16 µs). Retune
 /// from bench/bench_spmm.
 inline constexpr int kSpmmCscRowRounds = 4;
-inline constexpr std::int64_t kSpmmCscRoundsMinThreads = std::int64_t(8) * 132 * 2048;
+inline constexpr std::int64_t kSpmmCscRoundsMinThreads = 8 * kSpmmWaveThreads;
 
 /// CSC kernels: launches of fewer threads (rows·S·ksplit, or units·32) walk the cached pairs 8 at
 /// a time with all their X loads in flight (csc_accumulate), as do split rows. H100: walking 8 at
 /// a time on the 4 M-row Laplacians and the banded matrix, where every SM is full, made
 /// N = 8..64 15-25% slower. One wave of resident threads (132 SMs × 2048). Retune from
 /// bench/bench_spmm.
-inline constexpr std::int64_t kSpmmCscBatchMaxThreads = std::int64_t(132) * 2048;
+inline constexpr std::int64_t kSpmmCscBatchMaxThreads = kSpmmWaveThreads;
 
 /// Elements of T per 16-byte vector (double: 2, float: 4).
 template <class T>

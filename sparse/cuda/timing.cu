@@ -60,10 +60,19 @@ double time_device_ms(const std::function<void()>& fn, int warmup, int reps, int
   return median(t);
 }
 
-double time_device_auto_ms(const std::function<void()>& fn, double sample_ms, int reps, int warmup) {
+namespace {
+
+/// Calls of fn per sample so that a sample lasts about sample_ms (from one timed call after
+/// `warmup` untimed ones).
+int calls_per_sample(const std::function<void()>& fn, double sample_ms, int warmup) {
   const double est = time_device_ms(fn, warmup, 1, 1);
-  const int inner = int(std::clamp(sample_ms / std::max(est, 1e-4), 1.0, 1000.0));
-  return time_device_ms(fn, 0, reps, inner);
+  return int(std::clamp(sample_ms / std::max(est, 1e-4), 1.0, 1000.0));
+}
+
+}  // namespace
+
+double time_device_auto_ms(const std::function<void()>& fn, double sample_ms, int reps, int warmup) {
+  return time_device_ms(fn, 0, reps, calls_per_sample(fn, sample_ms, warmup));
 }
 
 std::vector<double> time_device_interleaved_ms(const std::vector<std::function<void()>>& fns, int warmup, int reps,
@@ -109,27 +118,19 @@ std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::funct
                                                     int reps, int warmup) {
   KRYSP_REQUIRE(reps >= 1 && warmup >= 0 && sample_ms > 0, "time_device_auto_interleaved_ms: bad arguments reps=",
                 reps, " warmup=", warmup, " sample_ms=", sample_ms);
-  const std::size_t n = fns.size();
-  if (n == 0) return {};
-  std::vector<int> inner(n);
-  for (std::size_t i = 0; i < n; ++i)
-    inner[i] = int(std::clamp(sample_ms / std::max(time_device_ms(fns[i], warmup, 1, 1), 1e-4), 1.0, 1000.0));
-  auto& ev = event_pool(2 * n * std::size_t(reps));
-  for (int r = 0; r < reps; ++r)
-    for (std::size_t i = 0; i < n; ++i) {
-      KRYSP_CUDA_CHECK(cudaEventRecord(ev[2 * (r * n + i)]));
-      for (int k = 0; k < inner[i]; ++k) fns[i]();
-      KRYSP_CUDA_CHECK(cudaEventRecord(ev[2 * (r * n + i) + 1]));
-    }
-  KRYSP_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<double> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r)
-      t.push_back(double(elapsed(ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1])) / inner[i]);
-    out[i] = median(t);
+  // One sample of function i is inner[i] back-to-back calls, timed round-robin with the others.
+  std::vector<int> inner;
+  std::vector<std::function<void()>> samples;
+  for (const auto& fn : fns) {
+    const int k = calls_per_sample(fn, sample_ms, warmup);
+    inner.push_back(k);
+    samples.push_back([&fn, k] {
+      for (int c = 0; c < k; ++c) fn();
+    });
   }
-  return out;
+  std::vector<double> ms = time_device_interleaved_ms(samples, 0, reps);
+  for (std::size_t i = 0; i < ms.size(); ++i) ms[i] /= inner[i];
+  return ms;
 }
 
 double measure_copy_bandwidth_gbs(std::size_t bytes, int reps) {
