@@ -4,13 +4,17 @@
 // done where cuSPARSE supports it), same process, same random X (values in [0.5, 1.5), never
 // zero); the device copy bandwidth measured in the same run as the yardstick.
 //
-// usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--ns 2,4,8,16,32,64] [--max-files K]
+// usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--ns 2,4,8,16,32,64] [--max-files K] [--profile]
 //        bench_spmm [--quick] --panel-sweep   (column panel counts × kernels on the power-law matrix)
 //                   [--json out.json] [A.mtx ...]
 //   Matrices given on the command line (at most K of them), then the four generated ones of the
 //   SpMV benchmark, each >= 20 M nonzeros: 2-D Laplacian (2048^2), 3-D Laplacian (160^3 = 4.1 M
 //   rows), power-law graph (3 M rows, mean 8), random banded (1.5 M rows, rows of 1..31).
 //   --quick: the same shapes, ~100x smaller. --no-tune: only the rule's kernel (faster).
+//   --profile: per (matrix, N), one run of the rule's kernel, of every tuning candidate and of
+//   every cuSPARSE combination, in that order, between cudaProfilerStart and cudaProfilerStop, for
+//   `ncu --profile-from-start off` (GPU time per kernel, without the launch cost that dominates
+//   event timings of small matrices). The order is printed.
 //
 // Per (matrix, N): the rule's kernel time (median of CUDA-event samples after warm-up, taken
 // round-robin with the tuned kernel and the cuSPARSE combinations, so that interference on a
@@ -25,6 +29,7 @@
 // launch and a 4-row CSR SpMV in one block, timed the same way in the same run), where a speedup
 // is not capped by launch and load latency.
 // Without a CUDA device: prints a message and exits 0.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -185,6 +190,7 @@ class CusparseSpmm {
 struct Bench {
   double copy_gbs = 0;
   bool tune = true;
+  bool profile = false;  // --profile
   cusparseHandle_t handle = nullptr;
 };
 
@@ -233,6 +239,28 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
             std::make_unique<CusparseSpmm>(b.handle, sp, A.rows(), A.cols(), N, kCombos[c], X.data(), Yc.data()));
         if (combos.back()->ok() && r.max_rel_diff < 0)
           r.max_rel_diff = compare(Y.data(), Yc.data(), kCombos[c].order == CUSPARSE_ORDER_COL, A.rows(), N);
+      }
+      if (b.profile) {
+        // One run each inside the profiler range; the plans are made (and tuned) outside it.
+        std::vector<SpmmPlan<double>> forced;
+        for (const auto& c : r.candidates) {
+          SpmmPlanOptions o;
+          o.force = true;
+          o.forced = c.config;
+          forced.emplace_back(A, N, o);
+        }
+        std::printf("profile %s N=%d: rule %s", name.c_str(), N, r.rule.c_str());
+        for (const auto& c : r.candidates) std::printf(", %s", c.config.to_string().c_str());
+        for (int c = 0; c < kNumCombos; ++c)
+          if (combos[std::size_t(c)]->ok()) std::printf(", cusparse %s", kCombos[c].name);
+        std::printf("\n");
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaProfilerStart());
+        rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N);
+        for (const auto& p : forced) p.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N);
+        for (auto& c : combos) c->run();
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaProfilerStop());
       }
       // Ours and every accepted combination timed round-robin (time_device_auto_interleaved_ms).
       std::vector<std::function<void()>> fns = {[&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); }};
@@ -337,14 +365,14 @@ void panel_sweep(bool quick) {
 }
 
 int main(int argc, char** argv) {
-  bool quick = false, generated = true, tune = true;
+  bool quick = false, generated = true, tune = true, profile = false;
   int max_files = -1;
   std::string json;
   std::vector<index_t> Ns = {2, 4, 8, 16, 32, 64};
   std::vector<std::string> files;
   const char* usage =
       "usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--ns 2,4,8,16,32,64] [--max-files K] "
-      "[--json out.json] [A.mtx ...]\n";
+      "[--profile] [--json out.json] [A.mtx ...]\n";
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -357,6 +385,8 @@ int main(int argc, char** argv) {
         generated = false;
       } else if (a == "--no-tune") {
         tune = false;
+      } else if (a == "--profile") {
+        profile = true;
       } else if (a == "--ns" && i + 1 < argc) {
         Ns = parse_ns(argv[++i]);
       } else if (a == "--max-files" && i + 1 < argc) {
@@ -386,6 +416,7 @@ int main(int argc, char** argv) {
     const auto t_start = Clock::now();
     Bench b;
     b.tune = tune;
+    b.profile = profile;
     const std::string device = cached_device_name();
     std::size_t free_b = 0, total_b = 0;
     cuda_memory_info(free_b, total_b);

@@ -167,7 +167,8 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c.subwarp = std::max(complete_spmm_config(c, N, value_bytes, s).subwarp, wide);
   }
   c = complete_spmm_config(c, N, value_bytes, s);
-  if (const int ks = small && N >= kSmallSplitMinN ? spmm_split_rule(s, N) : 1; ks > 1) {
+  const int ks = small && N >= kSmallSplitMinN ? spmm_split_rule(s, N) : 1;
+  if (ks > 1) {
     c = SpmmConfig();
     c.algorithm = SpmmAlgorithm::CscRow;
     c.per_lane = 1;
@@ -175,7 +176,9 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   const bool small_seq = small && N > kVdlMaxN && N <= kTuneSeqMaxN && s.max_len >= kSmallSeqMinMaxRow;
-  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq) {
+  const bool small_stream = small && N >= kSmallSplitMinN && ks == 1 && s.max_len >= kSplitMinMaxRow &&
+                            s.mean < kSmallStreamMaxMean;
+  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq || small_stream) {
     c = SpmmConfig();
     c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
                   : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz

@@ -60,6 +60,14 @@ inline constexpr index_t kSplitMinMaxRow = 33;
 inline constexpr double kSplitPairsPerSlice = 16;
 inline constexpr double kSplitMaxWaves = 2;
 inline constexpr double kSplitMaxSlice = 64;
+/// Latency-bound matrices, N >= kSmallSplitMinN, whose longest row (>= kSplitMinMaxRow) the split
+/// does not share out (too many rows for kSplitMaxWaves) and whose mean row is shorter than
+/// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
+/// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). H100, GPU time (ncu) of the kernels:
+/// PGPgiantcompo (10.7 k rows, mean 4.6, longest 205) N = 16 / 64: vdl-row 18 / csc-row 42 µs,
+/// CscNnz 16 / 18-21; pubmed (19.7 k rows, mean 4.5) N = 64: csc-row 36, CscNnz 24-26. Retune
+/// from bench/bench_spmm.
+inline constexpr double kSmallStreamMaxMean = 8;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
 inline constexpr double kNnzBalanceMinCv = 1.5;
@@ -151,7 +159,9 @@ int spmm_split_rule(const RowStats& s, index_t N);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound
-///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (SeqNnz);
+///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (SeqNnz), or from
+///    N = kSmallSplitMinN it reaches kSplitMinMaxRow unsplit with a mean row below
+///    kSmallStreamMaxMean (CscNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 

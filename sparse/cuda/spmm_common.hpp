@@ -76,6 +76,17 @@ inline constexpr std::int64_t kSpmmCscRoundsMinThreads = 8 * kSpmmWaveThreads;
 /// N = 8..64 15-25% slower. One wave of resident threads (132 SMs × 2048). Retune from
 /// bench/bench_spmm.
 inline constexpr std::int64_t kSpmmCscBatchMaxThreads = kSpmmWaveThreads;
+/// CscNnz in those small launches: units of at most this many items (rows + nonzeros) are staged
+/// in shared memory (12 bytes an item per warp: 33 KB a block with the row offsets).
+inline constexpr int kSpmmCscStaged = 256;
+/// Staged CscNnz: nonzeros whose X loads are issued together (csc_stream_rows), for units whose
+/// rows have fewer than kSpmmCscStreamMaxRow nonzeros on average; units of longer rows walk each
+/// row (one round of loads per 8 nonzeros). H100, GPU time of the main kernel + fix-up at
+/// N = 16..64: streaming took PGPgiantcompo from 17-30 to 15-18 us, pubmed from 19-39 to 16-24,
+/// but Trefethen_2000 (21 nonzeros a row) from 10-14 to 14-16 and hangGlider_2 (one row of 1463)
+/// from 12-17 to 15-17.
+inline constexpr int kSpmmCscStreamBatch = 16;
+inline constexpr int kSpmmCscStreamMaxRow = 8;
 
 /// Elements of T per 16-byte vector (double: 2, float: 4).
 template <class T>

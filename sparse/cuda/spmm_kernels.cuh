@@ -359,12 +359,51 @@ __global__ void __launch_bounds__(kSpmmBlock)
 
 // ---- CSC ----------------------------------------------------------------------------------------
 
+/// The CSC kernels' walks with B > 1 are declared for at least 2 blocks an SM (__launch_bounds__),
+/// which lets ptxas use up to 128 registers: without it, it kept them at 64 and spilled.
+///
+/// acc[c] += Σ_t a_t · X[c_t, col[c]] over the cnt (column, value) pairs sc[t], sv[t] in shared
+/// memory. B = 1: a plain loop (unrolled by 4), for launches that fill the GPU, where other warps
+/// hide the load latency; B > 1: B pairs at a time with all their X loads issued before any
+/// addition, for small launches, where the chain of one row is the whole kernel
+/// (kSpmmCscBatchMaxThreads). Additions in pair order either way.
+template <class T, int NC, int B>
+__device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt,
+                                         const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
+                                         const bool (&ok)[NC]) {
+  if constexpr (B == 1) {
+#pragma unroll 4
+    for (int t = 0; t < cnt; ++t) {
+      const T a = sv[t];
+      const T* xr = X + std::int64_t(sc[t]) * ldx;
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+        if (ok[c]) acc[c] += a * load_cached(xr + col[c]);
+    }
+  } else {
+    for (int t0 = 0; t0 < cnt; t0 += B) {
+      T a[B], x[B][NC];
+#pragma unroll
+      for (int i = 0; i < B; ++i) {
+        const int t = t0 + i < cnt ? t0 + i : t0;  // past the end: pair t0 again, not added
+        a[i] = sv[t];
+        const T* xr = X + std::int64_t(sc[t]) * ldx;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) x[i][c] = ok[c] ? load_cached(xr + col[c]) : T(0);
+      }
+#pragma unroll
+      for (int i = 0; i < B; ++i)
+        if (t0 + i < cnt) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
+        }
+    }
+  }
+}
+
 /// acc[c] += Σ_k a_k · X[c_k, col[c]] over the nonzeros [b, e): the (col, val) pairs are cached S
-/// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked. B = 1: a
-/// plain loop (unrolled by 4), for launches that fill the GPU, where other warps hide the load
-/// latency; B > 1: B pairs at a time with all their X loads issued before any addition, for
-/// small launches, where the chain of one row is the whole kernel (kSpmmCscBatchMaxThreads).
-/// Additions in nonzero order either way. Every lane of the sub-warp calls it.
+/// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked (csc_walk).
+/// Every lane of the sub-warp calls it.
 template <class T, int NC, int B>
 __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A, index_t b, index_t e, int lane,
                                                int S, unsigned mask, index_t* s_col, T* s_val,
@@ -377,34 +416,7 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
       s_val[lane] = load_stream(A.values + kk + lane);
     }
     __syncwarp(mask);
-    if constexpr (B == 1) {
-#pragma unroll 4
-      for (int t = 0; t < cnt; ++t) {
-        const T a = s_val[t];
-        const T* xr = X + std::int64_t(s_col[t]) * ldx;
-#pragma unroll
-        for (int c = 0; c < NC; ++c)
-          if (ok[c]) acc[c] += a * load_cached(xr + col[c]);
-      }
-    } else {
-      for (int t0 = 0; t0 < cnt; t0 += B) {
-        T a[B], x[B][NC];
-#pragma unroll
-        for (int i = 0; i < B; ++i) {
-          const int t = t0 + i < cnt ? t0 + i : t0;  // past the end: slot t0 again, not added
-          a[i] = s_val[t];
-          const T* xr = X + std::int64_t(s_col[t]) * ldx;
-#pragma unroll
-          for (int c = 0; c < NC; ++c) x[i][c] = ok[c] ? load_cached(xr + col[c]) : T(0);
-        }
-#pragma unroll
-        for (int i = 0; i < B; ++i)
-          if (t0 + i < cnt) {
-#pragma unroll
-            for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
-          }
-      }
-    }
+    csc_walk<T, NC, B>(acc, s_col, s_val, cnt, X, ldx, col, ok);
     __syncwarp(mask);  // the slots are refilled next round
   }
 }
@@ -447,7 +459,7 @@ __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, inde
 /// consecutive rows from b·R·(256/S); in round r its sub-warps work on consecutive rows, so that
 /// X rows shared by neighbouring matrix rows are reused from L1.
 template <class T, int NC, int B>
-__global__ void __launch_bounds__(kSpmmBlock)
+__global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
                         T beta, T* __restrict__ Y, index_t ldy) {
   __shared__ index_t s_col[kSpmmBlock];
@@ -467,9 +479,77 @@ __global__ void __launch_bounds__(kSpmmBlock)
   }
 }
 
+/// Staged CscNnz: one sub-warp's rows [ra, rb) of a unit staged in shared memory (row offsets
+/// rp[r − i0] for r in [i0, i1], pairs sc/sv from nonzero k0), walked as one stream of nonzeros
+/// in batches of kSpmmCscStreamBatch whose X loads are all issued before any addition, across row
+/// ends: a row's sum is stored when the walk passes its end. Few rounds of loads per unit, not one
+/// per row. Additions in nonzero order within a row, as in csc_segment.
+template <class T, int NC>
+__device__ __forceinline__ void csc_stream_rows(index_t ra, index_t rb, const index_t* rp, const index_t* sc,
+                                                const T* sv, index_t i0, index_t k0, index_t i1, index_t k1,
+                                                index_t u, index_t N, int lane, int S, const SpmmWorkspaceView& ws,
+                                                T alpha, const T* __restrict__ X, index_t ldx, T beta,
+                                                T* __restrict__ Y, index_t ldy) {
+  constexpr int B = kSpmmCscStreamBatch;
+  if (ra >= rb) return;
+  T* carries = static_cast<T*>(ws.carries);
+  auto row_end = [&](index_t r) { return r < i1 ? rp[r - i0 + 1] : k1; };
+  const index_t kb = rp[ra - i0] > k0 ? rp[ra - i0] : k0, ke = row_end(rb - 1);
+  const index_t chunk = index_t(S) * NC;
+  for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {
+    index_t col[NC];
+    bool ok[NC];
+    T acc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      col[c] = csc_col(j0, lane, c, S);
+      ok[c] = col[c] < N;
+      acc[c] = T(0);
+    }
+    index_t r = ra, re = row_end(ra);
+    auto put_row = [&] {  // row r is complete: its sums go to Y or a carry slot; then the next row
+      const SpmmDest d = spmm_unit_dest(r, i0, k0, i1, rp[r - i0]);
+      T* dst = d == SpmmDest::Direct ? Y + std::int64_t(r) * ldy : carries + spmm_carry_offset(d, u, ws.units, N);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (ok[c]) spmm_put(dst + col[c], d == SpmmDest::Direct, alpha, acc[c], beta);
+        acc[c] = T(0);
+      }
+      ++r;
+      if (r < rb) re = row_end(r);
+    };
+    for (index_t t0 = kb; t0 < ke; t0 += B) {
+      T x[B][NC];
+#pragma unroll
+      for (int i = 0; i < B; ++i) {
+        const index_t t = t0 + i < ke ? t0 + i : t0;  // past the end: nonzero t0 again, not added
+        const T* xr = X + std::int64_t(sc[t - k0]) * ldx;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) x[i][c] = ok[c] ? load_cached(xr + col[c]) : T(0);
+      }
+#pragma unroll
+      for (int i = 0; i < B; ++i) {
+        const index_t t = t0 + i;
+        if (t < ke) {
+          while (t >= re) put_row();  // rows that end before nonzero t, empty ones included
+          const T a = sv[t - k0];
+#pragma unroll
+          for (int c = 0; c < NC; ++c) acc[c] += a * x[i][c];
+        }
+      }
+    }
+    while (r < rb) put_row();  // the last row with nonzeros, and empty rows after it
+  }
+}
+
 /// Nonzero-balanced CSC: one warp per merge-path unit, rows round-robin over the sub-warps.
+/// Small launches (B > 1) stage a unit of at most kSpmmCscStaged items first: its row offsets and
+/// (column, value) pairs are copied to shared memory with coalesced loads. Then each sub-warp
+/// streams through a contiguous share of the unit's rows (csc_stream_rows) when they are short,
+/// or walks its rows one by one from shared memory, instead of three dependent trips to memory
+/// per row (row offsets, pairs, X).
 template <class T, int NC, int B>
-__global__ void __launch_bounds__(kSpmmBlock)
+__global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
   __shared__ index_t s_col[kSpmmBlock];
@@ -486,6 +566,49 @@ __global__ void __launch_bounds__(kSpmmBlock)
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
   const std::int64_t last = i1 < A.rows ? i1 : A.rows - 1;
   T* carries = static_cast<T*>(ws.carries);
+  if constexpr (B > 1) {
+    __shared__ index_t s_rp[kSpmmWarpsPerBlock][kSpmmCscStaged + 1];
+    __shared__ index_t s_ucol[kSpmmWarpsPerBlock][kSpmmCscStaged];
+    __shared__ T s_uval[kSpmmWarpsPerBlock][kSpmmCscStaged];
+    if ((std::int64_t(i1) - i0) + (std::int64_t(k1) - k0) <= kSpmmCscStaged) {  // the same for the whole warp
+      const int warp = int(threadIdx.x / 32), wl = int(threadIdx.x % 32);
+      for (index_t j = wl; j <= i1 - i0; j += 32) s_rp[warp][j] = __ldg(A.row_ptr + i0 + j);
+      for (index_t j = wl; j < k1 - k0; j += 32) {
+        s_ucol[warp][j] = load_stream(A.col_idx + k0 + j);
+        s_uval[warp][j] = load_stream(A.values + k0 + j);
+      }
+      __syncwarp();
+      const std::int64_t nr = last + 1 - i0;  // rows of the unit, [i0, last]
+      if (std::int64_t(k1) - k0 < kSpmmCscStreamMaxRow * nr) {  // short rows: one stream per sub-warp
+        csc_stream_rows<T, NC>(index_t(i0 + nr * g / G), index_t(i0 + nr * (g + 1) / G), s_rp[warp], s_ucol[warp],
+                               s_uval[warp], i0, k0, i1, k1, u, N, lane, S, ws, alpha, X, ldx, beta, Y, ldy);
+        return;
+      }
+      for (std::int64_t r = std::int64_t(i0) + g; r <= last; r += G) {  // longer rows: a walk per row
+        const index_t rs = s_rp[warp][r - i0];                            // row i1 ends at or after k1
+        const index_t b = rs > k0 ? rs : k0, e = r < i1 ? s_rp[warp][r - i0 + 1] : k1;
+        const SpmmDest d = spmm_unit_dest(index_t(r), i0, k0, i1, rs);
+        T* dst = d == SpmmDest::Direct ? Y + r * ldy : carries + spmm_carry_offset(d, u, ws.units, N);
+        const index_t chunk = index_t(S) * NC;
+        for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {
+          T acc[NC];
+          index_t col[NC];
+          bool ok[NC];
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            col[c] = csc_col(j0, lane, c, S);
+            ok[c] = col[c] < N;
+            acc[c] = T(0);
+          }
+          csc_walk<T, NC, B>(acc, s_ucol[warp] + (b - k0), s_uval[warp] + (b - k0), int(e - b), X, ldx, col, ok);
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+            if (ok[c]) spmm_put(dst + col[c], d == SpmmDest::Direct, alpha, acc[c], beta);
+        }
+      }
+      return;
+    }
+  }
   for (std::int64_t r = std::int64_t(i0) + g; r <= last; r += G) {
     const index_t rs = A.row_ptr[r], re = A.row_ptr[r + 1];
     const index_t b = rs > k0 ? rs : k0, e = re < k1 ? re : k1;
@@ -500,7 +623,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
 /// blockIdx.x·rows_per_block + g / KS, slice g mod KS of its nonzeros (csc_slice); the slices'
 /// sums meet in shared memory and the first sub-warp adds them in slice order.
 template <class T, int NC, int B>
-__global__ void __launch_bounds__(kSpmmBlock)
+__global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
                           index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
   __shared__ index_t s_col[kSpmmBlock];

@@ -39,7 +39,8 @@ SpmmConfig cfg(SpmmAlgorithm a, int s = 0, int q = 0, int v = 0, int k = 0) {
 
 /// The forced configurations: each algorithm with derived geometry, plus extremes (2 lanes,
 /// 32 nonzero lanes, 32 column lanes, 2 vectors/columns per lane, rows shared by 2..8 sub-warps,
-/// tiny and odd unit sizes that split rows across many units).
+/// tiny and odd unit sizes that split rows across many units, CscNnz units staged in shared
+/// memory and too large for it).
 SpmmConfig split(SpmmConfig c, int ksplit) {
   c.ksplit = ksplit;
   return c;
@@ -63,6 +64,7 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::CscNnz),
           cfg(SpmmAlgorithm::CscNnz, 4, 0, 2, 5),
           cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, 100),
+          cfg(SpmmAlgorithm::CscNnz, 16, 0, 1, 300),  // units too large to stage (kSpmmCscStaged)
           cfg(SpmmAlgorithm::SeqNnz),
           cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, 37)};
 }

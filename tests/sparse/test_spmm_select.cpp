@@ -631,6 +631,33 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
 }
 
+TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows go to CscNnz") {
+  // PGPgiantcompo-like: 10680 rows of 4.6 on average, the longest 205: too many rows to share
+  // them out (rows·32·2 > kSplitMaxWaves waves), and the row kernels wait on the longest row
+  RowStats s;
+  s.rows = 10680;
+  s.nnz = 49000;
+  s.mean = double(s.nnz) / s.rows;
+  s.stddev = 8;
+  s.max_len = 205;
+  REQUIRE(spmm_latency_bound(s));
+  REQUIRE(spmm_split_rule(s, 16) == 1);
+  for (index_t N : {16, 17, 32, 64}) {
+    INFO("N = " << N);
+    CHECK(choose_spmm_rule(s, N) ==
+          cfg(SpmmAlgorithm::CscNnz, N > 16 ? 32 : 16, 0, spmm_rule::kSmallCscNnzPerLane, spmm_rule::kItemsPerWarpSmall));
+  }
+  CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallSplitMinN
+  s.max_len = spmm_rule::kSplitMinMaxRow - 1;  // no long row
+  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
+  s.max_len = 205;
+  s.mean = spmm_rule::kSmallStreamMaxMean;  // rows long enough to walk one by one
+  s.nnz = index_t(s.mean * s.rows);
+  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
+}
+
 TEST_CASE("SpMM rule: empty matrices stay on the row kernels") {
   RowStats s;  // 0 × 0
   CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlRow);
