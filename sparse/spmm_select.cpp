@@ -144,10 +144,16 @@ bool spmm_latency_bound(const RowStats& s) {
 int spmm_split_rule(const RowStats& s, index_t N) {
   using namespace spmm_rule;
   if (s.max_len < kSplitMinMaxRow) return 1;
-  const double S = csc_subwarp(N);
-  int ks = spmm_pow2_at_least(double(s.max_len) / kSplitPairsPerSlice, 1, 8);
-  while (ks > 1 && double(s.rows) * S * ks > kSplitMaxWaves * kResidentThreads) ks /= 2;
-  return double(s.max_len) / ks > kSplitMaxSlice ? 1 : ks;
+  const double S = csc_subwarp(N), tiles = std::ceil(double(N) / S);
+  int best = 1;
+  double best_cost = 0;
+  for (int ks = 1; ks <= 8; ks *= 2) {
+    if (ks > 1 && double(s.max_len) / ks > kSplitMaxSlice) continue;
+    const double cost = std::ceil(double(s.max_len) / ks) + kSplitWaveCost * double(s.rows) * S * ks * tiles /
+                                                                  kResidentThreads;
+    if (ks == 1 || cost < best_cost) best = ks, best_cost = cost;
+  }
+  return best;
 }
 
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {

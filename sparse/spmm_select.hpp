@@ -43,25 +43,25 @@ inline constexpr int kSmallCscMinN = 33;
 /// 1.125x -> 1.100x the fastest candidate for N <= 8). Retune from bench/bench_spmm.
 inline constexpr double kLatencySubwarpWaves = 2;
 /// Latency-bound matrices, N >= kSmallSplitMinN, longest row >= kSplitMinMaxRow: CscRow with
-/// one column per lane and rows shared by KS sub-warps (ksplit), KS = the power of two >=
-/// longest row / kSplitPairsPerSlice (<= 8), halved until rows·S·KS <= kSplitMaxWaves ·
-/// kResidentThreads (2 rather than 1 wave: rajat19, cora and bcsstk08 at N = 32 and 64 took
-/// 11-16 µs split, 19-35 µs on the merge path); no split when that leaves KS = 1, or when a
-/// slice of the longest row would still hold more than kSplitMaxSlice pairs (hangGlider_2,
-/// adder_dcop_05: rows of 1300-1500 among rows of 6-9; the merge-path kernels took 14-15 µs
-/// there, the split 28). H100, 28 small matrices with N = 16..64: the rule's pick went from
-/// 1.33x to 1.12x the fastest candidate (G38, N = 64: 33 -> 16 µs; bcsstk02: 13 -> 6 µs); at
-/// N = 8 the split lost to VDL on average. kSplitMinMaxRow: the full H100 run
-/// (spmm_h100_2026-11-25_ksplit against _all) showed no gain where the longest row is 24-32
-/// (28 cases, 0.996x on average, add32 and bips98_606 down to 0.62x), 1.11x at 33-40 and 1.23x
-/// at 41-64. Retune from bench/bench_spmm.
+/// one column per lane and rows shared by KS sub-warps (ksplit). KS in {1, 2, 4, 8} minimises
+///   ceil(longest row / KS) + kSplitWaveCost · rows·S·KS·tiles / kResidentThreads
+/// (the chain of the longest slice, in pairs, against the threads launched, with column tiles
+/// = ceil(N / S)), over the KS whose slices of the longest row hold at most kSplitMaxSlice pairs
+/// (hangGlider_2, adder_dcop_05: rows of 1300-1500 among rows of 6-9 are left to the merge path,
+/// which is faster there). Fit on the candidate tables of two H100 runs (N = 16..64,
+/// spmm_h100_2026-11-25_staged and the run before it; 75 cases with longest rows of 33-512): the
+/// pick was 1.07x the fastest split on the geometric mean (1.03x without the slice limit), against
+/// 1.19x for the previous rule (KS = pow2 >= longest / 16, halved until rows·S·KS <= 2 waves:
+/// bcsstm13 N = 64 took KS = 8, 18 µs, where KS = 1 took 9.5). kSplitMinMaxRow: the full H100 run (spmm_h100_2026-11-25_ksplit against
+/// _all) showed no gain where the longest row is 24-32 (28 cases, 0.996x on average, add32 and
+/// bips98_606 down to 0.62x), 1.11x at 33-40 and 1.23x at 41-64. Retune from bench/bench_spmm
+/// (scripts/spmm_report.py).
 inline constexpr int kSmallSplitMinN = 9;
 inline constexpr index_t kSplitMinMaxRow = 33;
-inline constexpr double kSplitPairsPerSlice = 16;
-inline constexpr double kSplitMaxWaves = 2;
+inline constexpr double kSplitWaveCost = 48;
 inline constexpr double kSplitMaxSlice = 64;
 /// Latency-bound matrices, N >= kSmallSplitMinN, whose longest row (>= kSplitMinMaxRow) the split
-/// does not share out (too many rows for kSplitMaxWaves) and whose mean row is shorter than
+/// does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than
 /// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
 /// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). H100, GPU time (ncu) of the kernels:
 /// PGPgiantcompo (10.7 k rows, mean 4.6, longest 205) N = 16 / 64: vdl-row 18 / csc-row 42 µs,

@@ -22,7 +22,15 @@ __global__ void __launch_bounds__(kSpmmBlock)
   T* y = Y + std::int64_t(row) * ldy;
   for (std::int64_t j = lane; j < N; j += 32) {
     T s = T(0);
-    for (index_t u = us; u < ue; ++u) s += carries[spmm_carry_offset(SpmmDest::Tail, u, units, N) + j];
+    index_t u = us;
+    for (; u + 4 <= ue; u += 4) {  // a row split over many units: 4 loads in flight, added in order
+      T t[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) t[q] = carries[spmm_carry_offset(SpmmDest::Tail, u + q, units, N) + j];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s += t[q];
+    }
+    for (; u < ue; ++u) s += carries[spmm_carry_offset(SpmmDest::Tail, u, units, N) + j];
     s += carries[spmm_carry_offset(SpmmDest::Head, ue, units, N) + j];
     store_axpby(y + j, alpha, s, beta);
   }

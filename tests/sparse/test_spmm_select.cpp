@@ -564,11 +564,11 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(s, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));
     CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   }
-  {  // Erdos971: 472 rows up to 41 long: VDL up to N = 8, then CSC rows shared by 4 sub-warps
+  {  // Erdos971: 472 rows up to 41 long: VDL up to N = 8, then CSC rows shared by 4 sub-warps (2
+     // at N = 64, whose two column tiles double the threads)
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
     REQUIRE(s.max_len >= spmm_rule::kSplitMinMaxRow);
-    REQUIRE(s.max_len <= 4 * spmm_rule::kSplitPairsPerSlice);
     CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 2));
     SpmmConfig w = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
     w.ksplit = 4;
@@ -576,23 +576,25 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(s, 16) == w);
     w.subwarp = 32;
     CHECK(choose_spmm_rule(s, 17) == w);
+    w.ksplit = 2;
     CHECK(choose_spmm_rule(s, 64) == w);
   }
-  // the split: KS = pow2 >= longest / 16 (at most 8), halved until rows·S·KS fits two waves
-  // (540672 threads)
+  // the split: KS minimises ceil(longest / KS) + 48·rows·S·KS·tiles / 270336 (one wave), over
+  // the KS that leave slices of at most kSplitMaxSlice = 64 pairs
   RowStats g = made_up_stats(3000, 36000, 12, 14, 249);
-  CHECK(spmm_split_rule(g, 16) == 8);  // 3000·16·8 = 384 k threads
-  CHECK(spmm_split_rule(g, 32) == 4);  // 3000·32·8 would be 768 k
-  CHECK(spmm_split_rule(g, 4) == 8);
+  CHECK(spmm_split_rule(g, 16) == 4);  // 63 + 34.1 against 32 + 68.2 for KS = 8
+  CHECK(spmm_split_rule(g, 32) == 4);  // 63 + 68.2 against 125 + 34.1 and 32 + 136.4
+  CHECK(spmm_split_rule(g, 64) == 4);  // two column tiles: 63 + 136.4; KS = 2 leaves slices of 125
+  CHECK(spmm_split_rule(g, 4) == 8);   // 32 + 17.0
   g.max_len = 40;
-  CHECK(spmm_split_rule(g, 16) == 4);
+  CHECK(spmm_split_rule(g, 16) == 2);  // 20 + 17.0 against 40 + 8.5 and 10 + 34.1
   g.max_len = 8 * 64 + 1;  // a slice of more than kSplitMaxSlice pairs: left to the merge path
   CHECK(spmm_split_rule(g, 16) == 1);
   CHECK(is_nnz_balanced(choose_spmm_rule(g, 16).algorithm));
   g.max_len = 40;
   g.rows = 20000;
   g.nnz = 240000;
-  CHECK(spmm_split_rule(g, 16) == 1);  // 20000·16·2 is more than two waves: no split
+  CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 56.8 against 20 + 113.6: no split
   CHECK(choose_spmm_rule(g, 16).algorithm == SpmmAlgorithm::VdlRow);
   // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
   const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
@@ -600,8 +602,8 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
   CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
-  // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (1157·32·8
-  // threads fit two waves)
+  // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (at N = 64,
+  // with two column tiles, 4 would cost less but leave slices of 85 > kSplitMaxSlice)
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
   REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
@@ -633,7 +635,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
 
 TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows go to CscNnz") {
   // PGPgiantcompo-like: 10680 rows of 4.6 on average, the longest 205: too many rows to share
-  // them out (rows·32·2 > kSplitMaxWaves waves), and the row kernels wait on the longest row
+  // them out (spmm_split_rule), and the row kernels wait on the longest row
   RowStats s;
   s.rows = 10680;
   s.nnz = 49000;
@@ -641,12 +643,13 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
   s.stddev = 8;
   s.max_len = 205;
   REQUIRE(spmm_latency_bound(s));
-  REQUIRE(spmm_split_rule(s, 16) == 1);
-  for (index_t N : {16, 17, 32, 64}) {
+  for (index_t N : {17, 32, 64}) {
     INFO("N = " << N);
+    REQUIRE(spmm_split_rule(s, N) == 1);
     CHECK(choose_spmm_rule(s, N) ==
-          cfg(SpmmAlgorithm::CscNnz, N > 16 ? 32 : 16, 0, spmm_rule::kSmallCscNnzPerLane, spmm_rule::kItemsPerWarpSmall));
+          cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane, spmm_rule::kItemsPerWarpSmall));
   }
+  CHECK(spmm_split_rule(s, 16) == 4);  // 16 lanes: shared by 4 sub-warps, 2 waves of threads
   CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallSplitMinN
   s.max_len = spmm_rule::kSplitMinMaxRow - 1;  // no long row
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::VdlRow);
@@ -654,7 +657,6 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
   s.max_len = 205;
   s.mean = spmm_rule::kSmallStreamMaxMean;  // rows long enough to walk one by one
   s.nnz = index_t(s.mean * s.rows);
-  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::VdlRow);
   CHECK(choose_spmm_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
 }
 
