@@ -181,7 +181,9 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c.ksplit = ks;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
-  const bool small_seq = small && N > kVdlMaxN && N <= kTuneSeqMaxN && s.max_len >= kSmallSeqMinMaxRow;
+  const bool small_seq = small && N <= kTuneSeqMaxN &&
+                         (N > kVdlMaxN ? s.max_len >= kSmallSeqMinMaxRow
+                                       : s.max_len >= kSmallSeqNarrowMinMaxRow && s.mean <= kSeqMaxMeanRow);
   const bool small_stream = small && N >= kSmallSplitMinN && ks == 1 && s.max_len >= kSplitMinMaxRow &&
                             s.mean < kSmallStreamMaxMean;
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq || small_stream) {

@@ -121,6 +121,12 @@ inline constexpr double kSeqMaxMeanRow = 32;
 /// _all against _ksplit). Not at N = 2 and 4: there VDL with 32 lanes per row was 2-2.8x on five
 /// of the seven and SeqNnz 1.3-1.6x. Retune from bench/bench_spmm.
 inline constexpr index_t kSmallSeqMinMaxRow = 200;
+/// The same for N <= kVdlMaxN once a row needs more than 32 trips of a 32-lane VDL sub-warp, among
+/// rows of at most kSeqMaxMeanRow on average.
+/// H100, N = 2 / 4: hangGlider_2 (longest row 1463) and adder_dcop_05 (1310) took 9-15 µs with
+/// VDL, 8-9 with SeqNnz; rows of 200-340 (G38, rajat19, PGPgiantcompo, bcsstk08, ca-CondMat)
+/// took 4-10 µs with VDL, 7.4-12 with SeqNnz (spmm_h100_2026-11-25_ksplit, _staged, _split_cost).
+inline constexpr index_t kSmallSeqNarrowMinMaxRow = 1024;
 /// Tuning: row-balanced candidates whose longest row needs more than this many trips are not
 /// timed at all (one run could cost hundreds of SpMMs). Retune from bench/bench_spmm.
 inline constexpr double kTuneMaxRowTrips = 2048;
@@ -159,7 +165,8 @@ int spmm_split_rule(const RowStats& s, index_t N);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound
-///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (SeqNnz), or from
+///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (N <= kVdlMaxN:
+///    kSmallSeqNarrowMinMaxRow, with a mean row <= kSeqMaxMeanRow) (SeqNnz), or from
 ///    N = kSmallSplitMinN it reaches kSplitMinMaxRow unsplit with a mean row below
 ///    kSmallStreamMaxMean (CscNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.

@@ -488,8 +488,10 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   for (const auto& m : test::adversarial_matrices(true))
     if (m.name == "dense-row-100k") d = stats_of(m.A);
   REQUIRE(d.max_len == 100000);
+  // N <= 4: SeqNnz (kSeqMaxN, or on a latency-bound matrix kSmallSeqNarrowMinMaxRow) for short rows
+  // on average
   CHECK(choose_spmm_rule(d, 4).algorithm ==
-        (d.mean <= spmm_rule::kSeqMaxMeanRow && !spmm_latency_bound(d) ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
+        (d.mean <= spmm_rule::kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
   CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::SeqNnz);  // latency-bound, with a row of 100 k
   CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscNnz);
 }
@@ -611,6 +613,11 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   REQUIRE(r.max_len == 338);
   CHECK(choose_spmm_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
   CHECK(choose_spmm_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  // hangGlider_2: one row of 1463 among rows of about 9: SeqNnz from N = 1 (more than 32 trips of
+  // a 32-lane VDL sub-warp), the merge path above N = 8
+  const RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
+  for (index_t N : {1, 2, 4, 8}) CHECK(choose_spmm_rule(h, N).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(h, 16).algorithm == SpmmAlgorithm::CscNnz);
   SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
   w8.ksplit = 8;
   CHECK(choose_spmm_rule(r, 16) == w8);
