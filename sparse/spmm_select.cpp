@@ -164,8 +164,10 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     return complete_spmm_config(c, N, value_bytes, s);
   }
   const bool small = spmm_latency_bound(s);
-  const bool vdl = N <= kVdlMaxN || (small && N < kSmallCscMinN);
+  const bool small_narrow_csc = small && N > kVdlMaxN && N <= kSmallCscNarrowMaxN;
+  const bool vdl = !small_narrow_csc && (N <= kVdlMaxN || (small && N < kSmallCscMinN));
   c.algorithm = vdl ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
+  if (small_narrow_csc) c.per_lane = 1;
   if (small && vdl) {
     if (N >= kSmallOneVectorMinN) c.per_lane = 1;
     int wide = 2;
@@ -184,7 +186,7 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
   const bool small_seq = small && N <= kTuneSeqMaxN &&
                          (N > kVdlMaxN ? s.max_len >= kSmallSeqMinMaxRow
                                        : s.max_len >= kSmallSeqNarrowMinMaxRow && s.mean <= kSeqMaxMeanRow);
-  const bool small_stream = small && N >= kSmallSplitMinN && ks == 1 && s.max_len >= kSplitMinMaxRow &&
+  const bool small_stream = small && N > kTuneSeqMaxN && ks == 1 && s.max_len >= kSplitMinMaxRow &&
                             s.mean < kSmallStreamMaxMean;
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq || small_stream) {
     c = SpmmConfig();

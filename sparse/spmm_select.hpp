@@ -36,6 +36,12 @@ inline constexpr double kLatencyBoundWaves = 4;
 /// bench/bench_spmm.
 inline constexpr int kSmallOneVectorMinN = 9;
 inline constexpr int kSmallCscMinN = 33;
+/// Latency-bound matrices, kVdlMaxN < N <= kSmallCscNarrowMaxN: CSC with S = 8 and one column per
+/// lane (rows shared by sub-warps where long: kSmallSplitMinN) instead of VDL with 32 lanes. Fit
+/// on the candidate tables of two H100 runs at N = 8 (182 cases, spmm_h100_2026-11-25_split_cost
+/// and _final_session3): the pick was 1.09x the fastest candidate on the geometric mean, VDL's
+/// 1.28x (dw8192, Pd, crack: 5.3-5.9 µs against 3.3-3.7).
+inline constexpr int kSmallCscNarrowMaxN = 8;
 /// Latency-bound matrices: the VDL sub-warp is the derived one (from the mean row length),
 /// widened to the largest power of two S with rows·S <= kLatencySubwarpWaves · kResidentThreads
 /// (at most 32): wide sub-warps shorten the chains of tiny matrices, but on the larger small
@@ -56,11 +62,11 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// _all) showed no gain where the longest row is 24-32 (28 cases, 0.996x on average, add32 and
 /// bips98_606 down to 0.62x), 1.11x at 33-40 and 1.23x at 41-64. Retune from bench/bench_spmm
 /// (scripts/spmm_report.py).
-inline constexpr int kSmallSplitMinN = 9;
+inline constexpr int kSmallSplitMinN = kVdlMaxN + 1;
 inline constexpr index_t kSplitMinMaxRow = 33;
 inline constexpr double kSplitWaveCost = 48;
 inline constexpr double kSplitMaxSlice = 64;
-/// Latency-bound matrices, N >= kSmallSplitMinN, whose longest row (>= kSplitMinMaxRow) the split
+/// Latency-bound matrices, N > kTuneSeqMaxN, whose longest row (>= kSplitMinMaxRow) the split
 /// does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than
 /// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
 /// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). H100, GPU time (ncu) of the kernels:

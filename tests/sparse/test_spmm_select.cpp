@@ -550,14 +550,16 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     REQUIRE(s.max_len < spmm_rule::kSplitMinMaxRow);
     CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 2));
+    CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));  // kSmallCscNarrowMaxN
+    CHECK(choose_spmm_rule(s, 5) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
     CHECK(choose_spmm_rule(s, 9) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // one vector per lane
     CHECK(choose_spmm_rule(s, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));
     CHECK(choose_spmm_rule(s, 17) == cfg(SpmmAlgorithm::VdlRow, 32, 16, 1));
     CHECK(choose_spmm_rule(s, 32) == cfg(SpmmAlgorithm::VdlRow, 32, 16, 1));
     CHECK(choose_spmm_rule(s, 33) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-    CHECK(choose_spmm_rule(s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: 2 float4
+    CHECK(choose_spmm_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
+    CHECK(choose_spmm_rule(s, 8, 4) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   }
   {  // bcsstk06: 420 rows up to 28 long, short of kSplitMinMaxRow: as Trefethen_2000
     const RowStats s = stats_of(test::load("bcsstk06"));
@@ -566,12 +568,15 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(s, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));
     CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   }
-  {  // Erdos971: 472 rows up to 41 long: VDL up to N = 8, then CSC rows shared by 4 sub-warps (2
-     // at N = 64, whose two column tiles double the threads)
+  {  // Erdos971: 472 rows up to 41 long: VDL up to N = 4, then CSC rows shared by 8 sub-warps of 8
+     // lanes, by 4 of 16 or 32, and by 2 at N = 64, whose two column tiles double the threads
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
     REQUIRE(s.max_len >= spmm_rule::kSplitMinMaxRow);
-    CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 2));
+    CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
+    SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 8, 0, 1);
+    w8.ksplit = 8;
+    CHECK(choose_spmm_rule(s, 8) == w8);
     SpmmConfig w = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
     w.ksplit = 4;
     CHECK(choose_spmm_rule(s, 9) == w);
@@ -632,7 +637,8 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   s.stddev = 1;
   s.max_len = 9;
   CHECK(spmm_latency_bound(s));
-  CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));  // widened: 33792·2·8 fits 2 waves
+  CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.rows = 33793;
   s.nnz = 33793 * 7;
   CHECK_FALSE(spmm_latency_bound(s));
