@@ -31,7 +31,7 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 
 /// Version of the SpMM kernels, their partition and candidate set. Bump it whenever one of them
 /// changes: SpMM tuning-cache entries of another version are ignored.
-inline constexpr int kSpmmKernelVersion = 5;
+inline constexpr int kSpmmKernelVersion = 6;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;

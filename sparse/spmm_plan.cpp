@@ -282,8 +282,12 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         pn.set_config(c, N);
         runs.push_back([&, c] { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec); });
       }
-      const std::vector<double> ms = time_device_interleaved_ms(runs, std::max(0, o.tune_warmup),
-                                                                std::max(1, o.tune_reps), spmm_rule::kTunePruneFactor);
+      // Several back-to-back calls per sample where one call is short, as a solver issues them
+      // (each launch overlaps the kernel before it): one call per event pair measured latency,
+      // which ranked latency-bound candidates differently (spmm_rule::kTuneSampleMs).
+      const std::vector<double> ms =
+          time_device_auto_interleaved_ms(runs, spmm_rule::kTuneSampleMs, std::max(1, o.tune_reps),
+                                          std::max(0, o.tune_warmup), spmm_rule::kTunePruneFactor);
       double best = -1;
       for (std::size_t i = 0; i < cands.size(); ++i) {
         s->selection.candidates.push_back({cands[i], ms[i]});

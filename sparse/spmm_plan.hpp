@@ -62,7 +62,8 @@ struct SpmmPlanOptions {
   bool use_cache = true;     ///< look up / store the SpMM tuning cache
   std::string cache_dir;     ///< empty: default_tune_cache_dir() (tune_cache.hpp)
   int tune_warmup = 1;       ///< untimed runs per candidate
-  int tune_reps = 5;         ///< timed runs per candidate (CUDA events); the median counts
+  int tune_reps = 5;  ///< timed samples per candidate (CUDA events; a sample repeats a short call
+                      ///< back to back: spmm_rule::kTuneSampleMs); the median counts
 };
 
 /// How the plan's configuration was chosen and what tuning measured.
@@ -72,7 +73,7 @@ struct SpmmSelection {
   /// One timed candidate of a tuning run.
   struct Candidate {
     SpmmConfig config;
-    double ms = 0;  ///< median time of Y = A·X (alpha 1, beta 0), milliseconds
+    double ms = 0;  ///< median time per call of Y = A·X (alpha 1, beta 0) in back-to-back calls, ms
   };
   Source source = Source::Rule;
   SpmmConfig rule;                    ///< what the rule picks (completed)

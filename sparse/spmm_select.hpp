@@ -139,6 +139,11 @@ inline constexpr double kTuneMaxRowTrips = 2048;
 /// Tuning: after the first timed round, candidates slower than this factor times the fastest are
 /// not run again (time_device_interleaved_ms). Retune from bench/bench_spmm.
 inline constexpr double kTunePruneFactor = 2.0;
+/// Tuning: a timed sample of a candidate repeats it back to back for about this long (at least
+/// one call). With one call per sample, latency-bound candidates were ranked by their latency
+/// rather than by their time in a stream of launches: the tuned picks lost to the rule's in
+/// the benchmark's round-robin timing (hangGlider_2 N = 64: 0.20x cuSPARSE against 0.52x).
+inline constexpr double kTuneSampleMs = 0.05;
 }  // namespace spmm_rule
 
 /// The smallest power of two >= v, clamped to [lo, hi] (lo, hi powers of two).

@@ -115,7 +115,7 @@ std::vector<double> time_device_interleaved_ms(const std::vector<std::function<v
 }
 
 std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::function<void()>>& fns, double sample_ms,
-                                                    int reps, int warmup) {
+                                                    int reps, int warmup, double prune_factor) {
   KRYSP_REQUIRE(reps >= 1 && warmup >= 0 && sample_ms > 0, "time_device_auto_interleaved_ms: bad arguments reps=",
                 reps, " warmup=", warmup, " sample_ms=", sample_ms);
   // One sample of function i is inner[i] back-to-back calls, timed round-robin with the others.
@@ -128,7 +128,7 @@ std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::funct
       for (int c = 0; c < k; ++c) fn();
     });
   }
-  std::vector<double> ms = time_device_interleaved_ms(samples, 0, reps);
+  std::vector<double> ms = time_device_interleaved_ms(samples, 0, reps, prune_factor);
   for (std::size_t i = 0; i < ms.size(); ++i) ms[i] /= inner[i];
   return ms;
 }

@@ -32,10 +32,11 @@ std::vector<double> time_device_interleaved_ms(const std::vector<std::function<v
 /// time_device_auto_ms() for several functions at once, fairly: each gets its own `inner` (from
 /// one timed call after `warmup` untimed ones), then `reps` rounds each take one sample of every
 /// function in turn, so that a burst of interference on a shared machine hits all of them in the
-/// same rounds rather than one function's whole measurement. Medians in milliseconds.
-/// Synchronizes.
+/// same rounds rather than one function's whole measurement. prune_factor as in
+/// time_device_interleaved_ms. Medians in milliseconds (per call). Synchronizes.
 std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::function<void()>>& fns,
-                                                    double sample_ms = 0.5, int reps = 9, int warmup = 2);
+                                                    double sample_ms = 0.5, int reps = 9, int warmup = 2,
+                                                    double prune_factor = 0);
 
 /// Device copy bandwidth in GB/s (1e9 bytes/s), counting bytes read plus bytes written: the
 /// median of `reps` device-to-device cudaMemcpy of `bytes` bytes (after one warm-up copy).

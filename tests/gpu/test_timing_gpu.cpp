@@ -35,6 +35,20 @@ TEST_CASE("Timing: time_device_auto_interleaved_ms runs every function each roun
     CHECK(ms[i] > 0);
     CHECK(calls[i] >= warmup + 1 + reps);  // warm-up, the estimate, then inner >= 1 calls per round
   }
+  // pruning (as SpMM tuning uses it): a function far slower than the fastest after the first
+  // round keeps that one sample; every function still gets a finite median
+  int slow_calls = 0;
+  const std::vector<std::function<void()>> pruned = {[&] { d.upload(h.data(), 1); },
+                                                     [&] {
+                                                       ++slow_calls;
+                                                       for (int k = 0; k < 50; ++k) d.upload(h.data(), 1024);
+                                                     }};
+  const std::vector<double> pm = time_device_auto_interleaved_ms(pruned, 0.01, reps, 0, 2.0);
+  REQUIRE(pm.size() == 2);
+  CHECK(std::isfinite(pm[0]));
+  CHECK(std::isfinite(pm[1]));
+  CHECK(pm[1] > pm[0]);
+  CHECK(slow_calls < 1 + reps);  // the estimate and the first round only: pruned after it
   CHECK(time_device_auto_interleaved_ms({}).empty());
   CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.05, 0), InputError);
   CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.0, 3), InputError);
