@@ -143,7 +143,6 @@ bool spmm_latency_bound(const RowStats& s) {
 
 int spmm_split_rule(const RowStats& s, index_t N) {
   using namespace spmm_rule;
-  if (s.max_len < kSplitMinMaxRow) return 1;
   const double S = csc_subwarp(N), tiles = std::ceil(double(N) / S);
   int best = 1;
   double best_cost = 0;
@@ -164,29 +163,24 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     return complete_spmm_config(c, N, value_bytes, s);
   }
   const bool small = spmm_latency_bound(s);
-  const bool small_narrow_csc = small && N > kVdlMaxN && N <= kSmallCscNarrowMaxN;
-  const bool vdl = !small_narrow_csc && (N <= kVdlMaxN || (small && N < kSmallCscMinN));
-  c.algorithm = vdl ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-  if (small_narrow_csc) c.per_lane = 1;
-  if (small && vdl) {
-    if (N >= kSmallOneVectorMinN) c.per_lane = 1;
-    int wide = 2;
-    while (wide < 32 && double(s.rows) * 2 * wide <= kLatencySubwarpWaves * kResidentThreads) wide *= 2;
-    c.subwarp = std::max(complete_spmm_config(c, N, value_bytes, s).subwarp, wide);
-  }
-  c = complete_spmm_config(c, N, value_bytes, s);
-  const int ks = small && N >= kSmallSplitMinN ? spmm_split_rule(s, N) : 1;
-  if (ks > 1) {
-    c = SpmmConfig();
+  const int ks = small && N >= kSmallCscMinN ? spmm_split_rule(s, N) : 1;
+  if (small && N >= kSmallCscMinN) {  // one column per lane, long rows shared by sub-warps
     c.algorithm = SpmmAlgorithm::CscRow;
     c.per_lane = 1;
-    c.ksplit = ks;
-    c = complete_spmm_config(c, N, value_bytes, s);
+    c.ksplit = ks > 1 ? ks : 0;
+  } else {
+    c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
+    if (small) {  // VDL, N <= kVdlMaxN: sub-warps widened
+      int wide = 2;
+      while (wide < 32 && double(s.rows) * 2 * wide <= kLatencySubwarpWaves * kResidentThreads) wide *= 2;
+      c.subwarp = std::max(complete_spmm_config(c, N, value_bytes, s).subwarp, wide);
+    }
   }
+  c = complete_spmm_config(c, N, value_bytes, s);
   const bool small_seq = small && N <= kTuneSeqMaxN &&
                          (N > kVdlMaxN ? s.max_len >= kSmallSeqMinMaxRow
                                        : s.max_len >= kSmallSeqNarrowMinMaxRow && s.mean <= kSeqMaxMeanRow);
-  const bool small_stream = small && N > kTuneSeqMaxN && ks == 1 && s.max_len >= kSplitMinMaxRow &&
+  const bool small_stream = small && N > kTuneSeqMaxN && ks == 1 && s.max_len >= kSmallStreamMinMaxRow &&
                             s.mean < kSmallStreamMaxMean;
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq || small_stream) {
     c = SpmmConfig();

@@ -26,54 +26,41 @@ namespace spmm_rule {
 /// Retune from bench/bench_spmm.
 inline constexpr int kVdlMaxN = 4;
 /// Latency-bound (small) matrices: rows·32 <= kLatencyBoundWaves · kResidentThreads. There the
-/// time is the latency of the longest chain of one row, not throughput: VDL with 32 lanes per row
-/// (parallel reduction) for every N, also above kVdlMaxN (H200: on Trefethen_2000, bcsstk06 and
-/// ca-GrQc, N = 8..32, VDL with S = 32 took 4-10 µs, CSC 13-29 µs). Retune from bench/bench_spmm.
+/// time is the latency of the longest chain of one row, not throughput: wide VDL sub-warps up to
+/// kVdlMaxN, CSC with one column per lane and long rows shared by sub-warps above
+/// (kSmallCscMinN). Retune from bench/bench_spmm.
 inline constexpr double kLatencyBoundWaves = 4;
-/// Latency-bound matrices: VDL with one vector per lane (more column lanes, shorter chains) from
-/// this N; CSC with S = 32 from kSmallCscMinN (H200, tests/data matrices: one vector per lane was
-/// faster at N = 16 and 32 on most; CSC 15-20% faster than VDL at N = 64). Retune from
-/// bench/bench_spmm.
-inline constexpr int kSmallOneVectorMinN = 9;
-inline constexpr int kSmallCscMinN = 33;
-/// Latency-bound matrices, kVdlMaxN < N <= kSmallCscNarrowMaxN: CSC with S = 8 and one column per
-/// lane (rows shared by sub-warps where long: kSmallSplitMinN) instead of VDL with 32 lanes. Fit
-/// on the candidate tables of two H100 runs at N = 8 (182 cases, spmm_h100_2026-11-25_split_cost
-/// and _final_session3): the pick was 1.09x the fastest candidate on the geometric mean, VDL's
-/// 1.28x (dw8192, Pd, crack: 5.3-5.9 µs against 3.3-3.7).
-inline constexpr int kSmallCscNarrowMaxN = 8;
 /// Latency-bound matrices: the VDL sub-warp is the derived one (from the mean row length),
 /// widened to the largest power of two S with rows·S <= kLatencySubwarpWaves · kResidentThreads
 /// (at most 32): wide sub-warps shorten the chains of tiny matrices, but on the larger small
 /// ones (bodyy6, 19 k rows) they only add instructions (H100, 28 small matrices: the rule's pick
 /// 1.125x -> 1.100x the fastest candidate for N <= 8). Retune from bench/bench_spmm.
 inline constexpr double kLatencySubwarpWaves = 2;
-/// Latency-bound matrices, N >= kSmallSplitMinN, longest row >= kSplitMinMaxRow: CscRow with
-/// one column per lane and rows shared by KS sub-warps (ksplit). KS in {1, 2, 4, 8} minimises
+/// Latency-bound matrices, N >= kSmallCscMinN: CscRow with one column per lane, S = pow2 >= N (at
+/// most 32), rows shared by KS sub-warps (ksplit). KS in {1, 2, 4, 8} minimises
 ///   ceil(longest row / KS) + kSplitWaveCost · rows·S·KS·tiles / kResidentThreads
 /// (the chain of the longest slice, in pairs, against the threads launched, with column tiles
 /// = ceil(N / S)), over the KS whose slices of the longest row hold at most kSplitMaxSlice pairs
 /// (hangGlider_2, adder_dcop_05: rows of 1300-1500 among rows of 6-9 are left to the merge path,
-/// which is faster there). Fit on the candidate tables of two H100 runs (N = 16..64,
-/// spmm_h100_2026-11-25_staged and the run before it; 75 cases with longest rows of 33-512): the
-/// pick was 1.07x the fastest split on the geometric mean (1.03x without the slice limit), against
-/// 1.19x for the previous rule (KS = pow2 >= longest / 16, halved until rows·S·KS <= 2 waves:
-/// bcsstm13 N = 64 took KS = 8, 18 µs, where KS = 1 took 9.5). kSplitMinMaxRow: the full H100 run (spmm_h100_2026-11-25_ksplit against
-/// _all) showed no gain where the longest row is 24-32 (28 cases, 0.996x on average, add32 and
-/// bips98_606 down to 0.62x), 1.11x at 33-40 and 1.23x at 41-64. Retune from bench/bench_spmm
-/// (scripts/spmm_report.py).
-inline constexpr int kSmallSplitMinN = kVdlMaxN + 1;
-inline constexpr index_t kSplitMinMaxRow = 33;
+/// which is faster there). Fit on the tuning candidates of an H100 run timed over back-to-back
+/// calls (spmm_h100_2026-11-25_tuned_stream, 91 small matrices): the rule's pick against the
+/// fastest candidate, geometric mean at N = 8 / 16 / 32 / 64, was 1.09 / 1.06 / 1.04 / 1.09,
+/// where the previous rule (VDL with 32 lanes below N = 33, CSC with two columns a lane above,
+/// rows shared only from a longest row of 33: KS = pow2 >= longest / 16, halved until rows·S·KS
+/// <= 2 waves) gave 1.14 / 1.12 / 1.14 / 1.15 (bcsstm13 N = 64: KS = 8 took 18 µs, KS = 1 9.5).
+/// Retune from bench/bench_spmm (scripts/spmm_report.py).
+inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
 inline constexpr double kSplitWaveCost = 48;
 inline constexpr double kSplitMaxSlice = 64;
-/// Latency-bound matrices, N > kTuneSeqMaxN, whose longest row (>= kSplitMinMaxRow) the split
-/// does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than
+/// Latency-bound matrices, N > kTuneSeqMaxN, whose longest row (>= kSmallStreamMinMaxRow) the
+/// split does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than
 /// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
 /// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). H100, GPU time (ncu) of the kernels:
 /// PGPgiantcompo (10.7 k rows, mean 4.6, longest 205) N = 16 / 64: vdl-row 18 / csc-row 42 µs,
 /// CscNnz 16 / 18-21; pubmed (19.7 k rows, mean 4.5) N = 64: csc-row 36, CscNnz 24-26. Retune
 /// from bench/bench_spmm.
 inline constexpr double kSmallStreamMaxMean = 8;
+inline constexpr index_t kSmallStreamMinMaxRow = 33;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
 inline constexpr double kNnzBalanceMinCv = 1.5;
@@ -164,21 +151,20 @@ bool is_valid(const SpmmConfig& c, std::string* why = nullptr);
 /// Is the matrix small enough for its kernels to be latency-bound (see kLatencyBoundWaves)?
 bool spmm_latency_bound(const RowStats& s);
 
-/// Sub-warps per row for CscRow on a latency-bound matrix with N columns (kSplitMinMaxRow and
-/// the constants after it): 1 (no split), 2, 4 or 8.
+/// Sub-warps per row for CscRow on a latency-bound matrix with N columns (kSmallCscMinN and the
+/// constants after it): 1 (no split), 2, 4 or 8.
 int spmm_split_rule(const RowStats& s, index_t N);
 
 /// The cheap rule (complete configuration):
-///  - N <= kVdlMaxN: VDL, else CSC; but on latency-bound matrices (spmm_latency_bound) wider
-///    sub-warps (kLatencySubwarpWaves) and VDL up to N < kSmallCscMinN (one vector per lane from
-///    kSmallOneVectorMinN), or CSC with rows shared by sub-warps where rows are long
-///    (kSmallSplitMinN, kSplitMinMaxRow);
+///  - N <= kVdlMaxN: VDL, else CSC; on latency-bound matrices (spmm_latency_bound) VDL with wider
+///    sub-warps (kLatencySubwarpWaves) up to kVdlMaxN, then CSC with one column per lane and
+///    long rows shared by sub-warps (kSmallCscMinN, spmm_split_rule);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound
 ///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (N <= kVdlMaxN:
-///    kSmallSeqNarrowMinMaxRow, with a mean row <= kSeqMaxMeanRow) (SeqNnz), or from
-///    N = kSmallSplitMinN it reaches kSplitMinMaxRow unsplit with a mean row below
+///    kSmallSeqNarrowMinMaxRow, with a mean row <= kSeqMaxMeanRow) (SeqNnz), or above
+///    kTuneSeqMaxN it reaches kSmallStreamMinMaxRow unsplit with a mean row below
 ///    kSmallStreamMaxMean (CscNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);

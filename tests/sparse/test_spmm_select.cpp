@@ -543,48 +543,44 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
-  {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row, CSC above N = 32
+  // Above N = 4: CSC with one column per lane, KS minimising ceil(longest / KS) + 48·rows·S·KS·
+  // tiles / 270336
+  auto csc = [](int S, int ks) {
+    SpmmConfig c = cfg(SpmmAlgorithm::CscRow, S, 0, 1);
+    c.ksplit = ks;
+    return c;
+  };
+  {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row up to N = 4
     const RowStats s = stats_of(test::load("Trefethen_2000"));
     INFO(s.to_string());
     REQUIRE(spmm_latency_bound(s));
-    REQUIRE(s.max_len < spmm_rule::kSplitMinMaxRow);
+    REQUIRE(s.max_len == 22);
     CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));  // kSmallCscNarrowMaxN
-    CHECK(choose_spmm_rule(s, 5) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-    CHECK(choose_spmm_rule(s, 9) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // one vector per lane
-    CHECK(choose_spmm_rule(s, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));
-    CHECK(choose_spmm_rule(s, 17) == cfg(SpmmAlgorithm::VdlRow, 32, 16, 1));
-    CHECK(choose_spmm_rule(s, 32) == cfg(SpmmAlgorithm::VdlRow, 32, 16, 1));
-    CHECK(choose_spmm_rule(s, 33) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-    CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+    CHECK(choose_spmm_rule(s, 5) == csc(8, 2));   // 11 + 5.7 against 22 + 2.8 and 6 + 11.4
+    CHECK(choose_spmm_rule(s, 8) == csc(8, 2));
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 2));  // 11 + 11.4 against 22 + 5.7
+    CHECK(choose_spmm_rule(s, 17) == csc(32, 0));  // 22 + 11.4 against 11 + 22.7
+    CHECK(choose_spmm_rule(s, 64) == csc(32, 0));  // two column tiles
     CHECK(choose_spmm_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
-    CHECK(choose_spmm_rule(s, 8, 4) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+    CHECK(choose_spmm_rule(s, 8, 4) == csc(8, 2));
   }
-  {  // bcsstk06: 420 rows up to 28 long, short of kSplitMinMaxRow: as Trefethen_2000
+  {  // bcsstk06: 420 rows up to 28 long
     const RowStats s = stats_of(test::load("bcsstk06"));
     INFO(s.to_string());
-    REQUIRE(s.max_len < spmm_rule::kSplitMinMaxRow);
-    CHECK(choose_spmm_rule(s, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));
-    CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+    REQUIRE(s.max_len == 28);
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 7 + 4.8 against 14 + 2.4 and 4 + 9.5
+    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));  // 14 + 9.5 against 7 + 19.1
   }
-  {  // Erdos971: 472 rows up to 41 long: VDL up to N = 4, then CSC rows shared by 8 sub-warps of 8
-     // lanes, by 4 of 16 or 32, and by 2 at N = 64, whose two column tiles double the threads
+  {  // Erdos971: 472 rows up to 41 long
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
-    REQUIRE(s.max_len >= spmm_rule::kSplitMinMaxRow);
+    REQUIRE(s.max_len == 41);
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 8, 0, 1);
-    w8.ksplit = 8;
-    CHECK(choose_spmm_rule(s, 8) == w8);
-    SpmmConfig w = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
-    w.ksplit = 4;
-    CHECK(choose_spmm_rule(s, 9) == w);
-    CHECK(choose_spmm_rule(s, 16) == w);
-    w.subwarp = 32;
-    CHECK(choose_spmm_rule(s, 17) == w);
-    w.ksplit = 2;
-    CHECK(choose_spmm_rule(s, 64) == w);
+    CHECK(choose_spmm_rule(s, 8) == csc(8, 8));    // 6 + 5.4 against 11 + 2.7
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 11 + 5.4 against 6 + 10.7
+    CHECK(choose_spmm_rule(s, 17) == csc(32, 4));  // 11 + 10.7 against 21 + 5.4 and 6 + 21.5
+    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5
   }
   // the split: KS minimises ceil(longest / KS) + 48·rows·S·KS·tiles / 270336 (one wave), over
   // the KS that leave slices of at most kSplitMaxSlice = 64 pairs
@@ -602,12 +598,12 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   g.rows = 20000;
   g.nnz = 240000;
   CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 56.8 against 20 + 113.6: no split
-  CHECK(choose_spmm_rule(g, 16).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));
   // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
   const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
   REQUIRE(spmm_latency_bound(b));
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
-  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::VdlRow, 32, 8, 1));  // derived: 8 column lanes x 4
+  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));  // 9 + 55: no split
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
   // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (at N = 64,
   // with two column tiles, 4 would cost less but leave slices of 85 > kSplitMaxSlice)
@@ -663,9 +659,9 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
           cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane, spmm_rule::kItemsPerWarpSmall));
   }
   CHECK(spmm_split_rule(s, 16) == 4);  // 16 lanes: shared by 4 sub-warps, 2 waves of threads
-  CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallSplitMinN
-  s.max_len = spmm_rule::kSplitMinMaxRow - 1;  // no long row
-  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
+  s.max_len = spmm_rule::kSmallStreamMinMaxRow - 1;  // no long row
+  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscRow);
   CHECK(choose_spmm_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
   s.max_len = 205;
   s.mean = spmm_rule::kSmallStreamMaxMean;  // rows long enough to walk one by one
