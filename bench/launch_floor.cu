@@ -1,5 +1,6 @@
 #include "bench/launch_floor.hpp"
 
+#include <chrono>
 #include <vector>
 
 #include "base/cuda/check.cuh"
@@ -59,6 +60,33 @@ LaunchFloor measure_launch_floor() {
     csr_rows_kernel<<<1, 32>>>(n, rp.data(), ci.data(), va.data(), x.data(), y.data());
     KRYSP_CUDA_CHECK_LAUNCH("csr_rows_kernel");
   });
+  {  // host submission: wall time of a stream of empty launches (the GPU is idle when they run)
+    constexpr int kLaunches = 2000;
+    KRYSP_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 32>>>();
+    KRYSP_CUDA_CHECK_LAUNCH("empty_kernel");
+    const auto t1 = std::chrono::steady_clock::now();
+    KRYSP_CUDA_CHECK(cudaDeviceSynchronize());
+    f.host_submit_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / kLaunches;
+  }
+  {  // the same kernels replayed from a graph: the GPU's own cost per kernel
+    constexpr int kNodes = 200;
+    cudaStream_t s = nullptr;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t ge = nullptr;
+    KRYSP_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    KRYSP_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kNodes; ++i) empty_kernel<<<1, 32, 0, s>>>();
+    KRYSP_CUDA_CHECK_LAUNCH("empty_kernel (captured)");
+    KRYSP_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    KRYSP_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    // replayed on the default stream, where the timer's events are (captured on a stream of its own)
+    f.graph_kernel_ms = time_device_auto_ms([&] { KRYSP_CUDA_CHECK(cudaGraphLaunch(ge, cudaStreamLegacy)); }) / kNodes;
+    KRYSP_CUDA_CHECK(cudaGraphExecDestroy(ge));
+    KRYSP_CUDA_CHECK(cudaGraphDestroy(g));
+    KRYSP_CUDA_CHECK(cudaStreamDestroy(s));
+  }
   // A times ones is (1, 0, 0, 1): the timed kernel did the work it stands for.
   std::vector<double> got(n);
   y.download(got.data(), n);

@@ -421,6 +421,19 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
   }
 }
 
+/// This lane's columns of the chunk at j0 (CSC layout): col[c], ok[c] (col[c] < N), and their
+/// sums acc[c] set to zero.
+template <class T, int NC>
+__device__ __forceinline__ void csc_lane_columns(index_t (&col)[NC], bool (&ok)[NC], T (&acc)[NC], index_t j0,
+                                                 int lane, int S, index_t N) {
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    col[c] = csc_col(j0, lane, c, S);
+    ok[c] = col[c] < N;
+    acc[c] = T(0);
+  }
+}
+
 /// This lane's sums over the nonzeros [b, e) for its columns of the chunk at j0 (CSC layout):
 /// col[c], ok[c] (col[c] < N) and acc[c]. Every lane of the sub-warp calls it.
 template <class T, int NC, int B>
@@ -428,12 +441,7 @@ __device__ __forceinline__ void csc_chunk(T (&acc)[NC], index_t (&col)[NC], bool
                                           const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
                                           unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
                                           index_t ldx) {
-#pragma unroll
-  for (int c = 0; c < NC; ++c) {
-    col[c] = csc_col(j0, lane, c, S);
-    ok[c] = col[c] < N;
-    acc[c] = T(0);
-  }
+  csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
   csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
 }
 
@@ -500,12 +508,7 @@ __device__ __forceinline__ void csc_stream_rows(index_t ra, index_t rb, const in
     index_t col[NC];
     bool ok[NC];
     T acc[NC];
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      col[c] = csc_col(j0, lane, c, S);
-      ok[c] = col[c] < N;
-      acc[c] = T(0);
-    }
+    csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
     index_t r = ra, re = row_end(ra);
     auto put_row = [&] {  // row r is complete: its sums go to Y or a carry slot; then the next row
       const SpmmDest d = spmm_unit_dest(r, i0, k0, i1, rp[r - i0]);
@@ -594,12 +597,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
           T acc[NC];
           index_t col[NC];
           bool ok[NC];
-#pragma unroll
-          for (int c = 0; c < NC; ++c) {
-            col[c] = csc_col(j0, lane, c, S);
-            ok[c] = col[c] < N;
-            acc[c] = T(0);
-          }
+          csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
           csc_walk<T, NC, B>(acc, s_ucol[warp] + (b - k0), s_uval[warp] + (b - k0), int(e - b), X, ldx, col, ok);
 #pragma unroll
           for (int c = 0; c < NC; ++c)
