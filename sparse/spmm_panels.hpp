@@ -77,6 +77,8 @@ struct SpmmPanelSplit {
   std::vector<index_t> row_ptr;      ///< panels × (rows + 1): panel p's offsets, relative to start[p]
   std::vector<index_t> col_idx;      ///< nnz: absolute column indices, panel after panel
   std::vector<index_t> source;       ///< nnz: the position of each entry in A
+  /// Offset of panel p's row offsets in row_ptr (p · (rows + 1)).
+  std::size_t row_ptr_offset(int p) const { return std::size_t(p) * (row_ptr.size() / std::size_t(panels)); }
 };
 /// Splits A's structure (columns increasing within each row) into `panels` panels of equal
 /// column ranges (InputError unless 1 <= panels <= cols or cols = 0).

@@ -130,19 +130,17 @@ struct Panels {
     source = DeviceArray<index_t>(std::max<std::size_t>(1, split.source.size()));
     source.upload(split.source.data(), split.source.size());
     values = DeviceArray<T>(std::max<std::size_t>(1, split.source.size()));
-    const std::size_t stride = std::size_t(A.rows()) + 1;
     for (int p = 0; p < P; ++p) {
       const index_t b = split.start[std::size_t(p)], e = split.start[std::size_t(p) + 1];
-      views.push_back({A.rows(), A.cols(), e - b, row_ptr.data() + std::size_t(p) * stride, col_idx.data() + b,
+      views.push_back({A.rows(), A.cols(), e - b, row_ptr.data() + split.row_ptr_offset(p), col_idx.data() + b,
                        values.data() + b});
     }
   }
   /// Panel p's structure with host offsets (values null): for row statistics and partitions.
   CsrView<T> host_view(int p) const {
-    const std::size_t stride = split.row_ptr.size() / std::size_t(split.panels);
     const index_t b = split.start[std::size_t(p)];
     return {views[std::size_t(p)].rows, views[std::size_t(p)].cols, views[std::size_t(p)].nnz,
-            split.row_ptr.data() + std::size_t(p) * stride, split.col_idx.data() + b, nullptr};
+            split.row_ptr.data() + split.row_ptr_offset(p), split.col_idx.data() + b, nullptr};
   }
   /// The panels' workspaces for configuration c (one kernel for all panels).
   void set_config(const SpmmConfig& c, index_t N) {

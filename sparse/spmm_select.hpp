@@ -16,6 +16,7 @@
 #include "sparse/csr.hpp"
 #include "sparse/row_stats.hpp"
 #include "sparse/spmm_config.hpp"
+#include "sparse/spmm_wave.hpp"
 
 namespace krysp {
 
@@ -73,8 +74,8 @@ inline constexpr double kNnzBalanceMinCv = 1.5;
 inline constexpr double kLongRowFactor = 4;
 inline constexpr double kMinLongRowTrips = 16;
 inline constexpr double kCscPairsPerTrip = 4;
-/// Threads resident on the whole GPU (H100 / H200 SXM: 132 SMs × 2048). Retune from bench/bench_spmm.
-inline constexpr double kResidentThreads = 132.0 * 2048.0;
+/// Threads resident on the whole GPU (spmm_wave.hpp).
+inline constexpr double kResidentThreads = double(kSpmmResidentThreads);
 /// VDL: nonzeros of a mean-length row per nonzero lane; P = the power of two >= mean / this. Two
 /// per lane amortize the per-row cost (row offsets, reduction, store) that bounds short rows, and
 /// fill the lean kernel's two loads in flight. H200, N = 2: 3-D Laplacian (mean 6.8) S = 4 beat

@@ -51,14 +51,15 @@
 
 #include "base/host_device.hpp"
 #include "base/types.hpp"
+#include "sparse/spmm_wave.hpp"
 
 namespace krysp::detail {
 
 /// Threads per block of every SpMM kernel.
 inline constexpr int kSpmmBlock = 256;
 inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
-/// One wave: the threads resident on the whole GPU (H100 / H200 SXM: 132 SMs × 2048).
-inline constexpr std::int64_t kSpmmWaveThreads = std::int64_t(132) * 2048;
+/// One wave: the threads resident on the whole GPU (spmm_wave.hpp).
+inline constexpr std::int64_t kSpmmWaveThreads = kSpmmResidentThreads;
 
 /// Row-balanced CSC: rounds of consecutive rows per block (block b takes the
 /// kSpmmCscRowRounds·(256/S) rows from there; in each round its sub-warps work on consecutive
