@@ -141,15 +141,28 @@ bool spmm_latency_bound(const RowStats& s) {
   return double(s.rows) * 32 <= kLatencyBoundWaves * kResidentThreads;
 }
 
+namespace {
+/// The split cost model of kSmallCscMinN for KS sub-warps per row and `per_lane` columns a lane.
+double small_csc_cost(const RowStats& s, index_t N, int ks, int per_lane) {
+  using namespace spmm_rule;
+  const double S = csc_subwarp(N), tiles = std::ceil(double(N) / (S * per_lane));
+  return std::ceil(double(s.max_len) / ks) * per_lane +
+         kSplitWaveCost * double(s.rows) * S * ks * tiles / kResidentThreads;
+}
+}  // namespace
+
+int spmm_small_csc_per_lane(const RowStats& s, index_t N, int ks) {
+  if (N <= csc_subwarp(N)) return 1;  // one column tile already
+  return small_csc_cost(s, N, 1, 2) < small_csc_cost(s, N, ks, 1) ? 2 : 1;
+}
+
 int spmm_split_rule(const RowStats& s, index_t N) {
   using namespace spmm_rule;
-  const double S = csc_subwarp(N), tiles = std::ceil(double(N) / S);
   int best = 1;
   double best_cost = 0;
   for (int ks = 1; ks <= 8; ks *= 2) {
     if (ks > 1 && double(s.max_len) / ks > kSplitMaxSlice) continue;
-    const double cost = std::ceil(double(s.max_len) / ks) + kSplitWaveCost * double(s.rows) * S * ks * tiles /
-                                                                  kResidentThreads;
+    const double cost = small_csc_cost(s, N, ks, 1);
     if (ks == 1 || cost < best_cost) best = ks, best_cost = cost;
   }
   return best;
@@ -163,10 +176,12 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     return complete_spmm_config(c, N, value_bytes, s);
   }
   const bool small = spmm_latency_bound(s);
-  const int ks = small && N >= kSmallCscMinN ? spmm_split_rule(s, N) : 1;
-  if (small && N >= kSmallCscMinN) {  // one column per lane, long rows shared by sub-warps
+  int ks = 1;
+  if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
+    ks = spmm_split_rule(s, N);
     c.algorithm = SpmmAlgorithm::CscRow;
-    c.per_lane = 1;
+    c.per_lane = spmm_small_csc_per_lane(s, N, ks);
+    if (c.per_lane == 2) ks = 1;
     c.ksplit = ks > 1 ? ks : 0;
   } else {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;

@@ -49,6 +49,9 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// where the previous rule (VDL with 32 lanes below N = 33, CSC with two columns a lane above,
 /// rows shared only from a longest row of 33: KS = pow2 >= longest / 16, halved until rows·S·KS
 /// <= 2 waves) gave 1.14 / 1.12 / 1.14 / 1.15 (bcsstm13 N = 64: KS = 8 took 18 µs, KS = 1 9.5).
+/// Above 32 columns, two columns a lane (one tile, the chain counted twice) when that costs less:
+/// the N = 64 pick went from 1.11-1.13x to 1.07-1.08x the fastest candidate in two runs
+/// (spmm_h100_2026-11-25_csc_small, _session3_final; bodyy6 16.7 -> 12.7 µs, crack 10.2 -> 8.5).
 /// Retune from bench/bench_spmm (scripts/spmm_report.py).
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
 inline constexpr double kSplitWaveCost = 48;
@@ -155,6 +158,11 @@ bool spmm_latency_bound(const RowStats& s);
 /// Sub-warps per row for CscRow on a latency-bound matrix with N columns (kSmallCscMinN and the
 /// constants after it): 1 (no split), 2, 4 or 8.
 int spmm_split_rule(const RowStats& s, index_t N);
+
+/// Columns per lane for that CscRow (with KS = ks from spmm_split_rule): 2 when N spans more than
+/// one tile of one column a lane and two columns a lane, unsplit, cost less in the same model,
+/// the chain counted twice (its second loads wait behind the first); 1 otherwise.
+int spmm_small_csc_per_lane(const RowStats& s, index_t N, int ks);
 
 /// The cheap rule (complete configuration):
 ///  - N <= kVdlMaxN: VDL, else CSC; on latency-bound matrices (spmm_latency_bound) VDL with wider

@@ -604,6 +604,12 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   REQUIRE(spmm_latency_bound(b));
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
   CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));  // 9 + 55: no split
+  // N = 64: two columns a lane (one tile) cost 2·9 + 110 against 9 + 220 for one (two tiles)
+  CHECK(spmm_small_csc_per_lane(b, 64, 1) == 2);
+  CHECK(choose_spmm_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  CHECK(spmm_small_csc_per_lane(b, 32, 1) == 1);  // one tile either way
+  const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);  // 494_bus: 10 + 5.6 against 20 + 2.8
+  CHECK(spmm_small_csc_per_lane(tiny, 64, spmm_split_rule(tiny, 64)) == 1);
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
   // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (at N = 64,
   // with two column tiles, 4 would cost less but leave slices of 85 > kSplitMaxSlice)
