@@ -359,9 +359,9 @@ __global__ void __launch_bounds__(kSpmmBlock)
 
 // ---- CSC ----------------------------------------------------------------------------------------
 
-/// The CSC kernels' walks with B > 1 are declared for at least 2 blocks an SM (__launch_bounds__),
-/// which lets ptxas use up to 128 registers: without it, it kept them at 64 and spilled.
-///
+// The CSC kernels with B > 1 are declared for at least 2 blocks an SM (__launch_bounds__), which
+// lets ptxas use up to 128 registers: without it, it kept their walks at 64 and spilled.
+
 /// acc[c] += Σ_t a_t · X[c_t, col[c]] over the cnt (column, value) pairs sc[t], sv[t] in shared
 /// memory. B = 1: a plain loop (unrolled by 4), for launches that fill the GPU, where other warps
 /// hide the load latency; B > 1: B pairs at a time with all their X loads issued before any
