@@ -16,9 +16,27 @@
 
 #include "sparse/csr.hpp"
 #include "sparse/generators.hpp"
+#include "sparse/spmm_config.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {
+
+/// An SpMM configuration with the given fields; zero ones are derived (complete_spmm_config).
+inline SpmmConfig cfg(SpmmAlgorithm a, int subwarp = 0, int col_lanes = 0, int per_lane = 0, int items_per_warp = 0) {
+  SpmmConfig c;
+  c.algorithm = a;
+  c.subwarp = subwarp;
+  c.col_lanes = col_lanes;
+  c.per_lane = per_lane;
+  c.items_per_warp = items_per_warp;
+  return c;
+}
+
+/// `c` with rows shared by `ksplit` sub-warps (CscRow).
+inline SpmmConfig with_split(SpmmConfig c, int ksplit) {
+  c.ksplit = ksplit;
+  return c;
+}
 
 /// The same matrix with values converted to T.
 template <class T>

@@ -27,25 +27,13 @@ namespace {
 
 const index_t kNs[] = {1, 2, 3, 4, 5, 8, 16, 17, 32, 64};
 
-SpmmConfig cfg(SpmmAlgorithm a, int s = 0, int q = 0, int v = 0, int k = 0) {
-  SpmmConfig c;
-  c.algorithm = a;
-  c.subwarp = s;
-  c.col_lanes = q;
-  c.per_lane = v;
-  c.items_per_warp = k;
-  return c;
-}
+using test::cfg;
+using test::with_split;
 
 /// The forced configurations: each algorithm with derived geometry, plus extremes (2 lanes,
 /// 32 nonzero lanes, 32 column lanes, 2 vectors/columns per lane, rows shared by 2..8 sub-warps,
 /// tiny and odd unit sizes that split rows across many units, CscNnz units staged in shared
 /// memory and too large for it).
-SpmmConfig split(SpmmConfig c, int ksplit) {
-  c.ksplit = ksplit;
-  return c;
-}
-
 std::vector<SpmmConfig> forced_configs() {
   return {cfg(SpmmAlgorithm::VdlRow),
           cfg(SpmmAlgorithm::VdlRow, 2),
@@ -58,9 +46,9 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::CscRow),
           cfg(SpmmAlgorithm::CscRow, 2, 0, 1),
           cfg(SpmmAlgorithm::CscRow, 32, 0, 2),
-          split(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), 4),
-          split(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 2),
-          split(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 8),
+          with_split(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), 4),
+          with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 2),
+          with_split(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 8),
           cfg(SpmmAlgorithm::CscNnz),
           cfg(SpmmAlgorithm::CscNnz, 4, 0, 2, 5),
           cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, 100),

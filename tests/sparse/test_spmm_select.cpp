@@ -36,15 +36,8 @@ struct StringMaker<krysp::SpmmConfig> {
 
 namespace {
 
-SpmmConfig cfg(SpmmAlgorithm a, int s = 0, int q = 0, int v = 0, int k = 0) {
-  SpmmConfig c;
-  c.algorithm = a;
-  c.subwarp = s;
-  c.col_lanes = q;
-  c.per_lane = v;
-  c.items_per_warp = k;
-  return c;
-}
+using test::cfg;
+using test::with_split;
 
 template <class T>
 RowStats stats_of(const CsrMatrix<T>& A) {
@@ -545,11 +538,7 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
   // Above N = 4: CSC with one column per lane, KS minimising ceil(longest / KS) + 48·rows·S·KS·
   // tiles / 270336
-  auto csc = [](int S, int ks) {
-    SpmmConfig c = cfg(SpmmAlgorithm::CscRow, S, 0, 1);
-    c.ksplit = ks;
-    return c;
-  };
+  auto csc = [](int S, int ks) { return with_split(cfg(SpmmAlgorithm::CscRow, S, 0, 1), ks); };
   {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row up to N = 4
     const RowStats s = stats_of(test::load("Trefethen_2000"));
     INFO(s.to_string());
@@ -651,12 +640,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
 TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows go to CscNnz") {
   // PGPgiantcompo-like: 10680 rows of 4.6 on average, the longest 205: too many rows to share
   // them out (spmm_split_rule), and the row kernels wait on the longest row
-  RowStats s;
-  s.rows = 10680;
-  s.nnz = 49000;
-  s.mean = double(s.nnz) / s.rows;
-  s.stddev = 8;
-  s.max_len = 205;
+  RowStats s = made_up_stats(10680, 49000, 49000.0 / 10680, 8, 205);
   REQUIRE(spmm_latency_bound(s));
   for (index_t N : {17, 32, 64}) {
     INFO("N = " << N);
