@@ -22,6 +22,11 @@
 // time (Select::Tune without the cache), the best cuSPARSE time and which algorithm/layout, the
 // speedups, and the time relative to the ideal-traffic time (matrix once + X once + Y written
 // once, at the copy bandwidth). Results are checked against cuSPARSE.
+// Graph timing (the "graph" columns): the rule's kernel and every cuSPARSE combination, each as
+// kGraphCalls calls captured into a CUDA graph and replayed, again round-robin. Replays leave out
+// the host's submission of each launch (~4 us on the H100 machine, more than the GPU needs for a
+// small matrix), which otherwise caps both sides alike; this is the GPU time a solver sees when
+// its iterations are replayed from a graph. The graph's result is checked too.
 // For the 3-D Laplacian: SpMM(N=2) / SpMV for krysp (SpmvPlan) and for cuSPARSE (SpMV CSR ALG1).
 // Summary: geometric-mean speedups over the best cuSPARSE for N in {2,4,8} and N in {16,32,64},
 // also split by matrix size (nnz < 1e6: latency-bound launches), and restricted to the cases whose
@@ -74,6 +79,9 @@ constexpr double kSmallNnz = 1e6;  // small / large split of the summary (as ben
 // of the "above floor" summary: at ~1x the floor neither side can go much faster. (Its JSON keys
 // say 4x.)
 constexpr double kFloorFactor = 4;
+// Calls of one SpMM per captured graph (graph timing): enough that one replay's own launch is
+// negligible next to the calls in it.
+constexpr int kGraphCalls = 32;
 
 #define CUDA_OK(call)                                                                                      \
   do {                                                                                                     \
@@ -110,6 +118,11 @@ struct Result {
   double speedup_rule = 0, speedup_tuned = 0;
   double ideal_ms = 0, rule_vs_ideal = 0;
   double max_rel_diff = -1;  // -1: not checked
+  // graph timing (per call, replayed from a graph of kGraphCalls calls); < 0: not measured
+  double rule_graph_ms = -1, best_cusparse_graph_ms = -1, speedup_rule_graph = 0;
+  double combo_graph_ms[kNumCombos] = {};  // < 0: rejected, or its calls could not be captured
+  std::string best_cusparse_graph;
+  double graph_max_rel_diff = -1;  // our graph's result against cuSPARSE; -1: not checked
   std::vector<SpmmSelection::Candidate> candidates;
 };
 
@@ -184,6 +197,41 @@ class CusparseSpmm {
   cusparseDnMatDescr_t dy_ = nullptr;
   DeviceArray<unsigned char> buf_;
   double one_ = 1, zero_ = 0;
+  bool ok_ = false;
+};
+
+/// `calls` calls of fn (which enqueues on the stream it is given) captured into a CUDA graph on a
+/// stream of its own; launch() replays it on the default stream, where the timer's events are.
+/// ok() is false when the capture failed (fn enqueued something a graph cannot hold, or threw).
+class CallGraph {
+ public:
+  CallGraph(const std::function<void(cudaStream_t)>& fn, int calls) {
+    CUDA_OK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal));
+    bool threw = false;
+    try {
+      for (int i = 0; i < calls; ++i) fn(s_);
+    } catch (const Error&) {
+      threw = true;
+    }
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(s_, &g);
+    ok_ = e == cudaSuccess && !threw && g != nullptr && cudaGraphInstantiate(&exec_, g, 0) == cudaSuccess;
+    if (g) cudaGraphDestroy(g);
+    (void)cudaGetLastError();  // a failed capture leaves its error; ok() reports it
+  }
+  ~CallGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (s_) cudaStreamDestroy(s_);
+  }
+  CallGraph(const CallGraph&) = delete;
+  CallGraph& operator=(const CallGraph&) = delete;
+  bool ok() const { return ok_; }
+  void launch() const { CUDA_OK(cudaGraphLaunch(exec_, cudaStreamLegacy)); }
+
+ private:
+  cudaStream_t s_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
   bool ok_ = false;
 };
 
@@ -284,6 +332,56 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
           r.best_cusparse = kCombos[c].name;
         }
       }
+      // Graph timing: the rule's kernel and every accepted combination, kGraphCalls calls a graph.
+      {
+        std::vector<std::unique_ptr<CallGraph>> graphs;
+        graphs.push_back(std::make_unique<CallGraph>(
+            [&](cudaStream_t st) { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, DeviceStream{st}); },
+            kGraphCalls));
+        std::vector<int> gslot(kNumCombos, -1);
+        for (int c = 0; c < kNumCombos; ++c) {
+          if (!combos[std::size_t(c)]->ok()) continue;
+          auto g = std::make_unique<CallGraph>(
+              [&, c](cudaStream_t st) {
+                CUSPARSE_OK(cusparseSetStream(b.handle, st));
+                combos[std::size_t(c)]->run();
+              },
+              kGraphCalls);
+          CUSPARSE_OK(cusparseSetStream(b.handle, nullptr));
+          if (!g->ok() || !combos[std::size_t(c)]->ok()) {
+            std::fprintf(stderr, "bench_spmm: %s N=%d: cuSPARSE %s could not be captured into a graph\n",
+                         name.c_str(), N, kCombos[c].name);
+            continue;
+          }
+          gslot[std::size_t(c)] = int(graphs.size());
+          graphs.push_back(std::move(g));
+        }
+        if (!graphs[0]->ok()) KRYSP_THROW(DeviceError, "bench_spmm: ", name, " N=", N, ": the rule's SpMM (",
+                                          r.rule, ") could not be captured into a graph");
+        // Our graph's result, from a poisoned Y, against the first accepted combination's.
+        detail::spmm_fill_device(Y.data(), std::size_t(A.rows()) * N, 4321);
+        graphs[0]->launch();
+        for (int c = 0; c < kNumCombos; ++c)
+          if (combos[std::size_t(c)]->ok()) {
+            combos[std::size_t(c)]->run();
+            r.graph_max_rel_diff =
+                compare(Y.data(), Yc.data(), kCombos[c].order == CUSPARSE_ORDER_COL, A.rows(), N);
+            break;
+          }
+        std::vector<std::function<void()>> gfns;
+        for (const auto& g : graphs) gfns.push_back([&g] { g->launch(); });
+        const std::vector<double> gms = time_device_auto_interleaved_ms(gfns);
+        r.rule_graph_ms = gms[0] / kGraphCalls;
+        for (int c = 0; c < kNumCombos; ++c) {
+          const int k = gslot[std::size_t(c)];
+          r.combo_graph_ms[c] = k >= 0 ? gms[std::size_t(k)] / kGraphCalls : -1;
+          if (r.combo_graph_ms[c] > 0 && (r.best_cusparse_graph_ms < 0 || r.combo_graph_ms[c] < r.best_cusparse_graph_ms)) {
+            r.best_cusparse_graph_ms = r.combo_graph_ms[c];
+            r.best_cusparse_graph = kCombos[c].name;
+          }
+        }
+        r.speedup_rule_graph = r.best_cusparse_graph_ms > 0 ? r.best_cusparse_graph_ms / r.rule_graph_ms : 0;
+      }
       r.speedup_rule = r.best_cusparse_ms > 0 ? r.best_cusparse_ms / r.rule_ms : 0;
       r.speedup_tuned = r.best_cusparse_ms > 0 ? r.best_cusparse_ms / r.tuned_ms : 0;
       const double bytes = 12.0 * A.nnz() + 4.0 * (double(A.rows()) + 1) + 8.0 * double(A.cols()) * N +
@@ -300,16 +398,21 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
   return out;
 }
 
+/// Our result (stream or graph) differs from cuSPARSE's by more than rounding.
+bool mismatch(const Result& r) { return r.max_rel_diff > 1e-10 || r.graph_max_rel_diff > 1e-10; }
+
 void print_header() {
-  std::printf("%-20s %9s %10s %3s %-22s %9s %-22s %9s %9s %-9s %7s %7s %7s%s\n", "matrix", "rows", "nnz", "N", "rule",
-              "rule ms", "tuned", "tuned ms", "cuSP ms", "cuSP", "x rule", "x tuned", "/ideal", "");
+  std::printf("%-20s %9s %10s %3s %-22s %9s %-22s %9s %9s %-9s %7s %7s %7s %9s %9s %7s%s\n", "matrix", "rows", "nnz",
+              "N", "rule", "rule ms", "tuned", "tuned ms", "cuSP ms", "cuSP", "x rule", "x tuned", "/ideal", "g rule ms",
+              "g cuSP ms", "x graph", "");
 }
 
 void print_row(const Result& r) {
-  std::printf("%-20.20s %9d %10d %3d %-22s %9.4f %-22s %9.4f %9.4f %-9s %6.2fx %6.2fx %6.2fx%s\n", r.name.c_str(),
-              r.rows, r.nnz, r.N, r.rule.c_str(), r.rule_ms, r.tuned.c_str(), r.tuned_ms, r.best_cusparse_ms,
-              r.best_cusparse.c_str(), r.speedup_rule, r.speedup_tuned, r.rule_vs_ideal,
-              r.max_rel_diff > 1e-10 ? "  MISMATCH" : (r.max_rel_diff < 0 ? "  unchecked" : ""));
+  std::printf("%-20.20s %9d %10d %3d %-22s %9.4f %-22s %9.4f %9.4f %-9s %6.2fx %6.2fx %6.2fx %9.4f %9.4f %6.2fx%s\n",
+              r.name.c_str(), r.rows, r.nnz, r.N, r.rule.c_str(), r.rule_ms, r.tuned.c_str(), r.tuned_ms,
+              r.best_cusparse_ms, r.best_cusparse.c_str(), r.speedup_rule, r.speedup_tuned, r.rule_vs_ideal,
+              r.rule_graph_ms, r.best_cusparse_graph_ms, r.speedup_rule_graph,
+              mismatch(r) ? "  MISMATCH" : (r.max_rel_diff < 0 || r.graph_max_rel_diff < 0 ? "  unchecked" : ""));
   std::fflush(stdout);
 }
 
@@ -501,6 +604,7 @@ int main(int argc, char** argv) {
     // the same split by matrix size (nnz < kSmallNnz: latency-bound launches of a few µs)
     std::vector<double> by_size[2][2];  // [big matrix][N >= 16], rule speedups
     std::vector<double> above_floor[2];  // [N >= 16], rule speedups where cuSPARSE >= kFloorFactor x floor
+    std::vector<double> graph[2][2];      // [big matrix][N >= 16], rule speedups replayed from graphs
     int mismatches = 0, unchecked = 0, rule_hits = 0;
     double tuning_s = 0;
     for (const Result& r : results) {
@@ -511,8 +615,9 @@ int main(int argc, char** argv) {
         if (r.best_cusparse_ms >= kFloorFactor * launch_floor.dependent_load_ms)
           above_floor[r.N > 8].push_back(r.speedup_rule);
       }
-      mismatches += r.max_rel_diff > 1e-10;
-      unchecked += r.max_rel_diff < 0;
+      if (r.speedup_rule_graph > 0) graph[r.nnz >= kSmallNnz][r.N > 8].push_back(r.speedup_rule_graph);
+      mismatches += mismatch(r);
+      unchecked += r.max_rel_diff < 0 || r.graph_max_rel_diff < 0;
       rule_hits += r.rule == r.tuned;
       tuning_s += r.tuning_s;
     }
@@ -528,6 +633,16 @@ int main(int argc, char** argv) {
     std::printf("  cuSPARSE >= %.0fx dependent-load floor (%.4f ms), rule: N<=8 %.3fx (%zu), N>=16 %.3fx (%zu)\n",
                 kFloorFactor, launch_floor.dependent_load_ms, geomean(above_floor[0]), above_floor[0].size(),
                 geomean(above_floor[1]), above_floor[1].size());
+    auto all_graph = [&](int big_n) {
+      std::vector<double> v = graph[0][big_n];
+      v.insert(v.end(), graph[1][big_n].begin(), graph[1][big_n].end());
+      return v;
+    };
+    std::printf("replayed from graphs (%d calls each, no host submission per call), rule: N<=8 %.3fx (%zu), "
+                "N>=16 %.3fx (%zu);  nnz < %.0e: %.3fx / %.3fx;  nnz >= %.0e: %.3fx / %.3fx\n",
+                kGraphCalls, geomean(all_graph(0)), all_graph(0).size(), geomean(all_graph(1)), all_graph(1).size(),
+                kSmallNnz, geomean(graph[0][0]), geomean(graph[0][1]), kSmallNnz, geomean(graph[1][0]),
+                geomean(graph[1][1]));
     double lap_ratio = -1, lap_cusparse_ratio = -1;
     if (lap_spmv_ms > 0 && lap_spmm2_ms > 0) {
       lap_ratio = lap_spmm2_ms / lap_spmv_ms;
@@ -569,7 +684,14 @@ int main(int argc, char** argv) {
          << ", \"geomean_speedup_rule_n2_8_above_4x_floor\": " << geomean(above_floor[0])
          << ", \"cases_n2_8_above_4x_floor\": " << above_floor[0].size()
          << ", \"geomean_speedup_rule_n16_64_above_4x_floor\": " << geomean(above_floor[1])
-         << ", \"cases_n16_64_above_4x_floor\": " << above_floor[1].size() << "},\n  \"results\": [\n";
+         << ", \"cases_n16_64_above_4x_floor\": " << above_floor[1].size()
+         << ", \"graph_calls\": " << kGraphCalls << ", \"geomean_speedup_rule_graph_n2_8\": " << geomean(all_graph(0))
+         << ", \"geomean_speedup_rule_graph_n16_64\": " << geomean(all_graph(1))
+         << ", \"geomean_speedup_rule_graph_small_matrices_n2_8\": " << geomean(graph[0][0])
+         << ", \"geomean_speedup_rule_graph_small_matrices_n16_64\": " << geomean(graph[0][1])
+         << ", \"geomean_speedup_rule_graph_large_matrices_n2_8\": " << geomean(graph[1][0])
+         << ", \"geomean_speedup_rule_graph_large_matrices_n16_64\": " << geomean(graph[1][1])
+         << ", \"unchecked\": " << unchecked << "},\n  \"results\": [\n";
       for (std::size_t i = 0; i < results.size(); ++i) {
         const Result& r = results[i];
         js << "    {\"name\": \"" << json_escape(r.name) << "\", \"generated\": " << (r.generated ? "true" : "false")
@@ -584,7 +706,13 @@ int main(int argc, char** argv) {
            << ", \"ideal_ms\": " << r.ideal_ms << ", \"rule_over_ideal\": " << r.rule_vs_ideal
            << ", \"rule_over_floor\": " << r.rule_ms / launch_floor.dependent_load_ms << ", \"cusparse_over_floor\": "
            << (r.best_cusparse_ms > 0 ? r.best_cusparse_ms / launch_floor.dependent_load_ms : -1)
-           << ", \"max_rel_diff\": " << r.max_rel_diff << ", \"candidates\": [";
+           << ", \"max_rel_diff\": " << r.max_rel_diff << ", \"rule_graph_ms\": " << r.rule_graph_ms
+           << ", \"best_cusparse_graph\": \"" << r.best_cusparse_graph
+           << "\", \"best_cusparse_graph_ms\": " << r.best_cusparse_graph_ms << ", \"cusparse_graph_ms\": {";
+        for (int c = 0; c < kNumCombos; ++c)
+          js << (c ? ", " : "") << "\"" << kCombos[c].name << "\": " << r.combo_graph_ms[c];
+        js << "}, \"speedup_rule_graph\": " << r.speedup_rule_graph << ", \"graph_max_rel_diff\": " << r.graph_max_rel_diff
+           << ", \"candidates\": [";
         for (std::size_t k = 0; k < r.candidates.size(); ++k)
           js << (k ? ", " : "") << "{\"config\": \"" << r.candidates[k].config.to_string()
              << "\", \"ms\": " << r.candidates[k].ms << "}";

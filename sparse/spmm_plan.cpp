@@ -151,18 +151,18 @@ struct Panels {
     }
   }
   /// Gathers the values from A's device arrays unless they are those gathered last.
-  void refresh(const CsrMatrix<T>& A) {
+  void refresh(const CsrMatrix<T>& A, DeviceStream stream = {}) {
     const T* src = A.device_view().values;
     if (src == gathered_from && A.values_version() == gathered_version) return;
-    detail::spmm_gather_values(src, source.data(), index_t(split.source.size()), values.data());
+    detail::spmm_gather_values(src, source.data(), index_t(split.source.size()), values.data(), stream);
     gathered_from = src;
     gathered_version = A.values_version();
   }
   /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it).
   void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-             bool x_vec) const {
+             bool x_vec, DeviceStream stream = {}) const {
     for (std::size_t p = 0; p < views.size(); ++p)
-      detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec);
+      detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec, stream);
   }
 };
 
@@ -315,7 +315,8 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
 }
 
 template <class T>
-void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) const {
+void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
+                        DeviceStream stream) const {
   KRYSP_REQUIRE(state_, "SpmmPlan::apply: the plan is empty (default-constructed)");
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmmPlan::apply: plan was made for matrix ",
                 state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
@@ -326,12 +327,12 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   KRYSP_REQUIRE(Y != nullptr, "SpmmPlan::apply: Y is null");
   KRYSP_REQUIRE(A.nnz() == 0 || X != nullptr, "SpmmPlan::apply: X is null");
   if (state_->panels) {
-    state_->panels->refresh(A);
-    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx));
+    state_->panels->refresh(A, stream);
+    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), stream);
     return;
   }
   detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
-                      vector_aligned(X, ldx));
+                      vector_aligned(X, ldx), stream);
 }
 
 template <class T>

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "base/stream.hpp"
 #include "sparse/csr.hpp"
 #include "sparse/row_stats.hpp"
 #include "sparse/spmm_config.hpp"
@@ -94,12 +95,17 @@ class SpmmPlan {
   /// Makes the plan for A and N columns on the current CUDA device (uploads A if needed; all
   /// device allocations happen here). InputError for N < 1 or an invalid forced configuration.
   SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& options = {});
-  /// Y = alpha·A·X + beta·Y on the device (default stream, asynchronous). X: device pointer to
-  /// A.cols() rows of ldx entries (first N used); Y: A.rows() rows of ldy entries; X and Y must
-  /// not overlap. InputError when A is not the plan's matrix structure or ldx < N or ldy < N.
-  /// The plan owns a small workspace (carries of the nonzero-balanced kernels) that apply()
-  /// writes: one plan (and its copies) must not be applied from two host threads at once.
-  void apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) const;
+  /// Y = alpha·A·X + beta·Y on the device, asynchronous on `stream` (default: the default stream).
+  /// X: device pointer to A.cols() rows of ldx entries (first N used); Y: A.rows() rows of ldy
+  /// entries; X and Y must not overlap. InputError when A is not the plan's matrix structure or
+  /// ldx < N or ldy < N. The plan owns a small workspace (carries of the nonzero-balanced kernels)
+  /// that apply() writes: one plan (and its copies) must not run twice at once, from two host
+  /// threads or on two streams. Only kernels are enqueued (A's device arrays exist since the plan
+  /// was made), so apply() on a stream other than the default one can be captured into a CUDA
+  /// graph. A matrix split into column panels (config().panels > 1) reads copies of its values
+  /// gathered when they change: after a change of A's values, capture again.
+  void apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
+             DeviceStream stream = {}) const;
 
   /// False for a default-constructed plan (apply() then throws InputError).
   bool valid() const { return state_ != nullptr; }

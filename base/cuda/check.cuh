@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "base/error.hpp"
+#include "base/stream.hpp"
 
 #define KRYSP_CUDA_CHECK(call)                                                               \
   do {                                                                                       \
@@ -22,3 +23,8 @@
       KRYSP_THROW(::krysp::DeviceError, "launch of ", name, " failed: ",                    \
                   cudaGetErrorName(krysp_err_), " (", cudaGetErrorString(krysp_err_), ")"); \
   } while (0)
+
+namespace krysp {
+/// The cudaStream_t a DeviceStream wraps (nullptr: the default stream).
+inline cudaStream_t cuda_stream(DeviceStream s) { return static_cast<cudaStream_t>(s.handle); }
+}  // namespace krysp

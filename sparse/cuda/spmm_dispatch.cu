@@ -63,10 +63,10 @@ __global__ void spmm_gather_kernel(const T* __restrict__ src, const index_t* __r
 }  // namespace
 
 template <class T>
-void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst) {
+void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, DeviceStream stream) {
   if (n <= 0) return;
   const std::int64_t blocks = std::min<std::int64_t>((std::int64_t(n) + kSpmmBlock - 1) / kSpmmBlock, 8192);
-  spmm_gather_kernel<T><<<static_cast<unsigned>(blocks), kSpmmBlock>>>(src, source, n, dst);
+  spmm_gather_kernel<T><<<static_cast<unsigned>(blocks), kSpmmBlock, 0, cuda_stream(stream)>>>(src, source, n, dst);
   KRYSP_CUDA_CHECK_LAUNCH("spmm_gather_kernel");
 }
 
@@ -79,26 +79,27 @@ std::int64_t device_l2_bytes() {
 
 template <class T>
 void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec) {
+                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream) {
   if (A.rows == 0 || N <= 0) return;
+  const cudaStream_t st = cuda_stream(stream);
   const bool nnz = is_nnz_balanced(c.algorithm);
   switch (c.algorithm) {
     case SpmmAlgorithm::VdlRow:
     case SpmmAlgorithm::VdlNnz:
-      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
       break;
     case SpmmAlgorithm::CscRow:
     case SpmmAlgorithm::CscNnz:
-      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
       break;
     case SpmmAlgorithm::SeqNnz:
-      spmm_seq_launch<T>(c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+      spmm_seq_launch<T>(c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
       break;
     default: KRYSP_THROW(InputError, "SpMM algorithm ", int(c.algorithm), " does not exist");
   }
   if (nnz && ws.num_splits > 0) {
     const std::int64_t grid = (std::int64_t(ws.num_splits) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
-    spmm_fixup_kernel<T><<<static_cast<unsigned>(grid), kSpmmBlock>>>(
+    spmm_fixup_kernel<T><<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(
         ws.num_splits, ws.splits, ws.units, N, static_cast<const T*>(ws.carries), alpha, beta, Y, ldy);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_fixup_kernel");
   }
@@ -113,11 +114,11 @@ void spmm_fill_device(T* p, std::size_t n, std::uint64_t seed) {
 }
 
 template void spmm_device(const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&, double,
-                          const double*, index_t, double, double*, index_t, bool);
+                          const double*, index_t, double, double*, index_t, bool, DeviceStream);
 template void spmm_device(const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                          const float*, index_t, float, float*, index_t, bool);
-template void spmm_gather_values(const double*, const index_t*, index_t, double*);
-template void spmm_gather_values(const float*, const index_t*, index_t, float*);
+                          const float*, index_t, float, float*, index_t, bool, DeviceStream);
+template void spmm_gather_values(const double*, const index_t*, index_t, double*, DeviceStream);
+template void spmm_gather_values(const float*, const index_t*, index_t, float*, DeviceStream);
 template void spmm_fill_device(double*, std::size_t, std::uint64_t);
 template void spmm_fill_device(float*, std::size_t, std::uint64_t);
 

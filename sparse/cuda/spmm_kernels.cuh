@@ -659,18 +659,19 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
   }
 }
 
-// ---- launchers (defined in spmm_vdl.cu / spmm_csc.cu / spmm_seq.cu) ------------------------------
+// ---- launchers (defined in spmm_vdl.cu / spmm_csc.cu / spmm_seq.cu; all on stream st) ---------------
 
 template <class T>
 void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec);
+                     bool x_vec, cudaStream_t st);
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
-                     const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy);
+                     const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
+                     cudaStream_t st);
 /// SeqNnz (thread-sequential merge path, spmm_common.hpp); x_vec: 16-byte loads of X allowed.
 template <class T>
 void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                     const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec);
+                     const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, cudaStream_t st);
 
 }  // namespace krysp::detail

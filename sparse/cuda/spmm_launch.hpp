@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/stream.hpp"
 #include "sparse/csr_view.hpp"
 #include "sparse/spmm_config.hpp"
 
@@ -34,16 +35,16 @@ struct SpmmWorkspaceView {
 };
 
 /// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see
-/// complete_spmm_config), on the default stream (asynchronous). A is a device view. `x_vec`:
-/// X is 16-byte aligned and ldx a multiple of the vector width (VDL vector loads allowed).
+/// complete_spmm_config), on `stream` (asynchronous). A is a device view. `x_vec`: X is 16-byte
+/// aligned and ldx a multiple of the vector width (VDL vector loads allowed).
 template <class T>
 void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec);
+                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream = {});
 
-/// dst[k] = src[source[k]] for k < n, on the device (asynchronous): a panel split's values
-/// gathered from the matrix (spmm_panels.hpp).
+/// dst[k] = src[source[k]] for k < n, on `stream` (asynchronous): a panel split's values gathered
+/// from the matrix (spmm_panels.hpp).
 template <class T>
-void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst);
+void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, DeviceStream stream = {});
 
 /// L2 cache bytes of the current device.
 std::int64_t device_l2_bytes();

@@ -2,7 +2,9 @@
 // forced, N in {1, 2, 3, 4, 5, 8, 16, 17, 32, 64}, fp64 and fp32, on the bundled SuiteSparse
 // matrices and adversarial ones; leading dimensions larger than N (padding untouched), odd ld and
 // misaligned X (scalar-load path), beta = 0 with Y full of NaN, bitwise determinism, plan
-// refusals, the rule, the tuned mode with its cache, and column panels (spmm_panels.hpp).
+// refusals, the rule, the tuned mode with its cache, column panels (spmm_panels.hpp), and apply()
+// on a stream of the caller's and captured into a CUDA graph.
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -314,3 +316,61 @@ TEST_CASE("SpMM GPU: column panels, every variant, against the reference; values
   CHECK_THROWS_AS(SpmmPlan<double>(narrow, 2, o), InputError);
 }
 
+TEST_CASE("SpMM GPU: apply() on a caller's stream and replayed from a CUDA graph, every variant, bitwise") {
+  // Each forced configuration (and a panel split) computes Y = A·X three ways: on the default
+  // stream, on a non-blocking stream, and from a graph captured on that stream (two calls, so the
+  // fix-up and carries are replayed too). All three must be bitwise equal, and right.
+  cudaStream_t st = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+  const DeviceStream stream{st};
+  const std::vector<test::NamedMatrix> mats = {{"rajat19", test::load("rajat19")},
+                                               {"power-law", random_power_law(5000, 10.0, 2000, 5)}};
+  for (const auto& m : mats)
+    for (const index_t N : {3, 8, 17})
+      for (const int panels : {0, 3}) {
+        const auto X = test::random_block<double>(m.A.cols(), N, N, 0.0);
+        const std::vector<double> Y0(std::size_t(m.A.rows()) * N, std::numeric_limits<double>::quiet_NaN());
+        const test::SpmmExpected<double> expected(m.A, N, 1.5, X, N, 0.0, Y0, N);
+        DeviceArray<double> dx(X.size()), dy(Y0.size());
+        dx.upload(X.data(), X.size());
+        for (const SpmmConfig& c : forced_configs()) {
+          SpmmPlanOptions o;
+          o.force = true;
+          o.forced = c;
+          o.forced.panels = panels;
+          const SpmmPlan<double> plan(m.A, N, o);
+          const std::string what = m.name + " N=" + std::to_string(N) + " " + plan.config().to_string();
+          INFO(what);
+          auto result = [&](auto&& enqueue) {
+            dy.upload(Y0.data(), Y0.size());  // NaN: beta = 0 must not read it
+            cuda_synchronize();  // the copy is done before a non-blocking stream reads dy
+            enqueue();
+            cuda_synchronize();
+            std::vector<double> y(Y0.size());
+            dy.download(y.data(), y.size());
+            return y;
+          };
+          const auto on_default = result([&] { plan.apply(m.A, 1.5, dx.data(), N, 0.0, dy.data(), N); });
+          expected.check(on_default, what);
+          const auto on_stream = result([&] {
+            plan.apply(m.A, 1.5, dx.data(), N, 0.0, dy.data(), N, stream);
+            REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+          });
+          CHECK(std::memcmp(on_default.data(), on_stream.data(), on_default.size() * sizeof(double)) == 0);
+          cudaGraph_t g = nullptr;
+          cudaGraphExec_t ge = nullptr;
+          REQUIRE(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+          for (int call = 0; call < 2; ++call) plan.apply(m.A, 1.5, dx.data(), N, 0.0, dy.data(), N, stream);
+          REQUIRE(cudaStreamEndCapture(st, &g) == cudaSuccess);
+          REQUIRE(cudaGraphInstantiate(&ge, g, 0) == cudaSuccess);
+          const auto from_graph = result([&] {
+            REQUIRE(cudaGraphLaunch(ge, st) == cudaSuccess);
+            REQUIRE(cudaStreamSynchronize(st) == cudaSuccess);
+          });
+          CHECK(std::memcmp(on_default.data(), from_graph.data(), on_default.size() * sizeof(double)) == 0);
+          REQUIRE(cudaGraphExecDestroy(ge) == cudaSuccess);
+          REQUIRE(cudaGraphDestroy(g) == cudaSuccess);
+        }
+      }
+  REQUIRE(cudaStreamDestroy(st) == cudaSuccess);
+}
