@@ -22,8 +22,9 @@
 // time (Select::Tune without the cache), the best cuSPARSE time and which algorithm/layout, the
 // speedups, and the time relative to the ideal-traffic time (matrix once + X once + Y written
 // once, at the copy bandwidth). Results are checked against cuSPARSE.
-// Graph timing (the "graph" columns): the rule's kernel and every cuSPARSE combination, each as
-// kGraphCalls calls captured into a CUDA graph and replayed, again round-robin. Replays leave out
+// Graph timing (the "graph" columns): the rule's and the tuned kernel and every cuSPARSE
+// combination, each as up to 32 calls captured into a CUDA graph (CapturedCalls) and replayed,
+// again round-robin. Replays leave out
 // the host's submission of each launch (~4 us on the H100 machine, more than the GPU needs for a
 // small matrix), which otherwise caps both sides alike; this is the GPU time a solver sees when
 // its iterations are replayed from a graph. The graph's result is checked too.
@@ -79,9 +80,10 @@ constexpr double kSmallNnz = 1e6;  // small / large split of the summary (as ben
 // of the "above floor" summary: at ~1x the floor neither side can go much faster. (Its JSON keys
 // say 4x.)
 constexpr double kFloorFactor = 4;
-// Calls of one SpMM per captured graph (graph timing): enough that one replay's own launch is
-// negligible next to the calls in it.
-constexpr int kGraphCalls = 32;
+// Graph timing: calls of one SpMM per captured graph, enough for a replay to last about
+// kGraphSampleMs (the replay's own launch is then small next to it), at most kGraphMaxCalls.
+constexpr double kGraphSampleMs = 0.1;
+constexpr int kGraphMaxCalls = 32;
 
 #define CUDA_OK(call)                                                                                      \
   do {                                                                                                     \
@@ -118,8 +120,10 @@ struct Result {
   double speedup_rule = 0, speedup_tuned = 0;
   double ideal_ms = 0, rule_vs_ideal = 0;
   double max_rel_diff = -1;  // -1: not checked
-  // graph timing (per call, replayed from a graph of kGraphCalls calls); < 0: not measured
-  double rule_graph_ms = -1, best_cusparse_graph_ms = -1, speedup_rule_graph = 0;
+  // graph timing (per call, replayed from a graph of graph_calls calls); < 0: not measured
+  int graph_calls = 0;
+  double rule_graph_ms = -1, tuned_graph_ms = -1, best_cusparse_graph_ms = -1;
+  double speedup_rule_graph = 0, speedup_tuned_graph = 0;
   double combo_graph_ms[kNumCombos] = {};  // < 0: rejected, or its calls could not be captured
   std::string best_cusparse_graph;
   double graph_max_rel_diff = -1;  // our graph's result against cuSPARSE; -1: not checked
@@ -197,41 +201,6 @@ class CusparseSpmm {
   cusparseDnMatDescr_t dy_ = nullptr;
   DeviceArray<unsigned char> buf_;
   double one_ = 1, zero_ = 0;
-  bool ok_ = false;
-};
-
-/// `calls` calls of fn (which enqueues on the stream it is given) captured into a CUDA graph on a
-/// stream of its own; launch() replays it on the default stream, where the timer's events are.
-/// ok() is false when the capture failed (fn enqueued something a graph cannot hold, or threw).
-class CallGraph {
- public:
-  CallGraph(const std::function<void(cudaStream_t)>& fn, int calls) {
-    CUDA_OK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
-    CUDA_OK(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal));
-    bool threw = false;
-    try {
-      for (int i = 0; i < calls; ++i) fn(s_);
-    } catch (const Error&) {
-      threw = true;
-    }
-    cudaGraph_t g = nullptr;
-    const cudaError_t e = cudaStreamEndCapture(s_, &g);
-    ok_ = e == cudaSuccess && !threw && g != nullptr && cudaGraphInstantiate(&exec_, g, 0) == cudaSuccess;
-    if (g) cudaGraphDestroy(g);
-    (void)cudaGetLastError();  // a failed capture leaves its error; ok() reports it
-  }
-  ~CallGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (s_) cudaStreamDestroy(s_);
-  }
-  CallGraph(const CallGraph&) = delete;
-  CallGraph& operator=(const CallGraph&) = delete;
-  bool ok() const { return ok_; }
-  void launch() const { CUDA_OK(cudaGraphLaunch(exec_, cudaStreamLegacy)); }
-
- private:
-  cudaStream_t s_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
   bool ok_ = false;
 };
 
@@ -332,21 +301,27 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
           r.best_cusparse = kCombos[c].name;
         }
       }
-      // Graph timing: the rule's kernel and every accepted combination, kGraphCalls calls a graph.
+      // Graph timing: the rule's kernel, the tuned one and every accepted combination, the same
+      // number of calls a graph (from the rule's time in a stream of launches).
       {
-        std::vector<std::unique_ptr<CallGraph>> graphs;
-        graphs.push_back(std::make_unique<CallGraph>(
-            [&](cudaStream_t st) { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, DeviceStream{st}); },
-            kGraphCalls));
+        const int calls = int(std::clamp(kGraphSampleMs / r.rule_ms, 1.0, double(kGraphMaxCalls)));
+        std::vector<std::unique_ptr<CapturedCalls>> graphs;
+        graphs.push_back(std::make_unique<CapturedCalls>(
+            [&](DeviceStream st) { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, st); }, calls));
+        if (tuned_differs)
+          graphs.push_back(std::make_unique<CapturedCalls>(
+              [&](DeviceStream st) { tuned->apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, st); }, calls));
+        for (const auto& g : graphs)
+          if (!g->ok()) KRYSP_THROW(DeviceError, "bench_spmm: ", name, " N=", N, ": our SpMM could not be captured");
         std::vector<int> gslot(kNumCombos, -1);
         for (int c = 0; c < kNumCombos; ++c) {
           if (!combos[std::size_t(c)]->ok()) continue;
-          auto g = std::make_unique<CallGraph>(
-              [&, c](cudaStream_t st) {
-                CUSPARSE_OK(cusparseSetStream(b.handle, st));
+          auto g = std::make_unique<CapturedCalls>(
+              [&, c](DeviceStream st) {
+                CUSPARSE_OK(cusparseSetStream(b.handle, static_cast<cudaStream_t>(st.handle)));
                 combos[std::size_t(c)]->run();
               },
-              kGraphCalls);
+              calls);
           CUSPARSE_OK(cusparseSetStream(b.handle, nullptr));
           if (!g->ok() || !combos[std::size_t(c)]->ok()) {
             std::fprintf(stderr, "bench_spmm: %s N=%d: cuSPARSE %s could not be captured into a graph\n",
@@ -356,9 +331,7 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
           gslot[std::size_t(c)] = int(graphs.size());
           graphs.push_back(std::move(g));
         }
-        if (!graphs[0]->ok()) KRYSP_THROW(DeviceError, "bench_spmm: ", name, " N=", N, ": the rule's SpMM (",
-                                          r.rule, ") could not be captured into a graph");
-        // Our graph's result, from a poisoned Y, against the first accepted combination's.
+        // The rule graph's result, from a poisoned Y, against the first accepted combination's.
         detail::spmm_fill_device(Y.data(), std::size_t(A.rows()) * N, 4321);
         graphs[0]->launch();
         for (int c = 0; c < kNumCombos; ++c)
@@ -371,16 +344,19 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         std::vector<std::function<void()>> gfns;
         for (const auto& g : graphs) gfns.push_back([&g] { g->launch(); });
         const std::vector<double> gms = time_device_auto_interleaved_ms(gfns);
-        r.rule_graph_ms = gms[0] / kGraphCalls;
+        r.graph_calls = calls;
+        r.rule_graph_ms = gms[0] / calls;
+        r.tuned_graph_ms = tuned_differs ? gms[1] / calls : r.rule_graph_ms;
         for (int c = 0; c < kNumCombos; ++c) {
           const int k = gslot[std::size_t(c)];
-          r.combo_graph_ms[c] = k >= 0 ? gms[std::size_t(k)] / kGraphCalls : -1;
+          r.combo_graph_ms[c] = k >= 0 ? gms[std::size_t(k)] / calls : -1;
           if (r.combo_graph_ms[c] > 0 && (r.best_cusparse_graph_ms < 0 || r.combo_graph_ms[c] < r.best_cusparse_graph_ms)) {
             r.best_cusparse_graph_ms = r.combo_graph_ms[c];
             r.best_cusparse_graph = kCombos[c].name;
           }
         }
         r.speedup_rule_graph = r.best_cusparse_graph_ms > 0 ? r.best_cusparse_graph_ms / r.rule_graph_ms : 0;
+        r.speedup_tuned_graph = r.best_cusparse_graph_ms > 0 ? r.best_cusparse_graph_ms / r.tuned_graph_ms : 0;
       }
       r.speedup_rule = r.best_cusparse_ms > 0 ? r.best_cusparse_ms / r.rule_ms : 0;
       r.speedup_tuned = r.best_cusparse_ms > 0 ? r.best_cusparse_ms / r.tuned_ms : 0;
@@ -605,6 +581,7 @@ int main(int argc, char** argv) {
     std::vector<double> by_size[2][2];  // [big matrix][N >= 16], rule speedups
     std::vector<double> above_floor[2];  // [N >= 16], rule speedups where cuSPARSE >= kFloorFactor x floor
     std::vector<double> graph[2][2];      // [big matrix][N >= 16], rule speedups replayed from graphs
+    std::vector<double> graph_tuned[2];   // [N >= 16], tuned speedups replayed from graphs
     int mismatches = 0, unchecked = 0, rule_hits = 0;
     double tuning_s = 0;
     for (const Result& r : results) {
@@ -615,7 +592,10 @@ int main(int argc, char** argv) {
         if (r.best_cusparse_ms >= kFloorFactor * launch_floor.dependent_load_ms)
           above_floor[r.N > 8].push_back(r.speedup_rule);
       }
-      if (r.speedup_rule_graph > 0) graph[r.nnz >= kSmallNnz][r.N > 8].push_back(r.speedup_rule_graph);
+      if (r.speedup_rule_graph > 0) {
+        graph[r.nnz >= kSmallNnz][r.N > 8].push_back(r.speedup_rule_graph);
+        graph_tuned[r.N > 8].push_back(r.speedup_tuned_graph);
+      }
       mismatches += mismatch(r);
       unchecked += r.max_rel_diff < 0 || r.graph_max_rel_diff < 0;
       rule_hits += r.rule == r.tuned;
@@ -638,11 +618,11 @@ int main(int argc, char** argv) {
       v.insert(v.end(), graph[1][big_n].begin(), graph[1][big_n].end());
       return v;
     };
-    std::printf("replayed from graphs (%d calls each, no host submission per call), rule: N<=8 %.3fx (%zu), "
-                "N>=16 %.3fx (%zu);  nnz < %.0e: %.3fx / %.3fx;  nnz >= %.0e: %.3fx / %.3fx\n",
-                kGraphCalls, geomean(all_graph(0)), all_graph(0).size(), geomean(all_graph(1)), all_graph(1).size(),
-                kSmallNnz, geomean(graph[0][0]), geomean(graph[0][1]), kSmallNnz, geomean(graph[1][0]),
-                geomean(graph[1][1]));
+    std::printf("replayed from graphs (no host submission per call): rule N<=8 %.3fx (%zu), N>=16 %.3fx (%zu); "
+                "tuned %.3fx / %.3fx;  rule, nnz < %.0e: %.3fx / %.3fx;  nnz >= %.0e: %.3fx / %.3fx\n",
+                geomean(all_graph(0)), all_graph(0).size(), geomean(all_graph(1)), all_graph(1).size(),
+                geomean(graph_tuned[0]), geomean(graph_tuned[1]), kSmallNnz, geomean(graph[0][0]),
+                geomean(graph[0][1]), kSmallNnz, geomean(graph[1][0]), geomean(graph[1][1]));
     double lap_ratio = -1, lap_cusparse_ratio = -1;
     if (lap_spmv_ms > 0 && lap_spmm2_ms > 0) {
       lap_ratio = lap_spmm2_ms / lap_spmv_ms;
@@ -685,7 +665,9 @@ int main(int argc, char** argv) {
          << ", \"cases_n2_8_above_4x_floor\": " << above_floor[0].size()
          << ", \"geomean_speedup_rule_n16_64_above_4x_floor\": " << geomean(above_floor[1])
          << ", \"cases_n16_64_above_4x_floor\": " << above_floor[1].size()
-         << ", \"graph_calls\": " << kGraphCalls << ", \"geomean_speedup_rule_graph_n2_8\": " << geomean(all_graph(0))
+         << ", \"geomean_speedup_rule_graph_n2_8\": " << geomean(all_graph(0))
+         << ", \"geomean_speedup_tuned_graph_n2_8\": " << geomean(graph_tuned[0])
+         << ", \"geomean_speedup_tuned_graph_n16_64\": " << geomean(graph_tuned[1])
          << ", \"geomean_speedup_rule_graph_n16_64\": " << geomean(all_graph(1))
          << ", \"geomean_speedup_rule_graph_small_matrices_n2_8\": " << geomean(graph[0][0])
          << ", \"geomean_speedup_rule_graph_small_matrices_n16_64\": " << geomean(graph[0][1])
@@ -706,12 +688,14 @@ int main(int argc, char** argv) {
            << ", \"ideal_ms\": " << r.ideal_ms << ", \"rule_over_ideal\": " << r.rule_vs_ideal
            << ", \"rule_over_floor\": " << r.rule_ms / launch_floor.dependent_load_ms << ", \"cusparse_over_floor\": "
            << (r.best_cusparse_ms > 0 ? r.best_cusparse_ms / launch_floor.dependent_load_ms : -1)
-           << ", \"max_rel_diff\": " << r.max_rel_diff << ", \"rule_graph_ms\": " << r.rule_graph_ms
+           << ", \"max_rel_diff\": " << r.max_rel_diff << ", \"graph_calls\": " << r.graph_calls
+           << ", \"rule_graph_ms\": " << r.rule_graph_ms << ", \"tuned_graph_ms\": " << r.tuned_graph_ms
            << ", \"best_cusparse_graph\": \"" << r.best_cusparse_graph
            << "\", \"best_cusparse_graph_ms\": " << r.best_cusparse_graph_ms << ", \"cusparse_graph_ms\": {";
         for (int c = 0; c < kNumCombos; ++c)
           js << (c ? ", " : "") << "\"" << kCombos[c].name << "\": " << r.combo_graph_ms[c];
-        js << "}, \"speedup_rule_graph\": " << r.speedup_rule_graph << ", \"graph_max_rel_diff\": " << r.graph_max_rel_diff
+        js << "}, \"speedup_rule_graph\": " << r.speedup_rule_graph << ", \"speedup_tuned_graph\": " << r.speedup_tuned_graph
+           << ", \"graph_max_rel_diff\": " << r.graph_max_rel_diff
            << ", \"candidates\": [";
         for (std::size_t k = 0; k < r.candidates.size(); ++k)
           js << (k ? ", " : "") << "{\"config\": \"" << r.candidates[k].config.to_string()

@@ -29,9 +29,9 @@ inline bool is_nnz_balanced(SpmmAlgorithm a) {
 /// True for the vector-load, parallel-reduction algorithms.
 inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == SpmmAlgorithm::VdlNnz; }
 
-/// Version of the SpMM kernels, their partition and candidate set. Bump it whenever one of them
-/// changes: SpMM tuning-cache entries of another version are ignored.
-inline constexpr int kSpmmKernelVersion = 6;
+/// Version of the SpMM kernels, their partition, candidate set and tuning. Bump it whenever one
+/// of them changes: SpMM tuning-cache entries of another version are ignored.
+inline constexpr int kSpmmKernelVersion = 7;  // 7: candidates timed from graph replays
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;

@@ -166,6 +166,32 @@ struct Panels {
   }
 };
 
+/// Per-call times of the tuning candidates. Several back-to-back calls per sample where one call
+/// is short, as a solver issues them (one call per event pair measured latency, which ranked
+/// latency-bound candidates differently: spmm_rule::kTuneSampleMs), replayed from a CUDA graph
+/// (spmm_rule::kTuneGraphMaxCalls) so that host submission does not hide the GPU time; the
+/// candidates round-robin. Plain launches when a capture fails.
+std::vector<double> time_candidates(const std::vector<std::function<void(DeviceStream)>>& runs, int reps, int warmup) {
+  std::vector<std::function<void()>> plain;
+  for (const auto& r : runs) plain.push_back([&r] { r(DeviceStream{}); });
+  const double first_ms = time_device_ms(plain.front(), 1, 1);
+  const int calls = int(std::clamp(spmm_rule::kTuneSampleMs / std::max(first_ms, 1e-4), 1.0,
+                                   double(spmm_rule::kTuneGraphMaxCalls)));
+  std::vector<std::unique_ptr<CapturedCalls>> graphs;
+  std::vector<std::function<void()>> replays;
+  for (const auto& r : runs) {
+    graphs.push_back(std::make_unique<CapturedCalls>(r, calls));
+    if (!graphs.back()->ok())
+      return time_device_auto_interleaved_ms(plain, spmm_rule::kTuneSampleMs, reps, warmup,
+                                             spmm_rule::kTunePruneFactor);
+    replays.push_back([g = graphs.back().get()] { g->launch(); });
+  }
+  std::vector<double> ms =
+      time_device_auto_interleaved_ms(replays, spmm_rule::kTuneSampleMs, reps, warmup, spmm_rule::kTunePruneFactor);
+  for (double& m : ms) m /= calls;
+  return ms;
+}
+
 template <class T>
 constexpr const char* precision_name() {
   return sizeof(T) == 8 ? "double" : "float";
@@ -265,12 +291,12 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
       detail::spmm_fill_device(X.data(), X.size(), 0x5eed);
       std::vector<SpmmConfig> cands = spmm_candidates(s->stats, N, int(sizeof(T)));
       std::vector<std::unique_ptr<Workspace<T>>> ws;
-      std::vector<std::function<void()>> runs;
+      std::vector<std::function<void(DeviceStream)>> runs;
       for (const SpmmConfig& c : cands) {
         ws.push_back(make_workspace(c, A, N));
         const detail::SpmmWorkspaceView view = ws.back()->view;
-        runs.push_back([&, c, view] {
-          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec);
+        runs.push_back([&, c, view](DeviceStream st) {
+          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, st);
         });
       }
       if (s->selection.rule.panel_count() > 1) {  // the rule's panel split against the unsplit candidates
@@ -278,14 +304,9 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         cands.push_back(c);
         Panels<T>& pn = panels_of(c.panels);
         pn.set_config(c, N);
-        runs.push_back([&, c] { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec); });
+        runs.push_back([&, c](DeviceStream st) { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, st); });
       }
-      // Several back-to-back calls per sample where one call is short, as a solver issues them
-      // (each launch overlaps the kernel before it): one call per event pair measured latency,
-      // which ranked latency-bound candidates differently (spmm_rule::kTuneSampleMs).
-      const std::vector<double> ms =
-          time_device_auto_interleaved_ms(runs, spmm_rule::kTuneSampleMs, std::max(1, o.tune_reps),
-                                          std::max(0, o.tune_warmup), spmm_rule::kTunePruneFactor);
+      const std::vector<double> ms = time_candidates(runs, std::max(1, o.tune_reps), std::max(0, o.tune_warmup));
       double best = -1;
       for (std::size_t i = 0; i < cands.size(); ++i) {
         s->selection.candidates.push_back({cands[i], ms[i]});

@@ -135,6 +135,10 @@ inline constexpr double kTunePruneFactor = 2.0;
 /// rather than by their time in a stream of launches: the tuned picks lost to the rule's in
 /// the benchmark's round-robin timing (hangGlider_2 N = 64: 0.20x cuSPARSE against 0.52x).
 inline constexpr double kTuneSampleMs = 0.05;
+/// Tuning: the back-to-back calls of a sample are replayed from a CUDA graph of at most this many
+/// calls (CapturedCalls), so that the host's submission of each launch (4-5 µs on the H100
+/// machine, more than most small matrices' kernels take) does not make the candidates tie.
+inline constexpr int kTuneGraphMaxCalls = 16;
 }  // namespace spmm_rule
 
 /// The smallest power of two >= v, clamped to [lo, hi] (lo, hi powers of two).

@@ -133,6 +133,37 @@ std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::funct
   return ms;
 }
 
+CapturedCalls::CapturedCalls(const std::function<void(DeviceStream)>& fn, int calls) : calls_(calls) {
+  KRYSP_REQUIRE(calls >= 1, "CapturedCalls: calls = ", calls, " (must be >= 1)");
+  cudaStream_t s = nullptr;
+  KRYSP_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream_ = s;
+  KRYSP_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  bool threw = false;
+  try {
+    for (int i = 0; i < calls; ++i) fn(DeviceStream{s});
+  } catch (const Error&) {
+    threw = true;
+  }
+  cudaGraph_t g = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s, &g);  // ends an invalidated capture too
+  cudaGraphExec_t exec = nullptr;
+  if (ended == cudaSuccess && !threw && g != nullptr && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess)
+    exec_ = exec;
+  if (g != nullptr) cudaGraphDestroy(g);
+  (void)cudaGetLastError();  // a failed capture leaves its error behind; ok() reports it
+}
+
+CapturedCalls::~CapturedCalls() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+void CapturedCalls::launch() const {
+  KRYSP_REQUIRE(ok(), "CapturedCalls::launch: the capture of ", calls_, " calls failed");
+  KRYSP_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), cudaStreamLegacy));
+}
+
 double measure_copy_bandwidth_gbs(std::size_t bytes, int reps) {
   KRYSP_REQUIRE(bytes > 0 && reps >= 1, "measure_copy_bandwidth_gbs: bad arguments");
   DeviceArray<unsigned char> a(bytes), b(bytes);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/stream.hpp"
+
 namespace krysp {
 
 /// Median time in milliseconds of one call of `fn`, which enqueues device work on the default
@@ -37,6 +39,31 @@ std::vector<double> time_device_interleaved_ms(const std::vector<std::function<v
 std::vector<double> time_device_auto_interleaved_ms(const std::vector<std::function<void()>>& fns,
                                                     double sample_ms = 0.5, int reps = 9, int warmup = 2,
                                                     double prune_factor = 0);
+
+/// `calls` calls of fn (which enqueues device work on the stream it is given) captured into a
+/// CUDA graph on a stream of its own. launch() replays them on the default stream, so that the
+/// timers above time replays: the GPU's own time of a call in a stream of them, without the host's
+/// submission of each launch (several µs, more than a small matrix's kernel takes). ok() is false
+/// when the capture failed (fn enqueued something a graph cannot hold or synchronized, or threw
+/// krysp::Error); launch() then throws.
+class CapturedCalls {
+ public:
+  CapturedCalls(const std::function<void(DeviceStream)>& fn, int calls);
+  ~CapturedCalls();
+  CapturedCalls(const CapturedCalls&) = delete;
+  CapturedCalls& operator=(const CapturedCalls&) = delete;
+  /// The capture succeeded.
+  bool ok() const { return exec_ != nullptr; }
+  /// The calls captured.
+  int calls() const { return calls_; }
+  /// Enqueues one replay of all the calls on the default stream.
+  void launch() const;
+
+ private:
+  void* stream_ = nullptr;  // cudaStream_t
+  void* exec_ = nullptr;    // cudaGraphExec_t
+  int calls_ = 0;
+};
 
 /// Device copy bandwidth in GB/s (1e9 bytes/s), counting bytes read plus bytes written: the
 /// median of `reps` device-to-device cudaMemcpy of `bytes` bytes (after one warm-up copy).

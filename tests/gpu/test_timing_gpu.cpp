@@ -1,6 +1,8 @@
 // The benchmarks' round-robin timer (sparse/cuda/timing.hpp): every function runs its warm-up, its
 // estimate and at least one call per round, each gets a positive finite median, and bad arguments
-// are refused. No assertion on how long anything takes: speed belongs in the benchmarks.
+// are refused; CapturedCalls replays what it captured, and reports a failed capture. No assertion
+// on how long anything takes: speed belongs in the benchmarks.
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -53,4 +55,44 @@ TEST_CASE("Timing: time_device_auto_interleaved_ms runs every function each roun
   CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.05, 0), InputError);
   CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.0, 3), InputError);
   CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.05, 3, -1), InputError);
+}
+
+TEST_CASE("Timing: CapturedCalls replays its calls on the default stream and reports a failed capture") {
+  // Call c (1, 2, 3) sets byte c of d to 40 + c; the others keep 10.
+  constexpr std::size_t n = 4096;
+  DeviceArray<unsigned char> d(n);
+  std::vector<unsigned char> h(n, 10);
+  d.upload(h.data(), n);
+  cuda_synchronize();
+  int captured = 0;
+  const CapturedCalls g(
+      [&](DeviceStream st) {
+        ++captured;
+        REQUIRE(cudaMemsetAsync(d.data() + captured, 40 + captured, 1, static_cast<cudaStream_t>(st.handle)) ==
+                cudaSuccess);
+      },
+      3);
+  REQUIRE(g.ok());
+  CHECK(g.calls() == 3);
+  CHECK(captured == 3);
+  // nothing ran at capture time
+  d.download(h.data(), n);
+  CHECK(h[1] == 10);
+  g.launch();
+  cuda_synchronize();
+  d.download(h.data(), n);
+  CHECK(h[0] == 10);
+  CHECK(h[1] == 41);
+  CHECK(h[2] == 42);
+  CHECK(h[3] == 43);
+  CHECK(h[4] == 10);
+  const double ms = time_device_auto_ms([&] { g.launch(); }, 0.05, 3, 1);
+  CHECK(std::isfinite(ms));
+  CHECK(ms > 0);
+  // a call that throws fails the capture; the stream is left usable and launch() refuses
+  const CapturedCalls bad([](DeviceStream) { throw InputError("refused at capture"); }, 2);
+  CHECK_FALSE(bad.ok());
+  CHECK_THROWS_AS(bad.launch(), InputError);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK_THROWS_AS(CapturedCalls([](DeviceStream) {}, 0), InputError);
 }
