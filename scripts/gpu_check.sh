@@ -2,9 +2,10 @@
 # Builds krysp on a GPU machine and runs the GPU tests, the CLI on a bundled matrix and (optionally)
 # benchmarks, writing logs and results under $OUT (or ./gpu-out). Needs .deps/kokkos
 # (scripts/fetch_kokkos.sh) when the machine has no Kokkos of its own.
-#   scripts/gpu_check.sh [test] [gtest=PATTERN] [bench-NAME ...]   (default: test); gtest=PATTERN runs the GPU
-#   test cases matching the doctest filter; bench-NAME runs bench/bench_NAME
-#   with the arguments in $BENCH_ARGS_NAME, e.g. BENCH_ARGS_CG="--quick" for bench-cg.
+#   scripts/gpu_check.sh [test] [gtest=PATTERN] [bench-NAME ...] [ncu-NAME ...]   (default: test);
+#   gtest=PATTERN runs the GPU test cases matching the doctest filter; bench-NAME runs bench/bench_NAME
+#   with the arguments in $BENCH_ARGS_NAME, e.g. BENCH_ARGS_CG="--quick" for bench-cg; ncu-NAME runs
+#   bench_NAME --profile with them under Nsight Compute (metrics in $NCU_METRICS), CSV to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -48,6 +49,14 @@ for step in $steps; do
       name=${step#bench-}; name=${name//-/_}; var=BENCH_ARGS_$(echo "$name" | tr 'a-z-' 'A-Z_')
       timeout ${STEP_TIMEOUT:-240} ./build-gpu/bench/bench_$name --json "$out/bench_$name.json" ${!var:-} >"$out/bench_$name.log" 2>&1
       note "bench_$name rc=$?"; tail -${TAIL:-12} "$out/bench_$name.log"
+      ;;
+    ncu-*)  # ncu-NAME: bench_NAME --profile $BENCH_ARGS_NAME under Nsight Compute, metrics $NCU_METRICS
+      name=${step#ncu-}; name=${name//-/_}; var=BENCH_ARGS_$(echo "$name" | tr 'a-z-' 'A-Z_')
+      metrics=${NCU_METRICS:-gpu__time_duration.sum}
+      timeout ${STEP_TIMEOUT:-240} ncu --profile-from-start off --clock-control none --cache-control none \
+        --metrics "$metrics" --csv --page raw ./build-gpu/bench/bench_$name --profile ${!var:-} \
+        >"$out/ncu_$name.csv" 2>"$out/ncu_$name.err"
+      note "ncu bench_$name rc=$? ($(grep -c '^"' "$out/ncu_$name.csv") csv lines)"; tail -3 "$out/ncu_$name.err"
       ;;
     *) note "unknown step $step" ;;
   esac
