@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the SpMM rule's cost model for latency-bound matrices against measured candidates.
 
-usage: scripts/spmm_rule_fit.py RUN.json [RUN2.json ...] [--matrices DIR] [--wave-cost 48]
+usage: scripts/spmm_rule_fit.py RUN.json [RUN2.json ...] [--matrices DIR] [--wave-cost 96]
 
 RUN.json: bench_spmm --json output with tuning (its candidate tables: every candidate timed over
 back-to-back calls, kernel version >= 6). The row statistics come from the Matrix Market files
@@ -64,7 +64,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('runs', nargs='+')
     ap.add_argument('--matrices', default='.deps/matrices')
-    ap.add_argument('--wave-cost', type=float, default=48)
+    ap.add_argument("--wave-cost", type=float, default=96)
     a = ap.parse_args()
     stats = {}
     for run in a.runs:

@@ -52,9 +52,13 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// Above 32 columns, two columns a lane (one tile, the chain counted twice) when that costs less:
 /// the N = 64 pick went from 1.11-1.13x to 1.07-1.08x the fastest candidate in two runs
 /// (spmm_h100_2026-11-25_csc_small, _session3_final; bodyy6 16.7 -> 12.7 µs, crack 10.2 -> 8.5).
+/// kSplitWaveCost 96 (was 48) once candidates were timed from graph replays (GPU time, not host
+/// submission) and the batched walk took fewer instructions a pair: the model's pick against the
+/// fastest candidate at N = 8 / 16 / 32 / 64 went from 1.08 / 1.07 / 1.07 / 1.11 to 1.08 / 1.05 /
+/// 1.05 / 1.05 (spmm_h100_2026-11-25_session4_lean_walk, scripts/spmm_rule_fit.py --wave-cost).
 /// Retune from bench/bench_spmm (scripts/spmm_report.py).
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
-inline constexpr double kSplitWaveCost = 48;
+inline constexpr double kSplitWaveCost = 96;
 inline constexpr double kSplitMaxSlice = 64;
 /// Latency-bound matrices, N > kTuneSeqMaxN, whose longest row (>= kSmallStreamMinMaxRow) the
 /// split does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than

@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "base/cuda/check.cuh"
 #include "sparse/csr_view.hpp"
@@ -391,27 +390,24 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
     const T* xc[NC];  // this lane's column of X: a pair's load is one multiply-add away
 #pragma unroll
     for (int c = 0; c < NC; ++c) xc[c] = X + csc_load_col(col[c], ok[c]);
-    // Full batches with constant offsets and no tests; then the last, partial one.
-    auto batch = [&](int t0, auto full_type) {
-      constexpr bool full = decltype(full_type)::value;
+    // One loop for all batches: a separate one for full batches would diverge between the
+    // sub-warps of a warp, whose rows differ in length (N = 8: 5-12% slower on rows of 5-15).
+    for (int t0 = 0; t0 < cnt; t0 += B) {
       T a[B], x[B][NC];
 #pragma unroll
       for (int i = 0; i < B; ++i) {
-        const int t = full ? t0 + i : min(t0 + i, cnt - 1);  // past the end: the last pair again, not added
+        const int t = min(t0 + i, cnt - 1);  // past the end: the last pair again, not added
         a[i] = sv[t];
 #pragma unroll
         for (int c = 0; c < NC; ++c) x[i][c] = load_cached(xc[c] + std::int64_t(sc[t]) * ldx);
       }
 #pragma unroll
       for (int i = 0; i < B; ++i)
-        if (full || t0 + i < cnt) {
+        if (t0 + i < cnt) {
 #pragma unroll
           for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
         }
-    };
-    int t0 = 0;
-    for (; t0 + B <= cnt; t0 += B) batch(t0, std::true_type{});
-    if (t0 < cnt) batch(t0, std::false_type{});
+    }
   }
 }
 

@@ -536,7 +536,7 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
-  // Above N = 4: CSC with one column per lane, KS minimising ceil(longest / KS) + 48·rows·S·KS·
+  // Above N = 4: CSC with one column per lane, KS minimising ceil(longest / KS) + 96·rows·S·KS·
   // tiles / 270336
   auto csc = [](int S, int ks) { return with_split(cfg(SpmmAlgorithm::CscRow, S, 0, 1), ks); };
   {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row up to N = 4
@@ -546,11 +546,12 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     REQUIRE(s.max_len == 22);
     CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 5) == csc(8, 2));   // 11 + 5.7 against 22 + 2.8 and 6 + 11.4
+    CHECK(choose_spmm_rule(s, 5) == csc(8, 2));   // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
     CHECK(choose_spmm_rule(s, 8) == csc(8, 2));
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 2));  // 11 + 11.4 against 22 + 5.7
-    CHECK(choose_spmm_rule(s, 17) == csc(32, 0));  // 22 + 11.4 against 11 + 22.7
-    CHECK(choose_spmm_rule(s, 64) == csc(32, 0));  // two column tiles
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7
+    CHECK(choose_spmm_rule(s, 17) == csc(32, 0));  // 22 + 22.7 against 11 + 45.4
+    // two columns a lane (one tile): 2·22 + 22.7 against 22 + 45.4 for one (two tiles)
+    CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(choose_spmm_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
     CHECK(choose_spmm_rule(s, 8, 4) == csc(8, 2));
   }
@@ -558,46 +559,47 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     const RowStats s = stats_of(test::load("bcsstk06"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 28);
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 7 + 4.8 against 14 + 2.4 and 4 + 9.5
-    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));  // 14 + 9.5 against 7 + 19.1
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 7 + 9.5 against 14 + 4.8 and 4 + 19.1
+    // 14 + 19.1 against 7 + 38.2; two columns a lane tie at 2·7 + 19.1: one column kept
+    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));
   }
   {  // Erdos971: 472 rows up to 41 long
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 41);
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 8) == csc(8, 8));    // 6 + 5.4 against 11 + 2.7
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 11 + 5.4 against 6 + 10.7
-    CHECK(choose_spmm_rule(s, 17) == csc(32, 4));  // 11 + 10.7 against 21 + 5.4 and 6 + 21.5
-    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5
+    CHECK(choose_spmm_rule(s, 8) == csc(8, 4));    // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 11 + 10.7 against 6 + 21.5 and 21 + 5.4
+    CHECK(choose_spmm_rule(s, 17) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5 and 41 + 5.4
+    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));  // 21 + 21.5 against 11 + 42.9 and 2·21 + 10.7
   }
-  // the split: KS minimises ceil(longest / KS) + 48·rows·S·KS·tiles / 270336 (one wave), over
-  // the KS that leave slices of at most kSplitMaxSlice = 64 pairs
+  // the split: KS minimises ceil(longest / KS) + 96·rows·S·KS·tiles / 270336 (one wave), over
+  // the KS that leave slices of at most kSplitMaxSlice = 64 pairs (and KS = 1)
   RowStats g = made_up_stats(3000, 36000, 12, 14, 249);
-  CHECK(spmm_split_rule(g, 16) == 4);  // 63 + 34.1 against 32 + 68.2 for KS = 8
-  CHECK(spmm_split_rule(g, 32) == 4);  // 63 + 68.2 against 125 + 34.1 and 32 + 136.4
-  CHECK(spmm_split_rule(g, 64) == 4);  // two column tiles: 63 + 136.4; KS = 2 leaves slices of 125
-  CHECK(spmm_split_rule(g, 4) == 8);   // 32 + 17.0
+  CHECK(spmm_split_rule(g, 16) == 4);  // 63 + 68.2 against 249 + 17.0 and 32 + 136.4 for KS = 8
+  CHECK(spmm_split_rule(g, 32) == 4);  // 63 + 136.4 against 249 + 34.1 and 32 + 272.7
+  CHECK(spmm_split_rule(g, 64) == 1);  // two column tiles: 249 + 68.2 against 63 + 272.7
+  CHECK(spmm_split_rule(g, 4) == 8);   // 32 + 34.1 against 63 + 17.0
   g.max_len = 40;
-  CHECK(spmm_split_rule(g, 16) == 2);  // 20 + 17.0 against 40 + 8.5 and 10 + 34.1
+  CHECK(spmm_split_rule(g, 16) == 2);  // 20 + 34.1 against 40 + 17.0 and 10 + 68.2
   g.max_len = 8 * 64 + 1;  // a slice of more than kSplitMaxSlice pairs: left to the merge path
   CHECK(spmm_split_rule(g, 16) == 1);
   CHECK(is_nnz_balanced(choose_spmm_rule(g, 16).algorithm));
   g.max_len = 40;
   g.rows = 20000;
   g.nnz = 240000;
-  CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 56.8 against 20 + 113.6: no split
+  CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 113.6 against 20 + 227.3: no split
   CHECK(choose_spmm_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));
   // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
   const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
   REQUIRE(spmm_latency_bound(b));
   CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
-  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));  // 9 + 55: no split
-  // N = 64: two columns a lane (one tile) cost 2·9 + 110 against 9 + 220 for one (two tiles)
+  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));  // 9 + 110: no split
+  // N = 64: two columns a lane (one tile) cost 2·9 + 220 against 9 + 440 for one (two tiles)
   CHECK(spmm_small_csc_per_lane(b, 64, 1) == 2);
   CHECK(choose_spmm_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   CHECK(spmm_small_csc_per_lane(b, 32, 1) == 1);  // one tile either way
-  const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);  // 494_bus: 10 + 5.6 against 20 + 2.8
+  const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);  // 494_bus: 10 + 11.2 against 20 + 5.6
   CHECK(spmm_small_csc_per_lane(tiny, 64, spmm_split_rule(tiny, 64)) == 1);
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
   // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (at N = 64,
@@ -648,7 +650,9 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
     CHECK(choose_spmm_rule(s, N) ==
           cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane, spmm_rule::kItemsPerWarpSmall));
   }
-  CHECK(spmm_split_rule(s, 16) == 4);  // 16 lanes: shared by 4 sub-warps, 2 waves of threads
+  // 16 lanes: 205 + 60.7 unsplit against 52 + 242.7 shared by 4 sub-warps: the merge path too
+  CHECK(spmm_split_rule(s, 16) == 1);
+  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
   CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
   s.max_len = spmm_rule::kSmallStreamMinMaxRow - 1;  // no long row
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscRow);
