@@ -324,8 +324,8 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
               calls);
           CUSPARSE_OK(cusparseSetStream(b.handle, nullptr));
           if (!g->ok() || !combos[std::size_t(c)]->ok()) {
-            std::fprintf(stderr, "bench_spmm: %s N=%d: cuSPARSE %s could not be captured into a graph\n",
-                         name.c_str(), N, kCombos[c].name);
+            std::fprintf(stderr, "bench_spmm: %s N=%d: cuSPARSE %s could not be captured into a graph\n", name.c_str(),
+                         N, kCombos[c].name);
             continue;
           }
           gslot[std::size_t(c)] = int(graphs.size());
@@ -337,8 +337,7 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         for (int c = 0; c < kNumCombos; ++c)
           if (combos[std::size_t(c)]->ok()) {
             combos[std::size_t(c)]->run();
-            r.graph_max_rel_diff =
-                compare(Y.data(), Yc.data(), kCombos[c].order == CUSPARSE_ORDER_COL, A.rows(), N);
+            r.graph_max_rel_diff = compare(Y.data(), Yc.data(), kCombos[c].order == CUSPARSE_ORDER_COL, A.rows(), N);
             break;
           }
         std::vector<std::function<void()>> gfns;
@@ -350,7 +349,8 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         for (int c = 0; c < kNumCombos; ++c) {
           const int k = gslot[std::size_t(c)];
           r.combo_graph_ms[c] = k >= 0 ? gms[std::size_t(k)] / calls : -1;
-          if (r.combo_graph_ms[c] > 0 && (r.best_cusparse_graph_ms < 0 || r.combo_graph_ms[c] < r.best_cusparse_graph_ms)) {
+          if (r.combo_graph_ms[c] > 0 &&
+              (r.best_cusparse_graph_ms < 0 || r.combo_graph_ms[c] < r.best_cusparse_graph_ms)) {
             r.best_cusparse_graph_ms = r.combo_graph_ms[c];
             r.best_cusparse_graph = kCombos[c].name;
           }
@@ -379,8 +379,8 @@ bool mismatch(const Result& r) { return r.max_rel_diff > 1e-10 || r.graph_max_re
 
 void print_header() {
   std::printf("%-20s %9s %10s %3s %-22s %9s %-22s %9s %9s %-9s %7s %7s %7s %9s %9s %7s%s\n", "matrix", "rows", "nnz",
-              "N", "rule", "rule ms", "tuned", "tuned ms", "cuSP ms", "cuSP", "x rule", "x tuned", "/ideal", "g rule ms",
-              "g cuSP ms", "x graph", "");
+              "N", "rule", "rule ms", "tuned", "tuned ms", "cuSP ms", "cuSP", "x rule", "x tuned", "/ideal",
+              "g rule ms", "g cuSP ms", "x graph", "");
 }
 
 void print_row(const Result& r) {
@@ -580,8 +580,8 @@ int main(int argc, char** argv) {
     // the same split by matrix size (nnz < kSmallNnz: latency-bound launches of a few µs)
     std::vector<double> by_size[2][2];  // [big matrix][N >= 16], rule speedups
     std::vector<double> above_floor[2];  // [N >= 16], rule speedups where cuSPARSE >= kFloorFactor x floor
-    std::vector<double> graph[2][2];      // [big matrix][N >= 16], rule speedups replayed from graphs
-    std::vector<double> graph_tuned[2];   // [N >= 16], tuned speedups replayed from graphs
+    std::vector<double> graph[2][2];     // [big matrix][N >= 16], rule speedups replayed from graphs
+    std::vector<double> graph_tuned[2];  // [N >= 16], tuned speedups replayed from graphs
     int mismatches = 0, unchecked = 0, rule_hits = 0;
     double tuning_s = 0;
     for (const Result& r : results) {
@@ -618,11 +618,12 @@ int main(int argc, char** argv) {
       v.insert(v.end(), graph[1][big_n].begin(), graph[1][big_n].end());
       return v;
     };
-    std::printf("replayed from graphs (no host submission per call): rule N<=8 %.3fx (%zu), N>=16 %.3fx (%zu); "
-                "tuned %.3fx / %.3fx;  rule, nnz < %.0e: %.3fx / %.3fx;  nnz >= %.0e: %.3fx / %.3fx\n",
-                geomean(all_graph(0)), all_graph(0).size(), geomean(all_graph(1)), all_graph(1).size(),
-                geomean(graph_tuned[0]), geomean(graph_tuned[1]), kSmallNnz, geomean(graph[0][0]),
-                geomean(graph[0][1]), kSmallNnz, geomean(graph[1][0]), geomean(graph[1][1]));
+    std::printf(
+        "replayed from graphs (no host submission per call): rule N<=8 %.3fx (%zu), N>=16 %.3fx (%zu); "
+        "tuned %.3fx / %.3fx;  rule, nnz < %.0e: %.3fx / %.3fx;  nnz >= %.0e: %.3fx / %.3fx\n",
+        geomean(all_graph(0)), all_graph(0).size(), geomean(all_graph(1)), all_graph(1).size(), geomean(graph_tuned[0]),
+        geomean(graph_tuned[1]), kSmallNnz, geomean(graph[0][0]), geomean(graph[0][1]), kSmallNnz, geomean(graph[1][0]),
+        geomean(graph[1][1]));
     double lap_ratio = -1, lap_cusparse_ratio = -1;
     if (lap_spmv_ms > 0 && lap_spmm2_ms > 0) {
       lap_ratio = lap_spmm2_ms / lap_spmv_ms;
@@ -694,9 +695,9 @@ int main(int argc, char** argv) {
            << "\", \"best_cusparse_graph_ms\": " << r.best_cusparse_graph_ms << ", \"cusparse_graph_ms\": {";
         for (int c = 0; c < kNumCombos; ++c)
           js << (c ? ", " : "") << "\"" << kCombos[c].name << "\": " << r.combo_graph_ms[c];
-        js << "}, \"speedup_rule_graph\": " << r.speedup_rule_graph << ", \"speedup_tuned_graph\": " << r.speedup_tuned_graph
-           << ", \"graph_max_rel_diff\": " << r.graph_max_rel_diff
-           << ", \"candidates\": [";
+        js << "}, \"speedup_rule_graph\": " << r.speedup_rule_graph
+           << ", \"speedup_tuned_graph\": " << r.speedup_tuned_graph
+           << ", \"graph_max_rel_diff\": " << r.graph_max_rel_diff << ", \"candidates\": [";
         for (std::size_t k = 0; k < r.candidates.size(); ++k)
           js << (k ? ", " : "") << "{\"config\": \"" << r.candidates[k].config.to_string()
              << "\", \"ms\": " << r.candidates[k].ms << "}";

@@ -159,8 +159,8 @@ struct Panels {
     gathered_version = A.values_version();
   }
   /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it).
-  void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-             bool x_vec, DeviceStream stream = {}) const {
+  void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec,
+             DeviceStream stream) const {
     for (std::size_t p = 0; p < views.size(); ++p)
       detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec, stream);
   }
@@ -175,8 +175,8 @@ std::vector<double> time_candidates(const std::vector<std::function<void(DeviceS
   std::vector<std::function<void()>> plain;
   for (const auto& r : runs) plain.push_back([&r] { r(DeviceStream{}); });
   const double first_ms = time_device_ms(plain.front(), 1, 1);
-  const int calls = int(std::clamp(spmm_rule::kTuneSampleMs / std::max(first_ms, 1e-4), 1.0,
-                                   double(spmm_rule::kTuneGraphMaxCalls)));
+  const int calls =
+      int(std::clamp(spmm_rule::kTuneSampleMs / std::max(first_ms, 1e-4), 1.0, double(spmm_rule::kTuneGraphMaxCalls)));
   std::vector<std::unique_ptr<CapturedCalls>> graphs;
   std::vector<std::function<void()>> replays;
   for (const auto& r : runs) {
@@ -304,7 +304,8 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         cands.push_back(c);
         Panels<T>& pn = panels_of(c.panels);
         pn.set_config(c, N);
-        runs.push_back([&, c](DeviceStream st) { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, st); });
+        runs.push_back(
+            [&, c](DeviceStream st) { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, st); });
       }
       const std::vector<double> ms = time_candidates(runs, std::max(1, o.tune_reps), std::max(0, o.tune_warmup));
       double best = -1;

@@ -78,8 +78,8 @@ std::int64_t device_l2_bytes() {
 }
 
 template <class T>
-void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream) {
+void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X,
+                 index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream) {
   if (A.rows == 0 || N <= 0) return;
   const cudaStream_t st = cuda_stream(stream);
   const bool nnz = is_nnz_balanced(c.algorithm);

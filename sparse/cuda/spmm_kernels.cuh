@@ -376,9 +376,8 @@ __device__ __forceinline__ index_t csc_load_col(index_t col, bool ok) { return o
 /// (kSpmmCscBatchMaxThreads). Additions in pair order either way. whole_warp: the sub-warp is the
 /// whole warp (S = 32), so cnt is the same for all its lanes.
 template <class T, int NC, int B>
-__device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt,
-                                         const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
-                                         const bool (&ok)[NC], bool whole_warp) {
+__device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt, const T* __restrict__ X,
+                                         index_t ldx, const index_t (&col)[NC], const bool (&ok)[NC], bool whole_warp) {
   if constexpr (B == 1) {
 #pragma unroll 4
     for (int t = 0; t < cnt; ++t) {

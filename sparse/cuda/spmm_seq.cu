@@ -211,11 +211,12 @@ __global__ void __launch_bounds__(kSpmmBlock)
 }
 
 template <class T, int W>
-void launch(const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta,
-            T* Y, index_t ldy, bool x_vec, cudaStream_t st) {
+void launch(const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y,
+            index_t ldy, bool x_vec, cudaStream_t st) {
   const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
   if (x_vec)
-    spmm_seq_nnz_kernel<T, W, true><<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    spmm_seq_nnz_kernel<T, W, true>
+        <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, ws, alpha, X, ldx, beta, Y, ldy);
   else
     spmm_seq_nnz_kernel<T, W, false>
         <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, ws, alpha, X, ldx, beta, Y, ldy);
@@ -230,10 +231,14 @@ void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const 
   KRYSP_REQUIRE(c.subwarp == 32, "SpMM seq-nnz: sub-warp ", c.subwarp, " is not 32");
   if (ws.units == 0) return;
   switch (seq_width(N)) {
-    case 1: return launch<T, 1>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 2: return launch<T, 2>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 4: return launch<T, 4>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    default: return launch<T, 8>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 1:
+      return launch<T, 1>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 2:
+      return launch<T, 2>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 4:
+      return launch<T, 4>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    default:
+      return launch<T, 8>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
   }
 }
 

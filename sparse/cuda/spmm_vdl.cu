@@ -20,9 +20,8 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
       spmm_vdl_nnz_kernel<T, NV, S, true>
           <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     else
-      spmm_vdl_nnz_kernel<T, NV, S, false>
-          <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy,
-                                                                    x_vec);
+      spmm_vdl_nnz_kernel<T, NV, S, false><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
+          A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_nnz_kernel");
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
@@ -34,21 +33,26 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
       spmm_vdl1_row_kernel<T, NV, S, false>
           <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy);
     else
-      spmm_vdl_row_kernel<T, NV, S>
-          <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
+      spmm_vdl_row_kernel<T, NV, S><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
+          A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_row_kernel");
   }
 }
 
 template <class T, int NV>
-void launch_s(bool nnz_balanced, int S, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
-              T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, cudaStream_t st) {
+void launch_s(bool nnz_balanced, int S, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
+              const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, cudaStream_t st) {
   switch (S) {
-    case 2: return launch<T, NV, 2>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 4: return launch<T, NV, 4>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 8: return launch<T, NV, 8>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 16: return launch<T, NV, 16>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 32: return launch<T, NV, 32>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 2:
+      return launch<T, NV, 2>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 4:
+      return launch<T, NV, 4>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 8:
+      return launch<T, NV, 8>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 16:
+      return launch<T, NV, 16>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 32:
+      return launch<T, NV, 32>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
     default: KRYSP_THROW(InputError, "SpMM VDL: sub-warp width ", S, " is not 2, 4, 8, 16 or 32");
   }
 }
@@ -63,15 +67,17 @@ void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
                 "SpMM VDL: column lanes ", c.col_lanes, " is not a power of two <= the sub-warp ", c.subwarp);
   const int log2q = spmm_log2(c.col_lanes);
   switch (c.per_lane) {
-    case 1: return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 2: return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 1:
+      return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    case 2:
+      return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
     default: KRYSP_THROW(InputError, "SpMM VDL: vectors per lane ", c.per_lane, " is not 1 or 2");
   }
 }
 
 template void spmm_vdl_launch(bool, const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&,
                               double, const double*, index_t, double, double*, index_t, bool, cudaStream_t);
-template void spmm_vdl_launch(bool, const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&,
-                              float, const float*, index_t, float, float*, index_t, bool, cudaStream_t);
+template void spmm_vdl_launch(bool, const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
+                              const float*, index_t, float, float*, index_t, bool, cudaStream_t);
 
 }  // namespace krysp::detail

@@ -138,20 +138,31 @@ CapturedCalls::CapturedCalls(const std::function<void(DeviceStream)>& fn, int ca
   cudaStream_t s = nullptr;
   KRYSP_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   stream_ = s;
-  KRYSP_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  bool threw = false;
+  const cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  if (began != cudaSuccess) {
+    cudaStreamDestroy(s);  // the destructor does not run when the constructor throws
+    KRYSP_THROW(DeviceError, "CapturedCalls: cudaStreamBeginCapture failed: ", cudaGetErrorName(began));
+  }
+  // Ends the capture, keeping the graph only when it is whole (an invalidated capture ends too).
+  auto end_capture = [&](bool keep) {
+    cudaGraph_t g = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(s, &g);
+    cudaGraphExec_t exec = nullptr;
+    if (keep && ended == cudaSuccess && g != nullptr && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess) exec_ = exec;
+    if (g != nullptr) cudaGraphDestroy(g);
+    (void)cudaGetLastError();  // a failed capture leaves its error behind; ok() reports it
+  };
   try {
     for (int i = 0; i < calls; ++i) fn(DeviceStream{s});
   } catch (const Error&) {
-    threw = true;
+    end_capture(false);  // a krysp error: the capture failed, ok() is false
+    return;
+  } catch (...) {
+    end_capture(false);
+    cudaStreamDestroy(s);
+    throw;
   }
-  cudaGraph_t g = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(s, &g);  // ends an invalidated capture too
-  cudaGraphExec_t exec = nullptr;
-  if (ended == cudaSuccess && !threw && g != nullptr && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess)
-    exec_ = exec;
-  if (g != nullptr) cudaGraphDestroy(g);
-  (void)cudaGetLastError();  // a failed capture leaves its error behind; ok() reports it
+  end_capture(true);
 }
 
 CapturedCalls::~CapturedCalls() {

@@ -343,7 +343,7 @@ TEST_CASE("SpMM GPU: apply() on a caller's stream and replayed from a CUDA graph
           INFO(what);
           auto result = [&](auto&& enqueue) {
             dy.upload(Y0.data(), Y0.size());  // NaN: beta = 0 must not read it
-            cuda_synchronize();  // the copy is done before a non-blocking stream reads dy
+            cuda_synchronize();               // the copy is done before a non-blocking stream reads dy
             enqueue();
             cuda_synchronize();
             std::vector<double> y(Y0.size());

@@ -546,7 +546,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     REQUIRE(s.max_len == 22);
     CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 5) == csc(8, 2));   // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
+    CHECK(choose_spmm_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
     CHECK(choose_spmm_rule(s, 8) == csc(8, 2));
     CHECK(choose_spmm_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7
     CHECK(choose_spmm_rule(s, 17) == csc(32, 0));  // 22 + 22.7 against 11 + 45.4
