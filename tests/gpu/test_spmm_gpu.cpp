@@ -48,6 +48,7 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::CscRow),
           cfg(SpmmAlgorithm::CscRow, 2, 0, 1),
           cfg(SpmmAlgorithm::CscRow, 32, 0, 2),
+          cfg(SpmmAlgorithm::CscRow, 8, 0, 2),  // half the lanes of N = 16, two columns each
           with_split(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), 4),
           with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 2),
           with_split(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 8),
