@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "base/cuda/check.cuh"
 #include "sparse/csr_view.hpp"
@@ -373,11 +372,11 @@ __device__ __forceinline__ index_t csc_load_col(index_t col, bool ok) { return o
 /// memory. B = 1: a plain loop (unrolled by 4), for launches that fill the GPU, where other warps
 /// hide the load latency; B > 1: B pairs at a time with all their X loads issued before any
 /// addition, for small launches, where the chain of one row is the whole kernel
-/// (kSpmmCscBatchMaxThreads). Additions in pair order either way. whole_warp: the sub-warp is the
-/// whole warp (S = 32), so cnt is the same for all its lanes.
+/// (kSpmmCscBatchMaxThreads). Additions in pair order either way.
 template <class T, int NC, int B>
-__device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt, const T* __restrict__ X,
-                                         index_t ldx, const index_t (&col)[NC], const bool (&ok)[NC], bool whole_warp) {
+__device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt,
+                                         const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
+                                         const bool (&ok)[NC]) {
   if constexpr (B == 1) {
 #pragma unroll 4
     for (int t = 0; t < cnt; ++t) {
@@ -391,31 +390,27 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
     const T* xc[NC];  // this lane's column of X: a pair's load is one multiply-add away
 #pragma unroll
     for (int c = 0; c < NC; ++c) xc[c] = X + csc_load_col(col[c], ok[c]);
-    // pairs [t0, t0 + B): the last pair again past the end (FULL: none), not added
-    auto batch = [&](int t0, auto full_type) {
-      constexpr bool FULL = decltype(full_type)::value;
+    // One loop for all batches: a separate one for full batches would diverge between the
+    // sub-warps of a warp, whose rows differ in length (N = 8: 5-12% slower on rows of 5-15).
+    // Full batches only where the sub-warp is the whole warp (a runtime switch) were 2-3% faster
+    // at N = 32 / 64 but made the S < 32 code slower too (aft01 N = 16: 5.5 -> 6.7 µs), with the
+    // same geometric means (graph replays, spmm_h100_2026-11-25_session4_wave96 / _whole_warp).
+    for (int t0 = 0; t0 < cnt; t0 += B) {
       T a[B], x[B][NC];
 #pragma unroll
       for (int i = 0; i < B; ++i) {
-        const int t = FULL ? t0 + i : min(t0 + i, cnt - 1);
+        const int t = min(t0 + i, cnt - 1);  // past the end: the last pair again, not added
         a[i] = sv[t];
 #pragma unroll
         for (int c = 0; c < NC; ++c) x[i][c] = load_cached(xc[c] + std::int64_t(sc[t]) * ldx);
       }
 #pragma unroll
       for (int i = 0; i < B; ++i)
-        if (FULL || t0 + i < cnt) {
+        if (t0 + i < cnt) {
 #pragma unroll
           for (int c = 0; c < NC; ++c) acc[c] += a[i] * x[i][c];
         }
-    };
-    int t0 = 0;
-    // A warp on one row: full batches with constant offsets and no tests, then the partial one
-    // (N = 64: 9% faster). Sub-warps on rows of different lengths would diverge between the two
-    // loops, so they take one loop (N = 8, 16: 5% faster that way).
-    if (whole_warp)
-      for (; t0 + B <= cnt; t0 += B) batch(t0, std::true_type{});
-    for (; t0 < cnt; t0 += B) batch(t0, std::false_type{});
+    }
   }
 }
 
@@ -434,7 +429,7 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
       s_val[lane] = load_stream(A.values + kk + lane);
     }
     __syncwarp(mask);
-    csc_walk<T, NC, B>(acc, s_col, s_val, cnt, X, ldx, col, ok, S == 32);
+    csc_walk<T, NC, B>(acc, s_col, s_val, cnt, X, ldx, col, ok);
     __syncwarp(mask);  // the slots are refilled next round
   }
 }
@@ -619,8 +614,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
           index_t col[NC];
           bool ok[NC];
           csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
-          csc_walk<T, NC, B>(acc, s_ucol[warp] + (b - k0), s_uval[warp] + (b - k0), int(e - b), X, ldx, col, ok,
-                             S == 32);
+          csc_walk<T, NC, B>(acc, s_ucol[warp] + (b - k0), s_uval[warp] + (b - k0), int(e - b), X, ldx, col, ok);
 #pragma unroll
           for (int c = 0; c < NC; ++c)
             if (ok[c]) spmm_put(dst + col[c], d == SpmmDest::Direct, alpha, acc[c], beta);
