@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/kokkos_runtime.hpp"
+#include "base/overlap.hpp"
 
 namespace krysp {
 
@@ -364,6 +365,8 @@ bool CsrMatrix<T>::is_device_borrowed() const { return shared_->borrowed; }
 
 template <class T>
 void CsrMatrix<T>::multiply_host(const T* x, T* y) const {
+  KRYSP_REQUIRE(nnz() == 0 || !ranges_overlap(x, cols_, static_cast<const T*>(y), rows_),
+                "CsrMatrix::multiply_host: x and y share entries: y would be written while x is read");
   const T* va = host_values();
   for (index_t i = 0; i < rows_; ++i) {
     T sum = 0;

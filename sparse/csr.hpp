@@ -144,8 +144,8 @@ class CsrMatrix {
   /// True for a matrix made by from_device_pointers (the caller owns the device arrays).
   bool is_device_borrowed() const;
 
-  /// y = A x on the host (reference kernel; x has cols(), y rows() entries). A device-borrowed
-  /// matrix uses its host snapshot of the values (see values()).
+  /// y = A x on the host (reference kernel; x has cols(), y rows() entries, none shared:
+  /// InputError). A device-borrowed matrix uses its host snapshot of the values (see values()).
   void multiply_host(const T* x, T* y) const;
 
  private:

@@ -97,8 +97,9 @@ class SpmmPlan {
   SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& options = {});
   /// Y = alpha·A·X + beta·Y on the device, asynchronous on `stream` (default: the default stream).
   /// X: device pointer to A.cols() rows of ldx entries (first N used); Y: A.rows() rows of ldy
-  /// entries; X and Y must not overlap. InputError when A is not the plan's matrix structure or
-  /// ldx < N or ldy < N. The plan owns a small workspace (carries of the nonzero-balanced kernels)
+  /// entries; X and Y must not share entries (they may be interleaved column blocks of one array).
+  /// InputError when A is not the plan's matrix structure, ldx < N or ldy < N, or X and Y share
+  /// entries. The plan owns a small workspace (carries of the nonzero-balanced kernels)
   /// that apply() writes: one plan (and its copies) must not run twice at once, from two host
   /// threads or on two streams. Only kernels are enqueued (A's device arrays exist since the plan
   /// was made), so apply() on a stream other than the default one can be captured into a CUDA

@@ -13,6 +13,7 @@
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
+#include "base/overlap.hpp"
 #include "sparse/cuda/spmv_launch.hpp"
 #include "sparse/cuda/timing.hpp"
 #include "sparse/spmv_partition.hpp"
@@ -142,6 +143,17 @@ void preload_once(const SpmvConfig& c) {
 
 namespace {
 std::atomic<std::uint64_t> g_plans_created{0};
+
+/// y = A·x needs x (A.cols() entries) where A has entries, y (A.rows()), and no entry of both:
+/// y written while x is read would give a wrong answer.
+template <class T>
+void check_vectors(const char* who, const CsrMatrix<T>& A, const T* x, const T* y) {
+  KRYSP_REQUIRE(A.rows() == 0 || y != nullptr, who, ": y is null");
+  KRYSP_REQUIRE(A.nnz() == 0 || x != nullptr, who, ": x is null");
+  KRYSP_REQUIRE(A.nnz() == 0 || !ranges_overlap(x, A.cols(), y, A.rows()), who, ": x (", static_cast<const void*>(x),
+                ", ", A.cols(), " entries) and y (", static_cast<const void*>(y), ", ", A.rows(),
+                " entries) share entries: y would be written while x is read");
+}
 
 template <class T>
 const char* precision_name() {
@@ -277,6 +289,7 @@ void SpmvPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y
   KRYSP_REQUIRE(state_, "SpmvPlan::apply: the plan is empty (default-constructed)");
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmvPlan::apply: plan was made for matrix ",
                 state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
+  check_vectors("SpmvPlan::apply", A, x, y);
   detail::spmv_device(state_->config, A.device_view(), state_->workspace, alpha, x, beta, y);
 }
 
@@ -288,6 +301,7 @@ void SpmvPlan<T>::apply_dot(const CsrMatrix<T>& A, const T* x, T* y, double* dot
   KRYSP_REQUIRE(A.rows() == A.cols(), "SpmvPlan::apply_dot: xᵀ(A·x) needs a square matrix, not ", A.rows(), "x",
                 A.cols());
   KRYSP_REQUIRE(dot_xy != nullptr, "SpmvPlan::apply_dot: the dot's destination is null");
+  check_vectors("SpmvPlan::apply_dot", A, x, y);
   const State& s = *state_;
   std::call_once(s.dot_once, [&] {
     const std::size_t partials = detail::spmv_dot_partials(s.config, A.rows(), A.nnz());

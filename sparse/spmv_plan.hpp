@@ -80,7 +80,8 @@ class SpmvPlan {
   template <class U>
   SpmvPlan(const CsrMatrix<T>& A, const SpmvPlan<U>& like);
   /// y = alpha·A·x + beta·y on the device; beta = 0 never reads y. x and y are device pointers of
-  /// A.cols() and A.rows() entries. Throws InputError when A is not the plan's matrix structure.
+  /// A.cols() and A.rows() entries, none shared. Throws InputError when A is not the plan's matrix
+  /// structure, or x or y is null or they share entries.
   /// Runs on the default stream. The plan owns a small workspace that apply() writes, so one plan
   /// (and its copies, which share it) must not be applied from two host threads at once.
   void apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y) const;

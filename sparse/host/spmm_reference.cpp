@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/overlap.hpp"
 
 namespace krysp {
 
@@ -15,6 +16,9 @@ void spmm_host(const CsrMatrix<T>& A, index_t N, T alpha, const T* X, index_t ld
   KRYSP_REQUIRE(ldy >= N, "spmm_host: ldy = ", ldy, " < N = ", N);
   KRYSP_REQUIRE(A.rows() == 0 || Y != nullptr, "spmm_host: Y is null");
   KRYSP_REQUIRE(A.nnz() == 0 || X != nullptr, "spmm_host: X is null");
+  KRYSP_REQUIRE(A.nnz() == 0 || !blocks_overlap(X, A.cols(), ldx, static_cast<const T*>(Y), A.rows(), ldy, N),
+                "spmm_host: X and Y share entries (X at ", static_cast<const void*>(X), ", ldx = ", ldx, "; Y at ",
+                static_cast<const void*>(Y), ", ldy = ", ldy, "; N = ", N, "): Y would be written while X is read");
   const auto v = A.host_view();
   std::vector<T> acc(static_cast<std::size_t>(N));
   for (index_t i = 0; i < v.rows; ++i) {

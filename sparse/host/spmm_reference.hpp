@@ -3,7 +3,8 @@
 /// SpMM on the host: Y = alpha·A·X + beta·Y with X (A.cols() × N) and Y (A.rows() × N) dense
 /// row-major blocks of leading dimensions ldx, ldy >= N. The reference for the device kernels'
 /// tests, and the block solvers' host path. beta = 0 never reads Y; columns >= N of X and Y (the
-/// padding up to ld) are neither read nor written. Sizes are checked (InputError).
+/// padding up to ld) are neither read nor written. Sizes are checked, and X and Y must not share
+/// entries (InputError).
 #include "sparse/csr.hpp"
 
 namespace krysp {

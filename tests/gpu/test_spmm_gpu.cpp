@@ -173,7 +173,7 @@ TEST_CASE("SpMM GPU: deterministic, bitwise equal across runs for every variant"
   for (index_t N : {4, 7}) check_all_variants<float>("power-law", Pf, N, N, N, false, 0, true);
 }
 
-TEST_CASE("SpMM GPU: plan refuses another matrix, another N and too small leading dimensions") {
+TEST_CASE("SpMM GPU: plan refuses another matrix, another N, too small leading dimensions and X, Y sharing entries") {
   const auto A = test::load("bcsstk01");
   const auto B = test::load("bcsstk03");
   const SpmmPlan<double> plan(A, 4);
@@ -189,6 +189,8 @@ TEST_CASE("SpMM GPU: plan refuses another matrix, another N and too small leadin
   CHECK_THROWS_AS(plan.apply(A, 1.0, x.data(), 3, 0.0, y.data(), 4), InputError);
   CHECK_THROWS_AS(plan.apply(A, 1.0, x.data(), 4, 0.0, y.data(), 3), InputError);
   CHECK_NOTHROW(plan.apply(A, 1.0, x.data(), 8, 0.0, y.data(), 5));
+  CHECK_THROWS_AS(plan.apply(A, 1.0, x.data(), 8, 0.0, x.data() + 2, 8), InputError);  // columns 2..5 of X's 0..3
+  CHECK_NOTHROW(plan.apply(A, 1.0, x.data(), 8, 0.0, x.data() + 4, 8));  // columns 4..7: interleaved, disjoint
   cuda_synchronize();
   CHECK_THROWS_AS(SpmmPlan<double>(A, 0), InputError);
   SpmmPlanOptions bad;

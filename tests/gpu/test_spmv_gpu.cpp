@@ -369,7 +369,7 @@ TEST_CASE("SpMV: many applies in a row stay correct and bitwise equal (look-back
   }
 }
 
-TEST_CASE("SpMV plan: refuses another matrix, survives value updates") {
+TEST_CASE("SpMV plan: refuses another matrix, null or overlapping vectors; survives value updates") {
   CsrMatrix<double> A = random_banded(5000, 5, 20, 1);
   const CsrMatrix<double> B = random_banded(5000, 5, 20, 2);  // same size, other structure
   for (const SpmvConfig& c : all_configs()) {
@@ -383,6 +383,8 @@ TEST_CASE("SpMV plan: refuses another matrix, survives value updates") {
     DeviceArray<double> x(5000), y(5000);
     x.zero();
     CHECK_THROWS_AS(plan.apply(B, 1.0, x.data(), 0.0, y.data()), InputError);
+    CHECK_THROWS_AS(plan.apply(A, 1.0, x.data(), 0.0, x.data()), InputError);  // y would overwrite x
+    CHECK_THROWS_AS(plan.apply(A, 1.0, x.data(), 0.0, nullptr), InputError);
   }
   SpmvPlanOptions opt;
   opt.force = true;
