@@ -103,7 +103,8 @@ def main():
     summary(list(old.values()))
     both = [(r, old[(r["name"], r["N"])]) for r in results if (r["name"], r["N"]) in old]
     same = [r[F["ms"]] / o[F["ms"]] for r, o in both if r["rule"] == o["rule"]]
-    theirs = [r[F["cusparse_ms"]] / o[F["cusparse_ms"]] for r, o in both if r[F["cusparse_ms"]] > 0 and o[F["cusparse_ms"]] > 0]
+    theirs = [r[F["cusparse_ms"]] / o[F["cusparse_ms"]] for r, o in both
+              if r[F["cusparse_ms"]] > 0 and o[F["cusparse_ms"]] > 0]
     print(f"\n{len(both)} cases in both; {len(same)} with the same rule pick, whose time changed by "
           f"{geomean(same):.3f}x on the geometric mean (run-to-run noise, or a change of that kernel's code); "
           f"cuSPARSE's best time changed by {geomean(theirs):.3f}x")
