@@ -525,9 +525,7 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   s.mean = 8;
   s.stddev = 8;
   s.max_len = 512;
-  SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
-  w8.ksplit = 8;
-  CHECK(choose_spmm_rule(s, 16) == w8);
+  CHECK(choose_spmm_rule(s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
   s.max_len = 520;
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // latency-bound CscNnz: one column per lane at N = 64 too (two column tiles)
@@ -616,12 +614,9 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   const RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
   for (index_t N : {1, 2, 4, 8}) CHECK(choose_spmm_rule(h, N).algorithm == SpmmAlgorithm::SeqNnz);
   CHECK(choose_spmm_rule(h, 16).algorithm == SpmmAlgorithm::CscNnz);
-  SpmmConfig w8 = cfg(SpmmAlgorithm::CscRow, 16, 0, 1);
-  w8.ksplit = 8;
-  CHECK(choose_spmm_rule(r, 16) == w8);
-  w8.subwarp = 32;
-  CHECK(choose_spmm_rule(r, 32) == w8);
-  CHECK(choose_spmm_rule(r, 64) == w8);
+  CHECK(choose_spmm_rule(r, 16) == csc(16, 8));
+  CHECK(choose_spmm_rule(r, 32) == csc(32, 8));
+  CHECK(choose_spmm_rule(r, 64) == csc(32, 8));
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
