@@ -142,28 +142,57 @@ bool spmm_latency_bound(const RowStats& s) {
 }
 
 namespace {
-/// The split cost model of kSmallCscMinN for KS sub-warps per row and `per_lane` columns a lane.
-double small_csc_cost(const RowStats& s, index_t N, int ks, int per_lane) {
+/// The cost model of kSmallCscMinN: CscRow with `lanes` lanes and `per_lane` columns a lane, rows
+/// shared by KS sub-warps.
+double small_csc_cost(const RowStats& s, index_t N, int lanes, int per_lane, int ks) {
   using namespace spmm_rule;
-  const double S = csc_subwarp(N), tiles = std::ceil(double(N) / (S * per_lane));
-  return std::ceil(double(s.max_len) / ks) * per_lane +
-         kSplitWaveCost * double(s.rows) * S * ks * tiles / kResidentThreads;
+  const double tiles = std::ceil(double(N) / (double(lanes) * per_lane));
+  const double chain = std::ceil(double(s.max_len) / ks) * (per_lane == 2 ? kCscTwoColumnChain : 1.0);
+  return chain + kSplitWaveCost * double(s.rows) * lanes * ks * tiles / kResidentThreads;
 }
 }  // namespace
 
-int spmm_small_csc_per_lane(const RowStats& s, index_t N, int ks) {
-  if (N <= csc_subwarp(N)) return 1;  // one column tile already
-  return small_csc_cost(s, N, 1, 2) < small_csc_cost(s, N, ks, 1) ? 2 : 1;
-}
-
 int spmm_split_rule(const RowStats& s, index_t N) {
   using namespace spmm_rule;
+  const int S = csc_subwarp(N);
   int best = 1;
   double best_cost = 0;
   for (int ks = 1; ks <= 8; ks *= 2) {
     if (ks > 1 && double(s.max_len) / ks > kSplitMaxSlice) continue;
-    const double cost = small_csc_cost(s, N, ks, 1);
+    const double cost = small_csc_cost(s, N, S, 1, ks);
     if (ks == 1 || cost < best_cost) best = ks, best_cost = cost;
+  }
+  return best;
+}
+
+SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N) {
+  const int S = csc_subwarp(N), ks = spmm_split_rule(s, N);
+  SpmmConfig c;
+  c.algorithm = SpmmAlgorithm::CscRow;
+  c.subwarp = S;
+  c.per_lane = 1;
+  c.ksplit = ks > 1 ? ks : 0;
+  const int lanes2 = N > S ? S : S / 2;  // two columns a lane: one tile
+  if ((N > S || S >= 16) && small_csc_cost(s, N, lanes2, 2, 1) < small_csc_cost(s, N, S, 1, ks)) {
+    c.subwarp = lanes2;
+    c.per_lane = 2;
+    c.ksplit = 0;
+  }
+  return c;
+}
+
+int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes) {
+  using namespace spmm_rule;
+  if (double(s.rows) * 32 <= kVdlWideWaves * kResidentThreads) return 32;
+  SpmmConfig c;
+  c.algorithm = SpmmAlgorithm::VdlRow;
+  const int Q = complete_spmm_config(c, N, value_bytes, s).col_lanes;
+  int best = 32;
+  double best_cost = 0;
+  for (int S = std::max(2, Q); S <= 32; S *= 2) {
+    const double cost =
+        std::ceil(double(s.max_len) / (S / Q)) + kVdlSubwarpWaveCost * double(s.rows) * S / kResidentThreads;
+    if (S == std::max(2, Q) || cost < best_cost) best = S, best_cost = cost;
   }
   return best;
 }
@@ -178,18 +207,11 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
   const bool small = spmm_latency_bound(s);
   int ks = 1;
   if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
-    ks = spmm_split_rule(s, N);
-    c.algorithm = SpmmAlgorithm::CscRow;
-    c.per_lane = spmm_small_csc_per_lane(s, N, ks);
-    if (c.per_lane == 2) ks = 1;
-    c.ksplit = ks > 1 ? ks : 0;
+    c = spmm_small_csc_rule(s, N);
+    ks = c.split_count();
   } else {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-    if (small) {  // VDL, N <= kVdlMaxN: sub-warps widened
-      int wide = 2;
-      while (wide < 32 && double(s.rows) * 2 * wide <= kLatencySubwarpWaves * kResidentThreads) wide *= 2;
-      c.subwarp = std::max(complete_spmm_config(c, N, value_bytes, s).subwarp, wide);
-    }
+    if (small) c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes);  // VDL, N <= kVdlMaxN
   }
   c = complete_spmm_config(c, N, value_bytes, s);
   const bool small_seq = small && N <= kTuneSeqMaxN &&

@@ -31,12 +31,20 @@ inline constexpr int kVdlMaxN = 4;
 /// kVdlMaxN, CSC with one column per lane and long rows shared by sub-warps above
 /// (kSmallCscMinN). Retune from bench/bench_spmm.
 inline constexpr double kLatencyBoundWaves = 4;
-/// Latency-bound matrices: the VDL sub-warp is the derived one (from the mean row length),
-/// widened to the largest power of two S with rows·S <= kLatencySubwarpWaves · kResidentThreads
-/// (at most 32): wide sub-warps shorten the chains of tiny matrices, but on the larger small
-/// ones (bodyy6, 19 k rows) they only add instructions (H100, 28 small matrices: the rule's pick
-/// 1.125x -> 1.100x the fastest candidate for N <= 8). Retune from bench/bench_spmm.
-inline constexpr double kLatencySubwarpWaves = 2;
+/// Latency-bound matrices, VDL: 32 lanes a row while rows·32 <= kVdlWideWaves · kResidentThreads
+/// (tiny launches: the widest sub-warps were fastest even on rows of 5); above, the S in [Q, 32]
+/// (Q column lanes, P = S / Q nonzero lanes) minimising
+///   ceil(longest row / P) + kVdlSubwarpWaveCost · rows·S / kResidentThreads,
+/// the chain of the longest row against the threads launched. The previous rule (the widest S
+/// with rows·S <= 2 waves) gave 32 lanes up to 8448 rows, 1.2-1.6x the fastest candidate on the
+/// FEM and mesh matrices of 7-13 k rows (aft01, crack, dw8192: S = 8 best; bcsstk33: 16). Fit on
+/// the graph-timed candidates of three H100 runs (91 small matrices, N = 2 / 4), the rule's pick
+/// against the fastest candidate went from 1.041 / 1.053, 1.050 / 1.079 and 1.051 / 1.057 to
+/// 1.012 / 1.012, 1.018 / 1.036 and 1.019 / 1.007 (spmm_h100_2026-11-25_session6_main,
+/// _session4_wave96, _session4_half_lanes; scripts/spmm_rule_fit.py --vdl). Retune from
+/// bench/bench_spmm.
+inline constexpr double kVdlWideWaves = 0.75;
+inline constexpr double kVdlSubwarpWaveCost = 10;
 /// Latency-bound matrices, N >= kSmallCscMinN: CscRow with one column per lane, S = pow2 >= N (at
 /// most 32), rows shared by KS sub-warps (ksplit). KS in {1, 2, 4, 8} minimises
 ///   ceil(longest row / KS) + kSplitWaveCost · rows·S·KS·tiles / kResidentThreads
@@ -49,7 +57,14 @@ inline constexpr double kLatencySubwarpWaves = 2;
 /// where the previous rule (VDL with 32 lanes below N = 33, CSC with two columns a lane above,
 /// rows shared only from a longest row of 33: KS = pow2 >= longest / 16, halved until rows·S·KS
 /// <= 2 waves) gave 1.14 / 1.12 / 1.14 / 1.15 (bcsstm13 N = 64: KS = 8 took 18 µs, KS = 1 9.5).
-/// Above 32 columns, two columns a lane (one tile, the chain counted twice) when that costs less:
+/// Two columns a lane, unsplit, when that costs less, its chain counted kCscTwoColumnChain times
+/// (the second column's load is issued with the first): with S lanes above S columns (one tile
+/// instead of two), and with S / 2 lanes from S = 16 (a pair's shared-memory reads and address
+/// serve two columns). kCscTwoColumnChain 1.5 (was 2, S lanes only): the pick against the fastest
+/// candidate at N = 16 / 32 / 64 went from 1.046 / 1.085 / 1.083 to 1.043 / 1.050 / 1.063, and
+/// from 1.050 / 1.093 / 1.086 to 1.038 / 1.064 / 1.071 (spmm_h100_2026-11-25_session6_main,
+/// _session4_half_lanes). Earlier:
+/// above 32 columns, two columns a lane (one tile, the chain counted twice) when that costs less:
 /// the N = 64 pick went from 1.11-1.13x to 1.07-1.08x the fastest candidate in two runs
 /// (spmm_h100_2026-11-25_csc_small, _session3_final; bodyy6 16.7 -> 12.7 µs, crack 10.2 -> 8.5).
 /// kSplitWaveCost 96 (was 48) once candidates were timed from graph replays (GPU time, not host
@@ -60,6 +75,7 @@ inline constexpr double kLatencySubwarpWaves = 2;
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
 inline constexpr double kSplitWaveCost = 96;
 inline constexpr double kSplitMaxSlice = 64;
+inline constexpr double kCscTwoColumnChain = 1.5;
 /// Latency-bound matrices, N > kTuneSeqMaxN, whose longest row (>= kSmallStreamMinMaxRow) the
 /// split does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than
 /// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
@@ -167,15 +183,18 @@ bool spmm_latency_bound(const RowStats& s);
 /// constants after it): 1 (no split), 2, 4 or 8.
 int spmm_split_rule(const RowStats& s, index_t N);
 
-/// Columns per lane for that CscRow (with KS = ks from spmm_split_rule): 2 when N spans more than
-/// one tile of one column a lane and two columns a lane, unsplit, cost less in the same model,
-/// the chain counted twice (its second loads wait behind the first); 1 otherwise.
-int spmm_small_csc_per_lane(const RowStats& s, index_t N, int ks);
+/// The CscRow configuration for a latency-bound matrix with N >= kSmallCscMinN columns: one column
+/// a lane with KS = spmm_split_rule sub-warps a row, or two columns a lane, unsplit (S lanes above
+/// S columns, S / 2 lanes from S = 16), whichever costs less in the same model.
+SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N);
+
+/// The VDL sub-warp for a latency-bound matrix (kVdlWideWaves, kVdlSubwarpWaveCost).
+int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
 
 /// The cheap rule (complete configuration):
-///  - N <= kVdlMaxN: VDL, else CSC; on latency-bound matrices (spmm_latency_bound) VDL with wider
-///    sub-warps (kLatencySubwarpWaves) up to kVdlMaxN, then CSC with one column per lane and
-///    long rows shared by sub-warps (kSmallCscMinN, spmm_split_rule);
+///  - N <= kVdlMaxN: VDL, else CSC; on latency-bound matrices (spmm_latency_bound) VDL with the
+///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, then CSC with long rows shared by
+///    sub-warps or two columns a lane (kSmallCscMinN, spmm_small_csc_rule);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound

@@ -534,8 +534,10 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
-  // Above N = 4: CSC with one column per lane, KS minimising ceil(longest / KS) + 96·rows·S·KS·
-  // tiles / 270336
+  // Up to N = 4: VDL with 32 lanes up to 6336 rows (0.75 waves of 270336 threads), else the S
+  // minimising ceil(longest / S) + 10·rows·S / 270336. Above: CSC with one column per lane, KS
+  // minimising ceil(longest / KS) + 96·rows·S·KS·tiles / 270336, or two columns a lane, unsplit
+  // (S lanes above S columns, S / 2 from S = 16), its chain counted 1.5 times, if that costs less
   auto csc = [](int S, int ks) { return with_split(cfg(SpmmAlgorithm::CscRow, S, 0, 1), ks); };
   {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row up to N = 4
     const RowStats s = stats_of(test::load("Trefethen_2000"));
@@ -546,9 +548,10 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
     CHECK(choose_spmm_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
     CHECK(choose_spmm_rule(s, 8) == csc(8, 2));
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7
-    CHECK(choose_spmm_rule(s, 17) == csc(32, 0));  // 22 + 22.7 against 11 + 45.4
-    // two columns a lane (one tile): 2·22 + 22.7 against 22 + 45.4 for one (two tiles)
+    CHECK(choose_spmm_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7 and 1.5·22 + 5.7 (S / 2)
+    // S / 2 lanes with two columns each: 1.5·22 + 11.4 against 22 + 22.7 and 11 + 45.4
+    CHECK(choose_spmm_rule(s, 17) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
+    // two columns a lane (one tile): 1.5·22 + 22.7 against 22 + 45.4 for one (two tiles)
     CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(choose_spmm_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
     CHECK(choose_spmm_rule(s, 8, 4) == csc(8, 2));
@@ -558,7 +561,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     INFO(s.to_string());
     REQUIRE(s.max_len == 28);
     CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 7 + 9.5 against 14 + 4.8 and 4 + 19.1
-    // 14 + 19.1 against 7 + 38.2; two columns a lane tie at 2·7 + 19.1: one column kept
+    // 14 + 19.1 against 7 + 38.2, 28 + 9.5 and 1.5·28 + 4.8 for two columns a lane
     CHECK(choose_spmm_rule(s, 64) == csc(32, 2));
   }
   {  // Erdos971: 472 rows up to 41 long
@@ -587,18 +590,26 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   g.rows = 20000;
   g.nnz = 240000;
   CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 113.6 against 20 + 227.3: no split
-  CHECK(choose_spmm_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));
-  // wide sub-warps: the largest S with rows·S <= 2 waves (19366 rows: 16), never below the derived
+  // and 8 lanes with two columns each cost less still: 1.5·40 + 56.8
+  CHECK(choose_spmm_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(spmm_small_csc_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  // bodyy6-like, 19366 rows of 7-9: VDL S = 4 at N = 2 (3 + 2.9 against 5 + 1.4 and 2 + 5.7)
   const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
   REQUIRE(spmm_latency_bound(b));
-  CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));
-  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));  // 9 + 110: no split
-  // N = 64: two columns a lane (one tile) cost 2·9 + 220 against 9 + 440 for one (two tiles)
-  CHECK(spmm_small_csc_per_lane(b, 64, 1) == 2);
+  CHECK(spmm_small_vdl_subwarp(b, 2) == 4);
+  CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  // two columns a lane, one tile: 1.5·9 + 55.0 (8 lanes) against 9 + 110.0 at N = 16, 1.5·9 +
+  // 110.0 (16 lanes) against 9 + 220.1 at N = 32, 1.5·9 + 220.1 against 9 + 440.2 at N = 64
+  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(choose_spmm_rule(b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
   CHECK(choose_spmm_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-  CHECK(spmm_small_csc_per_lane(b, 32, 1) == 1);  // one tile either way
-  const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);  // 494_bus: 10 + 11.2 against 20 + 5.6
-  CHECK(spmm_small_csc_per_lane(tiny, 64, spmm_split_rule(tiny, 64)) == 1);
+  // N = 8: S = 8 has no half-lane form; one column a lane, unsplit (9 + 55.0 against 5 + 110.0)
+  CHECK(choose_spmm_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  // 494_bus: 1.5·10 + 5.6 against 10 + 11.2 unsplit and 5 + 22.5 for KS = 2
+  const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);
+  CHECK(spmm_small_csc_rule(tiny, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  CHECK(spmm_small_csc_rule(tiny, 32) == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));  // 10 + 5.6 against 15 + 2.8
+  CHECK(spmm_small_vdl_subwarp(tiny, 4) == 32);  // 494 rows: far below 0.75 waves at 32 lanes
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
   // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (at N = 64,
   // with two column tiles, 4 would cost less but leave slices of 85 > kSplitMaxSlice)
@@ -625,7 +636,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   s.stddev = 1;
   s.max_len = 9;
   CHECK(spmm_latency_bound(s));
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 16, 1, 1));  // widened: 33792·2·8 fits 2 waves
+  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
   CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.rows = 33793;
   s.nnz = 33793 * 7;
