@@ -17,6 +17,13 @@ template <class T>
 __device__ __forceinline__ T load_cached(const T* p) {
   return __ldg(p);
 }
+/// Two adjacent entries of x, p aligned to two entries (one 16- or 8-byte load).
+__device__ __forceinline__ double2 load_cached_pair(const double* p) {
+  return __ldg(reinterpret_cast<const double2*>(p));
+}
+__device__ __forceinline__ float2 load_cached_pair(const float* p) {
+  return __ldg(reinterpret_cast<const float2*>(p));
+}
 /// y = alpha·sum + beta·y, where beta = 0 never reads y (so NaN in y does not propagate).
 /// Returns the value stored.
 template <class T>

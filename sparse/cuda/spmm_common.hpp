@@ -19,9 +19,10 @@
 /// and lanes with p < 2^h store them.
 ///
 /// CSC lane layout: a sub-warp of S lanes per row; lane l owns columns j0 + l + c·S, c = 0..NC-1,
-/// chunks of S·NC columns. With ksplit KS (row kernel), KS consecutive sub-warps share a row,
-/// each taking one contiguous slice of its nonzeros (csc_slice); the first adds the slices' sums
-/// in slice order. Chunks (VDL and CSC) are spread over blockIdx.y (spmm_column_tiles).
+/// chunks of S·NC columns; paired (NC = 2, X and N allowing aligned two-element loads: csc_paired),
+/// lane l owns the adjacent columns j0 + 2l and j0 + 2l + 1 instead, loaded together. With ksplit KS (row kernel), KS
+/// consecutive sub-warps share a row, each taking one contiguous slice of its nonzeros (csc_slice); the first adds the
+/// slices' sums in slice order. Chunks (VDL and CSC) are spread over blockIdx.y (spmm_column_tiles).
 ///
 /// Merge-path units (nonzero-balanced kernels): the path through the (row ends) × (nonzeros)
 /// grid is cut at diagonals d = u·K (K = items_per_warp); unit u covers the path from coordinate
@@ -187,8 +188,16 @@ KRYSP_HD inline int vdl_scatter_offset(int p, int h, int M) {
 
 // ---- CSC lane layout --------------------------------------------------------------------------
 
-/// Column c of lane l (sub-warp width S) in the chunk starting at j0.
-KRYSP_HD inline index_t csc_col(index_t j0, int lane, int c, int S) { return j0 + lane + c * S; }
+/// Column c of lane l (sub-warp width S) in the chunk starting at j0; `paired`: the two columns of
+/// a lane are adjacent.
+KRYSP_HD inline index_t csc_col(index_t j0, int lane, int c, int S, bool paired = false) {
+  return paired ? j0 + 2 * lane + c : j0 + lane + c * S;
+}
+
+/// Does a CSC launch with `per_lane` columns a lane use paired columns? Two columns a lane, X
+/// vector-aligned (x_vec: 16-byte base, ldx a multiple of the vector width, so every row of X
+/// starts on a pair) and N even (a lane's two columns are both in range or both past N).
+KRYSP_HD inline bool csc_paired(int per_lane, bool x_vec, index_t N) { return per_lane == 2 && x_vec && N % 2 == 0; }
 
 /// CscRow with ksplit KS: slice `slice` of a row [rs, re) is [*b, *e), the slices being KS
 /// contiguous runs of ceil(len / KS) nonzeros (the last ones shorter or empty).

@@ -6,27 +6,27 @@ namespace krysp::detail {
 
 namespace {
 
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
             T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
   const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, index_t(NC) << log2s));
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
-    spmm_csc_nnz_kernel<T, NC, B>
+    spmm_csc_nnz_kernel<T, NC, B, PV>
         <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(A, N, log2s, ws, alpha, X, ldx, beta, Y, ldy);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_nnz_kernel");
   } else if (log2k > 0) {
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) >> log2k;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
-    spmm_csc_split_kernel<T, NC, B><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
+    spmm_csc_split_kernel<T, NC, B, PV><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
         A, N, log2s, log2k, alpha, X, ldx, beta, Y, ldy);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_split_kernel");
   } else {
     const int R = (std::int64_t(A.rows) << log2s) >= kSpmmCscRoundsMinThreads ? kSpmmCscRowRounds : 1;
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) * R;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
-    spmm_csc_row_kernel<T, NC, B>
+    spmm_csc_row_kernel<T, NC, B, PV>
         <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(A, N, log2s, R, alpha, X, ldx, beta, Y, ldy);
     KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_row_kernel");
   }
@@ -35,15 +35,15 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
 /// B, the pairs walked per step (csc_accumulate): 8 loads in flight for split rows and small
 /// launches with sub-warps of at least 8 (fewer pairs per round would waste most of a batch),
 /// the plain loop otherwise.
-template <class T, int NC>
+template <class T, int NC, bool PV>
 void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
               T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
   const std::int64_t threads =
       nnz_balanced ? std::int64_t(ws.units) * 32 : (std::int64_t(A.rows) << log2s) << log2k;
   if (log2s >= 3 && (log2k > 0 || threads < kSpmmCscBatchMaxThreads))
-    launch<T, NC, 8>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+    launch<T, NC, 8, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
   else
-    launch<T, NC, 1>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+    launch<T, NC, 1, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
 }
 
 }  // namespace
@@ -51,7 +51,7 @@ void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, inde
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     cudaStream_t st) {
+                     bool x_vec, cudaStream_t st) {
   const int S = c.subwarp, KS = c.split_count();
   KRYSP_REQUIRE(S >= 2 && S <= 32 && (S & (S - 1)) == 0, "SpMM CSC: sub-warp width ", S,
                 " is not 2, 4, 8, 16 or 32");
@@ -61,16 +61,18 @@ void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
   const int log2s = spmm_log2(S), log2k = spmm_log2(KS);
   switch (c.per_lane) {
     case 1:
-      return launch_b<T, 1>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+      return launch_b<T, 1, false>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
     case 2:
-      return launch_b<T, 2>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+      if (csc_paired(2, x_vec, N))
+        return launch_b<T, 2, true>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+      return launch_b<T, 2, false>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
     default: KRYSP_THROW(InputError, "SpMM CSC: columns per lane ", c.per_lane, " is not 1 or 2");
   }
 }
 
 template void spmm_csc_launch(bool, const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&,
-                              double, const double*, index_t, double, double*, index_t, cudaStream_t);
+                              double, const double*, index_t, double, double*, index_t, bool, cudaStream_t);
 template void spmm_csc_launch(bool, const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                              const float*, index_t, float, float*, index_t, cudaStream_t);
+                              const float*, index_t, float, float*, index_t, bool, cudaStream_t);
 
 }  // namespace krysp::detail

@@ -368,12 +368,27 @@ __global__ void __launch_bounds__(kSpmmBlock)
 /// bounds: ncu, ex15 N = 16, csc-row/s16 ran 2.7 M instructions where cuSPARSE ALG3 ran 1.0 M.
 __device__ __forceinline__ index_t csc_load_col(index_t col, bool ok) { return ok ? col : 0; }
 
+/// x[c] = this lane's entries of an X row, at xc[c] + off (xc[c]: X + the lane's load column c,
+/// csc_load_col); PV: the two adjacent columns of a paired lane (csc_paired) in one load.
+template <class T, int NC, bool PV>
+__device__ __forceinline__ void csc_load_x(T (&x)[NC], const T* const (&xc)[NC], std::int64_t off) {
+  if constexpr (PV) {
+    static_assert(NC == 2, "paired columns come two a lane");
+    const auto v = load_cached_pair(xc[0] + off);
+    x[0] = v.x;
+    x[1] = v.y;
+  } else {
+#pragma unroll
+    for (int c = 0; c < NC; ++c) x[c] = load_cached(xc[c] + off);
+  }
+}
+
 /// acc[c] += Σ_t a_t · X[c_t, col[c]] over the cnt (column, value) pairs sc[t], sv[t] in shared
 /// memory. B = 1: a plain loop (unrolled by 4), for launches that fill the GPU, where other warps
 /// hide the load latency; B > 1: B pairs at a time with all their X loads issued before any
 /// addition, for small launches, where the chain of one row is the whole kernel
 /// (kSpmmCscBatchMaxThreads). Additions in pair order either way.
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt,
                                          const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
                                          const bool (&ok)[NC]) {
@@ -382,9 +397,17 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
     for (int t = 0; t < cnt; ++t) {
       const T a = sv[t];
       const T* xr = X + std::int64_t(sc[t]) * ldx;
+      if constexpr (PV) {  // ok[0] == ok[1]
+        if (ok[0]) {
+          const auto v = load_cached_pair(xr + col[0]);
+          acc[0] += a * v.x;
+          acc[1] += a * v.y;
+        }
+      } else {
 #pragma unroll
-      for (int c = 0; c < NC; ++c)
-        if (ok[c]) acc[c] += a * load_cached(xr + col[c]);
+        for (int c = 0; c < NC; ++c)
+          if (ok[c]) acc[c] += a * load_cached(xr + col[c]);
+      }
     }
   } else {
     const T* xc[NC];  // this lane's column of X: a pair's load is one multiply-add away
@@ -401,8 +424,7 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
       for (int i = 0; i < B; ++i) {
         const int t = min(t0 + i, cnt - 1);  // past the end: the last pair again, not added
         a[i] = sv[t];
-#pragma unroll
-        for (int c = 0; c < NC; ++c) x[i][c] = load_cached(xc[c] + std::int64_t(sc[t]) * ldx);
+        csc_load_x<T, NC, PV>(x[i], xc, std::int64_t(sc[t]) * ldx);
       }
 #pragma unroll
       for (int i = 0; i < B; ++i)
@@ -417,7 +439,7 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
 /// acc[c] += Σ_k a_k · X[c_k, col[c]] over the nonzeros [b, e): the (col, val) pairs are cached S
 /// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked (csc_walk).
 /// Every lane of the sub-warp calls it.
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A, index_t b, index_t e, int lane,
                                                int S, unsigned mask, index_t* s_col, T* s_val,
                                                const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
@@ -429,19 +451,19 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
       s_val[lane] = load_stream(A.values + kk + lane);
     }
     __syncwarp(mask);
-    csc_walk<T, NC, B>(acc, s_col, s_val, cnt, X, ldx, col, ok);
+    csc_walk<T, NC, B, PV>(acc, s_col, s_val, cnt, X, ldx, col, ok);
     __syncwarp(mask);  // the slots are refilled next round
   }
 }
 
 /// This lane's columns of the chunk at j0 (CSC layout): col[c], ok[c] (col[c] < N), and their
 /// sums acc[c] set to zero.
-template <class T, int NC>
+template <class T, int NC, bool PV>
 __device__ __forceinline__ void csc_lane_columns(index_t (&col)[NC], bool (&ok)[NC], T (&acc)[NC], index_t j0,
                                                  int lane, int S, index_t N) {
 #pragma unroll
   for (int c = 0; c < NC; ++c) {
-    col[c] = csc_col(j0, lane, c, S);
+    col[c] = csc_col(j0, lane, c, S, PV);
     ok[c] = col[c] < N;
     acc[c] = T(0);
   }
@@ -449,18 +471,18 @@ __device__ __forceinline__ void csc_lane_columns(index_t (&col)[NC], bool (&ok)[
 
 /// This lane's sums over the nonzeros [b, e) for its columns of the chunk at j0 (CSC layout):
 /// col[c], ok[c] (col[c] < N) and acc[c]. Every lane of the sub-warp calls it.
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_chunk(T (&acc)[NC], index_t (&col)[NC], bool (&ok)[NC], index_t j0,
                                           const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
                                           unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
                                           index_t ldx) {
-  csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
-  csc_accumulate<T, NC, B>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
+  csc_lane_columns<T, NC, PV>(col, ok, acc, j0, lane, S, N);
+  csc_accumulate<T, NC, B, PV>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
 }
 
 /// One row segment [b, e) with the CSC layout, this block's column chunks; dst is the row of Y
 /// (axpby) or a carry slot (raw). Every lane of the sub-warp calls it.
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
                                             unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
                                             index_t ldx, T* dst, bool axpby, T alpha, T beta) {
@@ -469,7 +491,7 @@ __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, inde
     T acc[NC];
     index_t col[NC];
     bool ok[NC];
-    csc_chunk<T, NC, B>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col, s_val, X, ldx);
+    csc_chunk<T, NC, B, PV>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col, s_val, X, ldx);
 #pragma unroll
     for (int c = 0; c < NC; ++c)
       if (ok[c]) spmm_put(dst + col[c], axpby, alpha, acc[c], beta);
@@ -479,7 +501,7 @@ __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, inde
 /// Row-balanced CSC: sub-warp of S = 2^log2s lanes per row. Block b takes the R·(256/S)
 /// consecutive rows from b·R·(256/S); in round r its sub-warps work on consecutive rows, so that
 /// X rows shared by neighbouring matrix rows are reused from L1.
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
                         T beta, T* __restrict__ Y, index_t ldy) {
@@ -495,7 +517,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     const std::int64_t row = first + std::int64_t(r) * subs;
     if (row >= A.rows) return;  // whole sub-warps leave together
     const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
-    csc_segment<T, NC, B>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, Y + row * ldy, true, alpha,
+    csc_segment<T, NC, B, PV>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, Y + row * ldy, true, alpha,
                           beta);
   }
 }
@@ -505,7 +527,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
 /// in batches of kSpmmCscStreamBatch whose X loads are all issued before any addition, across row
 /// ends: a row's sum is stored when the walk passes its end. Few rounds of loads per unit, not one
 /// per row. Additions in nonzero order within a row, as in csc_segment.
-template <class T, int NC>
+template <class T, int NC, bool PV>
 __device__ __forceinline__ void csc_stream_rows(index_t ra, index_t rb, const index_t* rp, const index_t* sc,
                                                 const T* sv, index_t i0, index_t k0, index_t i1, index_t k1,
                                                 index_t u, index_t N, int lane, int S, const SpmmWorkspaceView& ws,
@@ -521,10 +543,10 @@ __device__ __forceinline__ void csc_stream_rows(index_t ra, index_t rb, const in
     index_t col[NC];
     bool ok[NC];
     T acc[NC];
-    csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
-    index_t cl[NC];
+    csc_lane_columns<T, NC, PV>(col, ok, acc, j0, lane, S, N);
+    const T* xc[NC];
 #pragma unroll
-    for (int c = 0; c < NC; ++c) cl[c] = csc_load_col(col[c], ok[c]);
+    for (int c = 0; c < NC; ++c) xc[c] = X + csc_load_col(col[c], ok[c]);
     index_t r = ra, re = row_end(ra);
     auto put_row = [&] {  // row r is complete: its sums go to Y or a carry slot; then the next row
       const SpmmDest d = spmm_unit_dest(r, i0, k0, i1, rp[r - i0]);
@@ -542,9 +564,7 @@ __device__ __forceinline__ void csc_stream_rows(index_t ra, index_t rb, const in
 #pragma unroll
       for (int i = 0; i < B; ++i) {
         const index_t t = t0 + i < ke ? t0 + i : t0;  // past the end: nonzero t0 again, not added
-        const T* xr = X + std::int64_t(sc[t - k0]) * ldx;
-#pragma unroll
-        for (int c = 0; c < NC; ++c) x[i][c] = load_cached(xr + cl[c]);
+        csc_load_x<T, NC, PV>(x[i], xc, std::int64_t(sc[t - k0]) * ldx);
       }
 #pragma unroll
       for (int i = 0; i < B; ++i) {
@@ -567,7 +587,7 @@ __device__ __forceinline__ void csc_stream_rows(index_t ra, index_t rb, const in
 /// streams through a contiguous share of the unit's rows (csc_stream_rows) when they are short,
 /// or walks its rows one by one from shared memory, instead of three dependent trips to memory
 /// per row (row offsets, pairs, X).
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
@@ -599,7 +619,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
       __syncwarp();
       const std::int64_t nr = last + 1 - i0;  // rows of the unit, [i0, last]
       if (std::int64_t(k1) - k0 < kSpmmCscStreamMaxRow * nr) {  // short rows: one stream per sub-warp
-        csc_stream_rows<T, NC>(index_t(i0 + nr * g / G), index_t(i0 + nr * (g + 1) / G), s_rp[warp], s_ucol[warp],
+        csc_stream_rows<T, NC, PV>(index_t(i0 + nr * g / G), index_t(i0 + nr * (g + 1) / G), s_rp[warp], s_ucol[warp],
                                s_uval[warp], i0, k0, i1, k1, u, N, lane, S, ws, alpha, X, ldx, beta, Y, ldy);
         return;
       }
@@ -613,8 +633,8 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
           T acc[NC];
           index_t col[NC];
           bool ok[NC];
-          csc_lane_columns<T, NC>(col, ok, acc, j0, lane, S, N);
-          csc_walk<T, NC, B>(acc, s_ucol[warp] + (b - k0), s_uval[warp] + (b - k0), int(e - b), X, ldx, col, ok);
+          csc_lane_columns<T, NC, PV>(col, ok, acc, j0, lane, S, N);
+          csc_walk<T, NC, B, PV>(acc, s_ucol[warp] + (b - k0), s_uval[warp] + (b - k0), int(e - b), X, ldx, col, ok);
 #pragma unroll
           for (int c = 0; c < NC; ++c)
             if (ok[c]) spmm_put(dst + col[c], d == SpmmDest::Direct, alpha, acc[c], beta);
@@ -628,7 +648,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     const index_t b = rs > k0 ? rs : k0, e = re < k1 ? re : k1;
     const SpmmDest d = spmm_unit_dest(index_t(r), i0, k0, i1, rs);
     T* dst = d == SpmmDest::Direct ? Y + r * ldy : carries + spmm_carry_offset(d, u, ws.units, N);
-    csc_segment<T, NC, B>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, dst,
+    csc_segment<T, NC, B, PV>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, dst,
                           d == SpmmDest::Direct, alpha, beta);
   }
 }
@@ -636,7 +656,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
 /// Row-balanced CSC with 2^log2k sub-warps per row (ksplit): sub-warp g of the block works on row
 /// blockIdx.x·rows_per_block + g / KS, slice g mod KS of its nonzeros (csc_slice); the slices'
 /// sums meet in shared memory and the first sub-warp adds them in slice order.
-template <class T, int NC, int B>
+template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
                           index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
@@ -658,7 +678,7 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     T acc[NC];
     index_t col[NC];
     bool ok[NC];
-    csc_chunk<T, NC, B>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx);
+    csc_chunk<T, NC, B, PV>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx);
 #pragma unroll
     for (int c = 0; c < NC; ++c) s_sum[c][threadIdx.x] = acc[c];
     __syncthreads();
@@ -681,10 +701,11 @@ template <class T>
 void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
                      bool x_vec, cudaStream_t st);
+/// x_vec: X is vector-aligned (csc_paired: two columns a lane are then loaded together).
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     cudaStream_t st);
+                     bool x_vec, cudaStream_t st);
 /// SeqNnz (thread-sequential merge path, spmm_common.hpp); x_vec: 16-byte loads of X allowed.
 template <class T>
 void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,

@@ -70,6 +70,7 @@ struct Emu {
   index_t ldx;
   std::int64_t coverage_errors = 0;
   std::int64_t out_of_bounds_reads = 0;
+  std::int64_t misaligned_pairs = 0;  // paired CSC lanes: a pair not aligned to two, or half past N
   std::vector<T> acc, next;  // S·M partial sums of the lanes (lane-major)
   std::vector<int> written;  // per column: stores in the current chunk
 
@@ -155,11 +156,17 @@ struct Emu {
   void csc_segment(index_t b, index_t e, Put put) {
     const int S = c.subwarp, NC = c.per_lane;
     const index_t chunk = index_t(S) * NC;
+    // X from the host tests is vector-aligned; with ldx a multiple of the vector width, as the plan
+    // finds it (SpmmPlan::vector_aligned)
+    const bool paired = csc_paired(NC, ldx % kSpmmVecWidth<T> == 0, N);
     written.assign(std::size_t(N), 0);
     for (index_t j0 = 0; j0 < N; j0 += chunk) {
       for (int lane = 0; lane < S; ++lane)
         for (int cc = 0; cc < NC; ++cc) {
-          const index_t col = csc_col(j0, lane, cc, S);
+          const index_t col = csc_col(j0, lane, cc, S, paired);
+          // a paired lane loads its two columns from an entry aligned to two: even column and ldx
+          if (paired && cc == 0 && (col % 2 != 0 || ldx % 2 != 0)) ++misaligned_pairs;
+          if (paired && (col < N) != (csc_col(j0, lane, 1 - cc, S, paired) < N)) ++misaligned_pairs;
           if (col >= N) continue;
           // ksplit: each slice summed on its own, the slices' sums added in slice order
           const int KS = c.split_count();
@@ -390,6 +397,7 @@ void emulate_and_check(const std::string& name, const CsrMatrix<T>& A, index_t N
     INFO(what);
     CHECK(emu.coverage_errors == 0);
     CHECK(emu.out_of_bounds_reads == 0);
+    CHECK(emu.misaligned_pairs == 0);
     expected.check(Y, what);
   }
 }
@@ -906,6 +914,18 @@ TEST_CASE("SpMM layout: the VDL reduce-scatter offsets cover every sum once") {
           for (int t = 0; t < live; ++t) ++seen[std::size_t(vdl_scatter_offset(p, h, M) + t)];
       for (int i = 0; i < M; ++i) CHECK(seen[std::size_t(i)] == 1);
     }
+}
+
+TEST_CASE("SpMM layout: paired CSC columns only with two columns a lane, aligned X and even N") {
+  CHECK(csc_paired(2, true, 16));
+  CHECK_FALSE(csc_paired(2, true, 17));  // the last lane would have one column in range
+  CHECK_FALSE(csc_paired(2, false, 16));
+  CHECK_FALSE(csc_paired(1, true, 16));
+  // lane 3 of a 16-lane sub-warp, chunk at 32: columns 38 and 39 paired, 35 and 51 otherwise
+  CHECK(csc_col(32, 3, 0, 16, true) == 38);
+  CHECK(csc_col(32, 3, 1, 16, true) == 39);
+  CHECK(csc_col(32, 3, 0, 16) == 35);
+  CHECK(csc_col(32, 3, 1, 16) == 51);
 }
 
 // ---- emulation of the device kernels --------------------------------------------------------------
