@@ -270,7 +270,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
       }
     // half the lanes with two columns each: a pair's shared-memory reads and address serve two
     // columns (cuSPARSE ALG3 ran a third of our instructions at N = 16 on ex15, ncu)
-    if (base.subwarp >= 8) add(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
+    if (base.subwarp >= 16) add(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
   }
   add(make(SpmmAlgorithm::CscNnz));
   if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
