@@ -269,7 +269,9 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
         add(c);
       }
     // half the lanes with two columns each: a pair's shared-memory reads and address serve two
-    // columns (cuSPARSE ALG3 ran a third of our instructions at N = 16 on ex15, ncu)
+    // columns (cuSPARSE ALG3 ran a third of our instructions at N = 16 on ex15, ncu); not from S = 8:
+    // 4 lanes with two columns each never won at N = 8 (2.7x the best other candidate on average,
+    // H100, spmm_h100_2026-11-25_session6_half4)
     if (base.subwarp >= 16) add(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
   }
   add(make(SpmmAlgorithm::CscNnz));
