@@ -383,12 +383,45 @@ __device__ __forceinline__ void csc_load_x(T (&x)[NC], const T* const (&xc)[NC],
   }
 }
 
+/// o[0..B) = p[0..B) from shared memory in 16-byte loads (p 16-byte aligned, B a multiple of the
+/// vector width).
+template <int B>
+__device__ __forceinline__ void load_shared_vec(const index_t* p, index_t (&o)[B]) {
+  static_assert(sizeof(index_t) == 4 && B % 4 == 0, "four 32-bit indices a load");
+#pragma unroll
+  for (int i = 0; i < B; i += 4) {
+    const int4 v = *reinterpret_cast<const int4*>(p + i);
+    o[i] = v.x, o[i + 1] = v.y, o[i + 2] = v.z, o[i + 3] = v.w;
+  }
+}
+template <int B>
+__device__ __forceinline__ void load_shared_vec(const double* p, double (&o)[B]) {
+  static_assert(B % 2 == 0, "two doubles a load");
+#pragma unroll
+  for (int i = 0; i < B; i += 2) {
+    const double2 v = *reinterpret_cast<const double2*>(p + i);
+    o[i] = v.x, o[i + 1] = v.y;
+  }
+}
+template <int B>
+__device__ __forceinline__ void load_shared_vec(const float* p, float (&o)[B]) {
+  static_assert(B % 4 == 0, "four floats a load");
+#pragma unroll
+  for (int i = 0; i < B; i += 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p + i);
+    o[i] = v.x, o[i + 1] = v.y, o[i + 2] = v.z, o[i + 3] = v.w;
+  }
+}
+
 /// acc[c] += Σ_t a_t · X[c_t, col[c]] over the cnt (column, value) pairs sc[t], sv[t] in shared
 /// memory. B = 1: a plain loop (unrolled by 4), for launches that fill the GPU, where other warps
 /// hide the load latency; B > 1: B pairs at a time with all their X loads issued before any
 /// addition, for small launches, where the chain of one row is the whole kernel
-/// (kSpmmCscBatchMaxThreads). Additions in pair order either way.
-template <class T, int NC, int B, bool PV>
+/// (kSpmmCscBatchMaxThreads). Additions in pair order either way. PADDED (B > 1): the slots are
+/// 16-byte aligned and hold harmless pairs (column 0) up to the next multiple of B past cnt, so a
+/// batch reads its B pairs with vector loads and no clamp (a third of the shared-memory reads);
+/// they are loaded, never added.
+template <class T, int NC, int B, bool PV, bool PADDED = false>
 __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const T* sv, int cnt,
                                          const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
                                          const bool (&ok)[NC]) {
@@ -420,12 +453,20 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
     // same geometric means (graph replays, spmm_h100_2026-11-25_session4_wave96 / _whole_warp).
     for (int t0 = 0; t0 < cnt; t0 += B) {
       T a[B], x[B][NC];
+      index_t ci[B];
+      if constexpr (PADDED) {
+        load_shared_vec<B>(sc + t0, ci);
+        load_shared_vec<B>(sv + t0, a);
+      } else {
 #pragma unroll
-      for (int i = 0; i < B; ++i) {
-        const int t = min(t0 + i, cnt - 1);  // past the end: the last pair again, not added
-        a[i] = sv[t];
-        csc_load_x<T, NC, PV>(x[i], xc, std::int64_t(sc[t]) * ldx);
+        for (int i = 0; i < B; ++i) {
+          const int t = min(t0 + i, cnt - 1);  // past the end: the last pair again, not added
+          ci[i] = sc[t];
+          a[i] = sv[t];
+        }
       }
+#pragma unroll
+      for (int i = 0; i < B; ++i) csc_load_x<T, NC, PV>(x[i], xc, std::int64_t(ci[i]) * ldx);
 #pragma unroll
       for (int i = 0; i < B; ++i)
         if (t0 + i < cnt) {
@@ -444,14 +485,19 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
                                                int S, unsigned mask, index_t* s_col, T* s_val,
                                                const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
                                                const bool (&ok)[NC]) {
+  // B > 1: slots past cnt padded with column 0 (csc_walk PADDED); B <= S (launch_b), so a batch
+  // stays within the sub-warp's S slots
   for (std::int64_t kk = b; kk < e; kk += S) {
     const int cnt = e - kk < S ? int(e - kk) : S;
     if (lane < cnt) {
       s_col[lane] = load_stream(A.col_idx + kk + lane);
       s_val[lane] = load_stream(A.values + kk + lane);
+    } else if constexpr (B > 1) {
+      s_col[lane] = 0;
+      s_val[lane] = T(0);
     }
     __syncwarp(mask);
-    csc_walk<T, NC, B, PV>(acc, s_col, s_val, cnt, X, ldx, col, ok);
+    csc_walk<T, NC, B, PV, (B > 1)>(acc, s_col, s_val, cnt, X, ldx, col, ok);
     __syncwarp(mask);  // the slots are refilled next round
   }
 }
@@ -505,8 +551,8 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
                         T beta, T* __restrict__ Y, index_t ldy) {
-  __shared__ index_t s_col[kSpmmBlock];
-  __shared__ T s_val[kSpmmBlock];
+  __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
+  __shared__ __align__(16) T s_val[kSpmmBlock];
   const int S = 1 << log2s;
   const int subs = kSpmmBlock >> log2s;
   const int lane = int(threadIdx.x) & (S - 1);
@@ -591,8 +637,8 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
-  __shared__ index_t s_col[kSpmmBlock];
-  __shared__ T s_val[kSpmmBlock];
+  __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
+  __shared__ __align__(16) T s_val[kSpmmBlock];
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (unit >= ws.units) return;  // whole warps leave together
   const index_t u = index_t(unit);
@@ -660,8 +706,8 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
                           index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
-  __shared__ index_t s_col[kSpmmBlock];
-  __shared__ T s_val[kSpmmBlock];
+  __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
+  __shared__ __align__(16) T s_val[kSpmmBlock];
   __shared__ T s_sum[NC][kSpmmBlock];
   const int S = 1 << log2s, KS = 1 << log2k;
   const int lane = int(threadIdx.x) & (S - 1);
