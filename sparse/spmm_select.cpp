@@ -218,13 +218,13 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
                          (N > kVdlMaxN ? s.max_len >= kSmallSeqMinMaxRow
                                        : s.max_len >= kSmallSeqNarrowMinMaxRow && s.mean <= kSeqMaxMeanRow);
   const bool small_stream = small && N > kTuneSeqMaxN && ks == 1 && s.max_len >= kSmallStreamMinMaxRow &&
-                            s.mean < kSmallStreamMaxMean;
+                            s.mean < kSmallStreamMaxMean && double(s.rows) * 32 > kSmallStreamMinWaves * kResidentThreads;
   if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq || small_stream) {
     c = SpmmConfig();
     c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
                   : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz
                                                                                       : SpmmAlgorithm::CscNnz;
-    if (small && c.algorithm == SpmmAlgorithm::CscNnz) c.per_lane = kSmallCscNnzPerLane;
+    if (small && c.algorithm == SpmmAlgorithm::CscNnz && N > csc_subwarp(N)) c.per_lane = kSmallCscNnzPerLane;
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   return c;

@@ -81,10 +81,13 @@ inline constexpr double kCscTwoColumnChain = 1.5;
 /// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
 /// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). H100, GPU time (ncu) of the kernels:
 /// PGPgiantcompo (10.7 k rows, mean 4.6, longest 205) N = 16 / 64: vdl-row 18 / csc-row 42 µs,
-/// CscNnz 16 / 18-21; pubmed (19.7 k rows, mean 4.5) N = 64: csc-row 36, CscNnz 24-26. Retune
-/// from bench/bench_spmm.
+/// CscNnz 16 / 18-21; pubmed (19.7 k rows, mean 4.5) N = 64: csc-row 36, CscNnz 24-26. Only from
+/// rows·32 > kSmallStreamMinWaves waves: below, CscNnz's fixed cost (two launches, a staged unit)
+/// loses to the row kernels (ca-GrQc, citeseer, cora: 2.7-5.2 k rows, N = 32 / 64, CscNnz 13.5-14.7
+/// µs, csc-row 7.7-9.0; spmm_h100_2026-11-25_session6_padded). Retune from bench/bench_spmm.
 inline constexpr double kSmallStreamMaxMean = 8;
 inline constexpr index_t kSmallStreamMinMaxRow = 33;
+inline constexpr double kSmallStreamMinWaves = 1;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
 inline constexpr double kNnzBalanceMinCv = 1.5;
@@ -108,10 +111,12 @@ inline constexpr double kVdlNnzPerLane = 2.5;
 /// VDL: vectors (16 bytes each) per lane when N allows: 2 halves the (col, val) loads per X
 /// vector compared with 1. Retune from bench/bench_spmm.
 inline constexpr int kVdlVectorsPerLane = 2;
-/// CscNnz on latency-bound matrices: one column per lane (more column tiles) rather than two
-/// above N = 32 (H100, N = 64, 14 skewed small matrices: 8-27% faster). Retune from
-/// bench/bench_spmm.
-inline constexpr int kSmallCscNnzPerLane = 1;
+/// CscNnz on latency-bound matrices: columns per lane. 1 (two column tiles at N = 64) was 8-27%
+/// faster than 2 on 14 skewed small matrices before two columns a lane were paired (one 16-byte
+/// load); since, 2 is (N = 64, graph-timed candidates: ca-CondMat 41.3 -> 31.5 µs, pubmed 29.3 ->
+/// 21.0, PGPgiantcompo 16.4 -> 15.2, hangGlider_2 and adder_dcop_05 within 2%;
+/// spmm_h100_2026-11-25_session6_padded). Retune from bench/bench_spmm.
+inline constexpr int kSmallCscNnzPerLane = 2;
 /// Merge-path unit size (rows + nonzeros per warp), and the smaller one used when the matrix
 /// has fewer than kSmallItems items (more warps for a latency-bound launch).
 /// Retune from bench/bench_spmm.
@@ -201,7 +206,7 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
 ///    matrix with kVdlMaxN < N <= kTuneSeqMaxN it reaches kSmallSeqMinMaxRow (N <= kVdlMaxN:
 ///    kSmallSeqNarrowMinMaxRow, with a mean row <= kSeqMaxMeanRow) (SeqNnz), or above
 ///    kTuneSeqMaxN it reaches kSmallStreamMinMaxRow unsplit with a mean row below
-///    kSmallStreamMaxMean (CscNnz);
+///    kSmallStreamMaxMean and rows·32 above kSmallStreamMinWaves waves (CscNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 

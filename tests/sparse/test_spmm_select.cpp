@@ -536,7 +536,7 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   CHECK(choose_spmm_rule(s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
   s.max_len = 520;
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
-  // latency-bound CscNnz: one column per lane at N = 64 too (two column tiles)
+  // latency-bound CscNnz: two columns a lane at N = 64 (kSmallCscNnzPerLane: one tile)
   CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane,
                                        spmm_rule::kItemsPerWarpSmall));
 }
@@ -661,8 +661,20 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
   for (index_t N : {17, 32, 64}) {
     INFO("N = " << N);
     REQUIRE(spmm_split_rule(s, N) == 1);
-    CHECK(choose_spmm_rule(s, N) ==
-          cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane, spmm_rule::kItemsPerWarpSmall));
+    CHECK(choose_spmm_rule(s, N) == cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? spmm_rule::kSmallCscNnzPerLane : 1,
+                                         spmm_rule::kItemsPerWarpSmall));
+  }
+  {  // the same rows, but only 5242 of them (ca-GrQc-like: 5242·32 lanes < one wave): row kernels
+    RowStats g = s;
+    g.rows = 5242;
+    g.nnz = 28980;
+    g.mean = 28980.0 / 5242;
+    g.max_len = 81;
+    for (index_t N : {17, 32, 64}) CHECK(choose_spmm_rule(g, N).algorithm == SpmmAlgorithm::CscRow);
+    CHECK(choose_spmm_rule(g, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));  // 1.5·81 + 59.6 against 81 + 119.1
+    g.rows = 8449;  // 8449·32 lanes: just over a wave
+    g.nnz = index_t(g.mean * g.rows);
+    CHECK(choose_spmm_rule(g, 64).algorithm == SpmmAlgorithm::CscNnz);
   }
   // 16 lanes: 205 + 60.7 unsplit against 52 + 242.7 shared by 4 sub-warps: the merge path too
   CHECK(spmm_split_rule(s, 16) == 1);
