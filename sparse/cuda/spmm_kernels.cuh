@@ -485,20 +485,39 @@ __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A
                                                int S, unsigned mask, index_t* s_col, T* s_val,
                                                const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
                                                const bool (&ok)[NC]) {
-  // B > 1: slots past cnt padded with column 0 (csc_walk PADDED); B <= S (launch_b), so a batch
-  // stays within the sub-warp's S slots
-  for (std::int64_t kk = b; kk < e; kk += S) {
-    const int cnt = e - kk < S ? int(e - kk) : S;
-    if (lane < cnt) {
-      s_col[lane] = load_stream(A.col_idx + kk + lane);
-      s_val[lane] = load_stream(A.values + kk + lane);
-    } else if constexpr (B > 1) {
-      s_col[lane] = 0;
-      s_val[lane] = T(0);
+  if constexpr (B > 1) {
+    // Small launches: the slots past cnt are padded with column 0 (csc_walk PADDED; B <= S,
+    // launch_b, so a batch stays within the sub-warp's S slots), and the next round's pair is
+    // loaded while this round is walked: a row of several rounds waits once for its pairs.
+    index_t nc = 0;
+    T nv = T(0);
+    if (std::int64_t(b) + lane < e) {
+      nc = load_stream(A.col_idx + b + lane);
+      nv = load_stream(A.values + b + lane);
     }
-    __syncwarp(mask);
-    csc_walk<T, NC, B, PV, (B > 1)>(acc, s_col, s_val, cnt, X, ldx, col, ok);
-    __syncwarp(mask);  // the slots are refilled next round
+    for (std::int64_t kk = b; kk < e; kk += S) {
+      const int cnt = e - kk < S ? int(e - kk) : S;
+      s_col[lane] = lane < cnt ? nc : 0;
+      s_val[lane] = lane < cnt ? nv : T(0);
+      __syncwarp(mask);
+      if (kk + S + lane < e) {
+        nc = load_stream(A.col_idx + kk + S + lane);
+        nv = load_stream(A.values + kk + S + lane);
+      }
+      csc_walk<T, NC, B, PV, true>(acc, s_col, s_val, cnt, X, ldx, col, ok);
+      __syncwarp(mask);  // the slots are refilled next round
+    }
+  } else {
+    for (std::int64_t kk = b; kk < e; kk += S) {
+      const int cnt = e - kk < S ? int(e - kk) : S;
+      if (lane < cnt) {
+        s_col[lane] = load_stream(A.col_idx + kk + lane);
+        s_val[lane] = load_stream(A.values + kk + lane);
+      }
+      __syncwarp(mask);
+      csc_walk<T, NC, B, PV>(acc, s_col, s_val, cnt, X, ldx, col, ok);
+      __syncwarp(mask);  // the slots are refilled next round
+    }
   }
 }
 
