@@ -268,10 +268,12 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
         c.ksplit = w;
         add(c);
       }
-    // half the lanes with two columns each: a pair's shared-memory reads and address serve two
-    // columns (cuSPARSE ALG3 ran a third of our instructions at N = 16 on ex15, ncu); not from S = 8:
-    // 4 lanes with two columns each never won at N = 8 (2.7x the best other candidate on average,
-    // H100, spmm_h100_2026-11-25_session6_half4)
+  }
+  {  // half the lanes with two columns each: a pair's shared-memory reads and address serve two
+     // columns (cuSPARSE ALG3 ran a third of our instructions at N = 16 on ex15, ncu); not from
+     // S = 8: 4 lanes with two columns each never won at N = 8 (2.7x the best other candidate on
+     // average, H100, spmm_h100_2026-11-25_session6_half4)
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
     if (base.subwarp >= 16) add(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
   }
   add(make(SpmmAlgorithm::CscNnz));

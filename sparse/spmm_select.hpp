@@ -220,8 +220,8 @@ bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
 
 /// The configurations Select::Tune times: the rule's pick first; VDL (N <= kTuneVdlMaxN) row
 /// kernels at S/2, S, 2S and 32 and with one vector per lane, VdlNnz; CSC row kernels at the
-/// derived S and 32 (on latency-bound matrices also with one column per lane, with rows shared by
-/// 2, 4 and 8 sub-warps, and at S/2 with two columns a lane when S >= 16), CscNnz; SeqNnz
+/// derived S and 32, at S/2 with two columns a lane when S >= 16 (on latency-bound matrices also
+/// with one column per lane and with rows shared by 2, 4 and 8 sub-warps), CscNnz; SeqNnz
 /// (N <= kTuneSeqMaxN). Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no
 /// duplicates.
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes = 8);
