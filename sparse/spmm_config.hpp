@@ -32,8 +32,8 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 /// Version of the SpMM kernels, their partition, candidate set and tuning. Bump it whenever one
 /// of them changes: SpMM tuning-cache entries of another version are ignored.
 /// 7: graph-timed candidates; 8: S/2, c2; 9: paired c2; 10: padded CSC slots; 11: prefetched pairs;
-/// 12: S/2 with two columns a lane also on large matrices.
-inline constexpr int kSpmmKernelVersion = 12;
+/// 12: S/2 with two columns a lane also on large matrices; 13: batched walk for long rows and the merge path.
+inline constexpr int kSpmmKernelVersion = 13;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;

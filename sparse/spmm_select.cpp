@@ -211,7 +211,12 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     ks = c.split_count();
   } else {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-    if (small) c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes);  // VDL, N <= kVdlMaxN
+    if (small) {
+      c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes);  // VDL, N <= kVdlMaxN
+    } else if (N >= kHalfLanesMinN && N <= kHalfLanesMaxN && N % 2 == 0) {
+      c.subwarp = csc_subwarp(N) / 2;
+      c.per_lane = 2;
+    }
   }
   c = complete_spmm_config(c, N, value_bytes, s);
   const bool small_seq = small && N <= kTuneSeqMaxN &&

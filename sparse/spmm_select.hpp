@@ -88,6 +88,14 @@ inline constexpr double kCscTwoColumnChain = 1.5;
 inline constexpr double kSmallStreamMaxMean = 8;
 inline constexpr index_t kSmallStreamMinMaxRow = 33;
 inline constexpr double kSmallStreamMinWaves = 1;
+/// Matrices that fill the GPU, even N in [kHalfLanesMinN, kHalfLanesMaxN]: CscRow with S / 2 lanes
+/// of two (paired) columns each, one tile, rather than S lanes of one. H100, graph replays, S / 2
+/// against S at N = 16 / 32: 2-D Laplacian 4 M rows 0.57 / 1.05 ms against 0.81 / 1.57, 3-D
+/// Laplacian 0.61 / 1.16 against 0.81 / 1.54, banded 0.58 / 0.87 against 0.70 / 1.02 (at N = 64,
+/// 32 lanes of two columns stay: 16 lanes with two tiles won only on the 3-D Laplacian;
+/// spmm_h100_2026-11-25_session6_half_large). Retune from bench/bench_spmm.
+inline constexpr int kHalfLanesMinN = 16;
+inline constexpr int kHalfLanesMaxN = 32;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
 /// nonzeros (merge-path units). Retune from bench/bench_spmm.
 inline constexpr double kNnzBalanceMinCv = 1.5;
@@ -197,7 +205,8 @@ SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N);
 int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
 
 /// The cheap rule (complete configuration):
-///  - N <= kVdlMaxN: VDL, else CSC; on latency-bound matrices (spmm_latency_bound) VDL with the
+///  - N <= kVdlMaxN: VDL, else CSC (S / 2 lanes of two columns for even N in [kHalfLanesMinN,
+///    kHalfLanesMaxN]); on latency-bound matrices (spmm_latency_bound) VDL with the
 ///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, then CSC with long rows shared by
 ///    sub-warps or two columns a lane (kSmallCscMinN, spmm_small_csc_rule);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv

@@ -73,10 +73,14 @@ inline constexpr int kSpmmCscRowRounds = 4;
 inline constexpr std::int64_t kSpmmCscRoundsMinThreads = 8 * kSpmmWaveThreads;
 
 /// CSC kernels: launches of fewer threads (rows·S·ksplit, or units·32) walk the cached pairs 8 at
-/// a time with all their X loads in flight (csc_accumulate), as do split rows. H100: walking 8 at
-/// a time on the 4 M-row Laplacians and the banded matrix, where every SM is full, made
-/// N = 8..64 15-25% slower. One wave of resident threads (132 SMs × 2048). Retune from
-/// bench/bench_spmm.
+/// a time with all their X loads in flight (csc_accumulate), as do split rows, the merge path and
+/// rows of at least S nonzeros on average (spmm_csc.cu, launch_b). One wave of resident threads
+/// (132 SMs × 2048). H100, large matrices, once the batched walk had padded slots and prefetched
+/// pairs: 8 at a time everywhere took the power-law matrix (3 M rows, mean 8, CscNnz) from 1.41 /
+/// 1.79 / 2.89 ms to 1.05 / 1.44 / 2.50 at N = 8 / 16 / 32 and the banded one (mean 16) from 0.50
+/// to 0.38 at N = 8, but the Laplacians (rows of 5 and 7) from 0.43 to 0.50-0.51 at N = 8 and
+/// 15-25% slower above (spmm_h100_2026-11-25_session6_large_b8 against _session6_half_large).
+/// Retune from bench/bench_spmm.
 inline constexpr std::int64_t kSpmmCscBatchMaxThreads = kSpmmWaveThreads;
 /// CscNnz in those small launches: units of at most this many items (rows + nonzeros) are staged
 /// in shared memory (12 bytes an item per warp: 33 KB a block with the row offsets).

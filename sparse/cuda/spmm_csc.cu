@@ -32,15 +32,17 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
   }
 }
 
-/// B, the pairs walked per step (csc_accumulate): 8 loads in flight for split rows and small
-/// launches with sub-warps of at least 8 (fewer pairs per round would waste most of a batch),
-/// the plain loop otherwise.
+/// B, the pairs walked per step (csc_accumulate): 8 loads in flight for sub-warps of at least 8
+/// (fewer pairs per round would waste most of a batch) in small launches, split rows, the merge
+/// path, and rows of at least S nonzeros on average (kSpmmCscBatchMaxThreads); the plain loop
+/// otherwise.
 template <class T, int NC, bool PV>
 void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
               T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
   const std::int64_t threads =
       nnz_balanced ? std::int64_t(ws.units) * 32 : (std::int64_t(A.rows) << log2s) << log2k;
-  if (log2s >= 3 && (log2k > 0 || threads < kSpmmCscBatchMaxThreads))
+  const bool long_rows = std::int64_t(A.nnz) >= (std::int64_t(A.rows) << log2s);
+  if (log2s >= 3 && (log2k > 0 || nnz_balanced || long_rows || threads < kSpmmCscBatchMaxThreads))
     launch<T, NC, 8, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
   else
     launch<T, NC, 1, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);

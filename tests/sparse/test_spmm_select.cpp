@@ -422,12 +422,14 @@ TEST_CASE("SpMM rule: 3-D Laplacian picks VDL row kernels up to N = 4 and CSC ab
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   c = choose_spmm_rule(s, 8);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-  c = choose_spmm_rule(s, 16);
-  CHECK(c == cfg(SpmmAlgorithm::CscRow, 16, 0, 1));
-  c = choose_spmm_rule(s, 17);
+  c = choose_spmm_rule(s, 16);  // even N in [16, 32]: half the lanes, two (paired) columns each
+  CHECK(c == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  c = choose_spmm_rule(s, 17);  // odd: no pairs, a lane per column
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));
   c = choose_spmm_rule(s, 32);
-  CHECK(c == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));
+  CHECK(c == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
+  c = choose_spmm_rule(s, 18);
+  CHECK(c == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
   c = choose_spmm_rule(s, 64);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   c = choose_spmm_rule(s, 100);  // more than one chunk of 64 columns
