@@ -19,10 +19,11 @@
 /// and lanes with p < 2^h store them.
 ///
 /// CSC lane layout: a sub-warp of S lanes per row; lane l owns columns j0 + l + c·S, c = 0..NC-1,
-/// chunks of S·NC columns; paired (NC = 2, X and N allowing aligned two-element loads: csc_paired),
-/// lane l owns the adjacent columns j0 + 2l and j0 + 2l + 1 instead, loaded together. With ksplit KS (row kernel), KS
-/// consecutive sub-warps share a row, each taking one contiguous slice of its nonzeros (csc_slice); the first adds the
-/// slices' sums in slice order. Chunks (VDL and CSC) are spread over blockIdx.y (spmm_column_tiles).
+/// chunks of S·NC columns; paired (NC = 2, X and N allowing aligned two-element loads:
+/// csc_paired), lane l owns the adjacent columns j0 + 2l and j0 + 2l + 1 instead, loaded together.
+/// With ksplit KS (row kernel), KS consecutive sub-warps share a row, each taking one contiguous
+/// slice of its nonzeros (csc_slice); the first adds the slices' sums in slice order. Chunks (VDL
+/// and CSC) are spread over blockIdx.y (spmm_column_tiles).
 ///
 /// Merge-path units (nonzero-balanced kernels): the path through the (row ends) × (nonzeros)
 /// grid is cut at diagonals d = u·K (K = items_per_warp); unit u covers the path from coordinate

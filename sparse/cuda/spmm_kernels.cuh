@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "base/cuda/check.cuh"
 #include "sparse/csr_view.hpp"
@@ -384,32 +385,24 @@ __device__ __forceinline__ void csc_load_x(T (&x)[NC], const T* const (&xc)[NC],
 }
 
 /// o[0..B) = p[0..B) from shared memory in 16-byte loads (p 16-byte aligned, B a multiple of the
-/// vector width).
-template <int B>
-__device__ __forceinline__ void load_shared_vec(const index_t* p, index_t (&o)[B]) {
-  static_assert(sizeof(index_t) == 4 && B % 4 == 0, "four 32-bit indices a load");
+/// entries per load): 32-bit entries (indices, float) four at a time, doubles two.
+template <class E, int B>
+__device__ __forceinline__ void load_shared_vec(const E* p, E (&o)[B]) {
+  if constexpr (sizeof(E) == 8) {
+    static_assert(B % 2 == 0, "two 64-bit entries a load");
 #pragma unroll
-  for (int i = 0; i < B; i += 4) {
-    const int4 v = *reinterpret_cast<const int4*>(p + i);
-    o[i] = v.x, o[i + 1] = v.y, o[i + 2] = v.z, o[i + 3] = v.w;
-  }
-}
-template <int B>
-__device__ __forceinline__ void load_shared_vec(const double* p, double (&o)[B]) {
-  static_assert(B % 2 == 0, "two doubles a load");
+    for (int i = 0; i < B; i += 2) {
+      const double2 v = *reinterpret_cast<const double2*>(p + i);
+      o[i] = v.x, o[i + 1] = v.y;
+    }
+  } else {
+    static_assert(sizeof(E) == 4 && B % 4 == 0, "four 32-bit entries a load");
+    using V = std::conditional_t<std::is_same_v<E, float>, float4, int4>;
 #pragma unroll
-  for (int i = 0; i < B; i += 2) {
-    const double2 v = *reinterpret_cast<const double2*>(p + i);
-    o[i] = v.x, o[i + 1] = v.y;
-  }
-}
-template <int B>
-__device__ __forceinline__ void load_shared_vec(const float* p, float (&o)[B]) {
-  static_assert(B % 4 == 0, "four floats a load");
-#pragma unroll
-  for (int i = 0; i < B; i += 4) {
-    const float4 v = *reinterpret_cast<const float4*>(p + i);
-    o[i] = v.x, o[i + 1] = v.y, o[i + 2] = v.z, o[i + 3] = v.w;
+    for (int i = 0; i < B; i += 4) {
+      const V v = *reinterpret_cast<const V*>(p + i);
+      o[i] = v.x, o[i + 1] = v.y, o[i + 2] = v.z, o[i + 3] = v.w;
+    }
   }
 }
 
@@ -455,8 +448,8 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
       T a[B], x[B][NC];
       index_t ci[B];
       if constexpr (PADDED) {
-        load_shared_vec<B>(sc + t0, ci);
-        load_shared_vec<B>(sv + t0, a);
+        load_shared_vec(sc + t0, ci);
+        load_shared_vec(sv + t0, a);
       } else {
 #pragma unroll
         for (int i = 0; i < B; ++i) {
