@@ -229,7 +229,10 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
     c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
                   : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz
                                                                                       : SpmmAlgorithm::CscNnz;
-    if (small && c.algorithm == SpmmAlgorithm::CscNnz && N > csc_subwarp(N)) c.per_lane = kSmallCscNnzPerLane;
+    // CscNnz keeps the derived columns a lane (two above S) on latency-bound matrices too: one
+    // column a lane (two tiles) was 8-27% faster at N = 64 before pairs were loaded together;
+    // since, two are (ca-CondMat 41.3 -> 31.5 µs, pubmed 29.3 -> 21.0, PGPgiantcompo 16.4 -> 15.2,
+    // H100, graph-timed candidates of spmm_h100_2026-11-25_session6_padded).
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   return c;

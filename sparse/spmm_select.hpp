@@ -119,12 +119,6 @@ inline constexpr double kVdlNnzPerLane = 2.5;
 /// VDL: vectors (16 bytes each) per lane when N allows: 2 halves the (col, val) loads per X
 /// vector compared with 1. Retune from bench/bench_spmm.
 inline constexpr int kVdlVectorsPerLane = 2;
-/// CscNnz on latency-bound matrices: columns per lane. 1 (two column tiles at N = 64) was 8-27%
-/// faster than 2 on 14 skewed small matrices before two columns a lane were paired (one 16-byte
-/// load); since, 2 is (N = 64, graph-timed candidates: ca-CondMat 41.3 -> 31.5 µs, pubmed 29.3 ->
-/// 21.0, PGPgiantcompo 16.4 -> 15.2, hangGlider_2 and adder_dcop_05 within 2%;
-/// spmm_h100_2026-11-25_session6_padded). Retune from bench/bench_spmm.
-inline constexpr int kSmallCscNnzPerLane = 2;
 /// Merge-path unit size (rows + nonzeros per warp), and the smaller one used when the matrix
 /// has fewer than kSmallItems items (more warps for a latency-bound launch).
 /// Retune from bench/bench_spmm.

@@ -538,9 +538,8 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   CHECK(choose_spmm_rule(s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
   s.max_len = 520;
   CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
-  // latency-bound CscNnz: two columns a lane at N = 64 (kSmallCscNnzPerLane: one tile)
-  CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, spmm_rule::kSmallCscNnzPerLane,
-                                       spmm_rule::kItemsPerWarpSmall));
+  // latency-bound CscNnz: two columns a lane at N = 64 (one tile)
+  CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, spmm_rule::kItemsPerWarpSmall));
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
@@ -663,8 +662,7 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
   for (index_t N : {17, 32, 64}) {
     INFO("N = " << N);
     REQUIRE(spmm_split_rule(s, N) == 1);
-    CHECK(choose_spmm_rule(s, N) == cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? spmm_rule::kSmallCscNnzPerLane : 1,
-                                         spmm_rule::kItemsPerWarpSmall));
+    CHECK(choose_spmm_rule(s, N) == cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, spmm_rule::kItemsPerWarpSmall));
   }
   {  // the same rows, but only 5242 of them (ca-GrQc-like: 5242·32 lanes < one wave): row kernels
     RowStats g = s;
