@@ -32,8 +32,9 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 /// Version of the SpMM kernels, their partition, candidate set and tuning. Bump it whenever one
 /// of them changes: SpMM tuning-cache entries of another version are ignored.
 /// 7: graph-timed candidates; 8: S/2, c2; 9: paired c2; 10: padded CSC slots; 11: prefetched pairs;
-/// 12: S/2 with two columns a lane also on large matrices; 13: batched walk for long rows and the merge path.
-inline constexpr int kSpmmKernelVersion = 13;
+/// 12: S/2 with two columns a lane also on large matrices; 13: batched walk for long rows and the merge path;
+/// 14: long rows split into pieces of a block each (SpmmConfig::long_row).
+inline constexpr int kSpmmKernelVersion = 14;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;
@@ -55,14 +56,20 @@ struct SpmmConfig {
   /// rows of X one panel gathers stay in L2 (large matrices with scattered columns; see
   /// sparse/spmm_panels.hpp).
   int panels = 0;
+  /// Row kernels (CscRow unsplit, VdlRow with one column lane and one chunk): rows of more than
+  /// long_row nonzeros (0: none) leave the sub-warp walk; each is cut into pieces of a block each
+  /// (spmm_long_piece_nnz), the block's sub-warps sharing the piece, and the last block of a row to
+  /// finish adds the pieces' sums in piece order (deterministic) into Y, in the same launch. For
+  /// latency-bound matrices whose few long rows are the longest chain.
+  int long_row = 0;
   /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels, "/w4"
-  /// with ksplit 4; SeqNnz: "seq-nnz/k256").
+  /// with ksplit 4, "/l36" with long_row 36; SeqNnz: "seq-nnz/k256").
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes &&
            per_lane == o.per_lane && items_per_warp == o.items_per_warp && split_count() == o.split_count() &&
-           panel_count() == o.panel_count();
+           panel_count() == o.panel_count() && long_row == o.long_row;
   }
   /// Sub-warps per row: max(1, ksplit).
   int split_count() const { return ksplit > 1 ? ksplit : 1; }

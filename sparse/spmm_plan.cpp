@@ -62,6 +62,25 @@ SpmmPartition spmm_partition_host(const index_t* row_ptr, index_t rows, index_t 
   return p;
 }
 
+std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min,
+                                           index_t piece_nnz) {
+  KRYSP_REQUIRE(long_min >= 0 && piece_nnz >= 1, "SpMM long rows: threshold ", long_min, ", piece of ", piece_nnz,
+                " nonzeros (must be >= 0 and >= 1)");
+  std::vector<index_t> out;
+  for (index_t r = 0; r < rows; ++r) {
+    const std::int64_t b = row_ptr[r], len = std::int64_t(row_ptr[r + 1]) - b;
+    if (len <= long_min) continue;
+    const std::int64_t count = (len + piece_nnz - 1) / piece_nnz, per = (len + count - 1) / count;
+    const std::int64_t first = std::int64_t(out.size() / 5);
+    KRYSP_REQUIRE(first + count <= kMaxIndex, "SpMM long rows: more than ", kMaxIndex, " pieces");
+    for (std::int64_t q = 0; q < count; ++q) {
+      const std::int64_t lo = std::min(len, q * per), hi = std::min(len, lo + per);
+      for (std::int64_t v : {std::int64_t(r), b + lo, b + hi, first, count}) out.push_back(index_t(v));
+    }
+  }
+  return out;
+}
+
 }  // namespace detail
 
 namespace {
@@ -73,17 +92,42 @@ constexpr index_t kMaxSpmmN = index_t(1) << 24;
 
 template <class T>
 struct Workspace {
-  DeviceArray<index_t> unit_row, unit_nnz, splits;
-  DeviceArray<T> carries;
+  DeviceArray<index_t> unit_row, unit_nnz, splits, pieces;
+  DeviceArray<T> carries, piece_sums;
+  DeviceArray<unsigned> tickets;
   detail::SpmmWorkspaceView view;
 };
 
-/// Partition and carries of a nonzero-balanced configuration (empty for the row kernels), for the
-/// CSR structure with host offsets row_ptr.
+/// The long-row pieces of a row kernel with long_row (spmm_long_pieces_host), their sums and
+/// tickets (zeroed here; each call leaves them zero).
+template <class T>
+void add_long_pieces(Workspace<T>& w, const SpmmConfig& c, const index_t* row_ptr, index_t rows, index_t N) {
+  const bool vdl = is_vdl(c.algorithm);
+  const std::vector<index_t> p =
+      detail::spmm_long_pieces_host(row_ptr, rows, c.long_row, detail::spmm_long_piece_nnz(vdl, c.subwarp));
+  if (p.empty()) return;
+  const index_t pieces = index_t(p.size() / 5);
+  const index_t chunk = detail::spmm_chunk_columns(vdl, c.subwarp, c.col_lanes, c.per_lane, detail::kSpmmVecWidth<T>);
+  const std::size_t tickets = std::size_t(pieces) * std::size_t(detail::spmm_column_tiles(N, chunk));
+  w.pieces = DeviceArray<index_t>(p.size());
+  w.pieces.upload(p.data(), p.size());
+  w.piece_sums = DeviceArray<T>(std::size_t(pieces) * std::size_t(N));
+  w.tickets = DeviceArray<unsigned>(tickets);
+  w.tickets.zero();
+  w.view.long_min = c.long_row;
+  w.view.num_pieces = pieces;
+  w.view.pieces = w.pieces.data();
+  w.view.tickets = w.tickets.data();
+  w.view.piece_sums = w.piece_sums.data();
+}
+
+/// Partition and carries of a nonzero-balanced configuration, or the long-row pieces of a row
+/// kernel (empty for the other row kernels), for the CSR structure with host offsets row_ptr.
 template <class T>
 std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const index_t* row_ptr, index_t rows, index_t nnz,
                                              index_t N) {
   auto w = std::make_unique<Workspace<T>>();
+  if (c.long_row > 0) add_long_pieces(*w, c, row_ptr, rows, N);
   if (!is_nnz_balanced(c.algorithm)) return w;
   const auto p = detail::spmm_partition_host(row_ptr, rows, nnz, c.items_per_warp);
   w->unit_row = DeviceArray<index_t>(p.unit_row.size());
@@ -262,6 +306,9 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     std::string why;
     KRYSP_REQUIRE(is_valid(s->config, &why), "SpmmPlan: forced configuration ", s->config.to_string(),
                   " is invalid: ", why);
+    KRYSP_REQUIRE(spmm_long_row_supported(s->config, N, int(sizeof(T))), "SpmmPlan: forced configuration ",
+                  s->config.to_string(), " cannot cut long rows at N = ", N,
+                  " (VDL: one column lane and N <= per_lane * ", detail::kSpmmVecWidth<T>, ")");
     s->selection.source = SpmmSelection::Source::Forced;
   } else if (o.select == SpmmPlanOptions::Select::Tune) {
     const index_t ldx = o.ldx > 0 ? o.ldx : N, ldy = o.ldy > 0 ? o.ldy : N;

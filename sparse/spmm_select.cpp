@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "sparse/cuda/spmm_common.hpp"
 #include "sparse/tune_cache.hpp"
 #include "sparse/tune_file.hpp"
 
@@ -31,6 +32,7 @@ std::string SpmmConfig::to_string() const {
   else if (algorithm != SpmmAlgorithm::SeqNnz) os << "/c" << per_lane;
   if (is_nnz_balanced(algorithm)) os << "/k" << items_per_warp;
   if (split_count() > 1) os << "/w" << ksplit;
+  if (long_row > 0) os << "/l" << long_row;
   if (panel_count() > 1) os << "/p" << panels;
   return os.str();
 }
@@ -111,9 +113,28 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
     return fail("ksplit " + std::to_string(c.ksplit) + " is not 0, 1, 2, 4 or 8");
   if (c.split_count() > 1 && c.algorithm != SpmmAlgorithm::CscRow)
     return fail("ksplit " + std::to_string(c.ksplit) + " is only for csc-row, not " + krysp::to_string(c.algorithm));
+  if (c.long_row < 0) return fail("long_row " + std::to_string(c.long_row) + " is negative");
+  if (c.long_row > 0 && c.algorithm != SpmmAlgorithm::CscRow && c.algorithm != SpmmAlgorithm::VdlRow)
+    return fail("long_row is only for csc-row and vdl-row, not " + std::string(krysp::to_string(c.algorithm)));
+  if (c.long_row > 0 && c.split_count() > 1)
+    return fail("long_row and ksplit " + std::to_string(c.ksplit) + " do not go together");
   if (c.panels < 0 || c.panels > kMaxSpmmPanels)
     return fail("panels " + std::to_string(c.panels) + " is not in [0, " + std::to_string(kMaxSpmmPanels) + "]");
   return true;
+}
+
+index_t spmm_long_row_threshold(const RowStats& s) {
+  using namespace spmm_rule;
+  if (!spmm_latency_bound(s)) return 0;
+  const index_t t = std::max<index_t>(kLongRowMin, index_t(std::ceil(kLongRowMeanFactor * s.mean)));
+  return s.max_len > t ? t : 0;
+}
+
+bool spmm_long_row_supported(const SpmmConfig& c, index_t N, int value_bytes) {
+  if (c.long_row == 0) return true;
+  if (c.algorithm == SpmmAlgorithm::CscRow)  // one chunk a block: the tickets count per column tile
+    return ceil_div(N, detail::spmm_chunk_columns(false, c.subwarp, 0, c.per_lane, 0)) <= detail::kSpmmMaxTiles;
+  return c.col_lanes == 1 && N <= index_t(c.per_lane) * vec_width(value_bytes);
 }
 
 namespace {
@@ -197,7 +218,31 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes) {
   return best;
 }
 
+namespace {
+SpmmConfig rule_without_cut(const RowStats& s, index_t N, int value_bytes);
+
+/// The rule's pick for the rows up to t long (as if the longest were t long; unsplit: ksplit is not
+/// for rows that short), with the longer ones cut (long_row = t); nullopt when that pick cannot cut
+/// rows.
+std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
+  RowStats cut = s;
+  cut.max_len = t;
+  SpmmConfig c = rule_without_cut(cut, N, value_bytes);
+  c.ksplit = 0;
+  c.long_row = int(t);
+  if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return std::nullopt;
+  return c;
+}
+}  // namespace
+
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
+  if (const index_t t = spmm_long_row_threshold(s); t > 0 && s.max_len >= spmm_rule::kLongRowRuleMinMaxRow)
+    if (const auto c = rule_with_cut(s, t, N, value_bytes)) return *c;
+  return rule_without_cut(s, N, value_bytes);
+}
+
+namespace {
+SpmmConfig rule_without_cut(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
   SpmmConfig c;
   if (s.rows == 0 || s.nnz == 0) {
@@ -237,6 +282,7 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
   }
   return c;
 }
+}  // namespace
 
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
@@ -287,6 +333,25 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   add(make(SpmmAlgorithm::CscNnz));
   if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
+  if (const index_t t = spmm_long_row_threshold(s); t > 0) {  // long rows cut into pieces
+    RowStats cut = s;  // the row kernels' geometry for the rows left
+    cut.max_len = t;
+    auto add_long = [&](SpmmConfig c) {
+      c = complete_spmm_config(c, N, value_bytes, cut);
+      c.long_row = int(t);
+      if (is_valid(c) && spmm_long_row_supported(c, N, value_bytes) && std::find(out.begin(), out.end(), c) == out.end())
+        out.push_back(c);
+    };
+    if (const auto c = rule_with_cut(s, t, N, value_bytes)) add_long(*c);
+    if (N <= kTuneVdlMaxN) {
+      add_long(make(SpmmAlgorithm::VdlRow));
+      add_long(make(SpmmAlgorithm::VdlRow, 32));
+    }
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, cut);
+    add_long(base);
+    add_long(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
+    if (base.subwarp >= 16) add_long(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
+  }
   return out;
 }
 
@@ -334,7 +399,7 @@ std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
      << "\talgorithm=" << static_cast<int>(e.config.algorithm) << "\tsubwarp=" << e.config.subwarp
      << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
      << "\titems_per_warp=" << e.config.items_per_warp << "\tksplit=" << e.config.split_count()
-     << "\tpanels=" << e.config.panel_count()
+     << "\tpanels=" << e.config.panel_count() << "\tlong_row=" << e.config.long_row
      << format_tune_tail(e.ms, e.key.gpu);
   return os.str();
 }
@@ -348,7 +413,7 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
                                                    "hash",     "n",         "xvec",      "algorithm", "subwarp",
                                                    "col_lanes", "per_lane", "items_per_warp", "ms",   "gpu"};
   // lines of version 1 have no panels, of versions up to 3 no ksplit
-  auto f = split_tune_fields(line, kFields, why, {"panels", "ksplit"});
+  auto f = split_tune_fields(line, kFields, why, {"panels", "ksplit", "long_row"});
   if (!f) return std::nullopt;
   TuneKeyFields k;
   if (!parse_tune_key_head(*f, &k, why)) return std::nullopt;
@@ -376,6 +441,10 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   if (m.count("ksplit")) {
     if (!parse_tune_int(m["ksplit"], 0, 8, &v)) return fail("bad ksplit '" + m["ksplit"] + "'");
     e.config.ksplit = int(v);
+  }
+  if (m.count("long_row")) {
+    if (!parse_tune_int(m["long_row"], 0, kMaxIndex, &v)) return fail("bad long_row '" + m["long_row"] + "'");
+    e.config.long_row = int(v);
   }
   if (m.count("panels")) {
     if (!parse_tune_int(m["panels"], 0, kMaxSpmmPanels, &v)) return fail("bad panels '" + m["panels"] + "'");

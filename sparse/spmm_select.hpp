@@ -88,6 +88,13 @@ inline constexpr double kCscTwoColumnChain = 1.5;
 inline constexpr double kSmallStreamMaxMean = 8;
 inline constexpr index_t kSmallStreamMinMaxRow = 33;
 inline constexpr double kSmallStreamMinWaves = 1;
+/// Latency-bound matrices whose longest row is more than kLongRowMin and kLongRowMeanFactor times
+/// the mean row (spmm_long_row_threshold), and at least kLongRowRuleMinMaxRow: the row kernels cut
+/// the rows beyond that (SpmmConfig::long_row) into pieces of a block each, and are chosen for the
+/// rest of the rows as if the longest were that long. Provisional: retune from bench/bench_spmm.
+inline constexpr index_t kLongRowMin = 32;
+inline constexpr double kLongRowMeanFactor = 4;
+inline constexpr index_t kLongRowRuleMinMaxRow = 1024;
 /// Matrices that fill the GPU, even N in [kHalfLanesMinN, kHalfLanesMaxN]: CscRow with S / 2 lanes
 /// of two (paired) columns each, one tile, rather than S lanes of one. H100, graph replays, S / 2
 /// against S at N = 16 / 32: 2-D Laplacian 4 M rows 0.57 / 1.05 ms against 0.81 / 1.57, 3-D
@@ -183,6 +190,16 @@ SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const 
 /// what is wrong.
 bool is_valid(const SpmmConfig& c, std::string* why = nullptr);
 
+/// The rows of a latency-bound matrix longer than this are cut into pieces by the rule's row
+/// kernels (kLongRowMin, kLongRowMeanFactor); 0 when none is (not latency-bound, or no row that
+/// long).
+index_t spmm_long_row_threshold(const RowStats& s);
+
+/// Can the kernel of `c` (complete, valid) cut its long rows (SpmmConfig::long_row) for N columns of
+/// `value_bytes`-byte values? CscRow: when its column tiles cover N in one chunk a block; VdlRow:
+/// one column lane and N <= per_lane · VW (the lean kernel). Always true without long_row.
+bool spmm_long_row_supported(const SpmmConfig& c, index_t N, int value_bytes);
+
 /// Is the matrix small enough for its kernels to be latency-bound (see kLatencyBoundWaves)?
 bool spmm_latency_bound(const RowStats& s);
 
@@ -225,7 +242,8 @@ bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
 /// kernels at S/2, S, 2S and 32 and with one vector per lane, VdlNnz; CSC row kernels at the
 /// derived S and 32, at S/2 with two columns a lane when S >= 16 (on latency-bound matrices also
 /// with one column per lane and with rows shared by 2, 4 and 8 sub-warps), CscNnz; SeqNnz
-/// (N <= kTuneSeqMaxN). Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no
+/// (N <= kTuneSeqMaxN); where spmm_long_row_threshold cuts rows, VDL (lean) and CSC row kernels
+/// with long_row. Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no
 /// duplicates.
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes = 8);
 

@@ -38,6 +38,12 @@ inline SpmmConfig with_split(SpmmConfig c, int ksplit) {
   return c;
 }
 
+/// `c` with the rows of more than `long_row` nonzeros cut into pieces (CscRow, lean VdlRow).
+inline SpmmConfig with_long(SpmmConfig c, int long_row) {
+  c.long_row = long_row;
+  return c;
+}
+
 /// The same matrix with values converted to T.
 template <class T>
 CsrMatrix<T> convert(const CsrMatrix<double>& A) {

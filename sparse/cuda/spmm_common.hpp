@@ -226,4 +226,23 @@ KRYSP_HD inline index_t spmm_column_tiles(index_t N, index_t chunk) {
   return t < 1 ? 1 : (t > kSpmmMaxTiles ? kSpmmMaxTiles : t);
 }
 
+// ---- long rows (SpmmConfig::long_row) -----------------------------------------------------------
+
+/// CscRow long-row pieces: pairs a sub-warp walks in its slice of a piece (one batch of X loads,
+/// csc_walk with B = 8).
+inline constexpr int kSpmmLongSlicePairs = 8;
+
+/// Nonzeros of one long-row piece (one block of kSpmmBlock threads): kSpmmLongSlicePairs per CSC
+/// sub-warp of S lanes, two per VDL lane (vdl1_segment keeps two in flight). The block's
+/// sub-warps take contiguous slices of the piece (csc_slice).
+KRYSP_HD inline index_t spmm_long_piece_nnz(bool vdl, int S) {
+  return vdl ? 2 * kSpmmBlock : index_t(kSpmmBlock / S) * kSpmmLongSlicePairs;
+}
+
+/// Columns a sub-warp covers at a time (its chunk): VDL Q·NV·VW (Q column lanes, NV vectors of VW
+/// a lane), CSC S·NC; a launch has spmm_column_tiles(N, chunk) column tiles.
+KRYSP_HD inline index_t spmm_chunk_columns(bool vdl, int S, int Q, int per_lane, int VW) {
+  return vdl ? index_t(Q) * per_lane * VW : index_t(S) * per_lane;
+}
+
 }  // namespace krysp::detail

@@ -26,23 +26,29 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
     const int R = (std::int64_t(A.rows) << log2s) >= kSpmmCscRoundsMinThreads ? kSpmmCscRowRounds : 1;
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) * R;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
-    spmm_csc_row_kernel<T, NC, B, PV>
-        <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(A, N, log2s, R, alpha, X, ldx, beta, Y, ldy);
+    if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
+      spmm_require_long_launch(grid + ws.num_pieces, tiles, index_t(NC) << log2s, N);
+      spmm_csc_row_kernel<T, NC, B, PV, true><<<dim3(static_cast<unsigned>(grid + ws.num_pieces), tiles), kSpmmBlock,
+                                                 0, st>>>(A, N, log2s, R, alpha, X, ldx, beta, Y, ldy, ws);
+    } else {
+      spmm_csc_row_kernel<T, NC, B, PV, false><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
+          A, N, log2s, R, alpha, X, ldx, beta, Y, ldy, ws);
+    }
     KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_row_kernel");
   }
 }
 
 /// B, the pairs walked per step (csc_accumulate): 8 loads in flight for sub-warps of at least 8
-/// (fewer pairs per round would waste most of a batch) in small launches, split rows, the merge
-/// path, and rows of at least S nonzeros on average (kSpmmCscBatchMaxThreads); the plain loop
-/// otherwise.
+/// (fewer pairs per round would waste most of a batch) in small launches, split rows, long-row
+/// pieces, the merge path, and rows of at least S nonzeros on average (kSpmmCscBatchMaxThreads);
+/// the plain loop otherwise.
 template <class T, int NC, bool PV>
 void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
               T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
   const std::int64_t threads =
       nnz_balanced ? std::int64_t(ws.units) * 32 : (std::int64_t(A.rows) << log2s) << log2k;
   const bool long_rows = std::int64_t(A.nnz) >= (std::int64_t(A.rows) << log2s);
-  if (log2s >= 3 && (log2k > 0 || nnz_balanced || long_rows || threads < kSpmmCscBatchMaxThreads))
+  if (log2s >= 3 && (log2k > 0 || nnz_balanced || ws.num_pieces > 0 || long_rows || threads < kSpmmCscBatchMaxThreads))
     launch<T, NC, 8, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
   else
     launch<T, NC, 1, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
@@ -60,6 +66,8 @@ void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
   // 8 sub-warps of 32 fill the block: every S <= 32 fits 8 slices
   KRYSP_REQUIRE(KS <= 8 && (KS & (KS - 1)) == 0 && (KS == 1 || !nnz_balanced), "SpMM CSC: ksplit ", KS,
                 " is not 1, 2, 4 or 8 on the row-balanced kernel");
+  KRYSP_REQUIRE(ws.num_pieces == 0 || (KS == 1 && !nnz_balanced), "SpMM CSC: long-row pieces (", ws.num_pieces,
+                ") need the row kernel without ksplit, not ", c.to_string());
   const int log2s = spmm_log2(S), log2k = spmm_log2(KS);
   switch (c.per_lane) {
     case 1:

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "base/cuda/check.cuh"
+#include "base/error.hpp"
 #include "sparse/csr_view.hpp"
 #include "sparse/cuda/load.cuh"
 #include "sparse/cuda/spmm_common.hpp"
@@ -96,6 +97,71 @@ __device__ __forceinline__ void spmm_put(T* dst, bool axpby, T alpha, T sum, T b
 /// spmm_column_tiles).
 __device__ __forceinline__ index_t spmm_tile_first(index_t chunk) { return index_t(blockIdx.y) * chunk; }
 __device__ __forceinline__ index_t spmm_tile_step(index_t chunk) { return index_t(gridDim.y) * chunk; }
+
+// ---- long rows (SpmmConfig::long_row) ---------------------------------------------------------
+
+/// One long-row piece (spmm_long_pieces_host): its row, nonzeros [b, e), the row's first piece and
+/// its number of pieces.
+struct LongPiece {
+  index_t row, b, e, first, count;
+};
+__device__ __forceinline__ LongPiece long_piece(const SpmmWorkspaceView& ws, index_t p) {
+  const index_t* q = ws.pieces + 5 * std::int64_t(p);
+  return {__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3), __ldg(q + 4)};
+}
+
+/// The block of piece p has its sub-warps' sums of columns j0 + [0, width) in s_part (sub-warp g at
+/// s_part[g·width]). Adds them over the sub-warps (a tree in shared memory, fixed order), then:
+/// a row of one piece goes straight to Y; otherwise the piece's sums go to ws.piece_sums, and the
+/// block that finishes the row's column tile last (a ticket per row and tile) adds its pieces' sums
+/// in piece order into Y and resets the ticket. Every thread of the block calls it.
+template <class T>
+__device__ void long_piece_finish(T* s_part, int subs, int width, index_t j0, index_t N, const LongPiece& pc,
+                                  index_t p, const SpmmWorkspaceView& ws, T alpha, T beta, T* __restrict__ Y,
+                                  index_t ldy) {
+  __shared__ bool s_last;
+  const int cols = int(N - j0 < width ? N - j0 : width);
+  for (int h = subs / 2; h >= 1; h /= 2) {
+    __syncthreads();
+    for (int i = int(threadIdx.x); i < h * cols; i += kSpmmBlock) {
+      const int g = i / cols, j = i - g * cols;
+      s_part[g * width + j] += s_part[(g + h) * width + j];
+    }
+  }
+  __syncthreads();
+  T* y = Y + std::int64_t(pc.row) * ldy + j0;
+  if (pc.count == 1) {
+    for (int j = int(threadIdx.x); j < cols; j += kSpmmBlock) store_axpby(y + j, alpha, s_part[j], beta);
+    __syncthreads();  // s_part is refilled by the next chunk
+    return;
+  }
+  T* sums = static_cast<T*>(ws.piece_sums);
+  for (int j = int(threadIdx.x); j < cols; j += kSpmmBlock) sums[std::int64_t(p) * N + j0 + j] = s_part[j];
+  __threadfence();  // the sums are visible to the other blocks before the ticket counts this one
+  __syncthreads();
+  unsigned* ticket = ws.tickets + std::int64_t(pc.first) * gridDim.y + blockIdx.y;
+  if (threadIdx.x == 0) s_last = atomicAdd(ticket, 1u) == unsigned(pc.count - 1);
+  __syncthreads();
+  if (s_last) {
+    __threadfence();
+    for (int j = int(threadIdx.x); j < cols; j += kSpmmBlock) {
+      const T* src = sums + std::int64_t(pc.first) * N + j0 + j;
+      T s = T(0);
+      index_t q = 0;
+      for (; q + 4 <= pc.count; q += 4) {  // 4 loads in flight, added in piece order
+        T t[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) t[i] = __ldcg(src + std::int64_t(q + i) * N);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s += t[i];
+      }
+      for (; q < pc.count; ++q) s += __ldcg(src + std::int64_t(q) * N);
+      store_axpby(y + j, alpha, s, beta);
+    }
+    if (threadIdx.x == 0) *ticket = 0u;  // every block of the row has counted: ready for the next call
+  }
+  __syncthreads();  // s_part and s_last are refilled by the next chunk
+}
 
 // ---- VDL ----------------------------------------------------------------------------------------
 
@@ -297,16 +363,41 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
   }
 }
 
-/// Row-balanced lean VDL (vdl1_segment): a sub-warp of S lanes per row.
+/// Long-row piece p (SpmmConfig::long_row) with the lean VDL layout: the block's sub-warps take
+/// contiguous slices of the piece (csc_slice), each summed by vdl1_segment into its row of
+/// s_part, then long_piece_finish. Every thread of the block calls it.
 template <class T, int NV, int S, bool VEC>
+__device__ void vdl1_long_piece(index_t p, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
+                                const T* __restrict__ X, index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
+  constexpr int M = NV * kSpmmVecWidth<T>, SUBS = kSpmmBlock / S;
+  __shared__ T s_part[SUBS * M];
+  const LongPiece pc = long_piece(ws, p);
+  const int g = int(threadIdx.x) / S;
+  index_t b = 0, e = 0;
+  csc_slice(pc.b, pc.e, g, SUBS, &b, &e);
+  vdl1_segment<T, NV, S, VEC>(A, b, e, N, int(threadIdx.x % S), spmm_subwarp_mask(S, threadIdx.x), X, ldx,
+                              s_part + g * M, false, alpha, beta);
+  long_piece_finish(s_part, SUBS, M, 0, N, pc, p, ws, alpha, beta, Y, ldy);
+}
+
+/// Row-balanced lean VDL (vdl1_segment): a sub-warp of S lanes per row. LONG: the first
+/// ws.num_pieces blocks take the long rows' pieces (vdl1_long_piece), the others skip those rows.
+template <class T, int NV, int S, bool VEC, bool LONG>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl1_row_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
-                         T* __restrict__ Y, index_t ldy) {
-  const std::int64_t row = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / S;
+                         T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
+  std::int64_t block = blockIdx.x;
+  if constexpr (LONG) {
+    if (block < ws.num_pieces) return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y,
+                                                                     ldy);
+    block -= ws.num_pieces;
+  }
+  const std::int64_t row = (block * kSpmmBlock + threadIdx.x) / S;
   if (row >= A.rows) return;  // whole sub-warps leave together
   const int lane = int(threadIdx.x % S);
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
   const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+  if (LONG && e - b > ws.long_min) return;  // a long row: its pieces' blocks
   vdl1_segment<T, NV, S, VEC>(A, b, e, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
 }
 
@@ -556,25 +647,60 @@ __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, inde
   }
 }
 
+/// Long-row piece p (SpmmConfig::long_row) with the CSC layout: the block's sub-warps take
+/// contiguous slices of the piece (csc_slice, kSpmmLongSlicePairs pairs each), each summed by
+/// csc_chunk into its row of s_part, then long_piece_finish, chunk after chunk of this block's
+/// column tile. Every thread of the block calls it.
+template <class T, int NC, int B, bool PV>
+__device__ void csc_long_piece(index_t p, const CsrView<T>& A, index_t N, int log2s, const SpmmWorkspaceView& ws,
+                               index_t* s_col, T* s_val, T alpha, const T* __restrict__ X, index_t ldx, T beta,
+                               T* __restrict__ Y, index_t ldy) {
+  __shared__ T s_part[kSpmmBlock * NC];
+  const LongPiece pc = long_piece(ws, p);
+  const int S = 1 << log2s, subs = kSpmmBlock >> log2s;
+  const int lane = int(threadIdx.x) & (S - 1), g = int(threadIdx.x) >> log2s;
+  const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
+  index_t b = 0, e = 0;
+  csc_slice(pc.b, pc.e, g, subs, &b, &e);
+  const index_t chunk = index_t(S) * NC;
+  for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {  // same trips in the block
+    T acc[NC];
+    index_t col[NC];
+    bool ok[NC];
+    csc_chunk<T, NC, B, PV>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col + g * S, s_val + g * S, X, ldx);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s_part[g * chunk + (col[c] - j0)] = acc[c];
+    long_piece_finish(s_part, subs, int(chunk), j0, N, pc, p, ws, alpha, beta, Y, ldy);
+  }
+}
+
 /// Row-balanced CSC: sub-warp of S = 2^log2s lanes per row. Block b takes the R·(256/S)
 /// consecutive rows from b·R·(256/S); in round r its sub-warps work on consecutive rows, so that
-/// X rows shared by neighbouring matrix rows are reused from L1.
-template <class T, int NC, int B, bool PV>
+/// X rows shared by neighbouring matrix rows are reused from L1. LONG: the first ws.num_pieces
+/// blocks take the long rows' pieces (csc_long_piece), the others skip those rows.
+template <class T, int NC, int B, bool PV, bool LONG>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
-                        T beta, T* __restrict__ Y, index_t ldy) {
+                        T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
+  std::int64_t block = blockIdx.x;
+  if constexpr (LONG) {
+    if (block < ws.num_pieces)
+      return csc_long_piece<T, NC, B, PV>(index_t(block), A, N, log2s, ws, s_col, s_val, alpha, X, ldx, beta, Y, ldy);
+    block -= ws.num_pieces;
+  }
   const int S = 1 << log2s;
   const int subs = kSpmmBlock >> log2s;
   const int lane = int(threadIdx.x) & (S - 1);
   const int base = int(threadIdx.x) - lane;
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
-  const std::int64_t first = std::int64_t(blockIdx.x) * subs * R + (int(threadIdx.x) >> log2s);
+  const std::int64_t first = block * subs * R + (int(threadIdx.x) >> log2s);
   for (int r = 0; r < R; ++r) {
     const std::int64_t row = first + std::int64_t(r) * subs;
     if (row >= A.rows) return;  // whole sub-warps leave together
     const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
+    if (LONG && e - b > ws.long_min) continue;  // a long row: its pieces' blocks
     csc_segment<T, NC, B, PV>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, Y + row * ldy, true, alpha,
                           beta);
   }
@@ -751,6 +877,14 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     }
     __syncthreads();  // s_sum is refilled by the next chunk
   }
+}
+
+/// A launch with long-row pieces: grid blocks (pieces included) fit a grid, and `tiles` column
+/// tiles of `chunk` columns cover all N (one chunk per block: the tickets count per tile).
+inline void spmm_require_long_launch(std::int64_t grid, unsigned tiles, index_t chunk, index_t N) {
+  KRYSP_REQUIRE(grid <= 0x7fffffff, "SpMM: ", grid, " blocks with long-row pieces exceed the grid");
+  KRYSP_REQUIRE(std::int64_t(tiles) * chunk >= N, "SpMM: long-row pieces need N <= ", std::int64_t(tiles) * chunk,
+                " (", tiles, " column tiles of ", chunk, "), not N = ", N);
 }
 
 // ---- launchers (defined in spmm_vdl.cu / spmm_csc.cu / spmm_seq.cu; all on stream st) ---------------

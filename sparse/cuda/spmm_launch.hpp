@@ -24,7 +24,15 @@ struct SpmmPartition {
 /// Builds the partition from host CSR arrays. O(units · log rows). K >= 1.
 SpmmPartition spmm_partition_host(const index_t* row_ptr, index_t rows, index_t nnz, index_t K);
 
-/// Device data of a nonzero-balanced configuration (empty for the row kernels).
+/// Long-row pieces of a row kernel with SpmmConfig::long_row (spmm_common.hpp): every row of more
+/// than long_min nonzeros cut into ceil(len / piece_nnz) contiguous pieces of ceil(len / pieces)
+/// nonzeros (the last shorter), in row order; 5 entries a piece: row, first nonzero, end, the
+/// row's first piece and its number of pieces. O(rows).
+std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min,
+                                           index_t piece_nnz);
+
+/// Device data of a nonzero-balanced configuration, or of a row kernel's long rows (empty
+/// otherwise).
 struct SpmmWorkspaceView {
   index_t units = 0;
   const index_t* unit_row = nullptr;  ///< units + 1
@@ -32,6 +40,14 @@ struct SpmmWorkspaceView {
   index_t num_splits = 0;
   const index_t* splits = nullptr;  ///< 3·num_splits
   void* carries = nullptr;          ///< T[2·units·N]: head slots, then tail slots
+  // Row kernels with long rows (num_pieces > 0):
+  index_t long_min = 0;             ///< rows of more nonzeros are cut into pieces
+  index_t num_pieces = 0;
+  const index_t* pieces = nullptr;  ///< 5·num_pieces (spmm_long_pieces_host)
+  /// num_pieces·tiles counters (column tile t of the row whose first piece is f: f·tiles + t), zero
+  /// between calls: the blocks of the row done so far; the last one resets it
+  unsigned* tickets = nullptr;
+  void* piece_sums = nullptr;  ///< T[num_pieces·N]: each piece's sums
 };
 
 /// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see

@@ -26,12 +26,21 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
     const std::int64_t grid = (threads + kSpmmBlock - 1) / kSpmmBlock;
-    if (lean && x_vec)
-      spmm_vdl1_row_kernel<T, NV, S, true>
-          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy);
+    KRYSP_REQUIRE(ws.num_pieces == 0 || lean, "SpMM VDL: long-row pieces need one column lane and N <= ",
+                  NV * kSpmmVecWidth<T>, " (N = ", N, ", column lanes ", 1 << log2q, ")");
+    if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
+      spmm_require_long_launch(grid + ws.num_pieces, 1, NV * kSpmmVecWidth<T>, N);
+      const unsigned g = static_cast<unsigned>(grid + ws.num_pieces);
+      if (x_vec)
+        spmm_vdl1_row_kernel<T, NV, S, true, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
+      else
+        spmm_vdl1_row_kernel<T, NV, S, false, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
+    } else if (lean && x_vec)
+      spmm_vdl1_row_kernel<T, NV, S, true, false>
+          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
     else if (lean)
-      spmm_vdl1_row_kernel<T, NV, S, false>
-          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy);
+      spmm_vdl1_row_kernel<T, NV, S, false, false>
+          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
     else
       spmm_vdl_row_kernel<T, NV, S><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
           A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);

@@ -30,12 +30,14 @@ namespace {
 const index_t kNs[] = {1, 2, 3, 4, 5, 8, 16, 17, 32, 64};
 
 using test::cfg;
+using test::with_long;
 using test::with_split;
 
 /// The forced configurations: each algorithm with derived geometry, plus extremes (2 lanes,
 /// 32 nonzero lanes, 32 column lanes, 2 vectors/columns per lane, rows shared by 2..8 sub-warps,
 /// tiny and odd unit sizes that split rows across many units, CscNnz units staged in shared
-/// memory and too large for it).
+/// memory and too large for it, long rows cut into pieces of one or many blocks; runs_at says
+/// which run at a given N).
 std::vector<SpmmConfig> forced_configs() {
   return {cfg(SpmmAlgorithm::VdlRow),
           cfg(SpmmAlgorithm::VdlRow, 2),
@@ -57,7 +59,20 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, 100),
           cfg(SpmmAlgorithm::CscNnz, 16, 0, 1, 300),  // units too large to stage (kSpmmCscStaged)
           cfg(SpmmAlgorithm::SeqNnz),
-          cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, 37)};
+          cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, 37),
+          with_long(cfg(SpmmAlgorithm::CscRow), 16),
+          with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 5),
+          with_long(cfg(SpmmAlgorithm::CscRow, 8, 0, 1), 40),
+          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),  // 128 sub-warps a piece
+          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),  // N <= 2 (fp64), 4 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20)};  // N <= 4 (fp64), 8 (fp32)
+}
+
+/// Can forced configuration c run at N on A? (Long-row cuts need the lean VDL kernel.)
+template <class T>
+bool runs_at(const SpmmConfig& c, const CsrMatrix<T>& A, index_t N) {
+  const int bytes = int(sizeof(T));
+  return spmm_long_row_supported(complete_spmm_config(c, N, bytes, A.row_stats()), N, bytes);
 }
 
 /// Runs plan.apply on device copies of X and Y0 (X placed x_off elements, Y y_off elements after
@@ -92,6 +107,7 @@ void check_all_variants(const std::string& name, const CsrMatrix<T>& A, index_t 
       for (index_t j = 0; j < N; ++j) Y0[std::size_t(i) * ldy + j] = std::numeric_limits<T>::quiet_NaN();
   const test::SpmmExpected<T> expected(A, N, alpha, X, ldx, beta, Y0, ldy);
   for (const SpmmConfig& c : forced_configs()) {
+    if (!runs_at(c, A, N)) continue;
     SpmmPlanOptions o;
     o.force = true;
     o.forced = c;
@@ -197,6 +213,10 @@ TEST_CASE("SpMM GPU: plan refuses another matrix, another N, too small leading d
   bad.force = true;
   bad.forced = cfg(SpmmAlgorithm::VdlRow, 12);
   CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
+  bad.forced = with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8);  // long rows need the lean VDL: N <= 2
+  CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
+  bad.forced = with_long(cfg(SpmmAlgorithm::CscNnz), 8);
+  CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
   SpmmPlan<double> empty;
   CHECK_FALSE(empty.valid());
   CHECK_THROWS_AS(empty.apply(A, 1.0, x.data(), 4, 0.0, y.data(), 4), InputError);
@@ -214,6 +234,7 @@ TEST_CASE("SpMM GPU: empty matrices") {
   // rows without nonzeros: Y = beta·Y (and 0 for beta = 0, even over NaN)
   const auto Z = CsrMatrix<double>::from_arrays(40, 7, std::vector<index_t>(41, 0), {}, {});
   for (const SpmmConfig& c : forced_configs()) {
+    if (!runs_at(c, Z, 5)) continue;
     SpmmPlanOptions o;
     o.force = true;
     o.forced = c;
@@ -241,6 +262,35 @@ TEST_CASE("SpMM GPU: the rule on the 3-D Laplacian, and large N in chunks") {
     const auto Y0 = test::random_block<double>(L.rows(), N, N, 0.0);
     const auto Y = run(p, L, alpha, X, N, beta, Y0, N);
     test::check_spmm(L, N, alpha, X, N, beta, Y0, Y, N, "laplace3d N=" + std::to_string(N));
+  }
+}
+
+TEST_CASE("SpMM GPU: long rows cut into pieces by the rule: one launch, right, bitwise equal call after call") {
+  // 3000 short rows, rows of 5000, 1500 and 300 and some of 40: the rule cuts the long ones
+  // (spmm_long_row_threshold); the pieces' tickets must be left at zero by every call.
+  std::vector<index_t> lens;
+  for (int i = 0; i < 3000; ++i) lens.push_back(3 + i % 10);
+  lens[17] = 5000;
+  lens[1234] = 1500;
+  lens[2999] = 300;
+  for (int i = 100; i < 3000; i += 97) lens[std::size_t(i)] = 40;
+  const auto A = test::with_row_lengths(6000, lens, 31);
+  for (index_t N : {1, 2, 4, 8, 16, 33, 64}) {
+    const SpmmPlan<double> plan(A, N);
+    const std::string what = "long rows N=" + std::to_string(N) + " " + plan.config().to_string();
+    INFO(what);
+    CHECK(plan.config().long_row == spmm_long_row_threshold(A.row_stats()));
+    CHECK(plan.launches_per_apply() == 1);
+    const double alpha = test::random_scalar(), beta = test::random_scalar();
+    const auto X = test::random_block<double>(A.cols(), N, N, 0.0);
+    const auto Y0 = test::random_block<double>(A.rows(), N, N, 0.0);
+    const test::SpmmExpected<double> expected(A, N, alpha, X, N, beta, Y0, N);
+    const auto Y = run(plan, A, alpha, X, N, beta, Y0, N);
+    expected.check(Y, what);
+    for (int call = 0; call < 3; ++call) {
+      const auto Y2 = run(plan, A, alpha, X, N, beta, Y0, N);
+      CHECK(std::memcmp(Y.data(), Y2.data(), Y.size() * sizeof(double)) == 0);
+    }
   }
 }
 
@@ -337,6 +387,7 @@ TEST_CASE("SpMM GPU: apply() on a caller's stream and replayed from a CUDA graph
         DeviceArray<double> dx(X.size()), dy(Y0.size());
         dx.upload(X.data(), X.size());
         for (const SpmmConfig& c : forced_configs()) {
+          if (!runs_at(c, m.A, N)) continue;
           SpmmPlanOptions o;
           o.force = true;
           o.forced = c;

@@ -37,6 +37,7 @@ struct StringMaker<krysp::SpmmConfig> {
 namespace {
 
 using test::cfg;
+using test::with_long;
 using test::with_split;
 
 template <class T>
@@ -491,12 +492,14 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   for (const auto& m : test::adversarial_matrices(true))
     if (m.name == "dense-row-100k") d = stats_of(m.A);
   REQUIRE(d.max_len == 100000);
-  // N <= 4: SeqNnz (kSeqMaxN, or on a latency-bound matrix kSmallSeqNarrowMinMaxRow) for short rows
-  // on average
-  CHECK(choose_spmm_rule(d, 4).algorithm ==
-        (d.mean <= spmm_rule::kSeqMaxMeanRow ? SpmmAlgorithm::SeqNnz : SpmmAlgorithm::VdlNnz));
-  CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::SeqNnz);  // latency-bound, with a row of 100 k
-  CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscNnz);
+  // latency-bound: the row of 100 k is cut into pieces (spmm_long_row_threshold) for the row
+  // kernels, except at N = 8 where the rows left (up to 4 × the mean) still go to SeqNnz
+  const index_t t = spmm_long_row_threshold(d);
+  CHECK(t == index_t(std::ceil(spmm_rule::kLongRowMeanFactor * d.mean)));
+  CHECK(choose_spmm_rule(d, 4) == with_long(complete_spmm_config(cfg(SpmmAlgorithm::VdlRow, 32), 4, 8, d), int(t)));
+  CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(choose_spmm_rule(d, 16).long_row == t);
 }
 
 TEST_CASE("SpMM rule: the longest row against the average work per resident sub-warp") {
@@ -629,10 +632,16 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   REQUIRE(r.max_len == 338);
   CHECK(choose_spmm_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
   CHECK(choose_spmm_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
-  // hangGlider_2: one row of 1463 among rows of about 9: SeqNnz from N = 1 (more than 32 trips of
-  // a 32-lane VDL sub-warp), the merge path above N = 8
-  const RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
-  for (index_t N : {1, 2, 4, 8}) CHECK(choose_spmm_rule(h, N).algorithm == SpmmAlgorithm::SeqNnz);
+  // hangGlider_2: one row of 1463 among rows of about 9: cut into pieces (rows of more than
+  // 4 × 8.96 -> 36), the row kernels for the rest: VDL up to N = 4, CSC above
+  RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
+  REQUIRE(spmm_long_row_threshold(h) == 36);
+  for (index_t N : {1, 2, 4, 8, 16, 64}) {
+    INFO("N = " << N);
+    CHECK(choose_spmm_rule(h, N).algorithm == (N <= 4 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
+    CHECK(choose_spmm_rule(h, N).long_row == 36);
+  }
+  h.max_len = spmm_rule::kLongRowRuleMinMaxRow - 1;  // not long enough to cut: the merge path
   CHECK(choose_spmm_rule(h, 16).algorithm == SpmmAlgorithm::CscNnz);
   CHECK(choose_spmm_rule(r, 16) == csc(16, 8));
   CHECK(choose_spmm_rule(r, 32) == csc(32, 8));
@@ -765,6 +774,109 @@ TEST_CASE("SpMM config: validation") {
   k.items_per_warp = 64;
   CHECK_FALSE(is_valid(k, &why));
   CHECK(why.find("csc-row") != std::string::npos);
+}
+
+TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
+  std::string why;
+  CHECK(is_valid(with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 36)));
+  CHECK(is_valid(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 36)));
+  CHECK(with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 36).to_string() == "csc-row/s32/c2/l36");
+  CHECK(with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 36) != cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  CHECK_FALSE(is_valid(with_long(cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, 64), 36), &why));
+  CHECK(why.find("long_row") != std::string::npos);
+  CHECK_FALSE(is_valid(with_long(cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 64), 36)));
+  CHECK_FALSE(is_valid(with_long(with_split(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), 4), 36), &why));
+  CHECK(why.find("ksplit") != std::string::npos);
+  CHECK_FALSE(is_valid(with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), -1)));
+  // VDL cuts rows only with the lean kernel: one column lane, N <= vectors a lane · VW
+  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 2, 8));
+  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 3, 8));
+  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 4, 4));  // one float4
+  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 9), 8, 8));
+  CHECK(spmm_long_row_supported(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 8, 8));  // no cut
+  // CSC: one chunk a block (the column tiles cover N)
+  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535, 8));
+  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535 + 1, 8));
+  // threshold: latency-bound matrices with a row longer than max(32, 4 × mean)
+  RowStats s = made_up_stats(1000, 9000, 9, 40, 1500);
+  CHECK(spmm_long_row_threshold(s) == 36);
+  s.max_len = 36;
+  CHECK(spmm_long_row_threshold(s) == 0);
+  s = made_up_stats(1000, 3000, 3, 1, 33);
+  CHECK(spmm_long_row_threshold(s) == 32);
+  s = made_up_stats(4000000, 28000000, 7, 40, 1500);  // fills the GPU: not cut
+  CHECK(spmm_long_row_threshold(s) == 0);
+  // candidates: with a threshold, long-row variants of the VDL (lean) and CSC row kernels, all
+  // runnable at that N; without, none
+  for (const auto& m : test::adversarial_matrices(false)) {
+    const RowStats ms = stats_of(m.A);
+    for (index_t N : {1, 2, 3, 4, 8, 16, 17, 64})
+      for (int vb : {4, 8}) {
+        INFO(m.name, " N=", N, " bytes=", vb);
+        int cuts = 0;
+        for (const SpmmConfig& c : spmm_candidates(ms, N, vb)) {
+          if (c.long_row == 0) continue;
+          ++cuts;
+          CHECK(c.long_row == spmm_long_row_threshold(ms));
+          CHECK(spmm_long_row_supported(c, N, vb));
+        }
+        CHECK((cuts > 0) == (spmm_long_row_threshold(ms) > 0));
+      }
+  }
+}
+
+TEST_CASE("SpMM rule: a few long rows among short ones are cut at every N") {
+  std::vector<index_t> lens;  // the matrix of the GPU test of long rows
+  for (int i = 0; i < 3000; ++i) lens.push_back(3 + i % 10);
+  lens[17] = 5000;
+  lens[1234] = 1500;
+  lens[2999] = 300;
+  for (int i = 100; i < 3000; i += 97) lens[std::size_t(i)] = 40;
+  const RowStats s = stats_of(test::with_row_lengths(6000, lens, 31));
+  const index_t t = spmm_long_row_threshold(s);
+  REQUIRE(t > 0);
+  for (index_t N : {1, 2, 4, 8, 16, 33, 64})
+    for (int vb : {4, 8}) {
+      INFO("N = " << N << ", " << vb << " bytes");
+      const SpmmConfig c = choose_spmm_rule(s, N, vb);
+      CHECK(c.long_row == t);
+      CHECK(spmm_long_row_supported(c, N, vb));
+    }
+}
+
+TEST_CASE("SpMM long rows: pieces cover each long row once, in order, none longer than a piece") {
+  auto mats = test::adversarial_matrices(false);
+  mats.push_back({"rajat19", test::load("rajat19")});
+  for (const auto& m : mats)
+    for (index_t long_min : {0, 3, 16, 100})
+      for (index_t piece : {1, 7, 64, 512}) {
+        const auto v = m.A.host_view();
+        INFO(m.name, " long_min=", long_min, " piece=", piece);
+        const std::vector<index_t> p = spmm_long_pieces_host(v.row_ptr, v.rows, long_min, piece);
+        REQUIRE(p.size() % 5 == 0);
+        const index_t n = index_t(p.size() / 5);
+        index_t q = 0;
+        for (index_t r = 0; r < v.rows; ++r) {
+          const index_t len = v.row_ptr[r + 1] - v.row_ptr[r];
+          if (len <= long_min) continue;
+          const index_t count = (len + piece - 1) / piece;
+          index_t at = v.row_ptr[r];
+          for (index_t k = 0; k < count; ++k, ++q) {
+            REQUIRE(q < n);
+            const index_t* e = p.data() + 5 * q;
+            CHECK(e[0] == r);
+            CHECK(e[1] == at);
+            CHECK(e[2] >= e[1]);
+            CHECK(e[2] - e[1] <= piece);
+            CHECK(e[3] == q - k);
+            CHECK(e[4] == count);
+            at = e[2];
+          }
+          CHECK(at == v.row_ptr[r + 1]);
+        }
+        CHECK(q == n);
+      }
+  CHECK_THROWS_AS(spmm_long_pieces_host(nullptr, 0, 0, 0), InputError);
 }
 
 TEST_CASE("SpMM candidates: rule first, all valid, no duplicates") {
@@ -1066,6 +1178,21 @@ TEST_CASE("SpMM tuning cache: line round trip, corrupt lines, key includes N") {
     const auto bo = detail::parse_spmm_tune_line(old, &why);
     REQUIRE(bo);
     CHECK(bo->config.panel_count() == 1);
+  }
+  {  // long_row round trip; a line without the field (kernel versions up to 13) reads as none
+    SpmmTuneEntry el = e;
+    el.config = with_long(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 36);
+    const auto bl = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(el), &why);
+    REQUIRE(bl);
+    CHECK(bl->config == el.config);
+    std::string old = line;
+    old.erase(old.find("\tlong_row="), std::string("\tlong_row=0").size());
+    const auto bo = detail::parse_spmm_tune_line(old, &why);
+    REQUIRE(bo);
+    CHECK(bo->config.long_row == 0);
+    std::string bad = detail::format_spmm_tune_line(el);
+    bad.replace(bad.find("long_row=36"), 11, "long_row=-1");
+    CHECK_FALSE(detail::parse_spmm_tune_line(bad, &why));
   }
   {  // ksplit round trip; a line without the field (kernel versions up to 3) reads as no split
     SpmmTuneEntry ek = e;
