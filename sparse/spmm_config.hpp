@@ -67,9 +67,9 @@ struct SpmmConfig {
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
-    return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes &&
-           per_lane == o.per_lane && items_per_warp == o.items_per_warp && split_count() == o.split_count() &&
-           panel_count() == o.panel_count() && long_row == o.long_row;
+    return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes && per_lane == o.per_lane &&
+           items_per_warp == o.items_per_warp && split_count() == o.split_count() && panel_count() == o.panel_count() &&
+           long_row == o.long_row;
   }
   /// Sub-warps per row: max(1, ksplit).
   int split_count() const { return ksplit > 1 ? ksplit : 1; }

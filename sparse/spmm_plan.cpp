@@ -62,8 +62,7 @@ SpmmPartition spmm_partition_host(const index_t* row_ptr, index_t rows, index_t 
   return p;
 }
 
-std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min,
-                                           index_t piece_nnz) {
+std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min, index_t piece_nnz) {
   KRYSP_REQUIRE(long_min >= 0 && piece_nnz >= 1, "SpMM long rows: threshold ", long_min, ", piece of ", piece_nnz,
                 " nonzeros (must be >= 0 and >= 1)");
   std::vector<index_t> out;

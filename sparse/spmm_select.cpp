@@ -219,15 +219,13 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes) {
 }
 
 namespace {
-SpmmConfig rule_without_cut(const RowStats& s, index_t N, int value_bytes);
-
 /// The rule's pick for the rows up to t long (as if the longest were t long; unsplit: ksplit is not
 /// for rows that short), with the longer ones cut (long_row = t); nullopt when that pick cannot cut
 /// rows.
 std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
   RowStats cut = s;
   cut.max_len = t;
-  SpmmConfig c = rule_without_cut(cut, N, value_bytes);
+  SpmmConfig c = spmm_uncut_rule(cut, N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
   if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return std::nullopt;
@@ -236,13 +234,12 @@ std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N,
 }  // namespace
 
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
-  if (const index_t t = spmm_long_row_threshold(s); t > 0 && s.max_len >= spmm_rule::kLongRowRuleMinMaxRow)
+  if (const index_t t = spmm_long_row_threshold(s); t > 0 && s.max_len >= spmm_rule::kLongRowRuleMinCut * double(t))
     if (const auto c = rule_with_cut(s, t, N, value_bytes)) return *c;
-  return rule_without_cut(s, N, value_bytes);
+  return spmm_uncut_rule(s, N, value_bytes);
 }
 
-namespace {
-SpmmConfig rule_without_cut(const RowStats& s, index_t N, int value_bytes) {
+SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
   SpmmConfig c;
   if (s.rows == 0 || s.nnz == 0) {
@@ -282,7 +279,6 @@ SpmmConfig rule_without_cut(const RowStats& s, index_t N, int value_bytes) {
   }
   return c;
 }
-}  // namespace
 
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
@@ -334,12 +330,13 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
   if (const index_t t = spmm_long_row_threshold(s); t > 0) {  // long rows cut into pieces
-    RowStats cut = s;  // the row kernels' geometry for the rows left
+    RowStats cut = s;                                         // the row kernels' geometry for the rows left
     cut.max_len = t;
     auto add_long = [&](SpmmConfig c) {
       c = complete_spmm_config(c, N, value_bytes, cut);
       c.long_row = int(t);
-      if (is_valid(c) && spmm_long_row_supported(c, N, value_bytes) && std::find(out.begin(), out.end(), c) == out.end())
+      if (is_valid(c) && spmm_long_row_supported(c, N, value_bytes) &&
+          std::find(out.begin(), out.end(), c) == out.end())
         out.push_back(c);
     };
     if (const auto c = rule_with_cut(s, t, N, value_bytes)) add_long(*c);
@@ -394,10 +391,9 @@ std::vector<SpmmTuneEntry> parse_spmm_tune_text(std::string_view text, const std
 
 std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
   std::ostringstream os;
-  os << format_tune_key_head({e.key.kernel_version, e.key.precision, e.key.fingerprint, e.key.gpu})
-     << "\tn=" << e.key.n << "\txvec=" << (e.key.x_vec ? 1 : 0)
-     << "\talgorithm=" << static_cast<int>(e.config.algorithm) << "\tsubwarp=" << e.config.subwarp
-     << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
+  os << format_tune_key_head({e.key.kernel_version, e.key.precision, e.key.fingerprint, e.key.gpu}) << "\tn=" << e.key.n
+     << "\txvec=" << (e.key.x_vec ? 1 : 0) << "\talgorithm=" << static_cast<int>(e.config.algorithm)
+     << "\tsubwarp=" << e.config.subwarp << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
      << "\titems_per_warp=" << e.config.items_per_warp << "\tksplit=" << e.config.split_count()
      << "\tpanels=" << e.config.panel_count() << "\tlong_row=" << e.config.long_row
      << format_tune_tail(e.ms, e.key.gpu);

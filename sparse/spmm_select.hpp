@@ -88,13 +88,20 @@ inline constexpr double kCscTwoColumnChain = 1.5;
 inline constexpr double kSmallStreamMaxMean = 8;
 inline constexpr index_t kSmallStreamMinMaxRow = 33;
 inline constexpr double kSmallStreamMinWaves = 1;
-/// Latency-bound matrices whose longest row is more than kLongRowMin and kLongRowMeanFactor times
-/// the mean row (spmm_long_row_threshold), and at least kLongRowRuleMinMaxRow: the row kernels cut
-/// the rows beyond that (SpmmConfig::long_row) into pieces of a block each, and are chosen for the
-/// rest of the rows as if the longest were that long. Provisional: retune from bench/bench_spmm.
+/// Latency-bound matrices: rows longer than t = max(kLongRowMin, kLongRowMeanFactor · mean row)
+/// (spmm_long_row_threshold) can be cut into pieces of a block each (SpmmConfig::long_row); the rule
+/// does so when the longest row is at least kLongRowRuleMinCut · t, and picks the row kernel for
+/// the rest of the rows as if the longest were t long. H100, graph-timed candidates on the 18 small
+/// matrices with such rows (spmm_h100_2026-11-25_session7_long): the rule's pick with the cut
+/// against the previous one was 1.34 / 1.26 / 1.95-2.50x faster on hangGlider_2 (longest row 1463,
+/// t = 36) at N = 2 / 8 / 16-64, 1.20-2.33x on adder_dcop_05 (1310), 1.1-1.8x on rajat19 (338)
+/// and PGPgiantcompo (205), but 0.74-0.96x on bcsstm13, Erdos971, mahindas and zenios (longest
+/// 41-70, under 2.5 t: a piece's block costs more than the chain it saves). Against the fastest
+/// candidate, cutting from 2.5 t gave 1.019 / 1.044 / 1.070 at N <= 4 / 8 / 16-64, from 1024 rows
+/// 1.098 / 1.137 / 1.186, always 1.051 / 1.082 / 1.075. Retune from bench/bench_spmm.
 inline constexpr index_t kLongRowMin = 32;
 inline constexpr double kLongRowMeanFactor = 4;
-inline constexpr index_t kLongRowRuleMinMaxRow = 1024;
+inline constexpr double kLongRowRuleMinCut = 2.5;
 /// Matrices that fill the GPU, even N in [kHalfLanesMinN, kHalfLanesMaxN]: CscRow with S / 2 lanes
 /// of two (paired) columns each, one tile, rather than S lanes of one. H100, graph replays, S / 2
 /// against S at N = 16 / 32: 2-D Laplacian 4 M rows 0.57 / 1.05 ms against 0.81 / 1.57, 3-D
@@ -215,7 +222,13 @@ SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N);
 /// The VDL sub-warp for a latency-bound matrix (kVdlWideWaves, kVdlSubwarpWaveCost).
 int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
 
-/// The cheap rule (complete configuration):
+/// The cheap rule (complete configuration): on a latency-bound matrix whose longest row is at
+/// least kLongRowRuleMinCut times t = spmm_long_row_threshold, spmm_uncut_rule for rows up to t
+/// long, unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
+/// (spmm_long_row_supported); spmm_uncut_rule otherwise.
+SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
+
+/// The rule for the rows as they are (no long_row; complete configuration):
 ///  - N <= kVdlMaxN: VDL, else CSC (S / 2 lanes of two columns for even N in [kHalfLanesMinN,
 ///    kHalfLanesMaxN]); on latency-bound matrices (spmm_latency_bound) VDL with the
 ///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, then CSC with long rows shared by
@@ -228,7 +241,7 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
 ///    kTuneSeqMaxN it reaches kSmallStreamMinMaxRow unsplit with a mean row below
 ///    kSmallStreamMaxMean and rows·32 above kSmallStreamMinWaves waves (CscNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
-SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
+SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes = 8);
 
 /// Cost in loop trips of the longest row, and the average cost per resident sub-warp, for a
 /// complete configuration (see kLongRowFactor).

@@ -28,8 +28,7 @@ SpmmPartition spmm_partition_host(const index_t* row_ptr, index_t rows, index_t 
 /// than long_min nonzeros cut into ceil(len / piece_nnz) contiguous pieces of ceil(len / pieces)
 /// nonzeros (the last shorter), in row order; 5 entries a piece: row, first nonzero, end, the
 /// row's first piece and its number of pieces. O(rows).
-std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min,
-                                           index_t piece_nnz);
+std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min, index_t piece_nnz);
 
 /// Device data of a nonzero-balanced configuration, or of a row kernel's long rows (empty
 /// otherwise).
@@ -41,7 +40,7 @@ struct SpmmWorkspaceView {
   const index_t* splits = nullptr;  ///< 3·num_splits
   void* carries = nullptr;          ///< T[2·units·N]: head slots, then tail slots
   // Row kernels with long rows (num_pieces > 0):
-  index_t long_min = 0;             ///< rows of more nonzeros are cut into pieces
+  index_t long_min = 0;  ///< rows of more nonzeros are cut into pieces
   index_t num_pieces = 0;
   const index_t* pieces = nullptr;  ///< 5·num_pieces (spmm_long_pieces_host)
   /// num_pieces·tiles counters (column tile t of the row whose first piece is f: f·tiles + t), zero

@@ -63,8 +63,8 @@ std::vector<SpmmConfig> forced_configs() {
           with_long(cfg(SpmmAlgorithm::CscRow), 16),
           with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 5),
           with_long(cfg(SpmmAlgorithm::CscRow, 8, 0, 1), 40),
-          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),  // 128 sub-warps a piece
-          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),  // N <= 2 (fp64), 4 (fp32)
+          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),    // 128 sub-warps a piece
+          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),   // N <= 2 (fp64), 4 (fp32)
           with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20)};  // N <= 4 (fp64), 8 (fp32)
 }
 

@@ -482,11 +482,11 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   REQUIRE(small.cv() > spmm_rule::kNnzBalanceMinCv);
   REQUIRE(spmm_latency_bound(small));
   REQUIRE(small.max_len >= spmm_rule::kSmallSeqMinMaxRow);
-  CHECK(choose_spmm_rule(small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  CHECK(choose_spmm_rule(small, 4).algorithm == SpmmAlgorithm::VdlRow);
-  CHECK(choose_spmm_rule(small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
-  CHECK(choose_spmm_rule(small, 8).algorithm == SpmmAlgorithm::SeqNnz);
-  CHECK(choose_spmm_rule(small, 9).algorithm != SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(spmm_uncut_rule(small, 4).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(spmm_uncut_rule(small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(spmm_uncut_rule(small, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(small, 9).algorithm != SpmmAlgorithm::SeqNnz);
   // one dense row among short ones
   RowStats d;
   for (const auto& m : test::adversarial_matrices(true))
@@ -511,25 +511,25 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   s.mean = 4096;
   s.stddev = 0;
   s.max_len = 4096;
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  CHECK(spmm_mean_trips_per_slot(s, choose_spmm_rule(s, 2)) == doctest::Approx(100000.0 * 128 / 8448));
+  CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(spmm_mean_trips_per_slot(s, spmm_uncut_rule(s, 2)) == doctest::Approx(100000.0 * 128 / 8448));
   s.max_len = 193000;  // 6031 trips < 4 × 1515.15 = 6060.6
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(spmm_uncut_rule(s, 2).algorithm == SpmmAlgorithm::VdlRow);
   s.max_len = 194000;  // 6062 trips
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(spmm_uncut_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
   // CSC N = 8: S = 8, cost len / 4 → 1024 per row, 33792 resident sub-warps → 3030.3 average
   s.max_len = 48400;  // 12100 trips < 12121.2
-  CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.max_len = 48600;  // 12150 trips
-  CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
   // Few even rows: the same rows are now long (64 rows in one partial wave); 4 < N <= 8 on a
   // latency-bound matrix with such rows is SeqNnz's (kSmallSeqMinMaxRow)
   s.rows = 64;
   s.nnz = 64 * 4096;
   s.max_len = 4096;
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
-  CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::SeqNnz);
-  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(spmm_uncut_rule(s, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // Small matrices, N = 16: rows up to 8 · kSplitMaxSlice = 512 are shared by 8 sub-warps; beyond,
   // VDL (32 lanes, 8 column lanes: P = 4, len / 4 trips) is past the floor kMinLongRowTrips = 16
   // times kLongRowFactor = 4 → CscNnz
@@ -538,11 +538,11 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   s.mean = 8;
   s.stddev = 8;
   s.max_len = 512;
-  CHECK(choose_spmm_rule(s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
+  CHECK(spmm_uncut_rule(s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
   s.max_len = 520;
-  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // latency-bound CscNnz: two columns a lane at N = 64 (one tile)
-  CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, spmm_rule::kItemsPerWarpSmall));
+  CHECK(spmm_uncut_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, spmm_rule::kItemsPerWarpSmall));
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
@@ -556,35 +556,35 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     INFO(s.to_string());
     REQUIRE(spmm_latency_bound(s));
     REQUIRE(s.max_len == 22);
-    CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-    CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
-    CHECK(choose_spmm_rule(s, 8) == csc(8, 2));
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7 and 1.5·22 + 5.7 (S / 2)
+    CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+    CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
+    CHECK(spmm_uncut_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
+    CHECK(spmm_uncut_rule(s, 8) == csc(8, 2));
+    CHECK(spmm_uncut_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7 and 1.5·22 + 5.7 (S / 2)
     // S / 2 lanes with two columns each: 1.5·22 + 11.4 against 22 + 22.7 and 11 + 45.4
-    CHECK(choose_spmm_rule(s, 17) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
+    CHECK(spmm_uncut_rule(s, 17) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
     // two columns a lane (one tile): 1.5·22 + 22.7 against 22 + 45.4 for one (two tiles)
-    CHECK(choose_spmm_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-    CHECK(choose_spmm_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
-    CHECK(choose_spmm_rule(s, 8, 4) == csc(8, 2));
+    CHECK(spmm_uncut_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+    CHECK(spmm_uncut_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
+    CHECK(spmm_uncut_rule(s, 8, 4) == csc(8, 2));
   }
   {  // bcsstk06: 420 rows up to 28 long
     const RowStats s = stats_of(test::load("bcsstk06"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 28);
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 7 + 9.5 against 14 + 4.8 and 4 + 19.1
+    CHECK(spmm_uncut_rule(s, 16) == csc(16, 4));  // 7 + 9.5 against 14 + 4.8 and 4 + 19.1
     // 14 + 19.1 against 7 + 38.2, 28 + 9.5 and 1.5·28 + 4.8 for two columns a lane
-    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));
+    CHECK(spmm_uncut_rule(s, 64) == csc(32, 2));
   }
   {  // Erdos971: 472 rows up to 41 long
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 41);
-    CHECK(choose_spmm_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(choose_spmm_rule(s, 8) == csc(8, 4));    // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
-    CHECK(choose_spmm_rule(s, 16) == csc(16, 4));  // 11 + 10.7 against 6 + 21.5 and 21 + 5.4
-    CHECK(choose_spmm_rule(s, 17) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5 and 41 + 5.4
-    CHECK(choose_spmm_rule(s, 64) == csc(32, 2));  // 21 + 21.5 against 11 + 42.9 and 2·21 + 10.7
+    CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
+    CHECK(spmm_uncut_rule(s, 8) == csc(8, 4));    // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
+    CHECK(spmm_uncut_rule(s, 16) == csc(16, 4));  // 11 + 10.7 against 6 + 21.5 and 21 + 5.4
+    CHECK(spmm_uncut_rule(s, 17) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5 and 41 + 5.4
+    CHECK(spmm_uncut_rule(s, 64) == csc(32, 2));  // 21 + 21.5 against 11 + 42.9 and 2·21 + 10.7
   }
   // the split: KS minimises ceil(longest / KS) + 96·rows·S·KS·tiles / 270336 (one wave), over
   // the KS that leave slices of at most kSplitMaxSlice = 64 pairs (and KS = 1)
@@ -597,26 +597,26 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_split_rule(g, 16) == 2);  // 20 + 34.1 against 40 + 17.0 and 10 + 68.2
   g.max_len = 8 * 64 + 1;  // a slice of more than kSplitMaxSlice pairs: left to the merge path
   CHECK(spmm_split_rule(g, 16) == 1);
-  CHECK(is_nnz_balanced(choose_spmm_rule(g, 16).algorithm));
+  CHECK(is_nnz_balanced(spmm_uncut_rule(g, 16).algorithm));
   g.max_len = 40;
   g.rows = 20000;
   g.nnz = 240000;
   CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 113.6 against 20 + 227.3: no split
   // and 8 lanes with two columns each cost less still: 1.5·40 + 56.8
-  CHECK(choose_spmm_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(spmm_uncut_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
   CHECK(spmm_small_csc_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
   // bodyy6-like, 19366 rows of 7-9: VDL S = 4 at N = 2 (3 + 2.9 against 5 + 1.4 and 2 + 5.7)
   const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
   REQUIRE(spmm_latency_bound(b));
   CHECK(spmm_small_vdl_subwarp(b, 2) == 4);
-  CHECK(choose_spmm_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  CHECK(spmm_uncut_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
   // two columns a lane, one tile: 1.5·9 + 55.0 (8 lanes) against 9 + 110.0 at N = 16, 1.5·9 +
   // 110.0 (16 lanes) against 9 + 220.1 at N = 32, 1.5·9 + 220.1 against 9 + 440.2 at N = 64
-  CHECK(choose_spmm_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
-  CHECK(choose_spmm_rule(b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
-  CHECK(choose_spmm_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  CHECK(spmm_uncut_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(spmm_uncut_rule(b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
+  CHECK(spmm_uncut_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   // N = 8: S = 8 has no half-lane form; one column a lane, unsplit (9 + 55.0 against 5 + 110.0)
-  CHECK(choose_spmm_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   // 494_bus: 1.5·10 + 5.6 against 10 + 11.2 unsplit and 5 + 22.5 for KS = 2
   const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);
   CHECK(spmm_small_csc_rule(tiny, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
@@ -630,8 +630,8 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
   REQUIRE(spmm_latency_bound(r));
   REQUIRE(r.max_len == 338);
-  CHECK(choose_spmm_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  CHECK(choose_spmm_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(spmm_uncut_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
   // hangGlider_2: one row of 1463 among rows of about 9: cut into pieces (rows of more than
   // 4 × 8.96 -> 36), the row kernels for the rest: VDL up to N = 4, CSC above
   RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
@@ -641,11 +641,21 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(h, N).algorithm == (N <= 4 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
     CHECK(choose_spmm_rule(h, N).long_row == 36);
   }
-  h.max_len = spmm_rule::kLongRowRuleMinMaxRow - 1;  // not long enough to cut: the merge path
-  CHECK(choose_spmm_rule(h, 16).algorithm == SpmmAlgorithm::CscNnz);
-  CHECK(choose_spmm_rule(r, 16) == csc(16, 8));
-  CHECK(choose_spmm_rule(r, 32) == csc(32, 8));
-  CHECK(choose_spmm_rule(r, 64) == csc(32, 8));
+  h.max_len = index_t(spmm_rule::kLongRowRuleMinCut * 36);  // long enough to cut
+  CHECK(choose_spmm_rule(h, 16).long_row == 36);
+  h.max_len -= 1;  // not
+  CHECK(choose_spmm_rule(h, 16).long_row == 0);
+  CHECK(spmm_uncut_rule(r, 16) == csc(16, 8));
+  CHECK(spmm_uncut_rule(r, 32) == csc(32, 8));
+  CHECK(spmm_uncut_rule(r, 64) == csc(32, 8));
+  // the rule cuts rajat19's rows beyond 32 (338 >= 2.5 · 32): the row kernels for rows up to 32
+  // long, unsplit
+  RowStats r32 = r;
+  r32.max_len = 32;
+  for (index_t N : {2, 8, 16, 64}) {
+    INFO("N = " << N);
+    CHECK(choose_spmm_rule(r, N) == with_long(with_split(spmm_uncut_rule(r32, N), 0), 32));
+  }
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
@@ -654,13 +664,13 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   s.stddev = 1;
   s.max_len = 9;
   CHECK(spmm_latency_bound(s));
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
-  CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
+  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.rows = 33793;
   s.nnz = 33793 * 7;
   CHECK_FALSE(spmm_latency_bound(s));
-  CHECK(choose_spmm_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
 }
 
 TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows go to CscNnz") {
@@ -671,7 +681,7 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
   for (index_t N : {17, 32, 64}) {
     INFO("N = " << N);
     REQUIRE(spmm_split_rule(s, N) == 1);
-    CHECK(choose_spmm_rule(s, N) == cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, spmm_rule::kItemsPerWarpSmall));
+    CHECK(spmm_uncut_rule(s, N) == cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, spmm_rule::kItemsPerWarpSmall));
   }
   {  // the same rows, but only 5242 of them (ca-GrQc-like: 5242·32 lanes < one wave): row kernels
     RowStats g = s;
@@ -679,23 +689,23 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
     g.nnz = 28980;
     g.mean = 28980.0 / 5242;
     g.max_len = 81;
-    for (index_t N : {17, 32, 64}) CHECK(choose_spmm_rule(g, N).algorithm == SpmmAlgorithm::CscRow);
-    CHECK(choose_spmm_rule(g, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));  // 1.5·81 + 59.6 against 81 + 119.1
+    for (index_t N : {17, 32, 64}) CHECK(spmm_uncut_rule(g, N).algorithm == SpmmAlgorithm::CscRow);
+    CHECK(spmm_uncut_rule(g, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));  // 1.5·81 + 59.6 against 81 + 119.1
     g.rows = 8449;  // 8449·32 lanes: just over a wave
     g.nnz = index_t(g.mean * g.rows);
-    CHECK(choose_spmm_rule(g, 64).algorithm == SpmmAlgorithm::CscNnz);
+    CHECK(spmm_uncut_rule(g, 64).algorithm == SpmmAlgorithm::CscNnz);
   }
   // 16 lanes: 205 + 60.7 unsplit against 52 + 242.7 shared by 4 sub-warps: the merge path too
   CHECK(spmm_split_rule(s, 16) == 1);
-  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
-  CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
+  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
   s.max_len = spmm_rule::kSmallStreamMinMaxRow - 1;  // no long row
-  CHECK(choose_spmm_rule(s, 16).algorithm == SpmmAlgorithm::CscRow);
-  CHECK(choose_spmm_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(spmm_uncut_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
   s.max_len = 205;
   s.mean = spmm_rule::kSmallStreamMaxMean;  // rows long enough to walk one by one
   s.nnz = index_t(s.mean * s.rows);
-  CHECK(choose_spmm_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(spmm_uncut_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
 }
 
 TEST_CASE("SpMM rule: empty matrices stay on the row kernels") {
