@@ -33,8 +33,8 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 /// of them changes: SpMM tuning-cache entries of another version are ignored.
 /// 7: graph-timed candidates; 8: S/2, c2; 9: paired c2; 10: padded CSC slots; 11: prefetched pairs;
 /// 12: S/2 with two columns a lane also on large matrices; 13: batched walk for long rows and the merge path;
-/// 14: long rows split into pieces of a block each (SpmmConfig::long_row); 15: ELL copies (SpmmConfig::ell).
-inline constexpr int kSpmmKernelVersion = 15;
+/// 14: long rows split into pieces of a block each (SpmmConfig::long_row).
+inline constexpr int kSpmmKernelVersion = 14;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;
@@ -62,20 +62,14 @@ struct SpmmConfig {
   /// finish adds the pieces' sums in piece order (deterministic) into Y, in the same launch. For
   /// latency-bound matrices whose few long rows are the longest chain.
   int long_row = 0;
-  /// VdlRow, lean kernel (one column lane, one chunk), no panels: 1 = the plan keeps an ELL copy of
-  /// the matrix (every row padded to the longest one left, long_row rows excluded; padding marked
-  /// by column -1, values gathered again when A's values change), which the kernel reads at
-  /// row · width without the row offsets: one dependent trip to memory less, for latency-bound
-  /// matrices. 0 = CSR.
-  int ell = 0;
   /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels, "/w4"
-  /// with ksplit 4, "/l36" with long_row 36, "/e" with an ELL copy; SeqNnz: "seq-nnz/k256").
+  /// with ksplit 4, "/l36" with long_row 36; SeqNnz: "seq-nnz/k256").
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes && per_lane == o.per_lane &&
            items_per_warp == o.items_per_warp && split_count() == o.split_count() && panel_count() == o.panel_count() &&
-           long_row == o.long_row && ell == o.ell;
+           long_row == o.long_row;
   }
   /// Sub-warps per row: max(1, ksplit).
   int split_count() const { return ksplit > 1 ? ksplit : 1; }

@@ -80,42 +80,6 @@ std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows,
   return out;
 }
 
-index_t spmm_ell_width(const index_t* row_ptr, index_t rows, index_t long_min) {
-  index_t w = 1;
-  for (index_t r = 0; r < rows; ++r) {
-    const index_t len = row_ptr[r + 1] - row_ptr[r];
-    if ((long_min == 0 || len <= long_min) && len > w) w = len;
-  }
-  return w;
-}
-
-bool spmm_ell_fits(index_t rows, index_t nnz, index_t width) {
-  return double(rows) * double(width) <= std::max(4.0 * double(nnz), 32.0 * double(rows));
-}
-
-SpmmEll spmm_ell_host(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t nnz, index_t long_min) {
-  KRYSP_REQUIRE(long_min >= 0, "SpMM ELL copy: long-row threshold ", long_min, " is negative");
-  SpmmEll e;
-  e.width = spmm_ell_width(row_ptr, rows, long_min);
-  KRYSP_REQUIRE(spmm_ell_fits(rows, nnz, e.width), "SpMM ELL copy: ", rows, " rows of width ", e.width, " for ", nnz,
-                " nonzeros is more than 4 times the nonzeros or 32 a row; cut the long rows (long_row) or use CSR");
-  e.col.assign(std::size_t(rows) * std::size_t(e.width), -1);
-  e.src.assign(e.col.size(), -1);
-  for (index_t r = 0; r < rows; ++r) {
-    const index_t b = row_ptr[r], len = row_ptr[r + 1] - b;
-    const std::size_t at = std::size_t(r) * std::size_t(e.width);
-    if (long_min > 0 && len > long_min) {
-      e.col[at] = -2;  // cut into pieces
-      continue;
-    }
-    for (index_t k = 0; k < len; ++k) {
-      e.col[at + std::size_t(k)] = col_idx[b + k];
-      e.src[at + std::size_t(k)] = b + k;
-    }
-  }
-  return e;
-}
-
 }  // namespace detail
 
 namespace {
@@ -127,22 +91,10 @@ constexpr index_t kMaxSpmmN = index_t(1) << 24;
 
 template <class T>
 struct Workspace {
-  DeviceArray<index_t> unit_row, unit_nnz, splits, pieces, ell_col, ell_src;
-  DeviceArray<T> carries, piece_sums, ell_val;
+  DeviceArray<index_t> unit_row, unit_nnz, splits, pieces;
+  DeviceArray<T> carries, piece_sums;
   DeviceArray<unsigned> tickets;
   detail::SpmmWorkspaceView view;
-  const T* gathered_from = nullptr;  // the ELL values' source (A's device values) and version
-  std::uint64_t gathered_version = 0;
-
-  /// Gathers the ELL copy's values from A's device arrays unless they are those gathered last.
-  void refresh(const CsrMatrix<T>& A, DeviceStream stream = {}) {
-    if (view.ell_col == nullptr) return;
-    const T* src = A.device_view().values;
-    if (src == gathered_from && A.values_version() == gathered_version) return;
-    detail::spmm_gather_values(src, ell_src.data(), index_t(ell_src.size()), ell_val.data(), stream);
-    gathered_from = src;
-    gathered_version = A.values_version();
-  }
 };
 
 /// The long-row pieces of a row kernel with long_row (spmm_long_pieces_host), their sums and
@@ -195,24 +147,9 @@ std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const index_t*
   return w;
 }
 
-/// The same for matrix A, with the ELL copy of an ell configuration (its values gathered).
 template <class T>
 std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const CsrMatrix<T>& A, index_t N) {
-  auto w = make_workspace<T>(c, A.row_ptr().data(), A.rows(), A.nnz(), N);
-  if (c.ell && A.rows() > 0) {
-    const detail::SpmmEll e =
-        detail::spmm_ell_host(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.nnz(), c.long_row);
-    w->ell_col = DeviceArray<index_t>(e.col.size());
-    w->ell_col.upload(e.col.data(), e.col.size());
-    w->ell_src = DeviceArray<index_t>(e.src.size());
-    w->ell_src.upload(e.src.data(), e.src.size());
-    w->ell_val = DeviceArray<T>(e.src.size());
-    w->view.ell_width = e.width;
-    w->view.ell_col = w->ell_col.data();
-    w->view.ell_val = w->ell_val.data();
-    w->refresh(A);
-  }
-  return w;
+  return make_workspace<T>(c, A.row_ptr().data(), A.rows(), A.nnz(), N);
 }
 
 /// A column split of the matrix on the device (spmm_panels.hpp): each panel a CSR view into the
@@ -368,7 +305,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     std::string why;
     KRYSP_REQUIRE(is_valid(s->config, &why), "SpmmPlan: forced configuration ", s->config.to_string(),
                   " is invalid: ", why);
-    KRYSP_REQUIRE(spmm_supported_at(s->config, N, int(sizeof(T))), "SpmmPlan: forced configuration ",
+    KRYSP_REQUIRE(spmm_long_row_supported(s->config, N, int(sizeof(T))), "SpmmPlan: forced configuration ",
                   s->config.to_string(), " cannot cut long rows at N = ", N,
                   " (VDL: one column lane and N <= per_lane * ", detail::kSpmmVecWidth<T>, ")");
     s->selection.source = SpmmSelection::Source::Forced;
@@ -467,7 +404,6 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), stream);
     return;
   }
-  state_->workspace->refresh(A, stream);
   detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
                       vector_aligned(X, ldx), stream);
 }

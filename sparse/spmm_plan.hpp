@@ -26,8 +26,6 @@
 ///  - row-balanced: one sub-warp per row; nonzero-balanced: merge-path units of equal
 ///    (rows + nonzeros), one warp each; a row split between units leaves partial sums that a
 ///    fix-up kernel combines in unit order.
-///  - ELL copy (SpmmConfig::ell, lean VDL on latency-bound matrices): the plan keeps the rows padded
-///    to one width, read without the row offsets (one dependent trip to memory less).
 ///  - long rows (SpmmConfig::long_row, row kernels on latency-bound matrices): the few rows far
 ///    longer than the others are cut into pieces of a block each, the block's sub-warps sharing a
 ///    piece; the last block of a row to finish adds the pieces' sums in piece order, in the same
@@ -109,9 +107,8 @@ class SpmmPlan {
   /// that apply() writes: one plan (and its copies) must not run twice at once, from two host
   /// threads or on two streams. Only kernels are enqueued (A's device arrays exist since the plan
   /// was made), so apply() on a stream other than the default one can be captured into a CUDA
-  /// graph. A matrix split into column panels (config().panels > 1) or kept as an ELL copy
-  /// (config().ell) reads copies of its values gathered when they change: after a change of A's
-  /// values, capture again.
+  /// graph. A matrix split into column panels (config().panels > 1) reads copies of its values
+  /// gathered when they change: after a change of A's values, capture again.
   void apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
              DeviceStream stream = {}) const;
 

@@ -8,7 +8,6 @@
 
 #include "base/error.hpp"
 #include "sparse/cuda/spmm_common.hpp"
-#include "sparse/cuda/spmm_launch.hpp"
 #include "sparse/tune_cache.hpp"
 #include "sparse/tune_file.hpp"
 
@@ -34,7 +33,6 @@ std::string SpmmConfig::to_string() const {
   if (is_nnz_balanced(algorithm)) os << "/k" << items_per_warp;
   if (split_count() > 1) os << "/w" << ksplit;
   if (long_row > 0) os << "/l" << long_row;
-  if (ell != 0) os << "/e";
   if (panel_count() > 1) os << "/p" << panels;
   return os.str();
 }
@@ -120,18 +118,9 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
     return fail("long_row is only for csc-row and vdl-row, not " + std::string(krysp::to_string(c.algorithm)));
   if (c.long_row > 0 && c.split_count() > 1)
     return fail("long_row and ksplit " + std::to_string(c.ksplit) + " do not go together");
-  if (c.ell != 0 && c.ell != 1) return fail("ell " + std::to_string(c.ell) + " is not 0 or 1");
-  if (c.ell && c.algorithm != SpmmAlgorithm::VdlRow)
-    return fail("ell is only for vdl-row, not " + std::string(krysp::to_string(c.algorithm)));
-  if (c.ell && c.panel_count() > 1) return fail("ell and panels " + std::to_string(c.panels) + " do not go together");
   if (c.panels < 0 || c.panels > kMaxSpmmPanels)
     return fail("panels " + std::to_string(c.panels) + " is not in [0, " + std::to_string(kMaxSpmmPanels) + "]");
   return true;
-}
-
-bool spmm_ell_fits_stats(const RowStats& s, index_t long_row) {
-  const index_t width = std::max<index_t>(1, long_row > 0 ? std::min(long_row, s.max_len) : s.max_len);
-  return detail::spmm_ell_fits(s.rows, s.nnz, width);
 }
 
 index_t spmm_long_row_threshold(const RowStats& s) {
@@ -141,8 +130,8 @@ index_t spmm_long_row_threshold(const RowStats& s) {
   return s.max_len > t ? t : 0;
 }
 
-bool spmm_supported_at(const SpmmConfig& c, index_t N, int value_bytes) {
-  if (c.long_row == 0 && c.ell == 0) return true;
+bool spmm_long_row_supported(const SpmmConfig& c, index_t N, int value_bytes) {
+  if (c.long_row == 0) return true;
   if (c.algorithm == SpmmAlgorithm::CscRow)  // one chunk a block: the tickets count per column tile
     return ceil_div(N, detail::spmm_chunk_columns(false, c.subwarp, 0, c.per_lane, 0)) <= detail::kSpmmMaxTiles;
   return c.col_lanes == 1 && N <= index_t(c.per_lane) * vec_width(value_bytes);
@@ -239,7 +228,7 @@ std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N,
   SpmmConfig c = spmm_uncut_rule(cut, N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
-  if (!is_valid(c) || !spmm_supported_at(c, N, value_bytes)) return std::nullopt;
+  if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return std::nullopt;
   return c;
 }
 }  // namespace
@@ -346,7 +335,8 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
     auto add_long = [&](SpmmConfig c) {
       c = complete_spmm_config(c, N, value_bytes, cut);
       c.long_row = int(t);
-      if (is_valid(c) && spmm_supported_at(c, N, value_bytes) && std::find(out.begin(), out.end(), c) == out.end())
+      if (is_valid(c) && spmm_long_row_supported(c, N, value_bytes) &&
+          std::find(out.begin(), out.end(), c) == out.end())
         out.push_back(c);
     };
     if (const auto c = rule_with_cut(s, t, N, value_bytes)) add_long(*c);
@@ -358,16 +348,6 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
     add_long(base);
     add_long(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
     if (base.subwarp >= 16) add_long(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
-  }
-  if (small) {  // the lean VDL kernels on an ELL copy, where it fits
-    const std::size_t n = out.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      SpmmConfig c = out[i];
-      c.ell = 1;
-      if (is_valid(c) && spmm_supported_at(c, N, value_bytes) && spmm_ell_fits_stats(s, c.long_row) &&
-          std::find(out.begin(), out.end(), c) == out.end())
-        out.push_back(c);
-    }
   }
   return out;
 }
@@ -415,7 +395,7 @@ std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
      << "\txvec=" << (e.key.x_vec ? 1 : 0) << "\talgorithm=" << static_cast<int>(e.config.algorithm)
      << "\tsubwarp=" << e.config.subwarp << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
      << "\titems_per_warp=" << e.config.items_per_warp << "\tksplit=" << e.config.split_count()
-     << "\tpanels=" << e.config.panel_count() << "\tlong_row=" << e.config.long_row << "\tell=" << e.config.ell
+     << "\tpanels=" << e.config.panel_count() << "\tlong_row=" << e.config.long_row
      << format_tune_tail(e.ms, e.key.gpu);
   return os.str();
 }
@@ -429,7 +409,7 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
                                                    "hash",     "n",         "xvec",      "algorithm", "subwarp",
                                                    "col_lanes", "per_lane", "items_per_warp", "ms",   "gpu"};
   // lines of version 1 have no panels, of versions up to 3 no ksplit
-  auto f = split_tune_fields(line, kFields, why, {"panels", "ksplit", "long_row", "ell"});
+  auto f = split_tune_fields(line, kFields, why, {"panels", "ksplit", "long_row"});
   if (!f) return std::nullopt;
   TuneKeyFields k;
   if (!parse_tune_key_head(*f, &k, why)) return std::nullopt;
@@ -461,10 +441,6 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   if (m.count("long_row")) {
     if (!parse_tune_int(m["long_row"], 0, kMaxIndex, &v)) return fail("bad long_row '" + m["long_row"] + "'");
     e.config.long_row = int(v);
-  }
-  if (m.count("ell")) {
-    if (!parse_tune_int(m["ell"], 0, 1, &v)) return fail("bad ell '" + m["ell"] + "'");
-    e.config.ell = int(v);
   }
   if (m.count("panels")) {
     if (!parse_tune_int(m["panels"], 0, kMaxSpmmPanels, &v)) return fail("bad panels '" + m["panels"] + "'");

@@ -205,11 +205,7 @@ index_t spmm_long_row_threshold(const RowStats& s);
 /// Can the kernel of `c` (complete, valid) cut its long rows (SpmmConfig::long_row) for N columns of
 /// `value_bytes`-byte values? CscRow: when its column tiles cover N in one chunk a block; VdlRow:
 /// one column lane and N <= per_lane · VW (the lean kernel). Always true without long_row.
-bool spmm_supported_at(const SpmmConfig& c, index_t N, int value_bytes);
-
-/// Does an ELL copy (SpmmConfig::ell) of a matrix with these statistics fit (spmm_ell_fits), its
-/// width bounded by long_row when rows are cut, else by the longest row?
-bool spmm_ell_fits_stats(const RowStats& s, index_t long_row);
+bool spmm_long_row_supported(const SpmmConfig& c, index_t N, int value_bytes);
 
 /// Is the matrix small enough for its kernels to be latency-bound (see kLatencyBoundWaves)?
 bool spmm_latency_bound(const RowStats& s);
@@ -229,7 +225,7 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
 /// The cheap rule (complete configuration): on a latency-bound matrix whose longest row is at
 /// least kLongRowRuleMinCut times t = spmm_long_row_threshold, spmm_uncut_rule for rows up to t
 /// long, unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
-/// (spmm_supported_at); spmm_uncut_rule otherwise.
+/// (spmm_long_row_supported); spmm_uncut_rule otherwise.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 
 /// The rule for the rows as they are (no long_row; complete configuration):
@@ -260,8 +256,7 @@ bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
 /// derived S and 32, at S/2 with two columns a lane when S >= 16 (on latency-bound matrices also
 /// with one column per lane and with rows shared by 2, 4 and 8 sub-warps), CscNnz; SeqNnz
 /// (N <= kTuneSeqMaxN); where spmm_long_row_threshold cuts rows, VDL (lean) and CSC row kernels
-/// with long_row; on latency-bound matrices, the lean VDL ones also on an ELL copy where it fits
-/// (spmm_ell_fits_stats). Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no
+/// with long_row. Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no
 /// duplicates.
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes = 8);
 

@@ -44,12 +44,6 @@ inline SpmmConfig with_long(SpmmConfig c, int long_row) {
   return c;
 }
 
-/// `c` (lean VdlRow) reading the plan's ELL copy.
-inline SpmmConfig with_ell(SpmmConfig c) {
-  c.ell = 1;
-  return c;
-}
-
 /// The same matrix with values converted to T.
 template <class T>
 CsrMatrix<T> convert(const CsrMatrix<double>& A) {

@@ -57,7 +57,7 @@ __global__ void spmm_gather_kernel(const T* __restrict__ src, const index_t* __r
                                    T* __restrict__ dst) {
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += stride)
-    dst[k] = source[k] >= 0 ? src[source[k]] : T(0);  // -1: ELL padding
+    dst[k] = src[source[k]];
 }
 
 }  // namespace

@@ -285,10 +285,6 @@ __device__ __forceinline__ void vdl_segment(const CsrView<T>& A, index_t b, inde
   }
 }
 
-template <class T, int NV, int S>
-__device__ __forceinline__ void vdl1_finish(T (&acc)[NV * kSpmmVecWidth<T>], index_t N, int lane, unsigned mask,
-                                            T* dst, bool axpby, T alpha, T beta);
-
 /// The lean VDL segment: Q = 1 (every lane owns all the columns) and a single chunk
 /// (N <= NV·VW), everything else compile-time. Same lane layout, order of additions and
 /// reduce-scatter as vdl_segment with Q = 1 (spmm_common.hpp), with a fraction of its
@@ -300,6 +296,8 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
                                              T alpha, T beta) {
   constexpr int VW = kSpmmVecWidth<T>;
   constexpr int M = NV * VW;
+  constexpr int LOG2M = StaticLog2<M>::value, LOG2S = StaticLog2<S>::value;
+  constexpr int H = LOG2M < LOG2S ? LOG2M : LOG2S;
   int m[NV];
 #pragma unroll
   for (int v = 0; v < NV; ++v) m[v] = vdl_valid(N, v * VW, VW);
@@ -342,17 +340,7 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
       }
     }
   }
-  vdl1_finish<T, NV, S>(acc, N, lane, mask, dst, axpby, alpha, beta);
-}
-
-/// The end of the lean VDL segment: the reduce-scatter of the lanes' sums (Q = 1: nonzero lane p =
-/// lane) and the store of column i's total by its lane. Every lane of the sub-warp must call it.
-template <class T, int NV, int S>
-__device__ __forceinline__ void vdl1_finish(T (&acc)[NV * kSpmmVecWidth<T>], index_t N, int lane, unsigned mask,
-                                            T* dst, bool axpby, T alpha, T beta) {
-  constexpr int M = NV * kSpmmVecWidth<T>;
-  constexpr int LOG2M = StaticLog2<M>::value, LOG2S = StaticLog2<S>::value;
-  constexpr int H = LOG2M < LOG2S ? LOG2M : LOG2S;
+  // reduce-scatter (Q = 1: nonzero lane p = lane)
 #pragma unroll
   for (int s = 0; s < H; ++s) {
     const bool upper = (lane >> s) & 1;
@@ -411,62 +399,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
   const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
   if (LONG && e - b > ws.long_min) return;  // a long row: its pieces' blocks
   vdl1_segment<T, NV, S, VEC>(A, b, e, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
-}
-
-/// Row-balanced lean VDL on the plan's ELL copy (SpmmConfig::ell): row r's entries at
-/// ws.ell_col / ws.ell_val + r · width, padding marked by column -1 (skipped), a long row's first
-/// entry by -2 (LONG: its pieces' blocks, the first ws.num_pieces, write it). No row offsets to
-/// wait for: the columns are loaded at once. Same lane layout and order of additions as
-/// vdl1_segment.
-template <class T, int NV, int S, bool VEC, bool LONG>
-__global__ void __launch_bounds__(kSpmmBlock)
-    spmm_vdl1_ell_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
-                         T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
-  constexpr int VW = kSpmmVecWidth<T>;
-  constexpr int M = NV * VW;
-  std::int64_t block = blockIdx.x;
-  if constexpr (LONG) {
-    if (block < ws.num_pieces) return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y,
-                                                                     ldy);
-    block -= ws.num_pieces;
-  }
-  const std::int64_t row = (block * kSpmmBlock + threadIdx.x) / S;
-  if (row >= A.rows) return;  // whole sub-warps leave together
-  const int lane = int(threadIdx.x % S);
-  const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
-  const index_t W = ws.ell_width;
-  const index_t* cp = ws.ell_col + row * W;
-  const T* vp = static_cast<const T*>(ws.ell_val) + row * W;
-  const index_t first = LONG ? __ldg(cp) : 0;  // -2: a long row (checked at the end, not waited for)
-  int m[NV];
-#pragma unroll
-  for (int v = 0; v < NV; ++v) m[v] = vdl_valid(N, v * VW, VW);
-  T acc[M];
-#pragma unroll
-  for (int t = 0; t < M; ++t) acc[t] = T(0);
-  for (index_t k = lane; k < W; k += 2 * S) {  // two entries in flight
-    const bool two = k + S < W;
-    const index_t c0 = load_stream(cp + k), c1 = two ? load_stream(cp + k + S) : -1;
-    const T a0 = load_stream(vp + k), a1 = two ? load_stream(vp + k + S) : T(0);
-#pragma unroll
-    for (int v = 0; v < NV; ++v) {
-      if (m[v] > 0) {
-        T xa[VW], xb[VW];
-        if (c0 >= 0) spmm_load_x<VEC>(X + std::int64_t(c0) * ldx + v * VW, m[v], xa);
-        if (c1 >= 0) spmm_load_x<VEC>(X + std::int64_t(c1) * ldx + v * VW, m[v], xb);
-        if (c0 >= 0) {
-#pragma unroll
-          for (int t = 0; t < VW; ++t) acc[v * VW + t] += a0 * xa[t];
-        }
-        if (c1 >= 0) {
-#pragma unroll
-          for (int t = 0; t < VW; ++t) acc[v * VW + t] += a1 * xb[t];
-        }
-      }
-    }
-  }
-  if (LONG && first == -2) return;  // whole sub-warps: the pieces write this row
-  vdl1_finish<T, NV, S>(acc, N, lane, mask, Y + row * ldy, true, alpha, beta);
 }
 
 /// Row-balanced VDL: sub-warp of S lanes per row.

@@ -30,21 +30,6 @@ SpmmPartition spmm_partition_host(const index_t* row_ptr, index_t rows, index_t 
 /// row's first piece and its number of pieces. O(rows).
 std::vector<index_t> spmm_long_pieces_host(const index_t* row_ptr, index_t rows, index_t long_min, index_t piece_nnz);
 
-/// ELL copy of a CSR structure (SpmmConfig::ell): `width` = the longest row of at most long_min
-/// nonzeros (all rows when long_min is 0), at least 1. Row r's entries at r · width: col = the
-/// entry's column for k < len, -1 after (padding); a row of more than long_min nonzeros (cut into
-/// pieces) has -2 first and -1 after. src = the entry's index in the CSR arrays, -1 for padding.
-struct SpmmEll {
-  index_t width = 0;
-  std::vector<index_t> col, src;
-};
-/// The ELL width alone (O(rows)).
-index_t spmm_ell_width(const index_t* row_ptr, index_t rows, index_t long_min);
-/// Is an ELL copy of rows · width entries small enough (at most 4 · nnz or 32 a row)?
-bool spmm_ell_fits(index_t rows, index_t nnz, index_t width);
-/// Builds the ELL copy (InputError when !spmm_ell_fits). O(rows · width).
-SpmmEll spmm_ell_host(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t nnz, index_t long_min);
-
 /// Device data of a nonzero-balanced configuration, or of a row kernel's long rows (empty
 /// otherwise).
 struct SpmmWorkspaceView {
@@ -62,10 +47,6 @@ struct SpmmWorkspaceView {
   /// between calls: the blocks of the row done so far; the last one resets it
   unsigned* tickets = nullptr;
   void* piece_sums = nullptr;  ///< T[num_pieces·N]: each piece's sums
-  // ELL copy (SpmmConfig::ell; ell_col null otherwise):
-  index_t ell_width = 0;
-  const index_t* ell_col = nullptr;  ///< rows·ell_width (SpmmEll::col)
-  const void* ell_val = nullptr;     ///< T[rows·ell_width]: the values, 0 in the padding
 };
 
 /// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see
@@ -75,8 +56,8 @@ template <class T>
 void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
                  const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream = {});
 
-/// dst[k] = src[source[k]] for k < n (0 where source[k] is -1), on `stream` (asynchronous): a
-/// panel split's values gathered from the matrix (spmm_panels.hpp), or an ELL copy's.
+/// dst[k] = src[source[k]] for k < n, on `stream` (asynchronous): a panel split's values gathered
+/// from the matrix (spmm_panels.hpp).
 template <class T>
 void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, DeviceStream stream = {});
 

@@ -26,22 +26,9 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
     const std::int64_t grid = (threads + kSpmmBlock - 1) / kSpmmBlock;
-    KRYSP_REQUIRE((ws.num_pieces == 0 && ws.ell_col == nullptr) || lean,
-                  "SpMM VDL: long-row pieces and ELL copies need one column lane and N <= ", NV * kSpmmVecWidth<T>,
-                  " (N = ", N, ", column lanes ", 1 << log2q, ")");
-    if (ws.ell_col != nullptr) {  // the ELL copy; long rows' pieces first
-      spmm_require_long_launch(grid + ws.num_pieces, 1, NV * kSpmmVecWidth<T>, N);
-      const unsigned g = static_cast<unsigned>(grid + ws.num_pieces);
-      const bool pieces = ws.num_pieces > 0;
-      if (x_vec && pieces)
-        spmm_vdl1_ell_kernel<T, NV, S, true, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
-      else if (x_vec)
-        spmm_vdl1_ell_kernel<T, NV, S, true, false><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
-      else if (pieces)
-        spmm_vdl1_ell_kernel<T, NV, S, false, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
-      else
-        spmm_vdl1_ell_kernel<T, NV, S, false, false><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
-    } else if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
+    KRYSP_REQUIRE(ws.num_pieces == 0 || lean, "SpMM VDL: long-row pieces need one column lane and N <= ",
+                  NV * kSpmmVecWidth<T>, " (N = ", N, ", column lanes ", 1 << log2q, ")");
+    if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
       spmm_require_long_launch(grid + ws.num_pieces, 1, NV * kSpmmVecWidth<T>, N);
       const unsigned g = static_cast<unsigned>(grid + ws.num_pieces);
       if (x_vec)

@@ -17,7 +17,6 @@
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
-#include "sparse/cuda/spmm_launch.hpp"
 #include "sparse/generators.hpp"
 #include "sparse/spmm_plan.hpp"
 #include "sparse/spmm_select.hpp"
@@ -31,7 +30,6 @@ namespace {
 const index_t kNs[] = {1, 2, 3, 4, 5, 8, 16, 17, 32, 64};
 
 using test::cfg;
-using test::with_ell;
 using test::with_long;
 using test::with_split;
 
@@ -65,23 +63,16 @@ std::vector<SpmmConfig> forced_configs() {
           with_long(cfg(SpmmAlgorithm::CscRow), 16),
           with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 5),
           with_long(cfg(SpmmAlgorithm::CscRow, 8, 0, 1), 40),
-          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),   // 128 sub-warps a piece
-          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),  // N <= 2 (fp64), 4 (fp32)
-          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20),  // N <= 4 (fp64), 8 (fp32)
-          with_ell(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1)),      // ELL copies: N <= 2 (fp64), 4 (fp32)
-          with_ell(cfg(SpmmAlgorithm::VdlRow, 2, 1, 2)),
-          with_ell(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 2), 6))};
+          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),    // 128 sub-warps a piece
+          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),   // N <= 2 (fp64), 4 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20)};  // N <= 4 (fp64), 8 (fp32)
 }
 
-/// Can forced configuration c run at N on A? (Long-row cuts and ELL copies need the lean VDL
-/// kernel; an ELL copy must fit.)
+/// Can forced configuration c run at N on A? (Long-row cuts need the lean VDL kernel.)
 template <class T>
 bool runs_at(const SpmmConfig& c, const CsrMatrix<T>& A, index_t N) {
   const int bytes = int(sizeof(T));
-  if (c.ell &&
-      !detail::spmm_ell_fits(A.rows(), A.nnz(), detail::spmm_ell_width(A.row_ptr().data(), A.rows(), c.long_row)))
-    return false;
-  return spmm_supported_at(complete_spmm_config(c, N, bytes, A.row_stats()), N, bytes);
+  return spmm_long_row_supported(complete_spmm_config(c, N, bytes, A.row_stats()), N, bytes);
 }
 
 /// Runs plan.apply on device copies of X and Y0 (X placed x_off elements, Y y_off elements after
@@ -226,19 +217,6 @@ TEST_CASE("SpMM GPU: plan refuses another matrix, another N, too small leading d
   CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
   bad.forced = with_long(cfg(SpmmAlgorithm::CscNnz), 8);
   CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
-  bad.forced = with_ell(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // ELL copies need the lean VDL too
-  CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
-  bad.forced = with_ell(cfg(SpmmAlgorithm::CscRow));
-  CHECK_THROWS_AS(SpmmPlan<double>(A, 4, bad), InputError);
-  {  // an ELL copy of one row of 3000 among rows of 1 would be 750 times the nonzeros: refused
-    std::vector<index_t> lens(1000, 1);
-    lens[5] = 3000;
-    const auto D = test::with_row_lengths(4000, lens, 9);
-    bad.forced = with_ell(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-    CHECK_THROWS_AS(SpmmPlan<double>(D, 2, bad), InputError);
-    bad.forced.long_row = 8;  // with the row cut, it fits
-    CHECK_NOTHROW(SpmmPlan<double>(D, 2, bad));
-  }
   SpmmPlan<double> empty;
   CHECK_FALSE(empty.valid());
   CHECK_THROWS_AS(empty.apply(A, 1.0, x.data(), 4, 0.0, y.data(), 4), InputError);
@@ -312,30 +290,6 @@ TEST_CASE("SpMM GPU: long rows cut into pieces by the rule: one launch, right, b
     for (int call = 0; call < 3; ++call) {
       const auto Y2 = run(plan, A, alpha, X, N, beta, Y0, N);
       CHECK(std::memcmp(Y.data(), Y2.data(), Y.size() * sizeof(double)) == 0);
-    }
-  }
-}
-
-TEST_CASE("SpMM GPU: an ELL copy's values are gathered again after A's values change") {
-  auto A = test::load("ca-GrQc");
-  for (const SpmmConfig& c : {with_ell(cfg(SpmmAlgorithm::VdlRow, 16, 1, 1)),
-                              with_ell(with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 2), 20))}) {
-    SpmmPlanOptions o;
-    o.force = true;
-    o.forced = c;
-    const SpmmPlan<double> plan(A, 2, o);
-    CHECK(plan.config().ell == 1);
-    const auto X = test::random_block<double>(A.cols(), 2, 2, 0.0);
-    const std::vector<double> Y0(std::size_t(A.rows()) * 2, 0.0);
-    for (int round = 0; round < 3; ++round) {
-      if (round > 0) {
-        std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
-        for (auto& x : v) x = -3.0 * x + 0.5 * round;
-        A.set_values(v);
-      }
-      const test::SpmmExpected<double> expected(A, 2, 1.0, X, 2, 0.0, Y0, 2);
-      expected.check(run(plan, A, 1.0, X, 2, 0.0, Y0, 2),
-                     plan.config().to_string() + " round " + std::to_string(round));
     }
   }
 }

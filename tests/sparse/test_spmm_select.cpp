@@ -37,7 +37,6 @@ struct StringMaker<krysp::SpmmConfig> {
 namespace {
 
 using test::cfg;
-using test::with_ell;
 using test::with_long;
 using test::with_split;
 
@@ -800,14 +799,14 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
   CHECK(why.find("ksplit") != std::string::npos);
   CHECK_FALSE(is_valid(with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), -1)));
   // VDL cuts rows only with the lean kernel: one column lane, N <= vectors a lane · VW
-  CHECK(spmm_supported_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 2, 8));
-  CHECK_FALSE(spmm_supported_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 3, 8));
-  CHECK(spmm_supported_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 4, 4));  // one float4
-  CHECK_FALSE(spmm_supported_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 9), 8, 8));
-  CHECK(spmm_supported_at(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 8, 8));  // no cut
+  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 2, 8));
+  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 3, 8));
+  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 4, 4));  // one float4
+  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 9), 8, 8));
+  CHECK(spmm_long_row_supported(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 8, 8));  // no cut
   // CSC: one chunk a block (the column tiles cover N)
-  CHECK(spmm_supported_at(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535, 8));
-  CHECK_FALSE(spmm_supported_at(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535 + 1, 8));
+  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535, 8));
+  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535 + 1, 8));
   // threshold: latency-bound matrices with a row longer than max(32, 4 × mean)
   RowStats s = made_up_stats(1000, 9000, 9, 40, 1500);
   CHECK(spmm_long_row_threshold(s) == 36);
@@ -829,7 +828,7 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
           if (c.long_row == 0) continue;
           ++cuts;
           CHECK(c.long_row == spmm_long_row_threshold(ms));
-          CHECK(spmm_supported_at(c, N, vb));
+          CHECK(spmm_long_row_supported(c, N, vb));
         }
         CHECK((cuts > 0) == (spmm_long_row_threshold(ms) > 0));
       }
@@ -851,67 +850,8 @@ TEST_CASE("SpMM rule: a few long rows among short ones are cut at every N") {
       INFO("N = " << N << ", " << vb << " bytes");
       const SpmmConfig c = choose_spmm_rule(s, N, vb);
       CHECK(c.long_row == t);
-      CHECK(spmm_supported_at(c, N, vb));
+      CHECK(spmm_long_row_supported(c, N, vb));
     }
-}
-
-TEST_CASE("SpMM ELL copies: validation, layout, padding and long rows") {
-  std::string why;
-  CHECK(is_valid(with_ell(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1))));
-  CHECK(with_ell(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 36)).to_string() == "vdl-row/s8/q1/v1/l36/e");
-  CHECK_FALSE(is_valid(with_ell(cfg(SpmmAlgorithm::CscRow, 8, 0, 1)), &why));
-  CHECK(why.find("ell") != std::string::npos);
-  SpmmConfig p = with_ell(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1));
-  p.panels = 2;
-  CHECK_FALSE(is_valid(p, &why));
-  p = with_ell(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1));
-  p.ell = 2;
-  CHECK_FALSE(is_valid(p));
-  CHECK(spmm_supported_at(with_ell(cfg(SpmmAlgorithm::VdlRow, 8, 1, 2)), 4, 8));
-  CHECK_FALSE(spmm_supported_at(with_ell(cfg(SpmmAlgorithm::VdlRow, 8, 1, 2)), 5, 8));
-  CHECK_FALSE(spmm_supported_at(with_ell(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2)), 8, 8));
-  auto mats = test::adversarial_matrices(false);
-  mats.push_back({"rajat19", test::load("rajat19")});
-  for (const auto& m : mats)
-    for (index_t long_min : {0, 3, 40}) {
-      const auto v = m.A.host_view();
-      INFO(m.name, " long_min=", long_min);
-      const index_t w = spmm_ell_width(v.row_ptr, v.rows, long_min);
-      if (!spmm_ell_fits(v.rows, v.nnz, w)) {
-        CHECK_THROWS_AS(spmm_ell_host(v.row_ptr, v.col_idx, v.rows, v.nnz, long_min), InputError);
-        continue;
-      }
-      const SpmmEll e = spmm_ell_host(v.row_ptr, v.col_idx, v.rows, v.nnz, long_min);
-      CHECK(e.width == w);
-      REQUIRE(e.col.size() == std::size_t(v.rows) * std::size_t(w));
-      REQUIRE(e.src.size() == e.col.size());
-      index_t widest = 1;
-      for (index_t r = 0; r < v.rows; ++r) {
-        const index_t b = v.row_ptr[r], len = v.row_ptr[r + 1] - b;
-        const std::size_t at = std::size_t(r) * std::size_t(w);
-        const bool cut = long_min > 0 && len > long_min;
-        if (!cut) widest = std::max(widest, len);
-        for (index_t k = 0; k < w; ++k) {
-          const index_t c = e.col[at + std::size_t(k)], src = e.src[at + std::size_t(k)];
-          if (cut) {
-            CHECK(c == (k == 0 ? -2 : -1));
-            CHECK(src == -1);
-          } else if (k < len) {
-            CHECK(c == v.col_idx[b + k]);
-            CHECK(src == b + k);
-          } else {
-            CHECK(c == -1);
-            CHECK(src == -1);
-          }
-        }
-      }
-      CHECK(w == widest);
-    }
-  // the size bound: at most 4 times the nonzeros or 32 entries a row
-  CHECK(spmm_ell_fits(100, 1000, 40));
-  CHECK_FALSE(spmm_ell_fits(100, 1000, 41));
-  CHECK(spmm_ell_fits(100, 10, 32));
-  CHECK_FALSE(spmm_ell_fits(100, 10, 33));
 }
 
 TEST_CASE("SpMM long rows: pieces cover each long row once, in order, none longer than a piece") {
@@ -1262,21 +1202,6 @@ TEST_CASE("SpMM tuning cache: line round trip, corrupt lines, key includes N") {
     CHECK(bo->config.long_row == 0);
     std::string bad = detail::format_spmm_tune_line(el);
     bad.replace(bad.find("long_row=36"), 11, "long_row=-1");
-    CHECK_FALSE(detail::parse_spmm_tune_line(bad, &why));
-  }
-  {  // ell round trip; a line without the field (kernel versions up to 14) reads as CSR
-    SpmmTuneEntry ee = e;
-    ee.config = with_ell(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 36));
-    const auto be = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(ee), &why);
-    REQUIRE(be);
-    CHECK(be->config == ee.config);
-    std::string old = line;
-    old.erase(old.find("\tell="), std::string("\tell=0").size());
-    const auto bo = detail::parse_spmm_tune_line(old, &why);
-    REQUIRE(bo);
-    CHECK(bo->config.ell == 0);
-    std::string bad = detail::format_spmm_tune_line(ee);
-    bad.replace(bad.find("ell=1"), 5, "ell=3");
     CHECK_FALSE(detail::parse_spmm_tune_line(bad, &why));
   }
   {  // ksplit round trip; a line without the field (kernel versions up to 3) reads as no split
