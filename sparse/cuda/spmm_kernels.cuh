@@ -289,7 +289,10 @@ __device__ __forceinline__ void vdl_segment(const CsrView<T>& A, index_t b, inde
 /// (N <= NV·VW), everything else compile-time. Same lane layout, order of additions and
 /// reduce-scatter as vdl_segment with Q = 1 (spmm_common.hpp), with a fraction of its
 /// instructions: for short rows (N = 2 on a stencil) the kernels are bound by instructions per
-/// row, not by memory. Sum i is column i. Every lane of the sub-warp must call it.
+/// row, not by memory. Sum i is column i. Every lane of the sub-warp must call it. Tried and
+/// dropped: an ELL copy of the matrix read without the row offsets (one dependent trip to memory
+/// less) took 1.02x / 1.01x the time of this kernel at N = 2 / 4 on the rule's picks of the small
+/// matrices (H100, graph-timed candidates, spmm_h100_2026-11-25_session7_ell, kernel version 15).
 template <class T, int NV, int S, bool VEC>
 __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane,
                                              unsigned mask, const T* __restrict__ X, index_t ldx, T* dst, bool axpby,
