@@ -20,8 +20,8 @@ fastest candidate) next to the same for the rule's pick in that run.
 rows * 32 <= vdl_wide_waves waves, else the S minimising ceil(longest / S) + vdl_wave_cost *
 rows * S / (132 * 2048) (one column lane: N <= 4 in fp64).
 
-Where the rule chose a merge-path kernel (long rows), and where the model's pick was not timed,
-the rule's time counts for the model too; the count of untimed picks is printed.
+Where the rule chose a merge-path kernel or cut long rows (long_row), and where the model's pick
+was not timed, the rule's time counts for the model too; the count of untimed picks is printed.
 """
 import argparse
 import json
@@ -109,7 +109,7 @@ def main():
             cands = {c['config']: c['ms'] for c in r['candidates']}
             best = min(cands.values())
             rule = cands.get(r['rule'], r['rule_ms'])
-            if '-nnz/' in r['rule']:  # the rule's merge-path picks stay
+            if '-nnz/' in r['rule'] or '/l' in r['rule']:  # the rule's merge-path and long-row picks stay
                 model = rule
             else:
                 mine = (pick_vdl(rows, longest, r['rule'], a.vdl_wide_waves, a.vdl_wave_cost) if a.vdl else

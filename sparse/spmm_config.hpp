@@ -33,8 +33,9 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 /// of them changes: SpMM tuning-cache entries of another version are ignored.
 /// 7: graph-timed candidates; 8: S/2, c2; 9: paired c2; 10: padded CSC slots; 11: prefetched pairs;
 /// 12: S/2 with two columns a lane also on large matrices; 13: batched walk for long rows and the merge path;
-/// 14: long rows split into pieces of a block each (SpmmConfig::long_row).
-inline constexpr int kSpmmKernelVersion = 14;
+/// 14: long rows split into pieces of a block each (SpmmConfig::long_row); 15: ELL copies (tried, dropped);
+/// 16: the last block's sum of a long row's pieces spread over the block.
+inline constexpr int kSpmmKernelVersion = 16;
 
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;
@@ -59,7 +60,7 @@ struct SpmmConfig {
   /// Row kernels (CscRow unsplit, VdlRow with one column lane and one chunk): rows of more than
   /// long_row nonzeros (0: none) leave the sub-warp walk; each is cut into pieces of a block each
   /// (spmm_long_piece_nnz), the block's sub-warps sharing the piece, and the last block of a row to
-  /// finish adds the pieces' sums in piece order (deterministic) into Y, in the same launch. For
+  /// finish adds the pieces' sums in a fixed order (deterministic) into Y, in the same launch. For
   /// latency-bound matrices whose few long rows are the longest chain.
   int long_row = 0;
   /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels, "/w4"

@@ -28,7 +28,7 @@
 ///    fix-up kernel combines in unit order.
 ///  - long rows (SpmmConfig::long_row, row kernels on latency-bound matrices): the few rows far
 ///    longer than the others are cut into pieces of a block each, the block's sub-warps sharing a
-///    piece; the last block of a row to finish adds the pieces' sums in piece order, in the same
+///    piece; the last block of a row to finish adds the pieces' sums in a fixed order, in the same
 ///    launch (a ticket per row in the plan's workspace), so the longest chain is a piece's.
 /// Every variant is deterministic (bitwise equal results across runs: no floating-point atomics).
 /// Any N: columns come in tiles (the VDL and CSC chunks run in parallel over blockIdx.y); the

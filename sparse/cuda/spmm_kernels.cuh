@@ -114,7 +114,8 @@ __device__ __forceinline__ LongPiece long_piece(const SpmmWorkspaceView& ws, ind
 /// s_part[g·width]). Adds them over the sub-warps (a tree in shared memory, fixed order), then:
 /// a row of one piece goes straight to Y; otherwise the piece's sums go to ws.piece_sums, and the
 /// block that finishes the row's column tile last (a ticket per row and tile) adds its pieces' sums
-/// in piece order into Y and resets the ticket. Every thread of the block calls it.
+/// in a fixed order (G strided sums, then a tree) into Y and resets the ticket. Every thread of the
+/// block calls it.
 template <class T>
 __device__ void long_piece_finish(T* s_part, int subs, int width, index_t j0, index_t N, const LongPiece& pc,
                                   index_t p, const SpmmWorkspaceView& ws, T alpha, T beta, T* __restrict__ Y,
@@ -143,21 +144,33 @@ __device__ void long_piece_finish(T* s_part, int subs, int width, index_t j0, in
   if (threadIdx.x == 0) s_last = atomicAdd(ticket, 1u) == unsigned(pc.count - 1);
   __syncthreads();
   if (s_last) {
+    // G threads a column (cols <= 64 here: a chunk), thread g adding pieces g, g + G, ... in order,
+    // their sums meeting in a fixed tree: a row of many pieces waits for count / G loads, not count.
+    __shared__ T s_fin[kSpmmBlock];
     __threadfence();
-    for (int j = int(threadIdx.x); j < cols; j += kSpmmBlock) {
+    int G = 1;
+    while (2 * G * cols <= kSpmmBlock) G *= 2;
+    const int j = int(threadIdx.x) % cols, g = int(threadIdx.x) / cols;
+    if (g < G) {
       const T* src = sums + std::int64_t(pc.first) * N + j0 + j;
       T s = T(0);
-      index_t q = 0;
-      for (; q + 4 <= pc.count; q += 4) {  // 4 loads in flight, added in piece order
+      index_t q = g;
+      for (; q + 3 * G < pc.count; q += 4 * G) {  // 4 loads in flight, added in piece order
         T t[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) t[i] = __ldcg(src + std::int64_t(q + i) * N);
+        for (int i = 0; i < 4; ++i) t[i] = __ldcg(src + std::int64_t(q + i * G) * N);
 #pragma unroll
         for (int i = 0; i < 4; ++i) s += t[i];
       }
-      for (; q < pc.count; ++q) s += __ldcg(src + std::int64_t(q) * N);
-      store_axpby(y + j, alpha, s, beta);
+      for (; q < pc.count; q += G) s += __ldcg(src + std::int64_t(q) * N);
+      s_fin[g * cols + j] = s;
     }
+    for (int h = G / 2; h >= 1; h /= 2) {
+      __syncthreads();
+      if (g < h) s_fin[g * cols + j] += s_fin[(g + h) * cols + j];
+    }
+    __syncthreads();
+    if (g == 0) store_axpby(y + j, alpha, s_fin[j], beta);
     if (threadIdx.x == 0) *ticket = 0u;  // every block of the row has counted: ready for the next call
   }
   __syncthreads();  // s_part and s_last are refilled by the next chunk
