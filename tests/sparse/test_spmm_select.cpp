@@ -1189,37 +1189,28 @@ TEST_CASE("SpMM tuning cache: line round trip, corrupt lines, key includes N") {
     REQUIRE(bo);
     CHECK(bo->config.panel_count() == 1);
   }
-  {  // long_row round trip; a line without the field (kernel versions up to 13) reads as none
-    SpmmTuneEntry el = e;
-    el.config = with_long(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 36);
-    const auto bl = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(el), &why);
-    REQUIRE(bl);
-    CHECK(bl->config == el.config);
+  // Fields added with later kernel versions: a round trip, a line without the field (an older
+  // version's) reads as the default (e's), a bad value is refused.
+  auto later_field = [&](const SpmmConfig& c, const std::string& field, const std::string& absent,
+                         const std::string& value, const std::string& bad_value) {
+    INFO(field);
+    SpmmTuneEntry ec = e;
+    ec.config = c;
+    const std::string text = detail::format_spmm_tune_line(ec);
+    const auto back = detail::parse_spmm_tune_line(text, &why);
+    REQUIRE(back);
+    CHECK(back->config == c);
     std::string old = line;
-    old.erase(old.find("\tlong_row="), std::string("\tlong_row=0").size());
+    old.erase(old.find("\t" + field + "="), ("\t" + field + "=" + absent).size());
     const auto bo = detail::parse_spmm_tune_line(old, &why);
     REQUIRE(bo);
-    CHECK(bo->config.long_row == 0);
-    std::string bad = detail::format_spmm_tune_line(el);
-    bad.replace(bad.find("long_row=36"), 11, "long_row=-1");
+    CHECK(bo->config == e.config);
+    std::string bad = text;
+    bad.replace(bad.find(field + "=" + value), (field + "=" + value).size(), field + "=" + bad_value);
     CHECK_FALSE(detail::parse_spmm_tune_line(bad, &why));
-  }
-  {  // ksplit round trip; a line without the field (kernel versions up to 3) reads as no split
-    SpmmTuneEntry ek = e;
-    ek.config = cfg(SpmmAlgorithm::CscRow, 32, 0, 1);
-    ek.config.ksplit = 4;
-    const auto bk = detail::parse_spmm_tune_line(detail::format_spmm_tune_line(ek), &why);
-    REQUIRE(bk);
-    CHECK(bk->config == ek.config);
-    std::string old = line;
-    old.erase(old.find("\tksplit="), std::string("\tksplit=1").size());
-    const auto bo = detail::parse_spmm_tune_line(old, &why);
-    REQUIRE(bo);
-    CHECK(bo->config.split_count() == 1);
-    std::string bad = detail::format_spmm_tune_line(ek);
-    bad.replace(bad.find("ksplit=4"), 8, "ksplit=3");
-    CHECK_FALSE(detail::parse_spmm_tune_line(bad, &why));
-  }
+  };
+  later_field(with_long(cfg(SpmmAlgorithm::CscRow, 16, 0, 2), 36), "long_row", "0", "36", "-1");  // version 14
+  later_field(with_split(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), 4), "ksplit", "1", "4", "3");      // version 4
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("krysp_spmm_cache_test_" + std::to_string(std::random_device{}()));
