@@ -51,7 +51,7 @@ inline constexpr double kVdlSubwarpWaveCost = 10;
 /// (the chain of the longest slice, in pairs, against the threads launched, with column tiles
 /// = ceil(N / S)), over the KS whose slices of the longest row hold at most kSplitMaxSlice pairs
 /// (hangGlider_2, adder_dcop_05: rows of 1300-1500 among rows of 6-9 are left to the merge path,
-/// which is faster there). Fit on the tuning candidates of an H100 run timed over back-to-back
+/// which is faster there than the split; choose_spmm_rule now cuts such rows: kLongRowRuleMinCut). Fit on the tuning candidates of an H100 run timed over back-to-back
 /// calls (spmm_h100_2026-11-25_tuned_stream, 91 small matrices): the rule's pick against the
 /// fastest candidate, geometric mean at N = 8 / 16 / 32 / 64, was 1.09 / 1.06 / 1.04 / 1.09,
 /// where the previous rule (VDL with 32 lanes below N = 33, CSC with two columns a lane above,
@@ -157,7 +157,8 @@ inline constexpr double kSeqMaxMeanRow = 32;
 /// adder_dcop_05, rajat19, bcsstk08, G38, PGPgiantcompo and ca-CondMat (rows of 200-1500 among
 /// rows of 5-12): 1.30-1.71x cuSPARSE where the row kernels gave 0.53-1.40x (spmm_h100_2026-11-25
 /// _all against _ksplit). Not at N = 2 and 4: there VDL with 32 lanes per row was 2-2.8x on five
-/// of the seven and SeqNnz 1.3-1.6x. Retune from bench/bench_spmm.
+/// of the seven and SeqNnz 1.3-1.6x. These are spmm_uncut_rule's: where choose_spmm_rule cuts the
+/// long rows (kLongRowRuleMinCut), the rows left decide. Retune from bench/bench_spmm.
 inline constexpr index_t kSmallSeqMinMaxRow = 200;
 /// The same for N <= kVdlMaxN once a row needs more than 32 trips of a 32-lane VDL sub-warp, among
 /// rows of at most kSeqMaxMeanRow on average.
