@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "base/overlap.hpp"
 #include "sparse/cuda/spmm_common.hpp"
 #include "sparse/cuda/spmm_launch.hpp"
 #include "sparse/cuda/timing.hpp"
+#include "sparse/host/spmm_reference.hpp"
 #include "sparse/spmm_panels.hpp"
 #include "sparse/spmm_select.hpp"
 
@@ -390,15 +390,8 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmmPlan::apply: plan was made for matrix ",
                 state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
   const index_t N = state_->n;
-  KRYSP_REQUIRE(ldx >= N, "SpmmPlan::apply: ldx = ", ldx, " < N = ", N);
-  KRYSP_REQUIRE(ldy >= N, "SpmmPlan::apply: ldy = ", ldy, " < N = ", N);
+  check_spmm_operands("SpmmPlan::apply", A, N, X, ldx, static_cast<const T*>(Y), ldy);
   if (A.rows() == 0) return;
-  KRYSP_REQUIRE(Y != nullptr, "SpmmPlan::apply: Y is null");
-  KRYSP_REQUIRE(A.nnz() == 0 || X != nullptr, "SpmmPlan::apply: X is null");
-  KRYSP_REQUIRE(A.nnz() == 0 || !blocks_overlap(X, A.cols(), ldx, static_cast<const T*>(Y), A.rows(), ldy, N),
-                "SpmmPlan::apply: X and Y share entries (X at ", static_cast<const void*>(X), ", ldx = ", ldx,
-                "; Y at ", static_cast<const void*>(Y), ", ldy = ", ldy, "; N = ", N,
-                "): Y would be written while X is read");
   if (state_->panels) {
     state_->panels->refresh(A, stream);
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), stream);

@@ -219,13 +219,19 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes) {
 }
 
 namespace {
+/// The statistics the rule goes by for the rows left when those longer than t are cut: s with the
+/// longest row t long.
+RowStats rows_up_to(const RowStats& s, index_t t) {
+  RowStats cut = s;
+  cut.max_len = t;
+  return cut;
+}
+
 /// The rule's pick for the rows up to t long (as if the longest were t long; unsplit: ksplit is not
 /// for rows that short), with the longer ones cut (long_row = t); nullopt when that pick cannot cut
 /// rows.
 std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
-  RowStats cut = s;
-  cut.max_len = t;
-  SpmmConfig c = spmm_uncut_rule(cut, N, value_bytes);
+  SpmmConfig c = spmm_uncut_rule(rows_up_to(s, t), N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
   if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return std::nullopt;
@@ -283,12 +289,14 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
 std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
   std::vector<SpmmConfig> out;
-  auto add = [&](SpmmConfig c) {
-    c = complete_spmm_config(c, N, value_bytes, s);
-    if (!is_valid(c)) return;
-    if (!is_nnz_balanced(c.algorithm) && spmm_max_row_trips(s, c) > kTuneMaxRowTrips) return;
+  // c completed for the rows of `rows` (s, or those left when long rows are cut), if it can run
+  auto add_for = [&](SpmmConfig c, const RowStats& rows) {
+    c = complete_spmm_config(c, N, value_bytes, rows);
+    if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return;
+    if (!is_nnz_balanced(c.algorithm) && spmm_max_row_trips(rows, c) > kTuneMaxRowTrips) return;
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
+  auto add = [&](const SpmmConfig& c) { add_for(c, s); };
   out.push_back(choose_spmm_rule(s, N, value_bytes));
   auto make = [](SpmmAlgorithm a, int subwarp = 0, int per_lane = 0) {
     SpmmConfig c;
@@ -330,14 +338,10 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
   if (const index_t t = spmm_long_row_threshold(s); t > 0) {  // long rows cut into pieces
-    RowStats cut = s;                                         // the row kernels' geometry for the rows left
-    cut.max_len = t;
+    const RowStats cut = rows_up_to(s, t);                    // the row kernels' geometry for the rows left
     auto add_long = [&](SpmmConfig c) {
-      c = complete_spmm_config(c, N, value_bytes, cut);
       c.long_row = int(t);
-      if (is_valid(c) && spmm_long_row_supported(c, N, value_bytes) &&
-          std::find(out.begin(), out.end(), c) == out.end())
-        out.push_back(c);
+      add_for(c, cut);
     };
     if (const auto c = rule_with_cut(s, t, N, value_bytes)) add_long(*c);
     if (N <= kTuneVdlMaxN) {

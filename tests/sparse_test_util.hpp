@@ -90,6 +90,18 @@ inline CsrMatrix<double> with_row_lengths(const std::vector<index_t>& lens, inde
   return with_row_lengths(cols, lens, seed);
 }
 
+/// 3000 short rows (3..12) with a few far longer (5000, 1500, 300, and 40 every 97 rows): the
+/// SpMM rule cuts the long ones into pieces (spmm_long_row_threshold).
+inline CsrMatrix<double> few_long_rows() {
+  std::vector<index_t> lens;
+  for (int i = 0; i < 3000; ++i) lens.push_back(3 + i % 10);
+  lens[17] = 5000;
+  lens[1234] = 1500;
+  lens[2999] = 300;
+  for (int i = 100; i < 3000; i += 97) lens[std::size_t(i)] = 40;
+  return with_row_lengths(6000, lens, 31);
+}
+
 struct NamedMatrix {
   std::string name;
   CsrMatrix<double> A;

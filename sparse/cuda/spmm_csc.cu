@@ -9,7 +9,8 @@ namespace {
 template <class T, int NC, int B, bool PV>
 void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
             T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
-  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, index_t(NC) << log2s));
+  const index_t chunk = spmm_chunk_columns(false, 1 << log2s, 0, NC, 0);  // as the plan sizes the tickets
+  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, chunk));
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
@@ -27,7 +28,7 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) * R;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
     if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
-      spmm_require_long_launch(grid + ws.num_pieces, tiles, index_t(NC) << log2s, N);
+      spmm_require_long_launch(grid + ws.num_pieces, tiles, chunk, N);
       spmm_csc_row_kernel<T, NC, B, PV, true><<<dim3(static_cast<unsigned>(grid + ws.num_pieces), tiles), kSpmmBlock,
                                                  0, st>>>(A, N, log2s, R, alpha, X, ldx, beta, Y, ldy, ws);
     } else {

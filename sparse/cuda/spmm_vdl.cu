@@ -12,7 +12,8 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
   // The lean path: one column lane, all N columns in one chunk of NV vectors.
   const bool lean = log2q == 0 && N <= NV * kSpmmVecWidth<T>;
   // Column tiles (blockIdx.y) for the general kernels; the lean one has a single chunk.
-  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, (index_t(NV) * kSpmmVecWidth<T>) << log2q));
+  const index_t chunk = spmm_chunk_columns(true, S, 1 << log2q, NV, kSpmmVecWidth<T>);  // as the plan sizes tickets
+  const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, chunk));
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
@@ -29,7 +30,7 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
     KRYSP_REQUIRE(ws.num_pieces == 0 || lean, "SpMM VDL: long-row pieces need one column lane and N <= ",
                   NV * kSpmmVecWidth<T>, " (N = ", N, ", column lanes ", 1 << log2q, ")");
     if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
-      spmm_require_long_launch(grid + ws.num_pieces, 1, NV * kSpmmVecWidth<T>, N);
+      spmm_require_long_launch(grid + ws.num_pieces, 1, chunk, N);
       const unsigned g = static_cast<unsigned>(grid + ws.num_pieces);
       if (x_vec)
         spmm_vdl1_row_kernel<T, NV, S, true, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);

@@ -10,15 +10,21 @@
 namespace krysp {
 
 template <class T>
+void check_spmm_operands(const char* who, const CsrMatrix<T>& A, index_t N, const T* X, index_t ldx, const T* Y,
+                         index_t ldy) {
+  KRYSP_REQUIRE(ldx >= N, who, ": ldx = ", ldx, " < N = ", N);
+  KRYSP_REQUIRE(ldy >= N, who, ": ldy = ", ldy, " < N = ", N);
+  KRYSP_REQUIRE(A.rows() == 0 || Y != nullptr, who, ": Y is null");
+  KRYSP_REQUIRE(A.nnz() == 0 || X != nullptr, who, ": X is null");
+  KRYSP_REQUIRE(A.nnz() == 0 || !blocks_overlap(X, A.cols(), ldx, Y, A.rows(), ldy, N), who,
+                ": X and Y share entries (X at ", static_cast<const void*>(X), ", ldx = ", ldx, "; Y at ",
+                static_cast<const void*>(Y), ", ldy = ", ldy, "; N = ", N, "): Y would be written while X is read");
+}
+
+template <class T>
 void spmm_host(const CsrMatrix<T>& A, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy) {
   KRYSP_REQUIRE(N >= 1, "spmm_host: N = ", N, " (must be at least 1)");
-  KRYSP_REQUIRE(ldx >= N, "spmm_host: ldx = ", ldx, " < N = ", N);
-  KRYSP_REQUIRE(ldy >= N, "spmm_host: ldy = ", ldy, " < N = ", N);
-  KRYSP_REQUIRE(A.rows() == 0 || Y != nullptr, "spmm_host: Y is null");
-  KRYSP_REQUIRE(A.nnz() == 0 || X != nullptr, "spmm_host: X is null");
-  KRYSP_REQUIRE(A.nnz() == 0 || !blocks_overlap(X, A.cols(), ldx, static_cast<const T*>(Y), A.rows(), ldy, N),
-                "spmm_host: X and Y share entries (X at ", static_cast<const void*>(X), ", ldx = ", ldx, "; Y at ",
-                static_cast<const void*>(Y), ", ldy = ", ldy, "; N = ", N, "): Y would be written while X is read");
+  check_spmm_operands("spmm_host", A, N, X, ldx, Y, ldy);
   const auto v = A.host_view();
   std::vector<T> acc(static_cast<std::size_t>(N));
   for (index_t i = 0; i < v.rows; ++i) {
@@ -39,5 +45,9 @@ void spmm_host(const CsrMatrix<T>& A, index_t N, T alpha, const T* X, index_t ld
 template void spmm_host(const CsrMatrix<double>&, index_t, double, const double*, index_t, double, double*,
                         index_t);
 template void spmm_host(const CsrMatrix<float>&, index_t, float, const float*, index_t, float, float*, index_t);
+template void check_spmm_operands(const char*, const CsrMatrix<double>&, index_t, const double*, index_t, const double*,
+                                  index_t);
+template void check_spmm_operands(const char*, const CsrMatrix<float>&, index_t, const float*, index_t, const float*,
+                                  index_t);
 
 }  // namespace krysp

@@ -266,15 +266,9 @@ TEST_CASE("SpMM GPU: the rule on the 3-D Laplacian, and large N in chunks") {
 }
 
 TEST_CASE("SpMM GPU: long rows cut into pieces by the rule: one launch, right, bitwise equal call after call") {
-  // 3000 short rows, rows of 5000, 1500 and 300 and some of 40: the rule cuts the long ones
-  // (spmm_long_row_threshold); the pieces' tickets must be left at zero by every call.
-  std::vector<index_t> lens;
-  for (int i = 0; i < 3000; ++i) lens.push_back(3 + i % 10);
-  lens[17] = 5000;
-  lens[1234] = 1500;
-  lens[2999] = 300;
-  for (int i = 100; i < 3000; i += 97) lens[std::size_t(i)] = 40;
-  const auto A = test::with_row_lengths(6000, lens, 31);
+  // The rule cuts the long rows (spmm_long_row_threshold); the pieces' tickets must be left at
+  // zero by every call.
+  const auto A = test::few_long_rows();
   for (index_t N : {1, 2, 4, 8, 16, 33, 64}) {
     const SpmmPlan<double> plan(A, N);
     const std::string what = "long rows N=" + std::to_string(N) + " " + plan.config().to_string();

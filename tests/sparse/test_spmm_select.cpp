@@ -836,13 +836,7 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
 }
 
 TEST_CASE("SpMM rule: a few long rows among short ones are cut at every N") {
-  std::vector<index_t> lens;  // the matrix of the GPU test of long rows
-  for (int i = 0; i < 3000; ++i) lens.push_back(3 + i % 10);
-  lens[17] = 5000;
-  lens[1234] = 1500;
-  lens[2999] = 300;
-  for (int i = 100; i < 3000; i += 97) lens[std::size_t(i)] = 40;
-  const RowStats s = stats_of(test::with_row_lengths(6000, lens, 31));
+  const RowStats s = stats_of(test::few_long_rows());  // the matrix of the GPU test of long rows
   const index_t t = spmm_long_row_threshold(s);
   REQUIRE(t > 0);
   for (index_t N : {1, 2, 4, 8, 16, 33, 64})
