@@ -24,7 +24,8 @@
 // once, at the copy bandwidth). Results are checked against cuSPARSE.
 // Graph timing (the "graph" columns): the rule's and the tuned kernel and every cuSPARSE
 // combination, each as up to 32 calls captured into a CUDA graph (CapturedCalls) and replayed,
-// again round-robin. Replays leave out
+// again round-robin. The rule's kernel is also timed, both ways, with overlapped launches off
+// (base/overlapped_launch.hpp: "plain" keys and summary line). Replays leave out
 // the host's submission of each launch (~4 us on the H100 machine, more than the GPU needs for a
 // small matrix), which otherwise caps both sides alike; this is the GPU time a solver sees when
 // its iterations are replayed from a graph. The graph's result is checked too.
@@ -58,6 +59,7 @@
 #include "bench/launch_floor.hpp"
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
+#include "base/overlapped_launch.hpp"
 #include "io/matrix_market.hpp"
 #include "sparse/cuda/cusparse_spmv.hpp"
 #include "sparse/cuda/spmm_launch.hpp"
@@ -114,6 +116,8 @@ struct Result {
   bool generated = false;
   std::string rule, tuned;
   double rule_ms = 0, tuned_ms = 0, tuning_s = 0;
+  // the rule's kernel with overlapped launches off (base/overlapped_launch.hpp), stream and graph
+  double rule_plain_ms = -1, rule_graph_plain_ms = -1;
   double combo_ms[kNumCombos] = {};  // < 0: rejected by cuSPARSE
   double best_cusparse_ms = 0;
   std::string best_cusparse;
@@ -280,7 +284,13 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         CUDA_OK(cudaProfilerStop());
       }
       // Ours and every accepted combination timed round-robin (time_device_auto_interleaved_ms).
-      std::vector<std::function<void()>> fns = {[&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); }};
+      auto apply_plain = [&](DeviceStream st) {  // overlapped launches off for this call only
+        set_overlapped_launch(false);
+        rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, st);
+        set_overlapped_launch(true);
+      };
+      std::vector<std::function<void()>> fns = {[&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); },
+                                                [&] { apply_plain({}); }};
       const bool tuned_differs = tuned && tuned->config() != rule.config();
       if (tuned_differs) fns.push_back([&] { tuned->apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); });
       std::vector<int> slot(kNumCombos, -1);
@@ -291,7 +301,8 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         }
       const std::vector<double> ms = time_device_auto_interleaved_ms(fns);
       r.rule_ms = ms[0];
-      r.tuned_ms = tuned_differs ? ms[1] : r.rule_ms;
+      r.rule_plain_ms = ms[1];
+      r.tuned_ms = tuned_differs ? ms[2] : r.rule_ms;
       r.best_cusparse_ms = -1;
       for (int c = 0; c < kNumCombos; ++c) {
         const int k = slot[std::size_t(c)];
@@ -308,6 +319,7 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         std::vector<std::unique_ptr<CapturedCalls>> graphs;
         graphs.push_back(std::make_unique<CapturedCalls>(
             [&](DeviceStream st) { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, st); }, calls));
+        graphs.push_back(std::make_unique<CapturedCalls>(apply_plain, calls));
         if (tuned_differs)
           graphs.push_back(std::make_unique<CapturedCalls>(
               [&](DeviceStream st) { tuned->apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, st); }, calls));
@@ -345,7 +357,8 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         const std::vector<double> gms = time_device_auto_interleaved_ms(gfns);
         r.graph_calls = calls;
         r.rule_graph_ms = gms[0] / calls;
-        r.tuned_graph_ms = tuned_differs ? gms[1] / calls : r.rule_graph_ms;
+        r.rule_graph_plain_ms = gms[1] / calls;
+        r.tuned_graph_ms = tuned_differs ? gms[2] / calls : r.rule_graph_ms;
         for (int c = 0; c < kNumCombos; ++c) {
           const int k = gslot[std::size_t(c)];
           r.combo_graph_ms[c] = k >= 0 ? gms[std::size_t(k)] / calls : -1;
@@ -582,6 +595,7 @@ int main(int argc, char** argv) {
     std::vector<double> above_floor[2];  // [N >= 16], rule speedups where cuSPARSE >= kFloorFactor x floor
     std::vector<double> graph[2][2];     // [big matrix][N >= 16], rule speedups replayed from graphs
     std::vector<double> graph_tuned[2];  // [N >= 16], tuned speedups replayed from graphs
+    std::vector<double> plain[2], graph_plain[2];  // [N >= 16], rule speedups with overlapped launches off
     int mismatches = 0, unchecked = 0, rule_hits = 0;
     double tuning_s = 0;
     for (const Result& r : results) {
@@ -589,12 +603,14 @@ int main(int argc, char** argv) {
         (r.N <= 8 ? small_rule : large_rule).push_back(r.speedup_rule);
         (r.N <= 8 ? small_tuned : large_tuned).push_back(r.speedup_tuned);
         by_size[r.nnz >= kSmallNnz][r.N > 8].push_back(r.speedup_rule);
+        if (r.rule_plain_ms > 0) plain[r.N > 8].push_back(r.best_cusparse_ms / r.rule_plain_ms);
         if (r.best_cusparse_ms >= kFloorFactor * launch_floor.dependent_load_ms)
           above_floor[r.N > 8].push_back(r.speedup_rule);
       }
       if (r.speedup_rule_graph > 0) {
         graph[r.nnz >= kSmallNnz][r.N > 8].push_back(r.speedup_rule_graph);
         graph_tuned[r.N > 8].push_back(r.speedup_tuned_graph);
+        if (r.rule_graph_plain_ms > 0) graph_plain[r.N > 8].push_back(r.best_cusparse_graph_ms / r.rule_graph_plain_ms);
       }
       mismatches += mismatch(r);
       unchecked += r.max_rel_diff < 0 || r.graph_max_rel_diff < 0;
@@ -624,6 +640,8 @@ int main(int argc, char** argv) {
         geomean(all_graph(0)), all_graph(0).size(), geomean(all_graph(1)), all_graph(1).size(), geomean(graph_tuned[0]),
         geomean(graph_tuned[1]), kSmallNnz, geomean(graph[0][0]), geomean(graph[0][1]), kSmallNnz, geomean(graph[1][0]),
         geomean(graph[1][1]));
+    std::printf("overlapped launches off (rule): stream N<=8 %.3fx, N>=16 %.3fx;  graph N<=8 %.3fx, N>=16 %.3fx\n",
+                geomean(plain[0]), geomean(plain[1]), geomean(graph_plain[0]), geomean(graph_plain[1]));
     double lap_ratio = -1, lap_cusparse_ratio = -1;
     if (lap_spmv_ms > 0 && lap_spmm2_ms > 0) {
       lap_ratio = lap_spmm2_ms / lap_spmv_ms;
@@ -674,12 +692,18 @@ int main(int argc, char** argv) {
          << ", \"geomean_speedup_rule_graph_small_matrices_n16_64\": " << geomean(graph[0][1])
          << ", \"geomean_speedup_rule_graph_large_matrices_n2_8\": " << geomean(graph[1][0])
          << ", \"geomean_speedup_rule_graph_large_matrices_n16_64\": " << geomean(graph[1][1])
+         << ", \"geomean_speedup_rule_plain_n2_8\": " << geomean(plain[0])
+         << ", \"geomean_speedup_rule_plain_n16_64\": " << geomean(plain[1])
+         << ", \"geomean_speedup_rule_graph_plain_n2_8\": " << geomean(graph_plain[0])
+         << ", \"geomean_speedup_rule_graph_plain_n16_64\": " << geomean(graph_plain[1])
          << ", \"unchecked\": " << unchecked << "},\n  \"results\": [\n";
       for (std::size_t i = 0; i < results.size(); ++i) {
         const Result& r = results[i];
         js << "    {\"name\": \"" << json_escape(r.name) << "\", \"generated\": " << (r.generated ? "true" : "false")
            << ", \"rows\": " << r.rows << ", \"cols\": " << r.cols << ", \"nnz\": " << r.nnz << ", \"N\": " << r.N
-           << ", \"rule\": \"" << r.rule << "\", \"rule_ms\": " << r.rule_ms << ", \"tuned\": \"" << r.tuned
+           << ", \"rule\": \"" << r.rule << "\", \"rule_ms\": " << r.rule_ms
+           << ", \"rule_plain_ms\": " << r.rule_plain_ms << ", \"rule_graph_plain_ms\": " << r.rule_graph_plain_ms
+           << ", \"tuned\": \"" << r.tuned
            << "\", \"tuned_ms\": " << r.tuned_ms << ", \"tuning_s\": " << r.tuning_s
            << ", \"best_cusparse\": \"" << r.best_cusparse << "\", \"best_cusparse_ms\": " << r.best_cusparse_ms
            << ", \"cusparse_ms\": {";

@@ -24,8 +24,8 @@ inline bool is_nnz_balanced(SpmvAlgorithm a) {
 }
 
 /// Version of the kernels, their partition and the candidate set. Bump it whenever one of them
-/// changes: tuning-cache entries written under another version are ignored.
-inline constexpr int kSpmvKernelVersion = 2;
+/// changes: tuning-cache entries written under another version are ignored. 3: overlapped launches.
+inline constexpr int kSpmvKernelVersion = 3;
 
 /// Launch parameters that go with the algorithm (tuning kept as data, not in kernels).
 struct SpmvConfig {

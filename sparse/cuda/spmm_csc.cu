@@ -14,28 +14,29 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
   if (nnz_balanced) {
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
-    spmm_csc_nnz_kernel<T, NC, B, PV>
-        <<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(A, N, log2s, ws, alpha, X, ldx, beta, Y, ldy);
-    KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_nnz_kernel");
+    launch_overlapped("spmm_csc_nnz_kernel", spmm_csc_nnz_kernel<T, NC, B, PV>,
+                      dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2s, ws, alpha, X, ldx, beta, Y,
+                      ldy);
   } else if (log2k > 0) {
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) >> log2k;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
-    spmm_csc_split_kernel<T, NC, B, PV><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
-        A, N, log2s, log2k, alpha, X, ldx, beta, Y, ldy);
-    KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_split_kernel");
+    launch_overlapped("spmm_csc_split_kernel", spmm_csc_split_kernel<T, NC, B, PV>,
+                      dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2s, log2k, alpha, X, ldx, beta,
+                      Y, ldy);
   } else {
     const int R = (std::int64_t(A.rows) << log2s) >= kSpmmCscRoundsMinThreads ? kSpmmCscRowRounds : 1;
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) * R;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
     if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
       spmm_require_long_launch(grid + ws.num_pieces, tiles, chunk, N);
-      spmm_csc_row_kernel<T, NC, B, PV, true><<<dim3(static_cast<unsigned>(grid + ws.num_pieces), tiles), kSpmmBlock,
-                                                 0, st>>>(A, N, log2s, R, alpha, X, ldx, beta, Y, ldy, ws);
+      launch_overlapped("spmm_csc_row_kernel", spmm_csc_row_kernel<T, NC, B, PV, true>,
+                        dim3(static_cast<unsigned>(grid + ws.num_pieces), tiles), kSpmmBlock, st, A, N, log2s, R, alpha,
+                        X, ldx, beta, Y, ldy, ws);
     } else {
-      spmm_csc_row_kernel<T, NC, B, PV, false><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
-          A, N, log2s, R, alpha, X, ldx, beta, Y, ldy, ws);
+      launch_overlapped("spmm_csc_row_kernel", spmm_csc_row_kernel<T, NC, B, PV, false>,
+                        dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2s, R, alpha, X, ldx, beta,
+                        Y, ldy, ws);
     }
-    KRYSP_CUDA_CHECK_LAUNCH("spmm_csc_row_kernel");
   }
 }
 

@@ -15,6 +15,7 @@ template <class T>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_fixup_kernel(index_t num_splits, const index_t* __restrict__ splits, index_t units, index_t N,
                       const T* __restrict__ carries, T alpha, T beta, T* __restrict__ Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t w = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (w >= num_splits) return;
   const int lane = int(threadIdx.x % 32);
@@ -55,6 +56,7 @@ __global__ void spmm_fill_kernel(T* p, std::size_t n, std::uint64_t seed) {
 template <class T>
 __global__ void spmm_gather_kernel(const T* __restrict__ src, const index_t* __restrict__ source, index_t n,
                                    T* __restrict__ dst) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += stride)
     dst[k] = src[source[k]];
@@ -66,8 +68,8 @@ template <class T>
 void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, DeviceStream stream) {
   if (n <= 0) return;
   const std::int64_t blocks = std::min<std::int64_t>((std::int64_t(n) + kSpmmBlock - 1) / kSpmmBlock, 8192);
-  spmm_gather_kernel<T><<<static_cast<unsigned>(blocks), kSpmmBlock, 0, cuda_stream(stream)>>>(src, source, n, dst);
-  KRYSP_CUDA_CHECK_LAUNCH("spmm_gather_kernel");
+  launch_overlapped("spmm_gather_kernel", spmm_gather_kernel<T>, static_cast<unsigned>(blocks), kSpmmBlock,
+                    cuda_stream(stream), src, source, n, dst);
 }
 
 std::int64_t device_l2_bytes() {
@@ -99,9 +101,8 @@ void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const Spmm
   }
   if (nnz && ws.num_splits > 0) {
     const std::int64_t grid = (std::int64_t(ws.num_splits) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
-    spmm_fixup_kernel<T><<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(
-        ws.num_splits, ws.splits, ws.units, N, static_cast<const T*>(ws.carries), alpha, beta, Y, ldy);
-    KRYSP_CUDA_CHECK_LAUNCH("spmm_fixup_kernel");
+    launch_overlapped("spmm_fixup_kernel", spmm_fixup_kernel<T>, static_cast<unsigned>(grid), kSpmmBlock, st,
+                      ws.num_splits, ws.splits, ws.units, N, static_cast<const T*>(ws.carries), alpha, beta, Y, ldy);
   }
 }
 

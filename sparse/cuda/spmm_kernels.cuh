@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "base/cuda/check.cuh"
+#include "base/cuda/launch.cuh"
 #include "base/error.hpp"
 #include "sparse/csr_view.hpp"
 #include "sparse/cuda/load.cuh"
@@ -402,6 +403,7 @@ template <class T, int NV, int S, bool VEC, bool LONG>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl1_row_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
                          T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   std::int64_t block = blockIdx.x;
   if constexpr (LONG) {
     if (block < ws.num_pieces) return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y,
@@ -422,6 +424,7 @@ template <class T, int NV, int S>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl_row_kernel(CsrView<T> A, index_t N, int log2q, T alpha, const T* __restrict__ X, index_t ldx, T beta,
                         T* __restrict__ Y, index_t ldy, bool x_vec) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t row = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / S;
   if (row >= A.rows) return;  // whole sub-warps leave together
   const int lane = int(threadIdx.x % S);
@@ -437,6 +440,7 @@ template <class T, int NV, int S, bool LEAN>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl_nnz_kernel(CsrView<T> A, index_t N, int log2q, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy, bool x_vec) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (unit >= ws.units) return;  // whole warps leave together
   const index_t u = index_t(unit);
@@ -698,6 +702,7 @@ template <class T, int NC, int B, bool PV, bool LONG>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
                         T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
+  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   std::int64_t block = blockIdx.x;
@@ -791,6 +796,7 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
+  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
@@ -860,6 +866,7 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
                           index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
+  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   __shared__ T s_sum[NC][kSpmmBlock];

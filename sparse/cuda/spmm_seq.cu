@@ -93,6 +93,7 @@ template <class T, int W, bool VEC>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_seq_nnz_kernel(CsrView<T> A, index_t N, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   constexpr unsigned kFull = 0xffffffffu;
   __shared__ index_t s_rp[kSpmmWarpsPerBlock][kSeqStaged + 1];
   __shared__ index_t s_col[kSpmmWarpsPerBlock][kSeqStaged];
@@ -215,12 +216,11 @@ void launch(const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha
             index_t ldy, bool x_vec, cudaStream_t st) {
   const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
   if (x_vec)
-    spmm_seq_nnz_kernel<T, W, true>
-        <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    launch_overlapped("spmm_seq_nnz_kernel", spmm_seq_nnz_kernel<T, W, true>, static_cast<unsigned>(grid), kSpmmBlock,
+                      st, A, N, ws, alpha, X, ldx, beta, Y, ldy);
   else
-    spmm_seq_nnz_kernel<T, W, false>
-        <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, ws, alpha, X, ldx, beta, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("spmm_seq_nnz_kernel");
+    launch_overlapped("spmm_seq_nnz_kernel", spmm_seq_nnz_kernel<T, W, false>, static_cast<unsigned>(grid), kSpmmBlock,
+                      st, A, N, ws, alpha, X, ldx, beta, Y, ldy);
 }
 
 }  // namespace

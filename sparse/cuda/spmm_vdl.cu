@@ -18,12 +18,12 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
     if (ws.units == 0) return;
     const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
     if (lean)
-      spmm_vdl_nnz_kernel<T, NV, S, true>
-          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+      launch_overlapped("spmm_vdl_nnz_kernel", spmm_vdl_nnz_kernel<T, NV, S, true>, static_cast<unsigned>(grid),
+                        kSpmmBlock, st, A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
     else
-      spmm_vdl_nnz_kernel<T, NV, S, false><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
-          A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_nnz_kernel");
+      launch_overlapped("spmm_vdl_nnz_kernel", spmm_vdl_nnz_kernel<T, NV, S, false>,
+                        dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2q, ws, alpha, X, ldx, beta,
+                        Y, ldy, x_vec);
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
     const std::int64_t grid = (threads + kSpmmBlock - 1) / kSpmmBlock;
@@ -33,19 +33,20 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
       spmm_require_long_launch(grid + ws.num_pieces, 1, chunk, N);
       const unsigned g = static_cast<unsigned>(grid + ws.num_pieces);
       if (x_vec)
-        spmm_vdl1_row_kernel<T, NV, S, true, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
+        launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, true>, g, kSpmmBlock, st, A, N,
+                          alpha, X, ldx, beta, Y, ldy, ws);
       else
-        spmm_vdl1_row_kernel<T, NV, S, false, true><<<g, kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
+        launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, true>, g, kSpmmBlock, st, A, N,
+                          alpha, X, ldx, beta, Y, ldy, ws);
     } else if (lean && x_vec)
-      spmm_vdl1_row_kernel<T, NV, S, true, false>
-          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
+      launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false>,
+                        static_cast<unsigned>(grid), kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
     else if (lean)
-      spmm_vdl1_row_kernel<T, NV, S, false, false>
-          <<<static_cast<unsigned>(grid), kSpmmBlock, 0, st>>>(A, N, alpha, X, ldx, beta, Y, ldy, ws);
+      launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false>,
+                        static_cast<unsigned>(grid), kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
     else
-      spmm_vdl_row_kernel<T, NV, S><<<dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, 0, st>>>(
-          A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
-    KRYSP_CUDA_CHECK_LAUNCH("spmm_vdl_row_kernel");
+      launch_overlapped("spmm_vdl_row_kernel", spmm_vdl_row_kernel<T, NV, S>, dim3(static_cast<unsigned>(grid), tiles),
+                        kSpmmBlock, st, A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
   }
 }
 

@@ -35,6 +35,7 @@
 
 #include "base/cuda/check.cuh"
 #include "base/cuda/grid_reduce.cuh"
+#include "base/cuda/launch.cuh"
 #include "sparse/cuda/load.cuh"
 #include "sparse/cuda/spmv_kernels.cuh"
 
@@ -75,6 +76,7 @@ inline constexpr int kSlots = E >= 8 ? TILE + TILE / E : TILE + TILE / 32;
 
 template <class T, int K, int E, int kWarps, bool DOT>
 __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> a) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   static_assert(K % E == 0 && (E & (E - 1)) == 0 && E <= 16, "E must be a power of two dividing K");
   constexpr int TILE = 32 * K;
   constexpr int S = K / E;
@@ -278,6 +280,7 @@ __global__ void __launch_bounds__(kFixupBlock) spmv_carry_fixup_kernel(const ind
                                                                        index_t num_blocks, int warps,
                                                                        const T* __restrict__ carry, T alpha, T* y,
                                                                        const T* __restrict__ x, SpmvDot dot) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t b = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
   double d[1] = {0.0};
@@ -310,6 +313,7 @@ index_t fixup_blocks(index_t num_blocks) {
 template <class T>
 __global__ void __launch_bounds__(kReduceBlock) dot_only_kernel(index_t n, const T* __restrict__ x,
                                                                 const T* __restrict__ y, double* out) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   __shared__ double shared[1][kReduceBlock / 32];
   double d[1] = {0.0};
   for (index_t i = threadIdx.x; i < n; i += kReduceBlock) d[0] += double(x[i]) * double(y[i]);
@@ -320,6 +324,7 @@ __global__ void __launch_bounds__(kReduceBlock) dot_only_kernel(index_t n, const
 /// nnz = 0: y = beta·y (0 when beta = 0, never reading y).
 template <class T>
 __global__ void __launch_bounds__(256) spmv_scale_kernel(index_t n, T beta, T* y) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = beta == T(0) ? T(0) : beta * y[i];
 }
@@ -338,20 +343,18 @@ void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const
   }
   const auto grid = static_cast<unsigned>(ws.geometry.num_blocks);
   if (dot.out)
-    spmv_nnz_kernel<T, K, E, NW, true><<<grid, 32 * NW>>>(args);
+    launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, true>, grid, 32 * NW, nullptr, args);
   else
-    spmv_nnz_kernel<T, K, E, NW, false><<<grid, 32 * NW>>>(args);
-  KRYSP_CUDA_CHECK_LAUNCH("spmv_nnz_kernel");
+    launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, false>, grid, 32 * NW, nullptr, args);
   if (mode == 2) {
     const auto fgrid = static_cast<unsigned>(fixup_blocks(ws.geometry.num_blocks));
     const auto* carry = static_cast<const T*>(ws.block_carry);
     if (dot.out)
-      spmv_carry_fixup_kernel<T, true><<<fgrid, kFixupBlock>>>(ws.carry_in, ws.partition, ws.geometry.num_blocks, NW,
-                                                               carry, alpha, y, x, dot);
+      launch_overlapped("spmv_carry_fixup_kernel", spmv_carry_fixup_kernel<T, true>, fgrid, kFixupBlock, nullptr,
+                        ws.carry_in, ws.partition, ws.geometry.num_blocks, NW, carry, alpha, y, x, dot);
     else
-      spmv_carry_fixup_kernel<T, false><<<fgrid, kFixupBlock>>>(ws.carry_in, ws.partition, ws.geometry.num_blocks, NW,
-                                                                carry, alpha, y, x, dot);
-    KRYSP_CUDA_CHECK_LAUNCH("spmv_carry_fixup_kernel");
+      launch_overlapped("spmv_carry_fixup_kernel", spmv_carry_fixup_kernel<T, false>, fgrid, kFixupBlock, nullptr,
+                        ws.carry_in, ws.partition, ws.geometry.num_blocks, NW, carry, alpha, y, x, dot);
   }
 }
 
@@ -360,14 +363,13 @@ void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const
 template <class T>
 void spmv_scale(index_t n, T beta, T* y) {
   if (n == 0) return;
-  spmv_scale_kernel<T><<<static_cast<unsigned>((std::int64_t(n) + 255) / 256), 256>>>(n, beta, y);
-  KRYSP_CUDA_CHECK_LAUNCH("spmv_scale_kernel");
+  launch_overlapped("spmv_scale_kernel", spmv_scale_kernel<T>, static_cast<unsigned>((std::int64_t(n) + 255) / 256),
+                    256, nullptr, n, beta, y);
 }
 
 template <class T>
 void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot) {
-  dot_only_kernel<T><<<1, kReduceBlock>>>(n, x, y, dot.out);
-  KRYSP_CUDA_CHECK_LAUNCH("dot_only_kernel");
+  launch_overlapped("dot_only_kernel", dot_only_kernel<T>, 1, kReduceBlock, nullptr, n, x, y, dot.out);
 }
 
 std::size_t spmv_nnz_dot_partials(const NnzGeometry& g, bool fixup) {

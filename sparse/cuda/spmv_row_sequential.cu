@@ -3,6 +3,7 @@
 
 #include "base/cuda/check.cuh"
 #include "base/cuda/grid_reduce.cuh"
+#include "base/cuda/launch.cuh"
 #include "sparse/cuda/load.cuh"
 #include "sparse/cuda/spmv_kernels.cuh"
 
@@ -13,6 +14,7 @@ constexpr int kRowSeqBlock = 256;
 template <class T, bool DOT>
 __global__ void __launch_bounds__(kRowSeqBlock) spmv_row_sequential_kernel(CsrView<T> A, T alpha, const T* __restrict__ x,
                                                                            T beta, T* __restrict__ y, SpmvDot dot) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t row = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   double d[1] = {0.0};  // this row's x·y (fused dot)
   if (row < A.rows) {
@@ -43,10 +45,11 @@ void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y,
   if (A.rows == 0) return;
   const std::int64_t grid = (std::int64_t(A.rows) + kRowSeqBlock - 1) / kRowSeqBlock;
   if (dot.out)
-    spmv_row_sequential_kernel<T, true><<<static_cast<unsigned>(grid), kRowSeqBlock>>>(A, alpha, x, beta, y, dot);
+    launch_overlapped("spmv_row_sequential_kernel", spmv_row_sequential_kernel<T, true>, static_cast<unsigned>(grid),
+                      kRowSeqBlock, nullptr, A, alpha, x, beta, y, dot);
   else
-    spmv_row_sequential_kernel<T, false><<<static_cast<unsigned>(grid), kRowSeqBlock>>>(A, alpha, x, beta, y, dot);
-  KRYSP_CUDA_CHECK_LAUNCH("spmv_row_sequential_kernel");
+    launch_overlapped("spmv_row_sequential_kernel", spmv_row_sequential_kernel<T, false>, static_cast<unsigned>(grid),
+                      kRowSeqBlock, nullptr, A, alpha, x, beta, y, dot);
 }
 
 std::size_t spmv_row_sequential_blocks(index_t rows) { return (std::size_t(rows) + kRowSeqBlock - 1) / kRowSeqBlock; }

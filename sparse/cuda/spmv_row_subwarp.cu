@@ -3,6 +3,7 @@
 
 #include "base/cuda/check.cuh"
 #include "base/cuda/grid_reduce.cuh"
+#include "base/cuda/launch.cuh"
 #include "sparse/cuda/load.cuh"
 #include "sparse/cuda/row_sum.cuh"
 #include "sparse/cuda/spmv_kernels.cuh"
@@ -14,6 +15,7 @@ constexpr int kSubwarpBlock = 256;
 template <class T, int W, bool DOT>
 __global__ void __launch_bounds__(kSubwarpBlock) spmv_row_subwarp_kernel(CsrView<T> A, T alpha, const T* __restrict__ x,
                                                                          T beta, T* __restrict__ y, SpmvDot dot) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t row = tid / W;
   double d[1] = {0.0};  // this row's x·y (fused dot), on the sub-warp's first lane
@@ -35,10 +37,11 @@ template <class T, int W>
 static void launch(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot) {
   const auto grid = static_cast<unsigned>(spmv_row_subwarp_blocks(A.rows, W));
   if (dot.out)
-    spmv_row_subwarp_kernel<T, W, true><<<grid, kSubwarpBlock>>>(A, alpha, x, beta, y, dot);
+    launch_overlapped("spmv_row_subwarp_kernel", spmv_row_subwarp_kernel<T, W, true>, grid, kSubwarpBlock, nullptr, A,
+                      alpha, x, beta, y, dot);
   else
-    spmv_row_subwarp_kernel<T, W, false><<<grid, kSubwarpBlock>>>(A, alpha, x, beta, y, dot);
-  KRYSP_CUDA_CHECK_LAUNCH("spmv_row_subwarp_kernel");
+    launch_overlapped("spmv_row_subwarp_kernel", spmv_row_subwarp_kernel<T, W, false>, grid, kSubwarpBlock, nullptr, A,
+                      alpha, x, beta, y, dot);
 }
 
 template <class T>

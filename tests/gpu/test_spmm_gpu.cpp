@@ -20,6 +20,7 @@
 #include "sparse/generators.hpp"
 #include "sparse/spmm_plan.hpp"
 #include "sparse/spmm_select.hpp"
+#include "gpu/late_input.hpp"
 #include "sparse_test_util.hpp"
 #include "test_util.hpp"
 
@@ -421,4 +422,23 @@ TEST_CASE("SpMM GPU: apply() on a caller's stream and replayed from a CUDA graph
         }
       }
   REQUIRE(cudaStreamDestroy(st) == cudaSuccess);
+}
+
+TEST_CASE("SpMM GPU: overlapped launches wait for the kernel before them, every variant") {
+  // X, then Y under beta, written late by the kernel just before the product (late_input.hpp).
+  const auto A = random_power_law(20000, 12.0, 3000, 9);
+  for (const index_t N : {4, 17}) {
+    const auto X = test::random_block<double>(A.cols(), N, N, 0.0);
+    const auto Y0 = test::random_block<double>(A.rows(), N, N, 0.0);
+    for (const SpmmConfig& c : forced_configs()) {
+      if (!runs_at(c, A, N)) continue;
+      SpmmPlanOptions o;
+      o.force = true;
+      o.forced = c;
+      const SpmmPlan<double> plan(A, N, o);
+      test::check_waits_for_writer(
+          [&](const double* in, double beta, double* out) { plan.apply(A, 1.0, in, N, beta, out, N); }, X, Y0,
+          "power-law N=" + std::to_string(N) + " " + plan.config().to_string());
+    }
+  }
 }

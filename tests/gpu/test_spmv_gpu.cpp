@@ -26,6 +26,7 @@
 #include "sparse/spmv_partition.hpp"
 #include "sparse/spmv_plan.hpp"
 #include "sparse/spmv_select.hpp"
+#include "gpu/late_input.hpp"
 #include "sparse_test_util.hpp"
 
 using namespace krysp;
@@ -455,4 +456,44 @@ TEST_CASE("SpMV plan: tuning times every candidate, keeps the fastest and caches
   dy.download(y.data(), 50000);
   check_result(A, -0.75, x, 0.25, y0, y, "tuned plan");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("SpMV: overlapped launches wait for the kernel before them, every kernel, both carry modes") {
+  // x, then y under beta, written late by the kernel just before the product (late_input.hpp).
+  const CsrMatrix<double> A = random_power_law(20000, 12.0, 3000, 9);
+  const auto x = random_vector<double>(std::size_t(A.cols()), 41), y0 = random_vector<double>(std::size_t(A.rows()), 42);
+  for (const SpmvConfig& c : all_configs())
+    for (auto carry : {SpmvPlanOptions::Carry::LookBack, SpmvPlanOptions::Carry::FixUp}) {
+      SpmvPlanOptions opt;
+      opt.force = true;
+      opt.forced = c;
+      opt.carry = carry;
+      const SpmvPlan<double> plan(A, opt);
+      test::check_waits_for_writer(
+          [&](const double* in, double beta, double* out) { plan.apply(A, 1.0, in, beta, out); }, x, y0,
+          c.to_string() + " carry " + plan.carry_mode());
+    }
+}
+
+TEST_CASE("Overlapped launch: a kernel that does not wait reads what the late writer has not yet written") {
+  // The negative control of late_input.hpp: the harness can catch a missing wait.
+  int dev = 0, major = 0;
+  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess);
+  if (major < 9) return;  // no overlapped launches before compute capability 9.0
+  const bool setting = overlapped_launch();
+  set_overlapped_launch(true);
+  const std::size_t n = 4096;
+  const std::vector<double> ones(n, 1.0);
+  DeviceArray<double> src(n), late(n), out(n);
+  src.upload(ones.data(), n);
+  REQUIRE(cudaMemset(late.data(), 0xff, n * sizeof(double)) == cudaSuccess);  // NaN
+  cuda_synchronize();
+  test::late_copy(src.data(), late.data(), n, 2000);
+  test::copy_without_waiting(late.data(), out.data(), n);
+  cuda_synchronize();
+  std::vector<double> got(n);
+  out.download(got.data(), n);
+  set_overlapped_launch(setting);
+  CHECK(std::count_if(got.begin(), got.end(), [](double v) { return v != v; }) > 0);
 }
