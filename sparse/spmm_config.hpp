@@ -46,7 +46,8 @@ struct SpmmConfig {
   SpmmAlgorithm algorithm = SpmmAlgorithm::VdlRow;
   int subwarp = 0;         ///< S: lanes per row, a power of two in [2, 32]; SeqNnz: 32 (the warp)
   int col_lanes = 0;       ///< VDL: Q, lanes that split the columns (power of two <= S); CSC, SeqNnz: 0
-  int per_lane = 0;        ///< VDL: vectors per lane (1 or 2); CSC: columns per lane (1 or 2); SeqNnz: 1
+  int per_lane = 0;  ///< VDL: vectors per lane (1, 2, or 4: vdl-row with one column lane); CSC: columns per lane (1 or
+                     ///< 2); SeqNnz: 1
   int items_per_warp = 0;  ///< nonzero-balanced: rows + nonzeros per unit (one warp); 0 for row kernels
   /// CscRow: sub-warps that share one row (1, 2, 4 or 8; 0 = 1), each taking a contiguous slice
   /// of its nonzeros; their partial sums are added in shared memory in slice order

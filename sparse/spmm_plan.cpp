@@ -305,9 +305,10 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     std::string why;
     KRYSP_REQUIRE(is_valid(s->config, &why), "SpmmPlan: forced configuration ", s->config.to_string(),
                   " is invalid: ", why);
-    KRYSP_REQUIRE(spmm_long_row_supported(s->config, N, int(sizeof(T))), "SpmmPlan: forced configuration ",
-                  s->config.to_string(), " cannot cut long rows at N = ", N,
-                  " (VDL: one column lane and N <= per_lane * ", detail::kSpmmVecWidth<T>, ")");
+    KRYSP_REQUIRE(spmm_runs_at(s->config, N, int(sizeof(T))), "SpmmPlan: forced configuration ", s->config.to_string(),
+                  " cannot run at N = ", N,
+                  " (long rows cut, or four vectors a lane, need VDL with one column lane and N <= per_lane * ",
+                  detail::kSpmmVecWidth<T>, ")");
     s->selection.source = SpmmSelection::Source::Forced;
   } else if (o.select == SpmmPlanOptions::Select::Tune) {
     const index_t ldx = o.ldx > 0 ? o.ldx : N, ldy = o.ldy > 0 ? o.ldy : N;

@@ -102,7 +102,12 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
   } else if (c.col_lanes != 0) {
     return fail("col_lanes must be 0 for the CSC kernels, not " + std::to_string(c.col_lanes));
   }
-  if (c.per_lane != 1 && c.per_lane != 2) return fail("per_lane " + std::to_string(c.per_lane) + " is not 1 or 2");
+  if (c.per_lane == 4 && c.algorithm != SpmmAlgorithm::VdlRow)
+    return fail("per_lane 4 is only for vdl-row, not " + std::string(krysp::to_string(c.algorithm)));
+  if (c.per_lane == 4 && c.col_lanes != 1)
+    return fail("per_lane 4 needs one column lane, not " + std::to_string(c.col_lanes));
+  if (c.per_lane != 1 && c.per_lane != 2 && c.per_lane != 4)
+    return fail("per_lane " + std::to_string(c.per_lane) + " is not 1, 2 or 4");
   if (is_nnz_balanced(c.algorithm)) {
     if (c.items_per_warp < 4 || c.items_per_warp > 65536)
       return fail("items_per_warp " + std::to_string(c.items_per_warp) + " is not in [4, 65536]");
@@ -130,11 +135,13 @@ index_t spmm_long_row_threshold(const RowStats& s) {
   return s.max_len > t ? t : 0;
 }
 
-bool spmm_long_row_supported(const SpmmConfig& c, index_t N, int value_bytes) {
+bool spmm_runs_at(const SpmmConfig& c, index_t N, int value_bytes) {
+  const bool lean = c.col_lanes == 1 && N <= index_t(c.per_lane) * vec_width(value_bytes);
+  if (c.per_lane == 4 && !lean) return false;
   if (c.long_row == 0) return true;
   if (c.algorithm == SpmmAlgorithm::CscRow)  // one chunk a block: the tickets count per column tile
     return ceil_div(N, detail::spmm_chunk_columns(false, c.subwarp, 0, c.per_lane, 0)) <= detail::kSpmmMaxTiles;
-  return c.col_lanes == 1 && N <= index_t(c.per_lane) * vec_width(value_bytes);
+  return lean;
 }
 
 namespace {
@@ -202,11 +209,17 @@ SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N) {
   return c;
 }
 
-int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes) {
+int spmm_lean_vdl_vectors(index_t N, int value_bytes) {
+  const index_t nvec = ceil_div(std::max<index_t>(N, 1), vec_width(value_bytes));
+  return nvec > 4 ? 0 : spmm_pow2_at_least(double(nvec), 1, 4);
+}
+
+int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes, int per_lane) {
   using namespace spmm_rule;
   if (double(s.rows) * 32 <= kVdlWideWaves * kResidentThreads) return 32;
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::VdlRow;
+  c.per_lane = per_lane;
   const int Q = complete_spmm_config(c, N, value_bytes, s).col_lanes;
   int best = 32;
   double best_cost = 0;
@@ -234,7 +247,7 @@ std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N,
   SpmmConfig c = spmm_uncut_rule(rows_up_to(s, t), N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
-  if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return std::nullopt;
+  if (!is_valid(c) || !spmm_runs_at(c, N, value_bytes)) return std::nullopt;
   return c;
 }
 }  // namespace
@@ -254,7 +267,11 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
   }
   const bool small = spmm_latency_bound(s);
   int ks = 1;
-  if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
+  if (small && N > kVdlMaxN && N <= kSmallLeanVdlMaxN && spmm_lean_vdl_vectors(N, value_bytes) > 0) {
+    c.algorithm = SpmmAlgorithm::VdlRow;  // the lean kernel: one column lane, all columns a lane
+    c.per_lane = spmm_lean_vdl_vectors(N, value_bytes);
+    c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
+  } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
     c = spmm_small_csc_rule(s, N);
     ks = c.split_count();
   } else {
@@ -292,7 +309,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   // c completed for the rows of `rows` (s, or those left when long rows are cut), if it can run
   auto add_for = [&](SpmmConfig c, const RowStats& rows) {
     c = complete_spmm_config(c, N, value_bytes, rows);
-    if (!is_valid(c) || !spmm_long_row_supported(c, N, value_bytes)) return;
+    if (!is_valid(c) || !spmm_runs_at(c, N, value_bytes)) return;
     if (!is_nnz_balanced(c.algorithm) && spmm_max_row_trips(rows, c) > kTuneMaxRowTrips) return;
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
@@ -311,6 +328,13 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
       if (w >= 2 && w <= 32) add(make(SpmmAlgorithm::VdlRow, w));
     add(make(SpmmAlgorithm::VdlRow, base.subwarp, 1));
     add(make(SpmmAlgorithm::VdlNnz));
+  }
+  // the lean VDL kernel with four vectors a lane, where the derived layout needs column lanes
+  const bool lean4 = spmm_lean_vdl_vectors(N, value_bytes) == 4;
+  if (lean4) {
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::VdlRow, 0, 4), N, value_bytes, s);
+    for (int w : {base.subwarp / 2, base.subwarp, base.subwarp * 2, 32})
+      if (w >= 2 && w <= 32) add(make(SpmmAlgorithm::VdlRow, w, 4));
   }
   add(make(SpmmAlgorithm::CscRow));
   add(make(SpmmAlgorithm::CscRow, 32));
@@ -347,6 +371,10 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
     if (N <= kTuneVdlMaxN) {
       add_long(make(SpmmAlgorithm::VdlRow));
       add_long(make(SpmmAlgorithm::VdlRow, 32));
+    }
+    if (lean4) {
+      add_long(make(SpmmAlgorithm::VdlRow, 0, 4));
+      add_long(make(SpmmAlgorithm::VdlRow, 32, 4));
     }
     const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, cut);
     add_long(base);

@@ -73,6 +73,10 @@ inline constexpr double kVdlSubwarpWaveCost = 10;
 /// 1.05 / 1.05 (spmm_h100_2026-11-25_session4_lean_walk, scripts/spmm_rule_fit.py --wave-cost).
 /// Retune from bench/bench_spmm (scripts/spmm_report.py).
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
+/// Latency-bound matrices, kVdlMaxN < N <= kSmallLeanVdlMaxN: the lean VDL kernel (one column
+/// lane, all N columns a lane in pow2 >= N / VW vectors: 4 in fp64 at N = 5..8) with the sub-warp
+/// of spmm_small_vdl_subwarp, instead of CSC. Retune from bench/bench_spmm.
+inline constexpr int kSmallLeanVdlMaxN = 8;
 inline constexpr double kSplitWaveCost = 96;
 inline constexpr double kSplitMaxSlice = 64;
 inline constexpr double kCscTwoColumnChain = 1.5;
@@ -203,10 +207,11 @@ bool is_valid(const SpmmConfig& c, std::string* why = nullptr);
 /// long).
 index_t spmm_long_row_threshold(const RowStats& s);
 
-/// Can the kernel of `c` (complete, valid) cut its long rows (SpmmConfig::long_row) for N columns of
-/// `value_bytes`-byte values? CscRow: when its column tiles cover N in one chunk a block; VdlRow:
-/// one column lane and N <= per_lane · VW (the lean kernel). Always true without long_row.
-bool spmm_long_row_supported(const SpmmConfig& c, index_t N, int value_bytes);
+/// Can the kernels run `c` (complete, valid) for N columns of `value_bytes`-byte values? Long rows
+/// cut (SpmmConfig::long_row): CscRow when its column tiles cover N in one chunk a block, VdlRow
+/// with one column lane and N <= per_lane · VW (the lean kernel). Four vectors a lane (VDL only):
+/// the lean kernel only, N <= 4 · VW. Anything else runs at any N.
+bool spmm_runs_at(const SpmmConfig& c, index_t N, int value_bytes);
 
 /// Is the matrix small enough for its kernels to be latency-bound (see kLatencyBoundWaves)?
 bool spmm_latency_bound(const RowStats& s);
@@ -220,20 +225,26 @@ int spmm_split_rule(const RowStats& s, index_t N);
 /// S columns, S / 2 lanes from S = 16), whichever costs less in the same model.
 SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N);
 
-/// The VDL sub-warp for a latency-bound matrix (kVdlWideWaves, kVdlSubwarpWaveCost).
-int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8);
+/// The VDL sub-warp for a latency-bound matrix (kVdlWideWaves, kVdlSubwarpWaveCost), with
+/// `per_lane` vectors a lane (0: derived).
+int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8, int per_lane = 0);
+
+/// Vectors a lane for the lean VDL kernel at N columns of `value_bytes`-byte values: the power of
+/// two >= N / VW (1, 2 or 4), 0 when N > 4 · VW.
+int spmm_lean_vdl_vectors(index_t N, int value_bytes);
 
 /// The cheap rule (complete configuration): on a latency-bound matrix whose longest row is at
 /// least kLongRowRuleMinCut times t = spmm_long_row_threshold, spmm_uncut_rule for rows up to t
 /// long, unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
-/// (spmm_long_row_supported); spmm_uncut_rule otherwise.
+/// (spmm_runs_at); spmm_uncut_rule otherwise.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 
 /// The rule for the rows as they are (no long_row; complete configuration):
 ///  - N <= kVdlMaxN: VDL, else CSC (S / 2 lanes of two columns for even N in [kHalfLanesMinN,
 ///    kHalfLanesMaxN]); on latency-bound matrices (spmm_latency_bound) VDL with the
-///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, then CSC with long rows shared by
-///    sub-warps or two columns a lane (kSmallCscMinN, spmm_small_csc_rule);
+///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, the lean VDL kernel up to
+///    kSmallLeanVdlMaxN, then CSC with long rows shared by sub-warps or two columns a lane
+///    (kSmallCscMinN, spmm_small_csc_rule);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound

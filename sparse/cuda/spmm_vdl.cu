@@ -14,16 +14,23 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
   // Column tiles (blockIdx.y) for the general kernels; the lean one has a single chunk.
   const index_t chunk = spmm_chunk_columns(true, S, 1 << log2q, NV, kSpmmVecWidth<T>);  // as the plan sizes tickets
   const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, chunk));
+  if constexpr (NV > 2) {  // four vectors a lane: only the lean row kernel (spmm_runs_at)
+    KRYSP_REQUIRE(!nnz_balanced && lean, "SpMM VDL: ", NV,
+                  " vectors a lane need vdl-row, one column lane and N <= ", NV * kSpmmVecWidth<T>, " (N = ", N,
+                  ", column lanes ", 1 << log2q, ")");
+  }
   if (nnz_balanced) {
-    if (ws.units == 0) return;
-    const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
-    if (lean)
-      launch_overlapped("spmm_vdl_nnz_kernel", spmm_vdl_nnz_kernel<T, NV, S, true>, static_cast<unsigned>(grid),
-                        kSpmmBlock, st, A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
-    else
-      launch_overlapped("spmm_vdl_nnz_kernel", spmm_vdl_nnz_kernel<T, NV, S, false>,
-                        dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2q, ws, alpha, X, ldx, beta,
-                        Y, ldy, x_vec);
+    if constexpr (NV <= 2) {
+      if (ws.units == 0) return;
+      const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
+      if (lean)
+        launch_overlapped("spmm_vdl_nnz_kernel", spmm_vdl_nnz_kernel<T, NV, S, true>, static_cast<unsigned>(grid),
+                          kSpmmBlock, st, A, N, log2q, ws, alpha, X, ldx, beta, Y, ldy, x_vec);
+      else
+        launch_overlapped("spmm_vdl_nnz_kernel", spmm_vdl_nnz_kernel<T, NV, S, false>,
+                          dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2q, ws, alpha, X, ldx,
+                          beta, Y, ldy, x_vec);
+    }
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
     const std::int64_t grid = (threads + kSpmmBlock - 1) / kSpmmBlock;
@@ -44,7 +51,7 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
     else if (lean)
       launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false>,
                         static_cast<unsigned>(grid), kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
-    else
+    else if constexpr (NV <= 2)
       launch_overlapped("spmm_vdl_row_kernel", spmm_vdl_row_kernel<T, NV, S>, dim3(static_cast<unsigned>(grid), tiles),
                         kSpmmBlock, st, A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
   }
@@ -82,7 +89,10 @@ void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
       return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
     case 2:
       return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    default: KRYSP_THROW(InputError, "SpMM VDL: vectors per lane ", c.per_lane, " is not 1 or 2");
+    case 4:
+      return launch_s<T, 4>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+    default:
+      KRYSP_THROW(InputError, "SpMM VDL: vectors per lane ", c.per_lane, " is not 1, 2 or 4");
   }
 }
 

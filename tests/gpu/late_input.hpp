@@ -35,7 +35,8 @@ void check_waits_for_writer(const Mul& mul, const std::vector<double>& X, const 
     return out;
   };
   auto poison = [&](double* p, std::size_t n) { REQUIRE(cudaMemset(p, 0xff, n * sizeof(double)) == cudaSuccess); };
-  // references: operands in place before the product
+  // references, operands in place before the product; these launches also load the product's
+  // kernels (a kernel's first launch waits for the device to go idle, which would hide a race)
   y.upload(Y0.data(), Y0.size());
   mul(x.data(), 0.0, y.data());
   const auto ref_in = result();

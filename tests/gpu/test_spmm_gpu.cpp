@@ -45,6 +45,7 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::VdlRow, 32, 1, 1),
           cfg(SpmmAlgorithm::VdlRow, 32, 32, 2),
           cfg(SpmmAlgorithm::VdlRow, 16, 4, 2),
+          cfg(SpmmAlgorithm::VdlRow, 8, 1, 4),  // four vectors a lane: N <= 8 (fp64), 16 (fp32)
           cfg(SpmmAlgorithm::VdlNnz),
           cfg(SpmmAlgorithm::VdlNnz, 8, 1, 2, 8),
           cfg(SpmmAlgorithm::VdlNnz, 32, 2, 1, 37),
@@ -66,14 +67,15 @@ std::vector<SpmmConfig> forced_configs() {
           with_long(cfg(SpmmAlgorithm::CscRow, 8, 0, 1), 40),
           with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),    // 128 sub-warps a piece
           with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),   // N <= 2 (fp64), 4 (fp32)
-          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20)};  // N <= 4 (fp64), 8 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20),   // N <= 4 (fp64), 8 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 2, 1, 4), 6)};   // N <= 8 (fp64), 16 (fp32)  // N <= 4 (fp64), 8 (fp32)
 }
 
 /// Can forced configuration c run at N on A? (Long-row cuts need the lean VDL kernel.)
 template <class T>
 bool runs_at(const SpmmConfig& c, const CsrMatrix<T>& A, index_t N) {
   const int bytes = int(sizeof(T));
-  return spmm_long_row_supported(complete_spmm_config(c, N, bytes, A.row_stats()), N, bytes);
+  return spmm_runs_at(complete_spmm_config(c, N, bytes, A.row_stats()), N, bytes);
 }
 
 /// Runs plan.apply on device copies of X and Y0 (X placed x_off elements, Y y_off elements after

@@ -487,6 +487,10 @@ TEST_CASE("Overlapped launch: a kernel that does not wait reads what the late wr
   const std::vector<double> ones(n, 1.0);
   DeviceArray<double> src(n), late(n), out(n);
   src.upload(ones.data(), n);
+  // Both kernels once first: a kernel's first launch loads it (lazy loading), and that waits for
+  // the device to go idle, late writer included.
+  test::late_copy(src.data(), late.data(), n, 0);
+  test::copy_without_waiting(src.data(), out.data(), n);
   REQUIRE(cudaMemset(late.data(), 0xff, n * sizeof(double)) == cudaSuccess);  // NaN
   cuda_synchronize();
   test::late_copy(src.data(), late.data(), n, 2000);

@@ -799,14 +799,14 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
   CHECK(why.find("ksplit") != std::string::npos);
   CHECK_FALSE(is_valid(with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 1), -1)));
   // VDL cuts rows only with the lean kernel: one column lane, N <= vectors a lane · VW
-  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 2, 8));
-  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 3, 8));
-  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 4, 4));  // one float4
-  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 9), 8, 8));
-  CHECK(spmm_long_row_supported(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 8, 8));  // no cut
+  CHECK(spmm_runs_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 2, 8));
+  CHECK_FALSE(spmm_runs_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 3, 8));
+  CHECK(spmm_runs_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 1), 9), 4, 4));  // one float4
+  CHECK_FALSE(spmm_runs_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 9), 8, 8));
+  CHECK(spmm_runs_at(cfg(SpmmAlgorithm::VdlRow, 8, 2, 2), 8, 8));  // no cut
   // CSC: one chunk a block (the column tiles cover N)
-  CHECK(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535, 8));
-  CHECK_FALSE(spmm_long_row_supported(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535 + 1, 8));
+  CHECK(spmm_runs_at(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535, 8));
+  CHECK_FALSE(spmm_runs_at(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535 + 1, 8));
   // threshold: latency-bound matrices with a row longer than max(32, 4 × mean)
   RowStats s = made_up_stats(1000, 9000, 9, 40, 1500);
   CHECK(spmm_long_row_threshold(s) == 36);
@@ -828,7 +828,7 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
           if (c.long_row == 0) continue;
           ++cuts;
           CHECK(c.long_row == spmm_long_row_threshold(ms));
-          CHECK(spmm_long_row_supported(c, N, vb));
+          CHECK(spmm_runs_at(c, N, vb));
         }
         CHECK((cuts > 0) == (spmm_long_row_threshold(ms) > 0));
       }
@@ -844,7 +844,7 @@ TEST_CASE("SpMM rule: a few long rows among short ones are cut at every N") {
       INFO("N = " << N << ", " << vb << " bytes");
       const SpmmConfig c = choose_spmm_rule(s, N, vb);
       CHECK(c.long_row == t);
-      CHECK(spmm_long_row_supported(c, N, vb));
+      CHECK(spmm_runs_at(c, N, vb));
     }
 }
 
