@@ -68,7 +68,7 @@ std::vector<SpmmConfig> forced_configs() {
           with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),    // 128 sub-warps a piece
           with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),   // N <= 2 (fp64), 4 (fp32)
           with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20),   // N <= 4 (fp64), 8 (fp32)
-          with_long(cfg(SpmmAlgorithm::VdlRow, 2, 1, 4), 6)};   // N <= 8 (fp64), 16 (fp32)  // N <= 4 (fp64), 8 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 2, 1, 4), 6)};   // N <= 8 (fp64), 16 (fp32)
 }
 
 /// Can forced configuration c run at N on A? (Long-row cuts need the lean VDL kernel.)
