@@ -232,6 +232,18 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes, int pe
 }
 
 namespace {
+/// The lean VDL kernel for a latency-bound matrix at kVdlMaxN < N <= kSmallLeanVdlMaxN (not
+/// complete), nullopt at other N.
+std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value_bytes) {
+  using namespace spmm_rule;
+  if (N <= kVdlMaxN || N > kSmallLeanVdlMaxN || spmm_lean_vdl_vectors(N, value_bytes) == 0) return std::nullopt;
+  SpmmConfig c;
+  c.algorithm = SpmmAlgorithm::VdlRow;  // one column lane, all columns a lane
+  c.per_lane = spmm_lean_vdl_vectors(N, value_bytes);
+  c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
+  return c;
+}
+
 /// The statistics the rule goes by for the rows left when those longer than t are cut: s with the
 /// longest row t long.
 RowStats rows_up_to(const RowStats& s, index_t t) {
@@ -244,7 +256,9 @@ RowStats rows_up_to(const RowStats& s, index_t t) {
 /// for rows that short), with the longer ones cut (long_row = t); nullopt when that pick cannot cut
 /// rows.
 std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
-  SpmmConfig c = spmm_uncut_rule(rows_up_to(s, t), N, value_bytes);
+  const RowStats cut = rows_up_to(s, t);
+  const auto lean = small_lean_vdl(cut, N, value_bytes);  // whatever the mean (kSmallLeanVdlMinMean)
+  SpmmConfig c = lean ? complete_spmm_config(*lean, N, value_bytes, cut) : spmm_uncut_rule(cut, N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
   if (!is_valid(c) || !spmm_runs_at(c, N, value_bytes)) return std::nullopt;
@@ -267,10 +281,8 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
   }
   const bool small = spmm_latency_bound(s);
   int ks = 1;
-  if (small && N > kVdlMaxN && N <= kSmallLeanVdlMaxN && spmm_lean_vdl_vectors(N, value_bytes) > 0) {
-    c.algorithm = SpmmAlgorithm::VdlRow;  // the lean kernel: one column lane, all columns a lane
-    c.per_lane = spmm_lean_vdl_vectors(N, value_bytes);
-    c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
+  if (small && s.mean >= kSmallLeanVdlMinMean && small_lean_vdl(s, N, value_bytes)) {
+    c = *small_lean_vdl(s, N, value_bytes);
   } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
     c = spmm_small_csc_rule(s, N);
     ks = c.split_count();

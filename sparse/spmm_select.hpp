@@ -73,10 +73,19 @@ inline constexpr double kVdlSubwarpWaveCost = 10;
 /// 1.05 / 1.05 (spmm_h100_2026-11-25_session4_lean_walk, scripts/spmm_rule_fit.py --wave-cost).
 /// Retune from bench/bench_spmm (scripts/spmm_report.py).
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
-/// Latency-bound matrices, kVdlMaxN < N <= kSmallLeanVdlMaxN: the lean VDL kernel (one column
-/// lane, all N columns a lane in pow2 >= N / VW vectors: 4 in fp64 at N = 5..8) with the sub-warp
-/// of spmm_small_vdl_subwarp, instead of CSC. Retune from bench/bench_spmm.
+/// Latency-bound matrices, kVdlMaxN < N <= kSmallLeanVdlMaxN, with a mean row of at least
+/// kSmallLeanVdlMinMean or long rows cut (choose_spmm_rule): the lean VDL kernel (one column lane,
+/// all N columns a lane in pow2 >= N / VW vectors: 4 in fp64 at N = 5..8) with the sub-warp of
+/// spmm_small_vdl_subwarp, instead of CSC. H100, N = 8, graph-timed tuning candidates of one run
+/// (spmm_h100_2026-11-25_session8_lean4, 91 small matrices): against the best CSC candidate it
+/// took 0.78-0.94x on 10 of the 13 matrices with long rows cut (PGPgiantcompo, rajat19, G38,
+/// pubmed, ca-CondMat, bcsstk08, ...; 1.06-1.14x on ca-GrQc, hangGlider_2, adder_dcop_05), 0.89-
+/// 0.98x on 20 of the 36 others with a mean row >= 7 (FEM: bcsstk*, dwt_*, ex6, cage8) and at most
+/// 1.09x but on three; below a mean of 7 it lost on most (1.0-1.7x: 2-D meshes of rows of 3-6 such
+/// as crack, whitaker3, dw8192, 3elt, where CSC with a lane per column has no reduction to do).
+/// Retune from bench/bench_spmm.
 inline constexpr int kSmallLeanVdlMaxN = 8;
+inline constexpr double kSmallLeanVdlMinMean = 7;
 inline constexpr double kSplitWaveCost = 96;
 inline constexpr double kSplitMaxSlice = 64;
 inline constexpr double kCscTwoColumnChain = 1.5;
@@ -235,7 +244,8 @@ int spmm_lean_vdl_vectors(index_t N, int value_bytes);
 
 /// The cheap rule (complete configuration): on a latency-bound matrix whose longest row is at
 /// least kLongRowRuleMinCut times t = spmm_long_row_threshold, spmm_uncut_rule for rows up to t
-/// long, unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
+/// long (the lean VDL kernel at kVdlMaxN < N <= kSmallLeanVdlMaxN, whatever the mean row),
+/// unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
 /// (spmm_runs_at); spmm_uncut_rule otherwise.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 
@@ -243,8 +253,8 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 ///  - N <= kVdlMaxN: VDL, else CSC (S / 2 lanes of two columns for even N in [kHalfLanesMinN,
 ///    kHalfLanesMaxN]); on latency-bound matrices (spmm_latency_bound) VDL with the
 ///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, the lean VDL kernel up to
-///    kSmallLeanVdlMaxN, then CSC with long rows shared by sub-warps or two columns a lane
-///    (kSmallCscMinN, spmm_small_csc_rule);
+///    kSmallLeanVdlMaxN where the mean row reaches kSmallLeanVdlMinMean, then CSC with long rows shared by sub-warps or
+///    two columns a lane (kSmallCscMinN, spmm_small_csc_rule);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound

@@ -358,6 +358,8 @@ std::vector<SpmmConfig> emulation_configs(index_t N, int value_bytes, const RowS
           if (Q <= S) add(cfg(a, S, Q, V, k));
   }
   add(cfg(SpmmAlgorithm::VdlNnz, 4, 1, 2, 37));
+  for (int S : {2, 8, 32})  // four vectors a lane: the lean kernel, where N fits
+    if (spmm_runs_at(cfg(SpmmAlgorithm::VdlRow, S, 1, 4), N, value_bytes)) add(cfg(SpmmAlgorithm::VdlRow, S, 1, 4));
   for (SpmmAlgorithm a : {SpmmAlgorithm::CscRow, SpmmAlgorithm::CscNnz}) {
     const int k = is_nnz_balanced(a) ? 5 : 0;
     add(cfg(a, 0, 0, 0, k));
@@ -493,11 +495,14 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
     if (m.name == "dense-row-100k") d = stats_of(m.A);
   REQUIRE(d.max_len == 100000);
   // latency-bound: the row of 100 k is cut into pieces (spmm_long_row_threshold) for the row
-  // kernels, except at N = 8 where the rows left (up to 4 × the mean) still go to SeqNnz
+  // kernels; at N = 8 the lean VDL kernel with four vectors a lane
   const index_t t = spmm_long_row_threshold(d);
   CHECK(t == index_t(std::ceil(spmm_rule::kLongRowMeanFactor * d.mean)));
   CHECK(choose_spmm_rule(d, 4) == with_long(complete_spmm_config(cfg(SpmmAlgorithm::VdlRow, 32), 4, 8, d), int(t)));
-  CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(d, 8).col_lanes == 1);
+  CHECK(choose_spmm_rule(d, 8).per_lane == 4);
+  CHECK(choose_spmm_rule(d, 8).long_row == t);
   CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscRow);
   CHECK(choose_spmm_rule(d, 16).long_row == t);
 }
@@ -558,15 +563,19 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     REQUIRE(s.max_len == 22);
     CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(spmm_uncut_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
-    CHECK(spmm_uncut_rule(s, 8) == csc(8, 2));
+    // N = 5..8, a mean row of 21 >= 7: the lean VDL kernel, four vectors a lane (fp64)
+    CHECK(spmm_uncut_rule(s, 5) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
+    CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
+    CHECK(spmm_small_csc_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
+    CHECK(spmm_small_csc_rule(s, 8) == csc(8, 2));
     CHECK(spmm_uncut_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7 and 1.5·22 + 5.7 (S / 2)
     // S / 2 lanes with two columns each: 1.5·22 + 11.4 against 22 + 22.7 and 11 + 45.4
     CHECK(spmm_uncut_rule(s, 17) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
     // two columns a lane (one tile): 1.5·22 + 22.7 against 22 + 45.4 for one (two tiles)
     CHECK(spmm_uncut_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(spmm_uncut_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
-    CHECK(spmm_uncut_rule(s, 8, 4) == csc(8, 2));
+    CHECK(spmm_uncut_rule(s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: two float4
+    CHECK(spmm_uncut_rule(s, 16, 4) == csc(16, 0));                           // above kSmallLeanVdlMaxN
   }
   {  // bcsstk06: 420 rows up to 28 long
     const RowStats s = stats_of(test::load("bcsstk06"));
@@ -615,8 +624,13 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_uncut_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
   CHECK(spmm_uncut_rule(b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
   CHECK(spmm_uncut_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-  // N = 8: S = 8 has no half-lane form; one column a lane, unsplit (9 + 55.0 against 5 + 110.0)
-  CHECK(spmm_uncut_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  // N = 8: a mean row of 7 reaches kSmallLeanVdlMinMean: the lean VDL kernel, S = 4 as at N = 2;
+  // in CSC, S = 8 has no half-lane form: one column a lane, unsplit (9 + 55.0 against 5 + 110.0)
+  CHECK(spmm_uncut_rule(b, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 4));
+  CHECK(spmm_small_csc_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  RowStats b6 = b;  // a mean just below 7: CSC
+  b6.mean = 6.96;
+  CHECK(spmm_uncut_rule(b6, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   // 494_bus: 1.5·10 + 5.6 against 10 + 11.2 unsplit and 5 + 22.5 for KS = 2
   const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);
   CHECK(spmm_small_csc_rule(tiny, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
@@ -633,12 +647,13 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_uncut_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
   CHECK(spmm_uncut_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
   // hangGlider_2: one row of 1463 among rows of about 9: cut into pieces (rows of more than
-  // 4 × 8.96 -> 36), the row kernels for the rest: VDL up to N = 4, CSC above
+  // 4 × 8.96 -> 36), the row kernels for the rest: VDL up to N = 8 (the lean kernel at 5..8), CSC
+  // above
   RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
   REQUIRE(spmm_long_row_threshold(h) == 36);
   for (index_t N : {1, 2, 4, 8, 16, 64}) {
     INFO("N = " << N);
-    CHECK(choose_spmm_rule(h, N).algorithm == (N <= 4 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
+    CHECK(choose_spmm_rule(h, N).algorithm == (N <= 8 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
     CHECK(choose_spmm_rule(h, N).long_row == 36);
   }
   h.max_len = index_t(spmm_rule::kLongRowRuleMinCut * 36);  // long enough to cut
@@ -649,13 +664,15 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_uncut_rule(r, 32) == csc(32, 8));
   CHECK(spmm_uncut_rule(r, 64) == csc(32, 8));
   // the rule cuts rajat19's rows beyond 32 (338 >= 2.5 · 32): the row kernels for rows up to 32
-  // long, unsplit
+  // long, unsplit; at N = 8 the lean VDL kernel, whatever the mean row (4.7)
   RowStats r32 = r;
   r32.max_len = 32;
-  for (index_t N : {2, 8, 16, 64}) {
+  for (index_t N : {2, 16, 64}) {
     INFO("N = " << N);
     CHECK(choose_spmm_rule(r, N) == with_long(with_split(spmm_uncut_rule(r32, N), 0), 32));
   }
+  CHECK(choose_spmm_rule(r, 8) == with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 4), 32));
+  CHECK(spmm_uncut_rule(r32, 8).algorithm == SpmmAlgorithm::CscRow);  // uncut: mean < 7
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
@@ -665,7 +682,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   s.max_len = 9;
   CHECK(spmm_latency_bound(s));
   CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
-  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 4));  // mean 7: the lean VDL kernel
   s.rows = 33793;
   s.nnz = 33793 * 7;
   CHECK_FALSE(spmm_latency_bound(s));
@@ -784,6 +801,46 @@ TEST_CASE("SpMM config: validation") {
   k.items_per_warp = 64;
   CHECK_FALSE(is_valid(k, &why));
   CHECK(why.find("csc-row") != std::string::npos);
+}
+
+TEST_CASE("SpMM four vectors a lane: vdl-row with one column lane only, where N fits, candidates at N = 5..8") {
+  std::string why;
+  CHECK(is_valid(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4)));
+  CHECK(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4).to_string() == "vdl-row/s8/q1/v4");
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::VdlRow, 8, 2, 4), &why));
+  CHECK(why.find("one column lane") != std::string::npos);
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::VdlNnz, 8, 1, 4, 64), &why));
+  CHECK(why.find("vdl-row") != std::string::npos);
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::CscRow, 8, 0, 4)));
+  CHECK_FALSE(is_valid(cfg(SpmmAlgorithm::VdlRow, 8, 1, 3), &why));
+  CHECK(why.find("1, 2 or 4") != std::string::npos);
+  // the lean kernel only: N <= 4 vectors of 2 doubles / 4 floats
+  CHECK(spmm_runs_at(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4), 8, 8));
+  CHECK_FALSE(spmm_runs_at(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4), 9, 8));
+  CHECK(spmm_runs_at(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4), 16, 4));
+  CHECK_FALSE(spmm_runs_at(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4), 17, 4));
+  CHECK(spmm_runs_at(with_long(cfg(SpmmAlgorithm::VdlRow, 8, 1, 4), 9), 8, 8));
+  CHECK(spmm_lean_vdl_vectors(1, 8) == 1);
+  CHECK(spmm_lean_vdl_vectors(3, 8) == 2);
+  CHECK(spmm_lean_vdl_vectors(5, 8) == 4);
+  CHECK(spmm_lean_vdl_vectors(8, 8) == 4);
+  CHECK(spmm_lean_vdl_vectors(9, 8) == 0);
+  CHECK(spmm_lean_vdl_vectors(9, 4) == 4);
+  CHECK(spmm_lean_vdl_vectors(17, 4) == 0);
+  // tuning times them where the derived layout needs column lanes (fp64 N = 5..8), with long rows
+  // cut too, and every candidate can run
+  const auto A = test::load("rajat19");
+  const RowStats s = stats_of(A);
+  for (index_t N : {2, 4, 5, 8, 9, 16}) {
+    INFO("N = " << N);
+    const auto cands = spmm_candidates(s, N, 8);
+    const auto v4 = std::count_if(cands.begin(), cands.end(), [](const SpmmConfig& c) { return c.per_lane == 4; });
+    const auto v4_long = std::count_if(cands.begin(), cands.end(),
+                                       [](const SpmmConfig& c) { return c.per_lane == 4 && c.long_row > 0; });
+    CHECK((v4 > 0) == (N >= 5 && N <= 8));
+    CHECK((v4_long > 0) == (N >= 5 && N <= 8));
+    for (const SpmmConfig& c : cands) CHECK(spmm_runs_at(c, N, 8));
+  }
 }
 
 TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
