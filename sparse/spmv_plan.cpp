@@ -235,9 +235,11 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
         runs.push_back([c, ws, dA, px = xy, py = xy + nx] { detail::spmv_device<T>(c, dA, ws, T(1), px, T(0), py); });
       }
       // Round 1 times every candidate; at most kTuneFinalists within kTunePruneFactor of the
-      // fastest get tune_reps - 1 more rounds (median).
-      const std::vector<double> ms = time_device_interleaved_ms(runs, options.tune_warmup, options.tune_reps,
-                                                                spmv_rule::kTunePruneFactor, spmv_rule::kTuneFinalists);
+      // fastest get tune_reps - 1 more rounds (median), unless the fastest is at the launch floor
+      // (kTuneOneRoundMaxMs).
+      const std::vector<double> ms =
+          time_device_interleaved_ms(runs, options.tune_warmup, options.tune_reps, spmv_rule::kTunePruneFactor,
+                                     spmv_rule::kTuneFinalists, spmv_rule::kTuneOneRoundMaxMs);
       std::size_t best = 0;
       for (std::size_t i = 0; i < cands.size(); ++i) {
         sel.candidates.push_back({cands[i], ms[i]});

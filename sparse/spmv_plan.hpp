@@ -42,7 +42,8 @@ struct SpmvPlanOptions {
   std::string cache_dir;  ///< tuning-cache folder; empty: default_tune_cache_dir() (tune_cache.hpp)
   int tune_warmup = 0;    ///< untimed rounds over all candidates before timing (kernels are preloaded)
   int tune_reps = 2;      ///< timed rounds (CUDA events, median); after the first, candidates slower
-                          ///< than spmv_rule::kTunePruneFactor × the fastest are not run again
+                          ///< than spmv_rule::kTunePruneFactor × the fastest are not run again, and
+                          ///< none is when the fastest took less than spmv_rule::kTuneOneRoundMaxMs
 };
 
 /// How a plan's configuration was chosen, and what tuning measured (for `krysp tune`).

@@ -52,6 +52,13 @@ inline constexpr double kLookBackMaxNnz = 1e6;
 inline constexpr double kTunePruneFactor = 1.5;
 /// Tuning: at most this many candidates (the fastest of the first round) are timed again.
 inline constexpr std::size_t kTuneFinalists = 2;
+/// Tuning: no second round when the fastest candidate of the first took less than this: every
+/// candidate is then at the launch floor, where more rounds separate noise rather than kernels.
+/// Once overlapped launches made a small SpMV 3.4 µs instead of 4.2, the same plan times
+/// (0.13-0.16 ms) came to a median of 35 and at most 65 SpMV-equivalents on the small matrices
+/// (H100, spmv_h100_2026-11-25_session8_overlap); one round leaves out two launches, four events
+/// and a synchronisation of each plan.
+inline constexpr double kTuneOneRoundMaxMs = 0.01;
 /// Tuning: RowSequential is a candidate only up to this mean row length.
 inline constexpr double kTuneRowSequentialMaxMean = 16;
 }  // namespace spmv_rule

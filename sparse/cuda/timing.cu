@@ -76,7 +76,8 @@ double time_device_auto_ms(const std::function<void()>& fn, double sample_ms, in
 }
 
 std::vector<double> time_device_interleaved_ms(const std::vector<std::function<void()>>& fns, int warmup, int reps,
-                                               double prune_factor, std::size_t max_finalists) {
+                                               double prune_factor, std::size_t max_finalists,
+                                               double one_round_below_ms) {
   KRYSP_REQUIRE(reps >= 1 && warmup >= 0, "time_device_interleaved_ms: bad arguments reps=", reps, " warmup=",
                 warmup);
   const std::size_t n = fns.size();
@@ -106,6 +107,11 @@ std::vector<double> time_device_interleaved_ms(const std::vector<std::function<v
         const double best = samples[order[0]][0];
         for (std::size_t j = 0; j < n; ++j)
           alive[order[j]] = samples[order[j]][0] <= prune_factor * best && (max_finalists == 0 || j < max_finalists);
+      }
+      if (r == 0 && one_round_below_ms > 0) {
+        double best = samples[0][0];
+        for (std::size_t i = 1; i < n; ++i) best = std::min(best, samples[i][0]);
+        if (best < one_round_below_ms) break;
       }
     }
   }

@@ -26,10 +26,12 @@ double time_device_auto_ms(const std::function<void()>& fn, double sample_ms = 0
 /// rounds, each function once per round (one event pair per call), round robin so that clock
 /// drift hits all alike. When prune_factor > 0, only functions within prune_factor × the fastest
 /// of the first timed round, and at most max_finalists of them (fastest first; 0 = no limit), run
-/// again; the others keep that one sample. Returns the median of each function in milliseconds.
-/// Synchronizes.
+/// again; the others keep that one sample. When one_round_below_ms > 0 and the fastest of the
+/// first timed round took less, there are no more rounds. Returns the median of each function in
+/// milliseconds. Synchronizes.
 std::vector<double> time_device_interleaved_ms(const std::vector<std::function<void()>>& fns, int warmup, int reps,
-                                               double prune_factor = 0, std::size_t max_finalists = 0);
+                                               double prune_factor = 0, std::size_t max_finalists = 0,
+                                               double one_round_below_ms = 0);
 
 /// time_device_auto_ms() for several functions at once, fairly: each gets its own `inner` (from
 /// one timed call after `warmup` untimed ones), then `reps` rounds each take one sample of every

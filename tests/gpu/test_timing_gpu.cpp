@@ -57,6 +57,29 @@ TEST_CASE("Timing: time_device_auto_interleaved_ms runs every function each roun
   CHECK_THROWS_AS(time_device_auto_interleaved_ms(fns, 0.05, 3, -1), InputError);
 }
 
+TEST_CASE("Timing: time_device_interleaved_ms rounds, finalists, and one round below a threshold") {
+  DeviceArray<std::uint64_t> d(1024);
+  std::vector<std::uint64_t> h(1024, 7);
+  int calls[3] = {0, 0, 0};
+  std::vector<std::function<void()>> fns;
+  for (int i = 0; i < 3; ++i)
+    fns.push_back([&, i] {
+      ++calls[i];
+      d.upload(h.data(), 8);
+    });
+  auto count = [&](int warmup, int reps, std::size_t finalists, double one_round_below_ms) {
+    calls[0] = calls[1] = calls[2] = 0;
+    const auto ms = time_device_interleaved_ms(fns, warmup, reps, finalists ? 1e9 : 0, finalists, one_round_below_ms);
+    REQUIRE(ms.size() == 3);
+    for (const double m : ms) CHECK((std::isfinite(m) && m > 0));
+    return calls[0] + calls[1] + calls[2];
+  };
+  CHECK(count(1, 3, 0, 0) == 3 * (1 + 3));  // every function in every round
+  CHECK(count(0, 3, 1, 0) == 3 + 2);        // one finalist after the first round
+  CHECK(count(0, 3, 0, 1e9) == 3);          // the fastest below the threshold: one round only
+  CHECK(count(0, 3, 0, 1e-9) == 9);         // above it: all rounds
+}
+
 TEST_CASE("Timing: CapturedCalls replays its calls on the default stream and reports a failed capture") {
   // Call c (1, 2, 3) sets byte c of d to 40 + c; the others keep 10.
   constexpr std::size_t n = 4096;
