@@ -236,10 +236,11 @@ namespace {
 /// complete), nullopt at other N.
 std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
-  if (N <= kVdlMaxN || N > kSmallLeanVdlMaxN || spmm_lean_vdl_vectors(N, value_bytes) == 0) return std::nullopt;
+  const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
+  if (N <= kVdlMaxN || N > kSmallLeanVdlMaxN || vectors == 0) return std::nullopt;
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::VdlRow;  // one column lane, all columns a lane
-  c.per_lane = spmm_lean_vdl_vectors(N, value_bytes);
+  c.per_lane = vectors;
   c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
   return c;
 }
@@ -281,8 +282,9 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
   }
   const bool small = spmm_latency_bound(s);
   int ks = 1;
-  if (small && s.mean >= kSmallLeanVdlMinMean && small_lean_vdl(s, N, value_bytes)) {
-    c = *small_lean_vdl(s, N, value_bytes);
+  const auto lean = small && s.mean >= kSmallLeanVdlMinMean ? small_lean_vdl(s, N, value_bytes) : std::nullopt;
+  if (lean) {
+    c = *lean;
   } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
     c = spmm_small_csc_rule(s, N);
     ks = c.split_count();

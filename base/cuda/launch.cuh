@@ -40,10 +40,11 @@ void launch_overlapped(const char* name, void (*kernel)(Params...), dim3 grid, d
   config.attrs = &attr;
   config.numAttrs = detail::overlapped_launch_active() ? 1 : 0;
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-  if (err != cudaSuccess)
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear it: the next checked launch must not report this one
     KRYSP_THROW(DeviceError, "launch of ", name, " (grid ", grid.x, "x", grid.y, ", block ", block.x,
                 ") failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
-  KRYSP_CUDA_CHECK_LAUNCH(name);
+  }
 }
 
 }  // namespace krysp

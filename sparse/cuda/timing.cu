@@ -99,19 +99,16 @@ std::vector<double> time_device_interleaved_ms(const std::vector<std::function<v
       for (int rr = (r == 0 ? 0 : 1); rr <= r; ++rr)
         for (std::size_t i = 0; i < n; ++i)
           if (alive[i]) samples[i].push_back(elapsed(ev[2 * (rr * n + i)], ev[2 * (rr * n + i) + 1]));
-      if (r == 0 && prune_factor > 0) {
-        std::vector<std::size_t> order(n);
+      if (r == 0) {
+        std::vector<std::size_t> order(n);  // fastest first
         for (std::size_t i = 0; i < n; ++i) order[i] = i;
         std::stable_sort(order.begin(), order.end(),
                          [&](std::size_t a, std::size_t b) { return samples[a][0] < samples[b][0]; });
         const double best = samples[order[0]][0];
-        for (std::size_t j = 0; j < n; ++j)
-          alive[order[j]] = samples[order[j]][0] <= prune_factor * best && (max_finalists == 0 || j < max_finalists);
-      }
-      if (r == 0 && one_round_below_ms > 0) {
-        double best = samples[0][0];
-        for (std::size_t i = 1; i < n; ++i) best = std::min(best, samples[i][0]);
-        if (best < one_round_below_ms) break;
+        if (best < one_round_below_ms) break;  // at the launch floor: no more rounds
+        if (prune_factor > 0)
+          for (std::size_t j = 0; j < n; ++j)
+            alive[order[j]] = samples[order[j]][0] <= prune_factor * best && (max_finalists == 0 || j < max_finalists);
       }
     }
   }

@@ -14,6 +14,12 @@ __device__ std::uint64_t now_ns() {
   return t;
 }
 
+__device__ void copy_grid_stride(const double* src, double* dst, std::size_t n) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
 __global__ void late_copy_kernel(const double* src, double* dst, std::size_t n, int delay_us) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
@@ -22,14 +28,10 @@ __global__ void late_copy_kernel(const double* src, double* dst, std::size_t n, 
   const std::uint64_t until = now_ns() + std::uint64_t(delay_us) * 1000;
   while (now_ns() < until) {
   }
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
+  copy_grid_stride(src, dst, n);
 }
 
-__global__ void copy_kernel(const double* src, double* dst, std::size_t n) {
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
-}
+__global__ void copy_kernel(const double* src, double* dst, std::size_t n) { copy_grid_stride(src, dst, n); }
 
 }  // namespace
 
