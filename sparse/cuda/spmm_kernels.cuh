@@ -307,6 +307,9 @@ __device__ __forceinline__ void vdl_segment(const CsrView<T>& A, index_t b, inde
 /// dropped: an ELL copy of the matrix read without the row offsets (one dependent trip to memory
 /// less) took 1.02x / 1.01x the time of this kernel at N = 2 / 4 on the rule's picks of the small
 /// matrices (H100, graph-timed candidates, spmm_h100_2026-11-25_session7_ell, kernel version 15).
+/// Also dropped: one thread a row (S = 1, no reduction, 4 nonzeros' loads issued together); the
+/// best other candidate took 0.35 / 0.31 / 0.20 of its time at N = 2 / 4 / 8 (geomean over 94
+/// matrices, never slower; H100, spmm_h100_2026-11-25_session9_s1, kernel version 18).
 template <class T, int NV, int S, bool VEC>
 __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane,
                                              unsigned mask, const T* __restrict__ X, index_t ldx, T* dst, bool axpby,
