@@ -232,15 +232,28 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes, int pe
 }
 
 namespace {
-/// The lean VDL kernel for a latency-bound matrix at kVdlMaxN < N <= kSmallLeanVdlMaxN (not
-/// complete), nullopt at other N.
+/// The lean VDL kernel with one column lane (all N columns a lane) for a latency-bound matrix (not
+/// complete); nullopt where N is too wide for it (spmm_lean_vdl_vectors).
 std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value_bytes) {
-  using namespace spmm_rule;
   const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
-  if (N <= kVdlMaxN || N > kSmallLeanVdlMaxN || vectors == 0) return std::nullopt;
+  if (vectors == 0) return std::nullopt;
   SpmmConfig c;
-  c.algorithm = SpmmAlgorithm::VdlRow;  // one column lane, all columns a lane
+  c.algorithm = SpmmAlgorithm::VdlRow;
   c.per_lane = vectors;
+  c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
+  return c;
+}
+
+/// The lean VDL kernel for a latency-bound matrix without long rows (not complete): a vector a
+/// lane on pow2 >= N / VW column lanes where the mean row is at most kVdlColumnLanesMaxMean, all
+/// columns a lane otherwise; nullopt where N is too wide for it.
+std::optional<SpmmConfig> small_vdl(const RowStats& s, index_t N, int value_bytes) {
+  const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
+  if (vectors <= 1 || s.mean > spmm_rule::kVdlColumnLanesMaxMean) return small_lean_vdl(s, N, value_bytes);
+  SpmmConfig c;
+  c.algorithm = SpmmAlgorithm::VdlRow;
+  c.per_lane = 1;
+  c.col_lanes = vectors;
   c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
   return c;
 }
@@ -258,7 +271,7 @@ RowStats rows_up_to(const RowStats& s, index_t t) {
 /// rows.
 std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
   const RowStats cut = rows_up_to(s, t);
-  const auto lean = small_lean_vdl(cut, N, value_bytes);  // whatever the mean (kSmallLeanVdlMinMean)
+  const auto lean = small_lean_vdl(cut, N, value_bytes);  // the kernel that cuts rows: one column lane
   SpmmConfig c = lean ? complete_spmm_config(*lean, N, value_bytes, cut) : spmm_uncut_rule(cut, N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
@@ -282,17 +295,14 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
   }
   const bool small = spmm_latency_bound(s);
   int ks = 1;
-  const auto lean = small && s.mean >= kSmallLeanVdlMinMean ? small_lean_vdl(s, N, value_bytes) : std::nullopt;
-  if (lean) {
+  if (const auto lean = small ? small_vdl(s, N, value_bytes) : std::nullopt) {
     c = *lean;
   } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
     c = spmm_small_csc_rule(s, N);
     ks = c.split_count();
   } else {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-    if (small) {
-      c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes);  // VDL, N <= kVdlMaxN
-    } else if (N >= kHalfLanesMinN && N <= kHalfLanesMaxN && N % 2 == 0) {
+    if (N >= kHalfLanesMinN && N <= kHalfLanesMaxN && N % 2 == 0) {  // not latency-bound (small_vdl above)
       c.subwarp = csc_subwarp(N) / 2;
       c.per_lane = 2;
     }
@@ -340,7 +350,8 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
     const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::VdlRow), N, value_bytes, s);
     for (int w : {base.subwarp / 2, base.subwarp, base.subwarp * 2, 32})
       if (w >= 2 && w <= 32) add(make(SpmmAlgorithm::VdlRow, w));
-    add(make(SpmmAlgorithm::VdlRow, base.subwarp, 1));
+    for (int w : {base.subwarp / 2, base.subwarp, base.subwarp * 2, 32})  // one vector a lane: more column lanes
+      if (w >= 2 && w <= 32) add(make(SpmmAlgorithm::VdlRow, w, 1));
     add(make(SpmmAlgorithm::VdlNnz));
   }
   // the lean VDL kernel with four vectors a lane, where the derived layout needs column lanes

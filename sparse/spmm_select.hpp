@@ -45,15 +45,16 @@ inline constexpr double kLatencyBoundWaves = 4;
 /// bench/bench_spmm.
 inline constexpr double kVdlWideWaves = 0.75;
 inline constexpr double kVdlSubwarpWaveCost = 10;
-/// Latency-bound matrices, N >= kSmallCscMinN: CscRow with one column per lane, S = pow2 >= N (at
+/// Latency-bound matrices, N >= kSmallCscMinN and too wide for the lean VDL kernel
+/// (kVdlColumnLanesMaxMean): CscRow with one column per lane, S = pow2 >= N (at
 /// most 32), rows shared by KS sub-warps (ksplit). KS in {1, 2, 4, 8} minimises
 ///   ceil(longest row / KS) + kSplitWaveCost · rows·S·KS·tiles / kResidentThreads
 /// (the chain of the longest slice, in pairs, against the threads launched, with column tiles
 /// = ceil(N / S)), over the KS whose slices of the longest row hold at most kSplitMaxSlice pairs
 /// (hangGlider_2, adder_dcop_05: rows of 1300-1500 among rows of 6-9 are left to the merge path,
-/// which is faster there than the split; choose_spmm_rule now cuts such rows: kLongRowRuleMinCut). Fit on the tuning candidates of an H100 run timed over back-to-back
-/// calls (spmm_h100_2026-11-25_tuned_stream, 91 small matrices): the rule's pick against the
-/// fastest candidate, geometric mean at N = 8 / 16 / 32 / 64, was 1.09 / 1.06 / 1.04 / 1.09,
+/// which is faster there than the split; choose_spmm_rule now cuts such rows: kLongRowRuleMinCut). Fit on the tuning
+/// candidates of an H100 run timed over back-to-back calls (spmm_h100_2026-11-25_tuned_stream, 91 small matrices): the
+/// rule's pick against the fastest candidate, geometric mean at N = 8 / 16 / 32 / 64, was 1.09 / 1.06 / 1.04 / 1.09,
 /// where the previous rule (VDL with 32 lanes below N = 33, CSC with two columns a lane above,
 /// rows shared only from a longest row of 33: KS = pow2 >= longest / 16, halved until rows·S·KS
 /// <= 2 waves) gave 1.14 / 1.12 / 1.14 / 1.15 (bcsstm13 N = 64: KS = 8 took 18 µs, KS = 1 9.5).
@@ -73,19 +74,20 @@ inline constexpr double kVdlSubwarpWaveCost = 10;
 /// 1.05 / 1.05 (spmm_h100_2026-11-25_session4_lean_walk, scripts/spmm_rule_fit.py --wave-cost).
 /// Retune from bench/bench_spmm (scripts/spmm_report.py).
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
-/// Latency-bound matrices, kVdlMaxN < N <= kSmallLeanVdlMaxN, with a mean row of at least
-/// kSmallLeanVdlMinMean or long rows cut (choose_spmm_rule): the lean VDL kernel (one column lane,
-/// all N columns a lane in pow2 >= N / VW vectors: 4 in fp64 at N = 5..8) with the sub-warp of
-/// spmm_small_vdl_subwarp, instead of CSC. H100, N = 8, graph-timed tuning candidates of one run
-/// (spmm_h100_2026-11-25_session8_lean4, 91 small matrices): against the best CSC candidate it
-/// took 0.78-0.94x on 10 of the 13 matrices with long rows cut (PGPgiantcompo, rajat19, G38,
-/// pubmed, ca-CondMat, bcsstk08, ...; 1.06-1.14x on ca-GrQc, hangGlider_2, adder_dcop_05), 0.89-
-/// 0.98x on 20 of the 36 others with a mean row >= 7 (FEM: bcsstk*, dwt_*, ex6, cage8) and at most
-/// 1.09x but on three; below a mean of 7 it lost on most (1.0-1.7x: 2-D meshes of rows of 3-6 such
-/// as crack, whitaker3, dw8192, 3elt, where CSC with a lane per column has no reduction to do).
-/// Retune from bench/bench_spmm.
-inline constexpr int kSmallLeanVdlMaxN = 8;
-inline constexpr double kSmallLeanVdlMinMean = 7;
+/// Latency-bound matrices whose N columns fit the lean VDL kernel (N <= 4 vectors: 8 in fp64, 16
+/// in fp32): that kernel with the sub-warp of spmm_small_vdl_subwarp, instead of CSC (above
+/// kVdlMaxN) or the general VDL kernel; with one vector a lane on pow2 >= N / VW column lanes
+/// (2 at N = 3, 4 and 4 at N = 5..8 in fp64) where the mean row is at most
+/// kVdlColumnLanesMaxMean, all columns in one lane above (where the column lanes would leave
+/// too few nonzero lanes for the row) and wherever long rows are cut (only that layout cuts).
+/// H100, graph-timed tuning candidates of one run (spmm_h100_2026-11-25_session9_leanq, 91 small
+/// matrices): at N = 4 the column lanes were fastest on 61, at N = 8 on 62 (the rule's CSC pick of
+/// 2-D meshes took 1.1-1.4x their time: power, USpowerGrid, 494_bus, bcspwr*, add32, 3elt),
+/// while all columns a lane won on the tiny FEM matrices with rows of 17-20 (bcsstk06/07/09/10,
+/// bcsstm07/10, lund_a: 5-12% faster). Earlier (session 8, before the lean kernel had column
+/// lanes): all columns a lane at N = 5..8 only from a mean row of 7, CSC below. Retune from
+/// bench/bench_spmm.
+inline constexpr double kVdlColumnLanesMaxMean = 16;
 inline constexpr double kSplitWaveCost = 96;
 inline constexpr double kSplitMaxSlice = 64;
 inline constexpr double kCscTwoColumnChain = 1.5;
@@ -244,17 +246,17 @@ int spmm_lean_vdl_vectors(index_t N, int value_bytes);
 
 /// The cheap rule (complete configuration): on a latency-bound matrix whose longest row is at
 /// least kLongRowRuleMinCut times t = spmm_long_row_threshold, spmm_uncut_rule for rows up to t
-/// long (the lean VDL kernel at kVdlMaxN < N <= kSmallLeanVdlMaxN, whatever the mean row),
+/// long (the lean VDL kernel with one column lane where N fits it, whatever the mean row),
 /// unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
 /// (spmm_runs_at); spmm_uncut_rule otherwise.
 SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 
 /// The rule for the rows as they are (no long_row; complete configuration):
 ///  - N <= kVdlMaxN: VDL, else CSC (S / 2 lanes of two columns for even N in [kHalfLanesMinN,
-///    kHalfLanesMaxN]); on latency-bound matrices (spmm_latency_bound) VDL with the
-///    sub-warp of spmm_small_vdl_subwarp up to kVdlMaxN, the lean VDL kernel up to
-///    kSmallLeanVdlMaxN where the mean row reaches kSmallLeanVdlMinMean, then CSC with long rows shared by sub-warps or
-///    two columns a lane (kSmallCscMinN, spmm_small_csc_rule);
+///    kHalfLanesMaxN]); on latency-bound matrices (spmm_latency_bound) the lean VDL kernel with
+///    the sub-warp of spmm_small_vdl_subwarp where N fits it (column lanes: kVdlColumnLanesMaxMean),
+///    CSC with long rows shared by sub-warps or two columns a lane above (kSmallCscMinN,
+///    spmm_small_csc_rule);
 ///  - nonzero-balanced (VdlNnz / CscNnz / SeqNnz) when the rows are skewed: cv > kNnzBalanceMinCv
 ///    (not on latency-bound matrices, where only the longest row counts), or the longest row is
 ///    too long for the row kernel (spmm_long_row; see kLongRowFactor), or on a latency-bound

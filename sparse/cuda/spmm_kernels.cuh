@@ -299,46 +299,48 @@ __device__ __forceinline__ void vdl_segment(const CsrView<T>& A, index_t b, inde
   }
 }
 
-/// The lean VDL segment: Q = 1 (every lane owns all the columns) and a single chunk
-/// (N <= NV·VW), everything else compile-time. Same lane layout, order of additions and
-/// reduce-scatter as vdl_segment with Q = 1 (spmm_common.hpp), with a fraction of its
-/// instructions: for short rows (N = 2 on a stencil) the kernels are bound by instructions per
-/// row, not by memory. Sum i is column i. Every lane of the sub-warp must call it. Tried and
-/// dropped: an ELL copy of the matrix read without the row offsets (one dependent trip to memory
-/// less) took 1.02x / 1.01x the time of this kernel at N = 2 / 4 on the rule's picks of the small
-/// matrices (H100, graph-timed candidates, spmm_h100_2026-11-25_session7_ell, kernel version 15).
-/// Also dropped: one thread a row (S = 1, no reduction, 4 nonzeros' loads issued together); the
-/// best other candidate took 0.35 / 0.31 / 0.20 of its time at N = 2 / 4 / 8 (geomean over 94
-/// matrices, never slower; H100, spmm_h100_2026-11-25_session9_s1, kernel version 18).
-template <class T, int NV, int S, bool VEC>
+/// The lean VDL segment: a single chunk (N <= Q·NV·VW) with Q = 2^LOG2Q column lanes,
+/// everything compile-time. Same lane layout, order of additions and reduce-scatter as
+/// vdl_segment (spmm_common.hpp), with a fraction of its instructions: for short rows (N = 2 on a
+/// stencil) the kernels are bound by instructions per row, not by memory. Every lane of the
+/// sub-warp must call it. Tried and dropped: an ELL copy of the matrix read without the row
+/// offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of this kernel at
+/// N = 2 / 4 on the rule's picks of the small matrices (H100, graph-timed candidates,
+/// spmm_h100_2026-11-25_session7_ell, kernel version 15). Also dropped: one thread a row (S = 1,
+/// no reduction, 4 nonzeros' loads issued together); the best other candidate took 0.35 / 0.31 /
+/// 0.20 of its time at N = 2 / 4 / 8 (geomean over 94 matrices, never slower; H100,
+/// spmm_h100_2026-11-25_session9_s1, kernel version 18).
+template <class T, int NV, int S, bool VEC, int LOG2Q = 0>
 __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane,
                                              unsigned mask, const T* __restrict__ X, index_t ldx, T* dst, bool axpby,
                                              T alpha, T beta) {
   constexpr int VW = kSpmmVecWidth<T>;
-  constexpr int M = NV * VW;
-  constexpr int LOG2M = StaticLog2<M>::value, LOG2S = StaticLog2<S>::value;
-  constexpr int H = LOG2M < LOG2S ? LOG2M : LOG2S;
+  constexpr int M = NV * VW, Q = 1 << LOG2Q, P = S >> LOG2Q;
+  constexpr int LOG2M = StaticLog2<M>::value, LOG2P = StaticLog2<S>::value - LOG2Q;
+  constexpr int H = LOG2M < LOG2P ? LOG2M : LOG2P;
+  const int q = lane & (Q - 1), p = lane >> LOG2Q;  // column lane, nonzero lane
   int m[NV];
 #pragma unroll
-  for (int v = 0; v < NV; ++v) m[v] = vdl_valid(N, v * VW, VW);
+  for (int v = 0; v < NV; ++v) m[v] = vdl_valid(N, vdl_slot_col(0, q, v, Q, VW), VW);
   T acc[M];
 #pragma unroll
   for (int t = 0; t < M; ++t) acc[t] = T(0);
-  // This lane's nonzeros: b + lane, b + lane + S, ...; n counts down (no index overflow).
-  const index_t* cp = A.col_idx + b + lane;
-  const T* vp = A.values + b + lane;
-  index_t n = e - b - lane;
-  for (; n > S; n -= 2 * S, cp += 2 * S, vp += 2 * S) {  // two nonzeros in flight
-    const index_t c0 = load_stream(cp), c1 = load_stream(cp + S);
-    const T a0 = load_stream(vp), a1 = load_stream(vp + S);
-    const T* x0 = X + std::int64_t(c0) * ldx;
-    const T* x1 = X + std::int64_t(c1) * ldx;
+  // This lane's nonzeros: b + p, b + p + P, ...; n counts down (no index overflow).
+  const index_t* cp = A.col_idx + b + p;
+  const T* vp = A.values + b + p;
+  const T* xq = X + q * VW;  // slot v of this lane: xq + v·Q·VW
+  index_t n = e - b - p;
+  for (; n > P; n -= 2 * P, cp += 2 * P, vp += 2 * P) {  // two nonzeros in flight
+    const index_t c0 = load_stream(cp), c1 = load_stream(cp + P);
+    const T a0 = load_stream(vp), a1 = load_stream(vp + P);
+    const T* x0 = xq + std::int64_t(c0) * ldx;
+    const T* x1 = xq + std::int64_t(c1) * ldx;
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
       if (m[v] > 0) {
         T xa[VW], xb[VW];
-        spmm_load_x<VEC>(x0 + v * VW, m[v], xa);
-        spmm_load_x<VEC>(x1 + v * VW, m[v], xb);
+        spmm_load_x<VEC>(x0 + v * Q * VW, m[v], xa);
+        spmm_load_x<VEC>(x1 + v * Q * VW, m[v], xb);
 #pragma unroll
         for (int t = 0; t < VW; ++t) acc[v * VW + t] += a0 * xa[t];
 #pragma unroll
@@ -349,36 +351,37 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
   if (n > 0) {
     const index_t c0 = load_stream(cp);
     const T a0 = load_stream(vp);
-    const T* x0 = X + std::int64_t(c0) * ldx;
+    const T* x0 = xq + std::int64_t(c0) * ldx;
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
       if (m[v] > 0) {
         T xa[VW];
-        spmm_load_x<VEC>(x0 + v * VW, m[v], xa);
+        spmm_load_x<VEC>(x0 + v * Q * VW, m[v], xa);
 #pragma unroll
         for (int t = 0; t < VW; ++t) acc[v * VW + t] += a0 * xa[t];
       }
     }
   }
-  // reduce-scatter (Q = 1: nonzero lane p = lane)
+  // reduce-scatter over the nonzero lanes (lane offsets in units of Q)
 #pragma unroll
   for (int s = 0; s < H; ++s) {
-    const bool upper = (lane >> s) & 1;
+    const bool upper = (p >> s) & 1;
 #pragma unroll
     for (int t = 0; t < (M >> (s + 1)); ++t) {
       const int hi = t + (M >> (s + 1));
       const T send = upper ? acc[t] : acc[hi];
       const T keep = upper ? acc[hi] : acc[t];
-      acc[t] = keep + __shfl_xor_sync(mask, send, 1 << s, S);
+      acc[t] = keep + __shfl_xor_sync(mask, send, (1 << s) << LOG2Q, S);
     }
   }
 #pragma unroll
-  for (int s = H; s < LOG2S; ++s) acc[0] += __shfl_xor_sync(mask, acc[0], 1 << s, S);
-  if ((lane >> H) != 0) return;
-  const int off = vdl_scatter_offset(lane, H, M);
+  for (int s = H; s < LOG2P; ++s) acc[0] += __shfl_xor_sync(mask, acc[0], (1 << s) << LOG2Q, S);
+  if ((p >> H) != 0) return;
+  const int off = vdl_scatter_offset(p, H, M);
 #pragma unroll
   for (int t = 0; t < (M >> H); ++t) {
-    const int col = off + t;
+    const int i = off + t;
+    const index_t col = vdl_slot_col(0, q, i / VW, Q, VW) + i % VW;
     if (col < N) spmm_put(dst + col, axpby, alpha, acc[t], beta);
   }
 }
@@ -400,13 +403,15 @@ __device__ void vdl1_long_piece(index_t p, const CsrView<T>& A, index_t N, const
   long_piece_finish(s_part, SUBS, M, 0, N, pc, p, ws, alpha, beta, Y, ldy);
 }
 
-/// Row-balanced lean VDL (vdl1_segment): a sub-warp of S lanes per row. LONG: the first
-/// ws.num_pieces blocks take the long rows' pieces (vdl1_long_piece), the others skip those rows.
-template <class T, int NV, int S, bool VEC, bool LONG>
+/// Row-balanced lean VDL (vdl1_segment): a sub-warp of S lanes per row, 2^LOG2Q of them column
+/// lanes. LONG (one column lane only): the first ws.num_pieces blocks take the long rows' pieces
+/// (vdl1_long_piece), the others skip those rows.
+template <class T, int NV, int S, bool VEC, bool LONG, int LOG2Q = 0>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl1_row_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
                          T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  static_assert(!LONG || LOG2Q == 0, "long-row pieces have one column lane");
   std::int64_t block = blockIdx.x;
   if constexpr (LONG) {
     if (block < ws.num_pieces) return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y,
@@ -419,7 +424,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
   const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
   if (LONG && e - b > ws.long_min) return;  // a long row: its pieces' blocks
-  vdl1_segment<T, NV, S, VEC>(A, b, e, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
+  vdl1_segment<T, NV, S, VEC, LOG2Q>(A, b, e, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
 }
 
 /// Row-balanced VDL: sub-warp of S lanes per row.

@@ -44,8 +44,10 @@ std::vector<SpmmConfig> forced_configs() {
           cfg(SpmmAlgorithm::VdlRow, 2),
           cfg(SpmmAlgorithm::VdlRow, 32, 1, 1),
           cfg(SpmmAlgorithm::VdlRow, 32, 32, 2),
-          cfg(SpmmAlgorithm::VdlRow, 16, 4, 2),
-          cfg(SpmmAlgorithm::VdlRow, 8, 1, 4),  // four vectors a lane: N <= 8 (fp64), 16 (fp32)
+          cfg(SpmmAlgorithm::VdlRow, 16, 4, 2),  // lean with four column lanes up to N = 16 (fp64)
+          cfg(SpmmAlgorithm::VdlRow, 8, 2, 1),   // lean with two column lanes up to N = 4 (fp64)
+          cfg(SpmmAlgorithm::VdlRow, 4, 4, 1),   // four column lanes, one nonzero lane: no reduction
+          cfg(SpmmAlgorithm::VdlRow, 8, 1, 4),   // four vectors a lane: N <= 8 (fp64), 16 (fp32)
           cfg(SpmmAlgorithm::VdlNnz),
           cfg(SpmmAlgorithm::VdlNnz, 8, 1, 2, 8),
           cfg(SpmmAlgorithm::VdlNnz, 32, 2, 1, 37),
@@ -65,10 +67,10 @@ std::vector<SpmmConfig> forced_configs() {
           with_long(cfg(SpmmAlgorithm::CscRow), 16),
           with_long(cfg(SpmmAlgorithm::CscRow, 32, 0, 2), 5),
           with_long(cfg(SpmmAlgorithm::CscRow, 8, 0, 1), 40),
-          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),    // 128 sub-warps a piece
-          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),   // N <= 2 (fp64), 4 (fp32)
-          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20),   // N <= 4 (fp64), 8 (fp32)
-          with_long(cfg(SpmmAlgorithm::VdlRow, 2, 1, 4), 6)};   // N <= 8 (fp64), 16 (fp32)
+          with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 3),   // 128 sub-warps a piece
+          with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), 8),  // N <= 2 (fp64), 4 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 4, 1, 2), 20),  // N <= 4 (fp64), 8 (fp32)
+          with_long(cfg(SpmmAlgorithm::VdlRow, 2, 1, 4), 6)};  // N <= 8 (fp64), 16 (fp32)
 }
 
 /// Can forced configuration c run at N on A? (Long-row cuts need the lean VDL kernel.)

@@ -563,7 +563,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     REQUIRE(s.max_len == 22);
     CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
     CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    // N = 5..8, a mean row of 21 >= 7: the lean VDL kernel, four vectors a lane (fp64)
+    // N = 3..8, a mean row of 21 > kVdlColumnLanesMaxMean: the lean VDL kernel, all columns a lane
     CHECK(spmm_uncut_rule(s, 5) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
     CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
     CHECK(spmm_small_csc_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
@@ -575,7 +575,8 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(spmm_uncut_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
     CHECK(spmm_uncut_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
     CHECK(spmm_uncut_rule(s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: two float4
-    CHECK(spmm_uncut_rule(s, 16, 4) == csc(16, 0));                           // above kSmallLeanVdlMaxN
+    CHECK(spmm_uncut_rule(s, 16, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));  // fp32: four float4
+    CHECK(spmm_uncut_rule(s, 17, 4).algorithm == SpmmAlgorithm::CscRow);       // too wide for the lean VDL
   }
   {  // bcsstk06: 420 rows up to 28 long
     const RowStats s = stats_of(test::load("bcsstk06"));
@@ -589,8 +590,10 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 41);
-    CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
-    CHECK(spmm_uncut_rule(s, 8) == csc(8, 4));    // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
+    // a mean row of 5.6: the lean VDL kernel with a vector a lane on 2 / 4 column lanes
+    CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 1));
+    CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 4, 1));
+    CHECK(spmm_small_csc_rule(s, 8) == csc(8, 4));  // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
     CHECK(spmm_uncut_rule(s, 16) == csc(16, 4));  // 11 + 10.7 against 6 + 21.5 and 21 + 5.4
     CHECK(spmm_uncut_rule(s, 17) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5 and 41 + 5.4
     CHECK(spmm_uncut_rule(s, 64) == csc(32, 2));  // 21 + 21.5 against 11 + 42.9 and 2·21 + 10.7
@@ -624,13 +627,17 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_uncut_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
   CHECK(spmm_uncut_rule(b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
   CHECK(spmm_uncut_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-  // N = 8: a mean row of 7 reaches kSmallLeanVdlMinMean: the lean VDL kernel, S = 4 as at N = 2;
-  // in CSC, S = 8 has no half-lane form: one column a lane, unsplit (9 + 55.0 against 5 + 110.0)
-  CHECK(spmm_uncut_rule(b, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 4));
+  // N = 8: the lean VDL kernel on 4 column lanes (P = S / 4 nonzero lanes): S = 8 (ceil(9 / 2) +
+  // 5.7 against 9 + 2.9 and 3 + 11.5); in CSC, S = 8 has no half-lane form: one column a lane,
+  // unsplit (9 + 55.0 against 5 + 110.0)
+  CHECK(spmm_uncut_rule(b, 8) == cfg(SpmmAlgorithm::VdlRow, 8, 4, 1));
   CHECK(spmm_small_csc_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-  RowStats b6 = b;  // a mean just below 7: CSC
-  b6.mean = 6.96;
-  CHECK(spmm_uncut_rule(b6, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  RowStats b17 = b;  // a mean above kVdlColumnLanesMaxMean: all columns a lane, S = 4 (5 + 2.9
+  b17.mean = 17;     // against 10 + 1.4 and 3 + 5.7)
+  b17.max_len = 20;
+  CHECK(spmm_uncut_rule(b17, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 4));
+  b17.mean = 16;  // at the bound: column lanes
+  CHECK(spmm_uncut_rule(b17, 8).col_lanes == 4);
   // 494_bus: 1.5·10 + 5.6 against 10 + 11.2 unsplit and 5 + 22.5 for KS = 2
   const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);
   CHECK(spmm_small_csc_rule(tiny, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
@@ -664,7 +671,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   CHECK(spmm_uncut_rule(r, 32) == csc(32, 8));
   CHECK(spmm_uncut_rule(r, 64) == csc(32, 8));
   // the rule cuts rajat19's rows beyond 32 (338 >= 2.5 · 32): the row kernels for rows up to 32
-  // long, unsplit; at N = 8 the lean VDL kernel, whatever the mean row (4.7)
+  // long, unsplit; at N = 8 the lean VDL kernel with one column lane (the layout that cuts rows)
   RowStats r32 = r;
   r32.max_len = 32;
   for (index_t N : {2, 16, 64}) {
@@ -672,7 +679,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(r, N) == with_long(with_split(spmm_uncut_rule(r32, N), 0), 32));
   }
   CHECK(choose_spmm_rule(r, 8) == with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 4), 32));
-  CHECK(spmm_uncut_rule(r32, 8).algorithm == SpmmAlgorithm::CscRow);  // uncut: mean < 7
+  CHECK(spmm_uncut_rule(r32, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 4, 1));  // uncut: column lanes
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
@@ -682,7 +689,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   s.max_len = 9;
   CHECK(spmm_latency_bound(s));
   CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
-  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 4));  // mean 7: the lean VDL kernel
+  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 4, 1));  // 9 + 5.0 against 5 + 10.0
   s.rows = 33793;
   s.nnz = 33793 * 7;
   CHECK_FALSE(spmm_latency_bound(s));
