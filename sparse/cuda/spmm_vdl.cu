@@ -24,14 +24,12 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
     const index_t q_cols = index_t(1 << log2q) * NV * kSpmmVecWidth<T>;
     if (!nnz_balanced && ws.num_pieces == 0 && (log2q == 1 || log2q == 2) && (1 << log2q) <= S && N <= q_cols) {
       const unsigned grid = static_cast<unsigned>((std::int64_t(A.rows) * S + kSpmmBlock - 1) / kSpmmBlock);
-      if constexpr (S >= 2) {
-        if (log2q == 1)
-          return x_vec ? launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false, 1>, grid,
-                                           kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws)
-                       : launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false, 1>,
-                                           grid, kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
-      }
-      if constexpr (S >= 4) {
+      if (log2q == 1)
+        return x_vec ? launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false, 1>, grid,
+                                         kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws)
+                     : launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false, 1>, grid,
+                                         kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
+      if constexpr (S >= 4) {  // log2q == 2
         return x_vec ? launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false, 2>, grid,
                                          kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws)
                      : launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false, 2>, grid,
