@@ -285,9 +285,10 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
       }
       // Ours and every accepted combination timed round-robin (time_device_auto_interleaved_ms).
       auto apply_plain = [&](DeviceStream st) {  // overlapped launches off for this call only
+        const bool was = overlapped_launch();
         set_overlapped_launch(false);
         rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N, st);
-        set_overlapped_launch(true);
+        set_overlapped_launch(was);
       };
       std::vector<std::function<void()>> fns = {[&] { rule.apply(A, 1.0, X.data(), N, 0.0, Y.data(), N); },
                                                 [&] { apply_plain({}); }};

@@ -232,28 +232,18 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes, int pe
 }
 
 namespace {
-/// The lean VDL kernel with one column lane (all N columns a lane) for a latency-bound matrix (not
-/// complete); nullopt where N is too wide for it (spmm_lean_vdl_vectors).
-std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value_bytes) {
+/// The lean VDL kernel for a latency-bound matrix (not complete), with the sub-warp of
+/// spmm_small_vdl_subwarp: with `column_lanes`, a vector a lane on pow2 >= N / VW column lanes
+/// where the mean row is at most kVdlColumnLanesMaxMean; otherwise all columns a lane (the layout
+/// that cuts long rows); nullopt where N is too wide for it (spmm_lean_vdl_vectors).
+std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value_bytes, bool column_lanes) {
   const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
   if (vectors == 0) return std::nullopt;
+  const bool lanes = column_lanes && vectors > 1 && s.mean <= spmm_rule::kVdlColumnLanesMaxMean;
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::VdlRow;
-  c.per_lane = vectors;
-  c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
-  return c;
-}
-
-/// The lean VDL kernel for a latency-bound matrix without long rows (not complete): a vector a
-/// lane on pow2 >= N / VW column lanes where the mean row is at most kVdlColumnLanesMaxMean, all
-/// columns a lane otherwise; nullopt where N is too wide for it.
-std::optional<SpmmConfig> small_vdl(const RowStats& s, index_t N, int value_bytes) {
-  const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
-  if (vectors <= 1 || s.mean > spmm_rule::kVdlColumnLanesMaxMean) return small_lean_vdl(s, N, value_bytes);
-  SpmmConfig c;
-  c.algorithm = SpmmAlgorithm::VdlRow;
-  c.per_lane = 1;
-  c.col_lanes = vectors;
+  c.per_lane = lanes ? 1 : vectors;
+  c.col_lanes = lanes ? vectors : 1;
   c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
   return c;
 }
@@ -271,7 +261,7 @@ RowStats rows_up_to(const RowStats& s, index_t t) {
 /// rows.
 std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
   const RowStats cut = rows_up_to(s, t);
-  const auto lean = small_lean_vdl(cut, N, value_bytes);  // the kernel that cuts rows: one column lane
+  const auto lean = small_lean_vdl(cut, N, value_bytes, false);  // one column lane: the layout that cuts rows
   SpmmConfig c = lean ? complete_spmm_config(*lean, N, value_bytes, cut) : spmm_uncut_rule(cut, N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
@@ -295,14 +285,14 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
   }
   const bool small = spmm_latency_bound(s);
   int ks = 1;
-  if (const auto lean = small ? small_vdl(s, N, value_bytes) : std::nullopt) {
+  if (const auto lean = small ? small_lean_vdl(s, N, value_bytes, true) : std::nullopt) {
     c = *lean;
   } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
     c = spmm_small_csc_rule(s, N);
     ks = c.split_count();
   } else {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-    if (N >= kHalfLanesMinN && N <= kHalfLanesMaxN && N % 2 == 0) {  // not latency-bound (small_vdl above)
+    if (N >= kHalfLanesMinN && N <= kHalfLanesMaxN && N % 2 == 0) {  // not latency-bound (small_lean_vdl above)
       c.subwarp = csc_subwarp(N) / 2;
       c.per_lane = 2;
     }

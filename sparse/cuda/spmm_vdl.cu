@@ -6,6 +6,18 @@ namespace krysp::detail {
 
 namespace {
 
+/// The lean row kernel spmm_vdl1_row_kernel<T, NV, S, x_vec, LONG, LOG2Q> on `grid` blocks.
+template <class T, int NV, int S, bool LONG, int LOG2Q>
+void launch_vdl1_row(unsigned grid, bool x_vec, const CsrView<T>& A, index_t N, T alpha, const T* X, index_t ldx,
+                     T beta, T* Y, index_t ldy, const SpmmWorkspaceView& ws, cudaStream_t st) {
+  if (x_vec)
+    launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, LONG, LOG2Q>, grid, kSpmmBlock, st,
+                      A, N, alpha, X, ldx, beta, Y, ldy, ws);
+  else
+    launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, LONG, LOG2Q>, grid, kSpmmBlock, st,
+                      A, N, alpha, X, ldx, beta, Y, ldy, ws);
+}
+
 template <class T, int NV, int S>
 void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
             const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, cudaStream_t st) {
@@ -18,24 +30,6 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
     KRYSP_REQUIRE(!nnz_balanced && lean, "SpMM VDL: ", NV,
                   " vectors a lane need vdl-row, one column lane and N <= ", NV * kSpmmVecWidth<T>, " (N = ", N,
                   ", column lanes ", 1 << log2q, ")");
-  }
-  // The lean row kernel with two or four column lanes (one chunk of Q·NV vectors, NV <= 2).
-  if constexpr (NV <= 2) {
-    const index_t q_cols = index_t(1 << log2q) * NV * kSpmmVecWidth<T>;
-    if (!nnz_balanced && ws.num_pieces == 0 && (log2q == 1 || log2q == 2) && (1 << log2q) <= S && N <= q_cols) {
-      const unsigned grid = static_cast<unsigned>((std::int64_t(A.rows) * S + kSpmmBlock - 1) / kSpmmBlock);
-      if (log2q == 1)
-        return x_vec ? launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false, 1>, grid,
-                                         kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws)
-                     : launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false, 1>, grid,
-                                         kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
-      if constexpr (S >= 4) {  // log2q == 2
-        return x_vec ? launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false, 2>, grid,
-                                         kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws)
-                     : launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false, 2>, grid,
-                                         kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
-      }
-    }
   }
   if (nnz_balanced) {
     if constexpr (NV <= 2) {
@@ -51,27 +45,28 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
     }
   } else {
     const std::int64_t threads = std::int64_t(A.rows) * S;
-    const std::int64_t grid = (threads + kSpmmBlock - 1) / kSpmmBlock;
+    const auto grid = static_cast<unsigned>((threads + kSpmmBlock - 1) / kSpmmBlock);
     KRYSP_REQUIRE(ws.num_pieces == 0 || lean, "SpMM VDL: long-row pieces need one column lane and N <= ",
                   NV * kSpmmVecWidth<T>, " (N = ", N, ", column lanes ", 1 << log2q, ")");
     if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
-      spmm_require_long_launch(grid + ws.num_pieces, 1, chunk, N);
-      const unsigned g = static_cast<unsigned>(grid + ws.num_pieces);
-      if (x_vec)
-        launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, true>, g, kSpmmBlock, st, A, N,
-                          alpha, X, ldx, beta, Y, ldy, ws);
-      else
-        launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, true>, g, kSpmmBlock, st, A, N,
-                          alpha, X, ldx, beta, Y, ldy, ws);
-    } else if (lean && x_vec)
-      launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, false>,
-                        static_cast<unsigned>(grid), kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
-    else if (lean)
-      launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, false>,
-                        static_cast<unsigned>(grid), kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
-    else if constexpr (NV <= 2)
-      launch_overlapped("spmm_vdl_row_kernel", spmm_vdl_row_kernel<T, NV, S>, dim3(static_cast<unsigned>(grid), tiles),
-                        kSpmmBlock, st, A, N, log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
+      const std::int64_t with_pieces = std::int64_t(grid) + ws.num_pieces;
+      spmm_require_long_launch(with_pieces, 1, chunk, N);
+      return launch_vdl1_row<T, NV, S, true, 0>(static_cast<unsigned>(with_pieces), x_vec, A, N, alpha, X, ldx, beta, Y,
+                                                ldy, ws, st);
+    }
+    if (lean) return launch_vdl1_row<T, NV, S, false, 0>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, st);
+    if constexpr (NV <= 2) {
+      // The lean kernel with two or four column lanes where N fits one chunk (Q·NV vectors).
+      const bool one_chunk = N <= chunk;
+      if (log2q == 1 && one_chunk)
+        return launch_vdl1_row<T, NV, S, false, 1>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, st);
+      if constexpr (S >= 4) {
+        if (log2q == 2 && one_chunk)
+          return launch_vdl1_row<T, NV, S, false, 2>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, st);
+      }
+      launch_overlapped("spmm_vdl_row_kernel", spmm_vdl_row_kernel<T, NV, S>, dim3(grid, tiles), kSpmmBlock, st, A, N,
+                        log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
+    }
   }
 }
 
