@@ -1,11 +1,12 @@
 #include "sparse/csr.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "base/error.hpp"
@@ -36,11 +37,23 @@ std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t bytes) {
 }
 }  // namespace
 
+/// values_stamp(): one counter for the whole process, so that no two values states share a stamp.
+std::uint64_t next_values_stamp() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
 /// Shared by all copies of one matrix, so that an update through any copy reaches every holder.
 template <class T>
 struct CsrMatrix<T>::Shared {
   std::mutex mu;  // guards the mirror upload and the snapshot download
   std::uint64_t values_version = 0;
+  std::uint64_t values_stamp = next_values_stamp();
+  /// A values change (mu held).
+  void values_changed() {
+    ++values_version;
+    values_stamp = next_values_stamp();
+  }
   // Device arrays: pointers into the mirror below, or the caller's own (borrowed).
   bool borrowed = false;
   const index_t* d_row_ptr = nullptr;
@@ -273,7 +286,7 @@ void CsrMatrix<T>::set_values(const std::vector<T>& values) {
   std::lock_guard<std::mutex> lock(sh.mu);
   std::copy(values.begin(), values.end(), values_.data());  // the host copy, or the borrowed one's snapshot
   if (sh.on_device) detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
-  ++sh.values_version;
+  sh.values_changed();
   if (sh.borrowed) sh.snapshot_version = sh.values_version;  // the snapshot is what was just uploaded
 }
 
@@ -291,14 +304,14 @@ void CsrMatrix<T>::set_values_device(const T* d_src) {
   const std::size_t bytes = values_.extent(0) * sizeof(T);
   if (d_src != sh.d_values) detail::copy_device_to_device(sh.d_values, d_src, bytes);
   if (!sh.borrowed) detail::copy_to_host(values_.data(), sh.d_values, bytes);  // the host stays the master copy
-  ++sh.values_version;  // a borrowed matrix's snapshot is stale: the next host use downloads
+  sh.values_changed();  // a borrowed matrix's snapshot is stale: the next host use downloads
 }
 
 template <class T>
 void CsrMatrix<T>::notify_values_changed() {
   Shared& sh = *shared_;
   std::lock_guard<std::mutex> lock(sh.mu);
-  ++sh.values_version;  // a borrowed matrix's snapshot is now stale: the next host use downloads
+  sh.values_changed();  // a borrowed matrix's snapshot is now stale: the next host use downloads
   if (!sh.borrowed && sh.on_device)
     detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
 }
@@ -307,6 +320,12 @@ template <class T>
 std::uint64_t CsrMatrix<T>::values_version() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->values_version;
+}
+
+template <class T>
+std::uint64_t CsrMatrix<T>::values_stamp() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->values_stamp;
 }
 
 template <class T>

@@ -77,7 +77,9 @@ class CsrMatrix {
   /// and so is every call without a CUDA device (DeviceError). The caller keeps the arrays alive
   /// as long as this matrix, its copies, or a plan or solver made from it is used, and must not
   /// change the structure. After writing new values into d_values, call
-  /// notify_values_changed(); set_values() copies into d_values.
+  /// notify_values_changed() before the next product: until then plans take the values for
+  /// unchanged and may read them before a kernel just ahead on the stream has finished writing
+  /// them (base/overlapped_launch.hpp). set_values() copies into d_values.
   static CsrMatrix from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                         const index_t* d_col_idx, T* d_values);
 
@@ -130,6 +132,11 @@ class CsrMatrix {
   /// Number of values changes (set_values, notify_values_changed) so far, over all copies: lets
   /// holders of derived data (a CgSolver's preconditioner) notice an update.
   std::uint64_t values_version() const;
+  /// Names the current values: unique in the process (another matrix, or these values after a
+  /// change, get another stamp; copies share it). A plan that sees the stamp of its last product
+  /// again loads the matrix before the kernel ahead of it on the stream has finished
+  /// (base/overlapped_launch.hpp).
+  std::uint64_t values_stamp() const;
   /// A check derived from the structure and current values (such as the symmetry check), computed
   /// once per values version and shared by copies: `compute` runs only when no result for `tag`
   /// exists at the current values_version(). Solvers call this on every solve; the matrix is the

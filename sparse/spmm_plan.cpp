@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/device_memory.hpp"
 #include "base/error.hpp"
 #include "sparse/cuda/spmm_common.hpp"
 #include "sparse/cuda/spmm_launch.hpp"
@@ -160,8 +161,7 @@ struct Panels {
   SpmmPanelSplit split;  // host side: offsets for the workspaces, statistics of panel 0
   DeviceArray<index_t> row_ptr, col_idx, source;
   DeviceArray<T> values;
-  const T* gathered_from = nullptr;
-  std::uint64_t gathered_version = 0;
+  std::uint64_t gathered_stamp = 0;  // A.values_stamp() of the values gathered (0: none yet)
   std::vector<CsrView<T>> views;
   std::vector<std::unique_ptr<Workspace<T>>> ws;
 
@@ -194,19 +194,22 @@ struct Panels {
       ws.push_back(make_workspace<T>(c, h.row_ptr, h.rows, h.nnz, N));
     }
   }
-  /// Gathers the values from A's device arrays unless they are those gathered last.
-  void refresh(const CsrMatrix<T>& A, DeviceStream stream = {}) {
-    const T* src = A.device_view().values;
-    if (src == gathered_from && A.values_version() == gathered_version) return;
-    detail::spmm_gather_values(src, source.data(), index_t(split.source.size()), values.data(), stream);
-    gathered_from = src;
-    gathered_version = A.values_version();
+  /// Gathers the values from A's device arrays unless they are those gathered last; true when it
+  /// did (the gather kernel writes the panels' values).
+  bool refresh(const CsrMatrix<T>& A, DeviceStream stream = {}) {
+    const std::uint64_t stamp = A.values_stamp();
+    if (stamp == gathered_stamp) return false;
+    detail::spmm_gather_values(A.device_view().values, source.data(), index_t(split.source.size()), values.data(),
+                               stream);
+    gathered_stamp = stamp;
+    return true;
   }
   /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it).
   void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec,
-             DeviceStream stream) const {
+             bool early, DeviceStream stream) const {
     for (std::size_t p = 0; p < views.size(); ++p)
-      detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec, stream);
+      detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec, early,
+                          stream);
   }
 };
 
@@ -252,6 +255,9 @@ struct SpmmPlan<T>::State {
   SpmmSelection selection;
   std::unique_ptr<Workspace<T>> workspace;  // unsplit
   std::unique_ptr<Panels<T>> panels;        // config.panels > 1
+  /// A.values_stamp() of the last apply(): the values it read, which no kernel still running can
+  /// be writing now unless that kernel started after it (0: none yet)
+  mutable std::atomic<std::uint64_t> last_stamp{0};
 };
 
 template <class T>
@@ -344,7 +350,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         ws.push_back(make_workspace(c, A, N));
         const detail::SpmmWorkspaceView view = ws.back()->view;
         runs.push_back([&, c, view](DeviceStream st) {
-          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, st);
+          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, true, st);
         });
       }
       if (s->selection.rule.panel_count() > 1) {  // the rule's panel split against the unsplit candidates
@@ -353,8 +359,11 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         Panels<T>& pn = panels_of(c.panels);
         pn.set_config(c, N);
         runs.push_back(
-            [&, c](DeviceStream st) { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, st); });
+            [&, c](DeviceStream st) { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, true, st); });
       }
+      // The candidates run as apply() does from its second call on, with early matrix loads: the
+      // split's gather (panels_of) must be complete before the first of them starts.
+      cuda_synchronize();
       const std::vector<double> ms = time_candidates(runs, std::max(1, o.tune_reps), std::max(0, o.tune_warmup));
       double best = -1;
       for (std::size_t i = 0; i < cands.size(); ++i) {
@@ -393,13 +402,19 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   const index_t N = state_->n;
   check_spmm_operands("SpmmPlan::apply", A, N, X, ldx, static_cast<const T*>(Y), ldy);
   if (A.rows() == 0) return;
+  // Early matrix loads (before waiting for the kernel ahead on the stream) only for the values the
+  // last apply() read: those were complete when its kernels passed their wait, and those kernels
+  // let the next one start only then (release_next_kernel). New values may come from a kernel
+  // still running (notify_values_changed), so the first apply() after a change waits first.
+  const std::uint64_t stamp = A.values_stamp();
+  bool early = state_->last_stamp.exchange(stamp, std::memory_order_relaxed) == stamp;
   if (state_->panels) {
-    state_->panels->refresh(A, stream);
-    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), stream);
+    if (state_->panels->refresh(A, stream)) early = false;  // the gather kernel just wrote the panels' values
+    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);
     return;
   }
   detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
-                      vector_aligned(X, ldx), stream);
+                      vector_aligned(X, ldx), early, stream);
 }
 
 template <class T>

@@ -20,6 +20,18 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 #endif
 }
 
+/// Lets the next kernel on the stream, when launched overlapped, start before this one ends: as
+/// soon as every block of this one has called this or exited. Call it only after
+/// wait_for_previous_kernel(), so that the next kernel starts after every kernel before this one
+/// has finished and its writes are visible: then it may load, before its own wait, data that no
+/// kernel still running writes (the SpMM plans' early matrix loads). A no-op before compute
+/// capability 9.0.
+__device__ __forceinline__ void release_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 namespace detail {
 /// The setting, and the current device supports it (compute capability cached per device).
 bool overlapped_launch_active();

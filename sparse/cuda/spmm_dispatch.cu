@@ -16,6 +16,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_fixup_kernel(index_t num_splits, const index_t* __restrict__ splits, index_t units, index_t N,
                       const T* __restrict__ carries, T alpha, T beta, T* __restrict__ Y, index_t ldy) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   const std::int64_t w = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (w >= num_splits) return;
   const int lane = int(threadIdx.x % 32);
@@ -57,6 +58,7 @@ template <class T>
 __global__ void spmm_gather_kernel(const T* __restrict__ src, const index_t* __restrict__ source, index_t n,
                                    T* __restrict__ dst) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += stride)
     dst[k] = src[source[k]];
@@ -81,14 +83,14 @@ std::int64_t device_l2_bytes() {
 
 template <class T>
 void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X,
-                 index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream) {
+                 index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, DeviceStream stream) {
   if (A.rows == 0 || N <= 0) return;
   const cudaStream_t st = cuda_stream(stream);
   const bool nnz = is_nnz_balanced(c.algorithm);
   switch (c.algorithm) {
     case SpmmAlgorithm::VdlRow:
     case SpmmAlgorithm::VdlNnz:
-      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
       break;
     case SpmmAlgorithm::CscRow:
     case SpmmAlgorithm::CscNnz:
@@ -115,9 +117,9 @@ void spmm_fill_device(T* p, std::size_t n, std::uint64_t seed) {
 }
 
 template void spmm_device(const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&, double,
-                          const double*, index_t, double, double*, index_t, bool, DeviceStream);
+                          const double*, index_t, double, double*, index_t, bool, bool, DeviceStream);
 template void spmm_device(const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                          const float*, index_t, float, float*, index_t, bool, DeviceStream);
+                          const float*, index_t, float, float*, index_t, bool, bool, DeviceStream);
 template void spmm_gather_values(const double*, const index_t*, index_t, double*, DeviceStream);
 template void spmm_gather_values(const float*, const index_t*, index_t, float*, DeviceStream);
 template void spmm_fill_device(double*, std::size_t, std::uint64_t);

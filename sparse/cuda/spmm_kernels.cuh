@@ -299,21 +299,39 @@ __device__ __forceinline__ void vdl_segment(const CsrView<T>& A, index_t b, inde
   }
 }
 
-/// The lean VDL segment: a single chunk (N <= Q·NV·VW) with Q = 2^LOG2Q column lanes,
-/// everything compile-time. Same lane layout, order of additions and reduce-scatter as
-/// vdl_segment (spmm_common.hpp), with a fraction of its instructions: for short rows (N = 2 on a
-/// stencil) the kernels are bound by instructions per row, not by memory. Every lane of the
-/// sub-warp must call it. Tried and dropped: an ELL copy of the matrix read without the row
-/// offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of this kernel at
+/// The first two nonzeros of a lean-VDL lane (vdl1_segment): lane p of the P = S / 2^LOG2Q
+/// nonzero lanes takes b + p and b + p + P of the row segment [b, e); those past e stay zero.
+template <class T>
+struct Vdl1Pair {
+  index_t c0 = 0, c1 = 0;
+  T a0 = T(0), a1 = T(0);
+};
+template <class T, int S, int LOG2Q>
+__device__ __forceinline__ Vdl1Pair<T> vdl1_first_pair(const CsrView<T>& A, index_t b, index_t e, int lane) {
+  constexpr int P = S >> LOG2Q;
+  const int p = lane >> LOG2Q;
+  Vdl1Pair<T> f;
+  const index_t n = e - b - p;
+  if (n > 0) f.c0 = load_stream(A.col_idx + b + p), f.a0 = load_stream(A.values + b + p);
+  if (n > P) f.c1 = load_stream(A.col_idx + b + p + P), f.a1 = load_stream(A.values + b + p + P);
+  return f;
+}
+
+/// The lean VDL segment: a single chunk (N <= Q·NV·VW) with Q = 2^LOG2Q column lanes, everything
+/// compile-time. Same lane layout, order of additions and reduce-scatter as vdl_segment
+/// (spmm_common.hpp), with a fraction of its instructions: for short rows (N = 2 on a stencil) the
+/// kernels are bound by instructions per row, not by memory. Every lane of the sub-warp must call
+/// it, `first` from vdl1_first_pair. Tried and dropped: an ELL copy of the matrix read without the
+/// row offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of this kernel at
 /// N = 2 / 4 on the rule's picks of the small matrices (H100, graph-timed candidates,
-/// spmm_h100_2026-11-25_session7_ell, kernel version 15). Also dropped: one thread a row (S = 1,
-/// no reduction, 4 nonzeros' loads issued together); the best other candidate took 0.35 / 0.31 /
-/// 0.20 of its time at N = 2 / 4 / 8 (geomean over 94 matrices, never slower; H100,
+/// spmm_h100_2026-11-25_session7_ell, kernel version 15). Also dropped: one thread a row (S = 1, no
+/// reduction, 4 nonzeros' loads issued together); the best other candidate took 0.35 / 0.31 / 0.20
+/// of its time at N = 2 / 4 / 8 (geomean over 94 matrices, never slower; H100,
 /// spmm_h100_2026-11-25_session9_s1, kernel version 18).
 template <class T, int NV, int S, bool VEC, int LOG2Q = 0>
-__device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane,
-                                             unsigned mask, const T* __restrict__ X, index_t ldx, T* dst, bool axpby,
-                                             T alpha, T beta) {
+__device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, Vdl1Pair<T> first, index_t N,
+                                             int lane, unsigned mask, const T* __restrict__ X, index_t ldx, T* dst,
+                                             bool axpby, T alpha, T beta) {
   constexpr int VW = kSpmmVecWidth<T>;
   constexpr int M = NV * VW, Q = 1 << LOG2Q, P = S >> LOG2Q;
   constexpr int LOG2M = StaticLog2<M>::value, LOG2P = StaticLog2<S>::value - LOG2Q;
@@ -325,14 +343,9 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
   T acc[M];
 #pragma unroll
   for (int t = 0; t < M; ++t) acc[t] = T(0);
-  // This lane's nonzeros: b + p, b + p + P, ...; n counts down (no index overflow).
-  const index_t* cp = A.col_idx + b + p;
-  const T* vp = A.values + b + p;
   const T* xq = X + q * VW;  // slot v of this lane: xq + v·Q·VW
-  index_t n = e - b - p;
-  for (; n > P; n -= 2 * P, cp += 2 * P, vp += 2 * P) {  // two nonzeros in flight
-    const index_t c0 = load_stream(cp), c1 = load_stream(cp + P);
-    const T a0 = load_stream(vp), a1 = load_stream(vp + P);
+  // acc += a0·X[c0, cols], then (two) a1·X[c1, cols]: both rows of X in flight together
+  auto add = [&](index_t c0, T a0, index_t c1, T a1, bool two) {
     const T* x0 = xq + std::int64_t(c0) * ldx;
     const T* x1 = xq + std::int64_t(c1) * ldx;
 #pragma unroll
@@ -340,28 +353,25 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
       if (m[v] > 0) {
         T xa[VW], xb[VW];
         spmm_load_x<VEC>(x0 + v * Q * VW, m[v], xa);
-        spmm_load_x<VEC>(x1 + v * Q * VW, m[v], xb);
+        if (two) spmm_load_x<VEC>(x1 + v * Q * VW, m[v], xb);
 #pragma unroll
         for (int t = 0; t < VW; ++t) acc[v * VW + t] += a0 * xa[t];
+        if (two) {
 #pragma unroll
-        for (int t = 0; t < VW; ++t) acc[v * VW + t] += a1 * xb[t];
+          for (int t = 0; t < VW; ++t) acc[v * VW + t] += a1 * xb[t];
+        }
       }
     }
-  }
-  if (n > 0) {
-    const index_t c0 = load_stream(cp);
-    const T a0 = load_stream(vp);
-    const T* x0 = xq + std::int64_t(c0) * ldx;
-#pragma unroll
-    for (int v = 0; v < NV; ++v) {
-      if (m[v] > 0) {
-        T xa[VW];
-        spmm_load_x<VEC>(x0 + v * Q * VW, m[v], xa);
-#pragma unroll
-        for (int t = 0; t < VW; ++t) acc[v * VW + t] += a0 * xa[t];
-      }
-    }
-  }
+  };
+  // This lane's nonzeros: b + p, b + p + P, ... (the first two given); n counts down.
+  index_t n = e - b - p;
+  if (n > 0) add(first.c0, first.a0, first.c1, first.a1, n > P);
+  n -= 2 * P;
+  const index_t* cp = A.col_idx + b + p + 2 * P;
+  const T* vp = A.values + b + p + 2 * P;
+  for (; n > P; n -= 2 * P, cp += 2 * P, vp += 2 * P)
+    add(load_stream(cp), load_stream(vp), load_stream(cp + P), load_stream(vp + P), true);
+  if (n > 0) add(load_stream(cp), load_stream(vp), 0, T(0), false);
   // reduce-scatter over the nonzero lanes (lane offsets in units of Q)
 #pragma unroll
   for (int s = 0; s < H; ++s) {
@@ -398,33 +408,47 @@ __device__ void vdl1_long_piece(index_t p, const CsrView<T>& A, index_t N, const
   const int g = int(threadIdx.x) / S;
   index_t b = 0, e = 0;
   csc_slice(pc.b, pc.e, g, SUBS, &b, &e);
-  vdl1_segment<T, NV, S, VEC>(A, b, e, N, int(threadIdx.x % S), spmm_subwarp_mask(S, threadIdx.x), X, ldx,
-                              s_part + g * M, false, alpha, beta);
+  const int lane = int(threadIdx.x % S);
+  vdl1_segment<T, NV, S, VEC>(A, b, e, vdl1_first_pair<T, S, 0>(A, b, e, lane), N, lane,
+                              spmm_subwarp_mask(S, threadIdx.x), X, ldx, s_part + g * M, false, alpha, beta);
   long_piece_finish(s_part, SUBS, M, 0, N, pc, p, ws, alpha, beta, Y, ldy);
 }
 
 /// Row-balanced lean VDL (vdl1_segment): a sub-warp of S lanes per row, 2^LOG2Q of them column
 /// lanes. LONG (one column lane only): the first ws.num_pieces blocks take the long rows' pieces
-/// (vdl1_long_piece), the others skip those rows.
+/// (vdl1_long_piece), the others skip those rows. `early`: A's arrays were last written before the
+/// kernel ahead of this one began (SpmmPlan::apply knows), so each lane loads its row's offsets
+/// and first two nonzeros while that kernel finishes, and only X (and Y under beta) after the wait.
 template <class T, int NV, int S, bool VEC, bool LONG, int LOG2Q = 0>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl1_row_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
-                         T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
-  wait_for_previous_kernel();  // launched overlapped: no memory access before this
+                         T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws, bool early) {
   static_assert(!LONG || LOG2Q == 0, "long-row pieces have one column lane");
   std::int64_t block = blockIdx.x;
   if constexpr (LONG) {
-    if (block < ws.num_pieces) return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y,
-                                                                     ldy);
+    if (block < ws.num_pieces) {
+      wait_for_previous_kernel();  // launched overlapped: no memory access before this
+      release_next_kernel();
+      return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y, ldy);
+    }
     block -= ws.num_pieces;
   }
   const std::int64_t row = (block * kSpmmBlock + threadIdx.x) / S;
   if (row >= A.rows) return;  // whole sub-warps leave together
   const int lane = int(threadIdx.x % S);
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
-  const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+  index_t b = 0, e = 0;
+  Vdl1Pair<T> first;
+  auto load_row = [&] {
+    b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+    first = vdl1_first_pair<T, S, LOG2Q>(A, b, e, lane);
+  };
+  if (early) load_row();
+  wait_for_previous_kernel();  // launched overlapped: X and Y only after this
+  release_next_kernel();
+  if (!early) load_row();
   if (LONG && e - b > ws.long_min) return;  // a long row: its pieces' blocks
-  vdl1_segment<T, NV, S, VEC, LOG2Q>(A, b, e, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
+  vdl1_segment<T, NV, S, VEC, LOG2Q>(A, b, e, first, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
 }
 
 /// Row-balanced VDL: sub-warp of S lanes per row.
@@ -433,6 +457,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl_row_kernel(CsrView<T> A, index_t N, int log2q, T alpha, const T* __restrict__ X, index_t ldx, T beta,
                         T* __restrict__ Y, index_t ldy, bool x_vec) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   const std::int64_t row = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / S;
   if (row >= A.rows) return;  // whole sub-warps leave together
   const int lane = int(threadIdx.x % S);
@@ -449,6 +474,7 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl_nnz_kernel(CsrView<T> A, index_t N, int log2q, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy, bool x_vec) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (unit >= ws.units) return;  // whole warps leave together
   const index_t u = index_t(unit);
@@ -468,9 +494,11 @@ __global__ void __launch_bounds__(kSpmmBlock)
     const bool axpby = d == SpmmDest::Direct;
     if constexpr (LEAN) {
       if (x_vec)
-        vdl1_segment<T, NV, S, true>(A, b, e, N, lane, mask, X, ldx, dst, axpby, alpha, beta);
+        vdl1_segment<T, NV, S, true>(A, b, e, vdl1_first_pair<T, S, 0>(A, b, e, lane), N, lane, mask, X, ldx, dst,
+                                     axpby, alpha, beta);
       else
-        vdl1_segment<T, NV, S, false>(A, b, e, N, lane, mask, X, ldx, dst, axpby, alpha, beta);
+        vdl1_segment<T, NV, S, false>(A, b, e, vdl1_first_pair<T, S, 0>(A, b, e, lane), N, lane, mask, X, ldx, dst,
+                                      axpby, alpha, beta);
     } else {
       vdl_segment<T, NV, S>(A, b, e, N, L, mask, X, ldx, x_vec, dst, axpby, alpha, beta);
     }
@@ -710,7 +738,8 @@ template <class T, int NC, int B, bool PV, bool LONG>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
                         T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
-  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   std::int64_t block = blockIdx.x;
@@ -804,7 +833,8 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
-  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
@@ -874,7 +904,8 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
                           index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
-  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
+  release_next_kernel();
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   __shared__ T s_sum[NC][kSpmmBlock];
@@ -923,7 +954,7 @@ inline void spmm_require_long_launch(std::int64_t grid, unsigned tiles, index_t 
 template <class T>
 void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, cudaStream_t st);
+                     bool x_vec, bool early, cudaStream_t st);
 /// x_vec: X is vector-aligned (csc_paired: two columns a lane are then loaded together).
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,

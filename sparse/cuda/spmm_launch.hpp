@@ -51,10 +51,13 @@ struct SpmmWorkspaceView {
 
 /// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see
 /// complete_spmm_config), on `stream` (asynchronous). A is a device view. `x_vec`: X is 16-byte
-/// aligned and ldx a multiple of the vector width (VDL vector loads allowed).
+/// aligned and ldx a multiple of the vector width (VDL vector loads allowed). `early`: A's arrays
+/// were last written before the kernel ahead on the stream began (no kernel that may still be
+/// running writes them), so the kernels may load them before waiting for that kernel
+/// (base/overlapped_launch.hpp; the lean VDL row kernels do).
 template <class T>
 void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, DeviceStream stream = {});
+                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, DeviceStream stream = {});
 
 /// dst[k] = src[source[k]] for k < n, on `stream` (asynchronous): a panel split's values gathered
 /// from the matrix (spmm_panels.hpp).
