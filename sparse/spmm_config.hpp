@@ -36,7 +36,7 @@ inline bool is_vdl(SpmmAlgorithm a) { return a == SpmmAlgorithm::VdlRow || a == 
 /// 14: long rows split into pieces of a block each (SpmmConfig::long_row); 15: ELL copies (tried, dropped);
 /// 16: the last block's sum of a long row's pieces spread over the block; 17: overlapped launches;
 /// 18: one thread a row (vdl-row/s1; tried, dropped); 19: the lean VDL kernel with column lanes;
-/// 20: early matrix loads in the lean VDL row kernels, every SpMM kernel releases the next one.
+/// 20: early matrix loads in the lean VDL and CSC row kernels, every SpMM kernel releases the next one.
 inline constexpr int kSpmmKernelVersion = 20;
 
 /// Most column panels a plan may use.

@@ -8,7 +8,7 @@ namespace {
 
 template <class T, int NC, int B, bool PV>
 void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
-            T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
+            T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool early, cudaStream_t st) {
   const index_t chunk = spmm_chunk_columns(false, 1 << log2s, 0, NC, 0);  // as the plan sizes the tickets
   const unsigned tiles = static_cast<unsigned>(spmm_column_tiles(N, chunk));
   if (nnz_balanced) {
@@ -31,11 +31,11 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
       spmm_require_long_launch(grid + ws.num_pieces, tiles, chunk, N);
       launch_overlapped("spmm_csc_row_kernel", spmm_csc_row_kernel<T, NC, B, PV, true>,
                         dim3(static_cast<unsigned>(grid + ws.num_pieces), tiles), kSpmmBlock, st, A, N, log2s, R, alpha,
-                        X, ldx, beta, Y, ldy, ws);
+                        X, ldx, beta, Y, ldy, ws, early);
     } else {
       launch_overlapped("spmm_csc_row_kernel", spmm_csc_row_kernel<T, NC, B, PV, false>,
                         dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2s, R, alpha, X, ldx, beta,
-                        Y, ldy, ws);
+                        Y, ldy, ws, early);
     }
   }
 }
@@ -46,14 +46,14 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
 /// the plain loop otherwise.
 template <class T, int NC, bool PV>
 void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws,
-              T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, cudaStream_t st) {
+              T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool early, cudaStream_t st) {
   const std::int64_t threads =
       nnz_balanced ? std::int64_t(ws.units) * 32 : (std::int64_t(A.rows) << log2s) << log2k;
   const bool long_rows = std::int64_t(A.nnz) >= (std::int64_t(A.rows) << log2s);
   if (log2s >= 3 && (log2k > 0 || nnz_balanced || ws.num_pieces > 0 || long_rows || threads < kSpmmCscBatchMaxThreads))
-    launch<T, NC, 8, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+    launch<T, NC, 8, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, early, st);
   else
-    launch<T, NC, 1, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+    launch<T, NC, 1, PV>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, early, st);
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ void launch_b(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, inde
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, cudaStream_t st) {
+                     bool x_vec, bool early, cudaStream_t st) {
   const int S = c.subwarp, KS = c.split_count();
   KRYSP_REQUIRE(S >= 2 && S <= 32 && (S & (S - 1)) == 0, "SpMM CSC: sub-warp width ", S,
                 " is not 2, 4, 8, 16 or 32");
@@ -73,18 +73,18 @@ void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
   const int log2s = spmm_log2(S), log2k = spmm_log2(KS);
   switch (c.per_lane) {
     case 1:
-      return launch_b<T, 1, false>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+      return launch_b<T, 1, false>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, early, st);
     case 2:
       if (csc_paired(2, x_vec, N))
-        return launch_b<T, 2, true>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
-      return launch_b<T, 2, false>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, st);
+        return launch_b<T, 2, true>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, early, st);
+      return launch_b<T, 2, false>(nnz_balanced, log2s, log2k, A, N, ws, alpha, X, ldx, beta, Y, ldy, early, st);
     default: KRYSP_THROW(InputError, "SpMM CSC: columns per lane ", c.per_lane, " is not 1 or 2");
   }
 }
 
 template void spmm_csc_launch(bool, const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&,
-                              double, const double*, index_t, double, double*, index_t, bool, cudaStream_t);
+                              double, const double*, index_t, double, double*, index_t, bool, bool, cudaStream_t);
 template void spmm_csc_launch(bool, const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                              const float*, index_t, float, float*, index_t, bool, cudaStream_t);
+                              const float*, index_t, float, float*, index_t, bool, bool, cudaStream_t);
 
 }  // namespace krysp::detail

@@ -94,7 +94,7 @@ void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const Spmm
       break;
     case SpmmAlgorithm::CscRow:
     case SpmmAlgorithm::CscNnz:
-      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
       break;
     case SpmmAlgorithm::SeqNnz:
       spmm_seq_launch<T>(c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);

@@ -617,24 +617,35 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
   }
 }
 
+/// A lane's first (column, value) pair of a row segment [b, e) in the CSC layout: nonzero b + lane
+/// (zero past e).
+template <class T>
+struct CscPair {
+  index_t c = 0;
+  T v = T(0);
+};
+template <class T>
+__device__ __forceinline__ CscPair<T> csc_first_pair(const CsrView<T>& A, index_t b, index_t e, int lane) {
+  CscPair<T> f;
+  if (std::int64_t(b) + lane < e) f.c = load_stream(A.col_idx + b + lane), f.v = load_stream(A.values + b + lane);
+  return f;
+}
+
 /// acc[c] += Σ_k a_k · X[c_k, col[c]] over the nonzeros [b, e): the (col, val) pairs are cached S
 /// at a time in this sub-warp's slots s_col/s_val (one coalesced load), then walked (csc_walk).
-/// Every lane of the sub-warp calls it.
+/// Every lane of the sub-warp calls it. `first`: this lane's first pair, loaded already (B > 1).
 template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_accumulate(T (&acc)[NC], const CsrView<T>& A, index_t b, index_t e, int lane,
                                                int S, unsigned mask, index_t* s_col, T* s_val,
                                                const T* __restrict__ X, index_t ldx, const index_t (&col)[NC],
-                                               const bool (&ok)[NC]) {
+                                               const bool (&ok)[NC], const CscPair<T>* first) {
   if constexpr (B > 1) {
     // Small launches: the slots past cnt are padded with column 0 (csc_walk PADDED; B <= S,
     // launch_b, so a batch stays within the sub-warp's S slots), and the next round's pair is
     // loaded while this round is walked: a row of several rounds waits once for its pairs.
-    index_t nc = 0;
-    T nv = T(0);
-    if (std::int64_t(b) + lane < e) {
-      nc = load_stream(A.col_idx + b + lane);
-      nv = load_stream(A.values + b + lane);
-    }
+    const CscPair<T> f = first ? *first : csc_first_pair(A, b, e, lane);
+    index_t nc = f.c;
+    T nv = f.v;
     for (std::int64_t kk = b; kk < e; kk += S) {
       const int cnt = e - kk < S ? int(e - kk) : S;
       s_col[lane] = lane < cnt ? nc : 0;
@@ -675,28 +686,31 @@ __device__ __forceinline__ void csc_lane_columns(index_t (&col)[NC], bool (&ok)[
 }
 
 /// This lane's sums over the nonzeros [b, e) for its columns of the chunk at j0 (CSC layout):
-/// col[c], ok[c] (col[c] < N) and acc[c]. Every lane of the sub-warp calls it.
+/// col[c], ok[c] (col[c] < N) and acc[c]. Every lane of the sub-warp calls it (`first`:
+/// csc_accumulate).
 template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_chunk(T (&acc)[NC], index_t (&col)[NC], bool (&ok)[NC], index_t j0,
                                           const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
                                           unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
-                                          index_t ldx) {
+                                          index_t ldx, const CscPair<T>* first = nullptr) {
   csc_lane_columns<T, NC, PV>(col, ok, acc, j0, lane, S, N);
-  csc_accumulate<T, NC, B, PV>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok);
+  csc_accumulate<T, NC, B, PV>(acc, A, b, e, lane, S, mask, s_col, s_val, X, ldx, col, ok, first);
 }
 
 /// One row segment [b, e) with the CSC layout, this block's column chunks; dst is the row of Y
-/// (axpby) or a carry slot (raw). Every lane of the sub-warp calls it.
+/// (axpby) or a carry slot (raw). Every lane of the sub-warp calls it. `first`: this lane's first
+/// pair, loaded already (B > 1), for the first chunk.
 template <class T, int NC, int B, bool PV>
 __device__ __forceinline__ void csc_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane, int S,
                                             unsigned mask, index_t* s_col, T* s_val, const T* __restrict__ X,
-                                            index_t ldx, T* dst, bool axpby, T alpha, T beta) {
+                                            index_t ldx, T* dst, bool axpby, T alpha, T beta,
+                                            const CscPair<T>* first = nullptr) {
   const index_t chunk = index_t(S) * NC;
-  for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk)) {
+  for (index_t j0 = spmm_tile_first(chunk); j0 < N; j0 += spmm_tile_step(chunk), first = nullptr) {
     T acc[NC];
     index_t col[NC];
     bool ok[NC];
-    csc_chunk<T, NC, B, PV>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col, s_val, X, ldx);
+    csc_chunk<T, NC, B, PV>(acc, col, ok, j0, A, b, e, N, lane, S, mask, s_col, s_val, X, ldx, first);
 #pragma unroll
     for (int c = 0; c < NC; ++c)
       if (ok[c]) spmm_put(dst + col[c], axpby, alpha, acc[c], beta);
@@ -733,19 +747,22 @@ __device__ void csc_long_piece(index_t p, const CsrView<T>& A, index_t N, int lo
 /// Row-balanced CSC: sub-warp of S = 2^log2s lanes per row. Block b takes the R·(256/S)
 /// consecutive rows from b·R·(256/S); in round r its sub-warps work on consecutive rows, so that
 /// X rows shared by neighbouring matrix rows are reused from L1. LONG: the first ws.num_pieces
-/// blocks take the long rows' pieces (csc_long_piece), the others skip those rows.
+/// blocks take the long rows' pieces (csc_long_piece), the others skip those rows. `early` (small
+/// launches, B > 1): as spmm_vdl1_row_kernel, the first row's offsets and each lane's first pair
+/// are loaded before the wait.
 template <class T, int NC, int B, bool PV, bool LONG>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
-                        T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
-  wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
+                        T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws, bool early) {
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   std::int64_t block = blockIdx.x;
   if constexpr (LONG) {
-    if (block < ws.num_pieces)
+    if (block < ws.num_pieces) {
+      wait_for_previous_kernel();  // launched overlapped: no memory access before this
+      release_next_kernel();
       return csc_long_piece<T, NC, B, PV>(index_t(block), A, N, log2s, ws, s_col, s_val, alpha, X, ldx, beta, Y, ldy);
+    }
     block -= ws.num_pieces;
   }
   const int S = 1 << log2s;
@@ -754,13 +771,23 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
   const int base = int(threadIdx.x) - lane;
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
   const std::int64_t first = block * subs * R + (int(threadIdx.x) >> log2s);
+  const bool pre = B > 1 && early && first < A.rows;
+  index_t b0 = 0, e0 = 0;
+  CscPair<T> p0;
+  if (pre) {
+    b0 = __ldg(A.row_ptr + first), e0 = __ldg(A.row_ptr + first + 1);
+    p0 = csc_first_pair(A, b0, e0, lane);
+  }
+  wait_for_previous_kernel();  // launched overlapped: X and Y only after this
+  release_next_kernel();
   for (int r = 0; r < R; ++r) {
     const std::int64_t row = first + std::int64_t(r) * subs;
     if (row >= A.rows) return;  // whole sub-warps leave together
-    const index_t b = A.row_ptr[row], e = A.row_ptr[row + 1];
+    const bool loaded = pre && r == 0;
+    const index_t b = loaded ? b0 : A.row_ptr[row], e = loaded ? e0 : A.row_ptr[row + 1];
     if (LONG && e - b > ws.long_min) continue;  // a long row: its pieces' blocks
     csc_segment<T, NC, B, PV>(A, b, e, N, lane, S, mask, s_col + base, s_val + base, X, ldx, Y + row * ldy, true, alpha,
-                          beta);
+                              beta, loaded ? &p0 : nullptr);
   }
 }
 
@@ -959,7 +986,7 @@ void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, cudaStream_t st);
+                     bool x_vec, bool early, cudaStream_t st);
 /// SeqNnz (thread-sequential merge path, spmm_common.hpp); x_vec: 16-byte loads of X allowed.
 template <class T>
 void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,

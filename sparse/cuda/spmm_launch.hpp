@@ -54,7 +54,8 @@ struct SpmmWorkspaceView {
 /// aligned and ldx a multiple of the vector width (VDL vector loads allowed). `early`: A's arrays
 /// were last written before the kernel ahead on the stream began (no kernel that may still be
 /// running writes them), so the kernels may load them before waiting for that kernel
-/// (base/overlapped_launch.hpp; the lean VDL row kernels do).
+/// (base/overlapped_launch.hpp; the lean VDL row kernels and the CSC row kernel of small launches
+/// do).
 template <class T>
 void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
                  const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, DeviceStream stream = {});

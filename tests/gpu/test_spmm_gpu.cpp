@@ -456,7 +456,7 @@ TEST_CASE("SpMM GPU: values a kernel writes just before apply() are read once no
   if (major < 9) return;  // no overlapped launches before compute capability 9.0
   const bool setting = overlapped_launch();
   set_overlapped_launch(true);
-  const auto H = test::load("bcsstk06");  // rows of at most 2·32 nonzeros: every lane's are loaded early
+  const auto H = test::load("bcsstk06");  // rows of at most 28 nonzeros
   const auto nnz = std::size_t(H.nnz());
   DeviceArray<index_t> rp(std::size_t(H.rows()) + 1), ci(nnz);
   DeviceArray<double> values(nnz), fresh(nnz);
@@ -468,38 +468,43 @@ TEST_CASE("SpMM GPU: values a kernel writes just before apply() are read once no
   fresh.upload(H.values().data(), nnz);
   auto D = CsrMatrix<double>::from_device_pointers(H.rows(), H.cols(), H.nnz(), rp.data(), ci.data(), values.data());
   constexpr index_t N = 2;
-  SpmmPlanOptions o;
-  o.force = true;
-  o.forced = cfg(SpmmAlgorithm::VdlRow, 32, 1, 1);  // the lean VDL row kernel: loads early
-  const SpmmPlan<double> plan(D, N, o);
   const auto X = test::random_block<double>(H.cols(), N, N, 0.0);
   const std::vector<double> Y0(std::size_t(H.rows()) * N, 0.0);
+  const test::SpmmExpected<double> expected(H, N, 1.0, X, N, 0.0, Y0, N);
   DeviceArray<double> dx(X.size()), dy(Y0.size());
   dx.upload(X.data(), X.size());
-  auto product = [&] {
-    plan.apply(D, 1.0, dx.data(), N, 0.0, dy.data(), N);
-    cuda_synchronize();
-    std::vector<double> y(Y0.size());
-    dy.download(y.data(), y.size());
-    return y;
-  };
-  auto poison_values = [&] {
-    REQUIRE(cudaMemset(values.data(), 0xff, nnz * sizeof(double)) == cudaSuccess);  // NaN
-    cuda_synchronize();
-  };
-  product();
-  product();  // the plan has now seen these values: the next product with them loads early
-  // 1. new values written late, then notified: read after the writer finished
-  poison_values();
-  test::late_copy(fresh.data(), values.data(), nnz, test::kLateUs);
-  D.notify_values_changed();
-  const test::SpmmExpected<double> expected(H, N, 1.0, X, N, 0.0, Y0, N);
-  expected.check(product(), "bcsstk06 new values notified");
-  // 2. the negative control: written late without notify, the product loads them early and reads
-  // the NaN the writer has not yet replaced (the harness of 1 would catch a missing wait)
-  poison_values();
-  test::late_copy(fresh.data(), values.data(), nnz, test::kLateUs);
-  const auto stale = product();
-  CHECK(std::count_if(stale.begin(), stale.end(), [](double v) { return v != v; }) > 0);
+  // the kernels that load early: the lean VDL row kernel and the CSC row kernel of small launches
+  for (const SpmmConfig& c : {cfg(SpmmAlgorithm::VdlRow, 32, 1, 1), cfg(SpmmAlgorithm::CscRow, 8, 0, 1)}) {
+    SpmmPlanOptions o;
+    o.force = true;
+    o.forced = c;
+    const SpmmPlan<double> plan(D, N, o);
+    INFO(plan.config().to_string());
+    auto product = [&] {
+      plan.apply(D, 1.0, dx.data(), N, 0.0, dy.data(), N);
+      cuda_synchronize();
+      std::vector<double> y(Y0.size());
+      dy.download(y.data(), y.size());
+      return y;
+    };
+    auto write_late = [&] {  // NaN in the values until the late writer copies `fresh` over them
+      REQUIRE(cudaMemset(values.data(), 0xff, nnz * sizeof(double)) == cudaSuccess);
+      cuda_synchronize();
+      test::late_copy(fresh.data(), values.data(), nnz, test::kLateUs);
+    };
+    values.upload(old_values.data(), nnz);
+    D.notify_values_changed();
+    product();
+    product();  // the plan has now seen these values: the next product with them loads early
+    // 1. new values written late, then notified: read after the writer finished
+    write_late();
+    D.notify_values_changed();
+    expected.check(product(), "bcsstk06 new values notified, " + plan.config().to_string());
+    // 2. the negative control: written late without notify, the product loads them early and
+    // reads the NaN the writer has not yet replaced (the harness of 1 would catch a missing wait)
+    write_late();
+    const auto stale = product();
+    CHECK(std::count_if(stale.begin(), stale.end(), [](double v) { return v != v; }) > 0);
+  }
   set_overlapped_launch(setting);
 }
