@@ -63,6 +63,22 @@ inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
 /// One wave: the threads resident on the whole GPU (spmm_wave.hpp).
 inline constexpr std::int64_t kSpmmWaveThreads = kSpmmResidentThreads;
 
+/// Early launches (the EARLY row kernels: spmm_vdl1_row_kernel, the CSC row kernel of small
+/// launches) load the matrix before their wait and let the next kernel launch right after it,
+/// only in grids of at most this many threads, half a wave. H200, graph replays of the rule's
+/// kernels on 16 small matrices at N = 2, 4, 8 against the same code without early launches
+/// (spmm_h200_2026-11-26_gate/): 0.946x the time with this limit, 0.963x with none (above 4
+/// blocks an SM up to 1.26x slower: OPF_6000, bcsstk28 N = 8, finance256), 1.001x with early
+/// launches off. A release alone, in kernels that do not load early, cost split rows up to 1.33x
+/// (spmm_h200_2026-11-26_early_csc): the other kernels never release. Retune from
+/// bench/bench_spmm.
+inline constexpr std::int64_t kSpmmEarlyMaxThreads = kSpmmWaveThreads / 2;
+/// Whether a launch of `blocks` blocks takes the EARLY kernel (`early` from the plan: the matrix
+/// unchanged since the last product).
+inline bool spmm_early_launch(std::int64_t blocks, bool early) {
+  return early && blocks * kSpmmBlock <= kSpmmEarlyMaxThreads;
+}
+
 /// Row-balanced CSC: rounds of consecutive rows per block (block b takes the
 /// kSpmmCscRowRounds·(256/S) rows from there; in each round its sub-warps work on consecutive
 /// rows, so X rows shared by neighbouring rows are reused from L1). 4 was 2-6% faster than 1 on

@@ -1,4 +1,6 @@
 // Launchers of the CSC SpMM kernels (sequential reduction, coalesced caching of the sparse row).
+#include <type_traits>
+
 #include "base/error.hpp"
 #include "sparse/cuda/spmm_kernels.cuh"
 
@@ -27,15 +29,24 @@ void launch(bool nnz_balanced, int log2s, int log2k, const CsrView<T>& A, index_
     const int R = (std::int64_t(A.rows) << log2s) >= kSpmmCscRoundsMinThreads ? kSpmmCscRowRounds : 1;
     const std::int64_t rows_per_block = std::int64_t(kSpmmBlock >> log2s) * R;
     const std::int64_t grid = (std::int64_t(A.rows) + rows_per_block - 1) / rows_per_block;
+    const bool e = B > 1 && spmm_early_launch((grid + ws.num_pieces) * tiles, early);  // the batched walk only
+    auto go = [&](auto kernel, std::int64_t blocks) {
+      launch_overlapped("spmm_csc_row_kernel", kernel, dim3(static_cast<unsigned>(blocks), tiles), kSpmmBlock, st, A, N,
+                        log2s, R, alpha, X, ldx, beta, Y, ldy, ws);
+    };
+    auto go_long = [&](auto long_rows) {
+      constexpr bool LONG = decltype(long_rows)::value;
+      const std::int64_t blocks = grid + (LONG ? ws.num_pieces : 0);
+      if constexpr (B > 1) {
+        if (e) return go(spmm_csc_row_kernel<T, NC, B, PV, LONG, true>, blocks);
+      }
+      go(spmm_csc_row_kernel<T, NC, B, PV, LONG, false>, blocks);
+    };
     if (ws.num_pieces > 0) {  // long rows: their pieces' blocks first
       spmm_require_long_launch(grid + ws.num_pieces, tiles, chunk, N);
-      launch_overlapped("spmm_csc_row_kernel", spmm_csc_row_kernel<T, NC, B, PV, true>,
-                        dim3(static_cast<unsigned>(grid + ws.num_pieces), tiles), kSpmmBlock, st, A, N, log2s, R, alpha,
-                        X, ldx, beta, Y, ldy, ws, early);
+      go_long(std::true_type{});
     } else {
-      launch_overlapped("spmm_csc_row_kernel", spmm_csc_row_kernel<T, NC, B, PV, false>,
-                        dim3(static_cast<unsigned>(grid), tiles), kSpmmBlock, st, A, N, log2s, R, alpha, X, ldx, beta,
-                        Y, ldy, ws, early);
+      go_long(std::false_type{});
     }
   }
 }

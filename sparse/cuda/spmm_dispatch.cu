@@ -16,7 +16,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_fixup_kernel(index_t num_splits, const index_t* __restrict__ splits, index_t units, index_t N,
                       const T* __restrict__ carries, T alpha, T beta, T* __restrict__ Y, index_t ldy) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
   const std::int64_t w = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (w >= num_splits) return;
   const int lane = int(threadIdx.x % 32);
@@ -58,7 +57,6 @@ template <class T>
 __global__ void spmm_gather_kernel(const T* __restrict__ src, const index_t* __restrict__ source, index_t n,
                                    T* __restrict__ dst) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += stride)
     dst[k] = src[source[k]];

@@ -321,17 +321,17 @@ __device__ __forceinline__ Vdl1Pair<T> vdl1_first_pair(const CsrView<T>& A, inde
 /// compile-time. Same lane layout, order of additions and reduce-scatter as vdl_segment
 /// (spmm_common.hpp), with a fraction of its instructions: for short rows (N = 2 on a stencil) the
 /// kernels are bound by instructions per row, not by memory. Every lane of the sub-warp must call
-/// it, `first` from vdl1_first_pair. Tried and dropped: an ELL copy of the matrix read without the
+/// it (with FIRST, `first` from vdl1_first_pair). Tried and dropped: an ELL copy of the matrix read without the
 /// row offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of this kernel at
 /// N = 2 / 4 on the rule's picks of the small matrices (H100, graph-timed candidates,
 /// spmm_h100_2026-11-25_session7_ell, kernel version 15). Also dropped: one thread a row (S = 1, no
 /// reduction, 4 nonzeros' loads issued together); the best other candidate took 0.35 / 0.31 / 0.20
 /// of its time at N = 2 / 4 / 8 (geomean over 94 matrices, never slower; H100,
 /// spmm_h100_2026-11-25_session9_s1, kernel version 18).
-template <class T, int NV, int S, bool VEC, int LOG2Q = 0>
-__device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, Vdl1Pair<T> first, index_t N,
-                                             int lane, unsigned mask, const T* __restrict__ X, index_t ldx, T* dst,
-                                             bool axpby, T alpha, T beta) {
+template <class T, int NV, int S, bool VEC, int LOG2Q = 0, bool FIRST = false>
+__device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane,
+                                             unsigned mask, const T* __restrict__ X, index_t ldx, T* dst, bool axpby,
+                                             T alpha, T beta, Vdl1Pair<T> first = {}) {
   constexpr int VW = kSpmmVecWidth<T>;
   constexpr int M = NV * VW, Q = 1 << LOG2Q, P = S >> LOG2Q;
   constexpr int LOG2M = StaticLog2<M>::value, LOG2P = StaticLog2<S>::value - LOG2Q;
@@ -363,13 +363,23 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
       }
     }
   };
-  // This lane's nonzeros: b + p, b + p + P, ... (the first two given); n counts down.
+  // This lane's nonzeros: b + p, b + p + P, ...; n counts down (no index overflow). FIRST: the
+  // first two were loaded already (vdl1_first_pair). Without FIRST the loop is the one from
+  // before early loads: taking the first pair apart in every call cost 3.7% without early loads
+  // (geomean of 39 small cases, up to 15% on bips98_606; H200, spmm_h200_2026-11-26_gate_v1).
   index_t n = e - b - p;
-  if (n > 0) add(first.c0, first.a0, first.c1, first.a1, n > P);
-  n -= 2 * P;
-  const index_t* cp = A.col_idx + b + p + 2 * P;
-  const T* vp = A.values + b + p + 2 * P;
-  for (; n > P; n -= 2 * P, cp += 2 * P, vp += 2 * P)
+  const index_t* cp = A.col_idx + b + p;
+  const T* vp = A.values + b + p;
+  if constexpr (FIRST) {
+    if (n > P) {
+      add(first.c0, first.a0, first.c1, first.a1, true);
+      n -= 2 * P, cp += 2 * P, vp += 2 * P;
+    } else {
+      if (n > 0) add(first.c0, first.a0, 0, T(0), false);
+      n = 0;
+    }
+  }
+  for (; n > P; n -= 2 * P, cp += 2 * P, vp += 2 * P)  // two nonzeros in flight
     add(load_stream(cp), load_stream(vp), load_stream(cp + P), load_stream(vp + P), true);
   if (n > 0) add(load_stream(cp), load_stream(vp), 0, T(0), false);
   // reduce-scatter over the nonzero lanes (lane offsets in units of Q)
@@ -408,27 +418,32 @@ __device__ void vdl1_long_piece(index_t p, const CsrView<T>& A, index_t N, const
   const int g = int(threadIdx.x) / S;
   index_t b = 0, e = 0;
   csc_slice(pc.b, pc.e, g, SUBS, &b, &e);
-  const int lane = int(threadIdx.x % S);
-  vdl1_segment<T, NV, S, VEC>(A, b, e, vdl1_first_pair<T, S, 0>(A, b, e, lane), N, lane,
-                              spmm_subwarp_mask(S, threadIdx.x), X, ldx, s_part + g * M, false, alpha, beta);
+  vdl1_segment<T, NV, S, VEC>(A, b, e, N, int(threadIdx.x % S), spmm_subwarp_mask(S, threadIdx.x), X, ldx,
+                              s_part + g * M, false, alpha, beta);
   long_piece_finish(s_part, SUBS, M, 0, N, pc, p, ws, alpha, beta, Y, ldy);
 }
 
 /// Row-balanced lean VDL (vdl1_segment): a sub-warp of S lanes per row, 2^LOG2Q of them column
 /// lanes. LONG (one column lane only): the first ws.num_pieces blocks take the long rows' pieces
-/// (vdl1_long_piece), the others skip those rows. `early`: A's arrays were last written before the
+/// (vdl1_long_piece), the others skip those rows. EARLY: A's arrays were last written before the
 /// kernel ahead of this one began (SpmmPlan::apply knows), so each lane loads its row's offsets
 /// and first two nonzeros while that kernel finishes, and only X (and Y under beta) after the wait.
-template <class T, int NV, int S, bool VEC, bool LONG, int LOG2Q = 0>
+/// It also lets the next kernel launch once every block has passed its wait (release_next_kernel).
+/// Two instantiations, not a runtime switch: with the release instruction present but skipped,
+/// the CSC row kernel took 1-3% longer than without it (H200, small matrices).
+template <class T, int NV, int S, bool VEC, bool LONG, int LOG2Q, bool EARLY>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl1_row_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
-                         T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws, bool early) {
+                         T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
   static_assert(!LONG || LOG2Q == 0, "long-row pieces have one column lane");
+  if constexpr (!EARLY) wait_for_previous_kernel();  // launched overlapped: no memory access before this
   std::int64_t block = blockIdx.x;
   if constexpr (LONG) {
     if (block < ws.num_pieces) {
-      wait_for_previous_kernel();  // launched overlapped: no memory access before this
-      release_next_kernel();
+      if constexpr (EARLY) {
+        wait_for_previous_kernel();
+        release_next_kernel();
+      }
       return vdl1_long_piece<T, NV, S, VEC>(index_t(block), A, N, ws, alpha, X, ldx, beta, Y, ldy);
     }
     block -= ws.num_pieces;
@@ -437,18 +452,18 @@ __global__ void __launch_bounds__(kSpmmBlock)
   if (row >= A.rows) return;  // whole sub-warps leave together
   const int lane = int(threadIdx.x % S);
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
-  index_t b = 0, e = 0;
-  Vdl1Pair<T> first;
-  auto load_row = [&] {
-    b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
-    first = vdl1_first_pair<T, S, LOG2Q>(A, b, e, lane);
-  };
-  if (early) load_row();
-  wait_for_previous_kernel();  // launched overlapped: X and Y only after this
-  release_next_kernel();
-  if (!early) load_row();
-  if (LONG && e - b > ws.long_min) return;  // a long row: its pieces' blocks
-  vdl1_segment<T, NV, S, VEC, LOG2Q>(A, b, e, first, N, lane, mask, X, ldx, Y + row * ldy, true, alpha, beta);
+  const index_t b = __ldg(A.row_ptr + row), e = __ldg(A.row_ptr + row + 1);
+  T* const y = Y + row * ldy;
+  if constexpr (EARLY) {
+    const Vdl1Pair<T> first = vdl1_first_pair<T, S, LOG2Q>(A, b, e, lane);
+    wait_for_previous_kernel();  // X and Y only after this
+    release_next_kernel();
+    if (LONG && e - b > ws.long_min) return;  // a long row: its pieces' blocks
+    vdl1_segment<T, NV, S, VEC, LOG2Q, true>(A, b, e, N, lane, mask, X, ldx, y, true, alpha, beta, first);
+  } else {
+    if (LONG && e - b > ws.long_min) return;
+    vdl1_segment<T, NV, S, VEC, LOG2Q>(A, b, e, N, lane, mask, X, ldx, y, true, alpha, beta);
+  }
 }
 
 /// Row-balanced VDL: sub-warp of S lanes per row.
@@ -457,7 +472,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl_row_kernel(CsrView<T> A, index_t N, int log2q, T alpha, const T* __restrict__ X, index_t ldx, T beta,
                         T* __restrict__ Y, index_t ldy, bool x_vec) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
   const std::int64_t row = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / S;
   if (row >= A.rows) return;  // whole sub-warps leave together
   const int lane = int(threadIdx.x % S);
@@ -474,7 +488,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl_nnz_kernel(CsrView<T> A, index_t N, int log2q, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy, bool x_vec) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
   if (unit >= ws.units) return;  // whole warps leave together
   const index_t u = index_t(unit);
@@ -494,11 +507,9 @@ __global__ void __launch_bounds__(kSpmmBlock)
     const bool axpby = d == SpmmDest::Direct;
     if constexpr (LEAN) {
       if (x_vec)
-        vdl1_segment<T, NV, S, true>(A, b, e, vdl1_first_pair<T, S, 0>(A, b, e, lane), N, lane, mask, X, ldx, dst,
-                                     axpby, alpha, beta);
+        vdl1_segment<T, NV, S, true>(A, b, e, N, lane, mask, X, ldx, dst, axpby, alpha, beta);
       else
-        vdl1_segment<T, NV, S, false>(A, b, e, vdl1_first_pair<T, S, 0>(A, b, e, lane), N, lane, mask, X, ldx, dst,
-                                      axpby, alpha, beta);
+        vdl1_segment<T, NV, S, false>(A, b, e, N, lane, mask, X, ldx, dst, axpby, alpha, beta);
     } else {
       vdl_segment<T, NV, S>(A, b, e, N, L, mask, X, ldx, x_vec, dst, axpby, alpha, beta);
     }
@@ -747,20 +758,24 @@ __device__ void csc_long_piece(index_t p, const CsrView<T>& A, index_t N, int lo
 /// Row-balanced CSC: sub-warp of S = 2^log2s lanes per row. Block b takes the R·(256/S)
 /// consecutive rows from b·R·(256/S); in round r its sub-warps work on consecutive rows, so that
 /// X rows shared by neighbouring matrix rows are reused from L1. LONG: the first ws.num_pieces
-/// blocks take the long rows' pieces (csc_long_piece), the others skip those rows. `early` (small
-/// launches, B > 1): as spmm_vdl1_row_kernel, the first row's offsets and each lane's first pair
-/// are loaded before the wait.
-template <class T, int NC, int B, bool PV, bool LONG>
+/// blocks take the long rows' pieces (csc_long_piece), the others skip those rows. EARLY (B > 1)
+/// as in spmm_vdl1_row_kernel: the first row's offsets and each lane's first pair are loaded
+/// before the wait.
+template <class T, int NC, int B, bool PV, bool LONG, bool EARLY>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_row_kernel(CsrView<T> A, index_t N, int log2s, int R, T alpha, const T* __restrict__ X, index_t ldx,
-                        T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws, bool early) {
+                        T beta, T* __restrict__ Y, index_t ldy, SpmmWorkspaceView ws) {
+  static_assert(!EARLY || B > 1, "early loads feed the batched walk");
+  if constexpr (!EARLY) wait_for_previous_kernel();    // launched overlapped: no memory access before this
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   std::int64_t block = blockIdx.x;
   if constexpr (LONG) {
     if (block < ws.num_pieces) {
-      wait_for_previous_kernel();  // launched overlapped: no memory access before this
-      release_next_kernel();
+      if constexpr (EARLY) {
+        wait_for_previous_kernel();
+        release_next_kernel();
+      }
       return csc_long_piece<T, NC, B, PV>(index_t(block), A, N, log2s, ws, s_col, s_val, alpha, X, ldx, beta, Y, ldy);
     }
     block -= ws.num_pieces;
@@ -771,15 +786,17 @@ __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
   const int base = int(threadIdx.x) - lane;
   const unsigned mask = spmm_subwarp_mask(S, threadIdx.x);
   const std::int64_t first = block * subs * R + (int(threadIdx.x) >> log2s);
-  const bool pre = B > 1 && early && first < A.rows;
+  const bool pre = EARLY && first < A.rows;
   index_t b0 = 0, e0 = 0;
   CscPair<T> p0;
   if (pre) {
     b0 = __ldg(A.row_ptr + first), e0 = __ldg(A.row_ptr + first + 1);
     p0 = csc_first_pair(A, b0, e0, lane);
   }
-  wait_for_previous_kernel();  // launched overlapped: X and Y only after this
-  release_next_kernel();
+  if constexpr (EARLY) {
+    wait_for_previous_kernel();  // X and Y only after this
+    release_next_kernel();
+  }
   for (int r = 0; r < R; ++r) {
     const std::int64_t row = first + std::int64_t(r) * subs;
     if (row >= A.rows) return;  // whole sub-warps leave together
@@ -860,8 +877,7 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_nnz_kernel(CsrView<T> A, index_t N, int log2s, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
-  wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
+  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   const std::int64_t unit = (std::int64_t(blockIdx.x) * kSpmmBlock + threadIdx.x) / 32;
@@ -931,8 +947,7 @@ template <class T, int NC, int B, bool PV>
 __global__ void __launch_bounds__(kSpmmBlock, B > 1 ? 2 : 0)
     spmm_csc_split_kernel(CsrView<T> A, index_t N, int log2s, int log2k, T alpha, const T* __restrict__ X,
                           index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
-  wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
+  wait_for_previous_kernel();                          // launched overlapped: no memory access before this
   __shared__ __align__(16) index_t s_col[kSpmmBlock];  // 16-byte aligned: csc_walk PADDED
   __shared__ __align__(16) T s_val[kSpmmBlock];
   __shared__ T s_sum[NC][kSpmmBlock];

@@ -94,7 +94,6 @@ __global__ void __launch_bounds__(kSpmmBlock)
     spmm_seq_nnz_kernel(CsrView<T> A, index_t N, SpmmWorkspaceView ws, T alpha, const T* __restrict__ X,
                         index_t ldx, T beta, T* __restrict__ Y, index_t ldy) {
   wait_for_previous_kernel();  // launched overlapped: no memory access before this
-  release_next_kernel();
   constexpr unsigned kFull = 0xffffffffu;
   __shared__ index_t s_rp[kSpmmWarpsPerBlock][kSeqStaged + 1];
   __shared__ index_t s_col[kSpmmWarpsPerBlock][kSeqStaged];

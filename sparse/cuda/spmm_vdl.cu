@@ -6,16 +6,20 @@ namespace krysp::detail {
 
 namespace {
 
-/// The lean row kernel spmm_vdl1_row_kernel<T, NV, S, x_vec, LONG, LOG2Q> on `grid` blocks.
+/// The lean row kernel spmm_vdl1_row_kernel<T, NV, S, x_vec, LONG, LOG2Q, early> on `grid` blocks.
 template <class T, int NV, int S, bool LONG, int LOG2Q>
 void launch_vdl1_row(unsigned grid, bool x_vec, const CsrView<T>& A, index_t N, T alpha, const T* X, index_t ldx,
                      T beta, T* Y, index_t ldy, const SpmmWorkspaceView& ws, bool early, cudaStream_t st) {
+  auto go = [&](auto kernel) {
+    launch_overlapped("spmm_vdl1_row_kernel", kernel, grid, kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
+  };
+  const bool e = spmm_early_launch(grid, early);
   if (x_vec)
-    launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, true, LONG, LOG2Q>, grid, kSpmmBlock, st,
-                      A, N, alpha, X, ldx, beta, Y, ldy, ws, early);
+    e ? go(spmm_vdl1_row_kernel<T, NV, S, true, LONG, LOG2Q, true>)
+      : go(spmm_vdl1_row_kernel<T, NV, S, true, LONG, LOG2Q, false>);
   else
-    launch_overlapped("spmm_vdl1_row_kernel", spmm_vdl1_row_kernel<T, NV, S, false, LONG, LOG2Q>, grid, kSpmmBlock, st,
-                      A, N, alpha, X, ldx, beta, Y, ldy, ws, early);
+    e ? go(spmm_vdl1_row_kernel<T, NV, S, false, LONG, LOG2Q, true>)
+      : go(spmm_vdl1_row_kernel<T, NV, S, false, LONG, LOG2Q, false>);
 }
 
 template <class T, int NV, int S>
