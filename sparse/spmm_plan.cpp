@@ -12,6 +12,7 @@
 
 #include "base/device_memory.hpp"
 #include "base/error.hpp"
+#include "base/overlapped_launch.hpp"
 #include "sparse/cuda/spmm_common.hpp"
 #include "sparse/cuda/spmm_launch.hpp"
 #include "sparse/cuda/timing.hpp"
@@ -407,7 +408,8 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   // let the next one start only then (release_next_kernel). New values may come from a kernel
   // still running (notify_values_changed), so the first apply() after a change waits first.
   const std::uint64_t stamp = A.values_stamp();
-  bool early = state_->last_stamp.exchange(stamp, std::memory_order_relaxed) == stamp;
+  const bool same_values = state_->last_stamp.exchange(stamp, std::memory_order_relaxed) == stamp;
+  bool early = same_values && overlapped_launch();  // without overlapped launches nothing is gained
   if (state_->panels) {
     if (state_->panels->refresh(A, stream)) early = false;  // the gather kernel just wrote the panels' values
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);
