@@ -6,22 +6,22 @@
 /// load or store. Stream order is kept; what overlaps is the launch itself, about 0.3 us of the
 /// 1.5-2.5 us a small product takes (bench_spmm reports both).
 ///
-/// Early launches go further in the SpMM row kernels of small launches (sparse/cuda/spmm_common.hpp,
-/// kSpmmEarlyMaxThreads): when the plan sees the matrix values of its last product again
-/// (CsrMatrix::values_stamp), the kernel loads each row's offsets and first nonzeros before its
-/// wait, and right after the wait lets the next kernel launch (release_next_kernel), so that the
-/// next product's matrix loads overlap this one's work. Sound because a releasing kernel has
-/// already waited for everything before it, and the values are unchanged since a product that
-/// waited for their writer. Back-to-back products replayed from a graph took 0.83-0.90x the time
-/// at N = 2..8 and 0.94-0.97x at N = 16..64 (H200, H100; spmm_h*_2026-11-26_final against
-/// _final_baseline_f14e46f). Tried on the way (bench/experiments/pdl_prefetch.cu, H200): the
-/// release at the start of a kernel, before its wait, was mostly slower (up to 1.29x) unless the
-/// next kernel loaded early too, and is unsound for data written by the kernel before; early loads
-/// without any release gained nothing (the next kernel only starts at the end of this one); the
-/// release in kernels that do not load early cost split CSC rows up to 1.33x, and grids above
-/// half a wave lost up to 1.26x. On by default; the environment variable
-/// KRYSP_OVERLAPPED_LAUNCH=0 turns overlapped and early launches off at startup. Graphs keep the
-/// setting in force when their calls were captured.
+/// Early launches go further in the SpMM row kernels of small launches
+/// (sparse/cuda/spmm_common.hpp, kSpmmEarlyMaxThreads): when the plan sees the matrix values of its
+/// last product again, on the same stream (CsrMatrix::values_stamp), the kernel loads each row's
+/// offsets and first nonzeros before its wait, and right after the wait lets the next kernel launch
+/// (release_next_kernel), so that the next product's matrix loads overlap this one's work. Sound
+/// because a releasing kernel has already waited for everything before it, and the values are
+/// unchanged since a product on this stream that waited for their writer. Back-to-back products
+/// replayed from a graph took 0.83-0.90x the time at N = 2..8 and 0.94-0.97x at N = 16..64 (H200,
+/// H100; spmm_h*_2026-11-26_final against _final_baseline_f14e46f). Tried on the way
+/// (bench/experiments/pdl_prefetch.cu, H200): the release at the start of a kernel, before its
+/// wait, was mostly slower (up to 1.29x) unless the next kernel loaded early too, and is unsound
+/// for data written by the kernel before; early loads without any release gained nothing (the next
+/// kernel only starts at the end of this one); the release in kernels that do not load early cost
+/// split CSC rows up to 1.33x, and grids above half a wave lost up to 1.26x. On by default; the
+/// environment variable KRYSP_OVERLAPPED_LAUNCH=0 turns overlapped and early launches off at
+/// startup. Graphs keep the setting in force when their calls were captured.
 namespace krysp {
 
 /// Turns overlapped launches on or off for the whole process (all devices, all threads).

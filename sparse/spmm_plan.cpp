@@ -256,9 +256,9 @@ struct SpmmPlan<T>::State {
   SpmmSelection selection;
   std::unique_ptr<Workspace<T>> workspace;  // unsplit
   std::unique_ptr<Panels<T>> panels;        // config.panels > 1
-  /// A.values_stamp() of the last apply(): the values it read, which no kernel still running can
-  /// be writing now unless that kernel started after it (0: none yet)
+  /// The last apply(): A.values_stamp() of the values it read (0: none yet) and its stream.
   mutable std::atomic<std::uint64_t> last_stamp{0};
+  mutable std::atomic<void*> last_stream{nullptr};
 };
 
 template <class T>
@@ -404,12 +404,15 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   check_spmm_operands("SpmmPlan::apply", A, N, X, ldx, static_cast<const T*>(Y), ldy);
   if (A.rows() == 0) return;
   // Early matrix loads (before waiting for the kernel ahead on the stream) only for the values the
-  // last apply() read: those were complete when its kernels passed their wait, and those kernels
-  // let the next one start only then (release_next_kernel). New values may come from a kernel
-  // still running (notify_values_changed), so the first apply() after a change waits first.
+  // last apply() read, on its stream: its kernels waited for everything before them there, the
+  // writer of those values included, and let the next kernel start only then
+  // (release_next_kernel). New values may come from a kernel still running
+  // (notify_values_changed), and on another stream the kernel ahead may be their writer, so the
+  // first apply() after a change, or on another stream, waits first.
   const std::uint64_t stamp = A.values_stamp();
   const bool same_values = state_->last_stamp.exchange(stamp, std::memory_order_relaxed) == stamp;
-  bool early = same_values && overlapped_launch();  // without overlapped launches nothing is gained
+  const bool same_stream = state_->last_stream.exchange(stream.handle, std::memory_order_relaxed) == stream.handle;
+  bool early = same_values && same_stream && overlapped_launch();  // no overlapped launches: nothing gained
   if (state_->panels) {
     if (state_->panels->refresh(A, stream)) early = false;  // the gather kernel just wrote the panels' values
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);

@@ -109,7 +109,7 @@ class SpmmPlan {
   /// was made), so apply() on a stream other than the default one can be captured into a CUDA
   /// graph. A matrix split into column panels (config().panels > 1) reads copies of its values
   /// gathered when they change: after a change of A's values, capture again. Early matrix loads:
-  /// on small launches, when A's values are those of this plan's last apply()
+  /// on small launches, when A's values are those of this plan's last apply() on the same stream
   /// (CsrMatrix::values_stamp), the kernel loads A before the kernel ahead of it on the stream has
   /// finished (X and Y only after), so new values written by a kernel must be declared
   /// (CsrMatrix::notify_values_changed, set_values, set_values_device) before the next apply().

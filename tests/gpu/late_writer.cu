@@ -44,4 +44,11 @@ void copy_without_waiting(const double* src, double* dst, std::size_t n) {
   launch_overlapped("copy_kernel", copy_kernel, 64, 256, nullptr, src, dst, n);
 }
 
+bool device_overlaps_launches() {
+  int dev = 0, major = 0;
+  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
+  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return major >= 9;
+}
+
 }  // namespace krysp::test

@@ -15,4 +15,8 @@ void late_copy(const double* src, double* dst, std::size_t n, int delay_us);
 /// kernel before it: the negative control, which must see what late_copy had not yet written.
 void copy_without_waiting(const double* src, double* dst, std::size_t n);
 
+/// Whether the current device launches overlapped (compute capability 9.0 and newer): the tests
+/// that need the late writer to overlap return early elsewhere.
+bool device_overlaps_launches();
+
 }  // namespace krysp::test

@@ -14,10 +14,7 @@ using namespace krysp;
 
 TEST_CASE("Overlapped launch: a kernel that does not wait reads what the late writer has not yet written") {
   // The negative control of late_input.hpp: the harness can catch a missing wait.
-  int dev = 0, major = 0;
-  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess);
-  if (major < 9) return;  // no overlapped launches before compute capability 9.0
+  if (!test::device_overlaps_launches()) return;  // no overlapped launches before compute capability 9.0
   const bool setting = overlapped_launch();
   set_overlapped_launch(true);
   const std::size_t n = 4096;

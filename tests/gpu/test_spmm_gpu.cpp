@@ -450,10 +450,7 @@ TEST_CASE("SpMM GPU: values a kernel writes just before apply() are read once no
   // apply() loads the matrix before waiting for the kernel ahead only when the values are those of
   // its last product (CsrMatrix::values_stamp). The late writer puts new values into a
   // device-borrowed matrix's own array right before the product.
-  int dev = 0, major = 0;
-  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess);
-  if (major < 9) return;  // no overlapped launches before compute capability 9.0
+  if (!test::device_overlaps_launches()) return;  // no overlapped launches before compute capability 9.0
   const bool setting = overlapped_launch();
   set_overlapped_launch(true);
   const auto H = test::load("bcsstk06");  // rows of at most 28 nonzeros
