@@ -2,8 +2,9 @@
 // forced, N in {1, 2, 3, 4, 5, 8, 16, 17, 32, 64}, fp64 and fp32, on the bundled SuiteSparse
 // matrices and adversarial ones; leading dimensions larger than N (padding untouched), odd ld and
 // misaligned X (scalar-load path), beta = 0 with Y full of NaN, bitwise determinism, plan
-// refusals, the rule, the tuned mode with its cache, column panels (spmm_panels.hpp), and apply()
-// on a stream of the caller's and captured into a CUDA graph.
+// refusals, the rule, the tuned mode with its cache, column panels (spmm_panels.hpp), apply()
+// on a stream of the caller's and captured into a CUDA graph, overlapped launches, and early
+// matrix loads (every variant's second apply(); values written late by a kernel before it).
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
