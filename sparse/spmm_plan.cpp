@@ -408,18 +408,20 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   // writer of those values included, and let the next kernel start only then
   // (release_next_kernel). New values may come from a kernel still running
   // (notify_values_changed), and on another stream the kernel ahead may be their writer, so the
-  // first apply() after a change, or on another stream, waits first.
+  // first apply() after a change, or on another stream, waits first. Remembered once launched.
   const std::uint64_t stamp = A.values_stamp();
-  const bool same_values = state_->last_stamp.exchange(stamp, std::memory_order_relaxed) == stamp;
-  const bool same_stream = state_->last_stream.exchange(stream.handle, std::memory_order_relaxed) == stream.handle;
-  bool early = same_values && same_stream && overlapped_launch();  // no overlapped launches: nothing gained
+  bool early = state_->last_stamp.load(std::memory_order_relaxed) == stamp &&
+               state_->last_stream.load(std::memory_order_relaxed) == stream.handle &&
+               overlapped_launch();  // no overlapped launches: nothing to gain
   if (state_->panels) {
     if (state_->panels->refresh(A, stream)) early = false;  // the gather kernel just wrote the panels' values
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);
-    return;
+  } else {
+    detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
+                        vector_aligned(X, ldx), early, stream);
   }
-  detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
-                      vector_aligned(X, ldx), early, stream);
+  state_->last_stamp.store(stamp, std::memory_order_relaxed);
+  state_->last_stream.store(stream.handle, std::memory_order_relaxed);
 }
 
 template <class T>
