@@ -35,13 +35,13 @@ std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t bytes) {
   for (; k < bytes; ++k) h = (h ^ p[k]) * 1099511628211ull;
   return h;
 }
-}  // namespace
 
 /// values_stamp(): one counter for the whole process, so that no two values states share a stamp.
 std::uint64_t next_values_stamp() {
   static std::atomic<std::uint64_t> counter{0};
   return ++counter;
 }
+}  // namespace
 
 /// Shared by all copies of one matrix, so that an update through any copy reaches every holder.
 template <class T>

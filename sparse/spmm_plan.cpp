@@ -195,10 +195,9 @@ struct Panels {
       ws.push_back(make_workspace<T>(c, h.row_ptr, h.rows, h.nnz, N));
     }
   }
-  /// Gathers the values from A's device arrays unless they are those gathered last; true when it
-  /// did (the gather kernel writes the panels' values).
-  bool refresh(const CsrMatrix<T>& A, DeviceStream stream = {}) {
-    const std::uint64_t stamp = A.values_stamp();
+  /// Gathers the values from A's device arrays unless they are those gathered last (`stamp`:
+  /// A.values_stamp()); true when it did (the gather kernel writes the panels' values).
+  bool refresh(const CsrMatrix<T>& A, std::uint64_t stamp, DeviceStream stream = {}) {
     if (stamp == gathered_stamp) return false;
     detail::spmm_gather_values(A.device_view().values, source.data(), index_t(split.source.size()), values.data(),
                                stream);
@@ -281,7 +280,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
   // is made once, for the rule's panel count or a forced or cached one.
   auto panels_of = [&](int P) -> Panels<T>& {
     if (!s->panels || s->panels->split.panels != P) s->panels = std::make_unique<Panels<T>>(A, P);
-    s->panels->refresh(A);
+    s->panels->refresh(A, A.values_stamp());
     return *s->panels;
   };
   // The split holds a copy of the structure and values, nnz·(8 + sizeof(T)) bytes and P row offset
@@ -414,7 +413,7 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
                state_->last_stream.load(std::memory_order_relaxed) == stream.handle &&
                overlapped_launch();  // no overlapped launches: nothing to gain
   if (state_->panels) {
-    if (state_->panels->refresh(A, stream)) early = false;  // the gather kernel just wrote the panels' values
+    if (state_->panels->refresh(A, stamp, stream)) early = false;  // the gather kernel just wrote the panels' values
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);
   } else {
     detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,

@@ -321,9 +321,9 @@ __device__ __forceinline__ Vdl1Pair<T> vdl1_first_pair(const CsrView<T>& A, inde
 /// compile-time. Same lane layout, order of additions and reduce-scatter as vdl_segment
 /// (spmm_common.hpp), with a fraction of its instructions: for short rows (N = 2 on a stencil) the
 /// kernels are bound by instructions per row, not by memory. Every lane of the sub-warp must call
-/// it (with FIRST, `first` from vdl1_first_pair). Tried and dropped: an ELL copy of the matrix read without the
-/// row offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of this kernel at
-/// N = 2 / 4 on the rule's picks of the small matrices (H100, graph-timed candidates,
+/// it (with FIRST, `first` from vdl1_first_pair). Tried and dropped: an ELL copy of the matrix
+/// read without the row offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of
+/// this kernel at N = 2 / 4 on the rule's picks of the small matrices (H100, graph-timed candidates,
 /// spmm_h100_2026-11-25_session7_ell, kernel version 15). Also dropped: one thread a row (S = 1, no
 /// reduction, 4 nonzeros' loads issued together); the best other candidate took 0.35 / 0.31 / 0.20
 /// of its time at N = 2 / 4 / 8 (geomean over 94 matrices, never slower; H100,

@@ -461,8 +461,7 @@ TEST_CASE("SpMM GPU: values a kernel writes just before apply() are read once no
   rp.upload(H.row_ptr().data(), rp.size());
   ci.upload(H.col_idx().data(), nnz);
   std::vector<double> old_values(H.values().data(), H.values().data() + nnz);
-  for (double& v : old_values) v = 2.0 * v + 1.0;
-  values.upload(old_values.data(), nnz);
+  for (double& v : old_values) v = 2.0 * v + 1.0;  // uploaded, and notified, for each kernel below
   fresh.upload(H.values().data(), nnz);
   auto D = CsrMatrix<double>::from_device_pointers(H.rows(), H.cols(), H.nnz(), rp.data(), ci.data(), values.data());
   constexpr index_t N = 2;
