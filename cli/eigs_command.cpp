@@ -26,13 +26,19 @@ const char* const kEigsUsage =
     "  --which W            smallest | largest                 (default smallest)\n"
     "  --B M.mtx            B of the generalized problem (same size as A, SPD)\n"
     "  --precond P          auto | none | jacobi | chebyshev | block-jacobi | jacobi-b (Jacobi of B)\n"
-    "                       (default auto: smallest: chebyshev, falling back to jacobi or none when\n"
-    "                       it cannot be set up; largest: none, from 100000 rows the same as for\n"
-    "                       smallest on sigma*I - A (sigma >= the largest eigenvalue), or jacobi-b\n"
-    "                       when B is given)\n"
+    "                       (default auto: smallest: 8 inner PCG steps on A with chebyshev, falling\n"
+    "                       back to jacobi or none when it cannot be set up; largest: none, from\n"
+    "                       100000 rows the same as for smallest on sigma*I - A (sigma >= the\n"
+    "                       largest eigenvalue), or jacobi-b when B is given)\n"
     "  --cheb-degree d      degree of the Chebyshev preconditioner (default 4)\n"
-    "  --tol T              pair i is converged when |A x - lambda B x| <= T (|A| + |lambda| |B|) |x|,\n"
-    "                       norms estimated from below (default 1e-6)\n"
+    "  --tol T              convergence tolerance (default 1e-6), under the test of --conv\n"
+    "  --conv C             rel:  |A x - lambda B x| <= T |lambda| |B x|   (default; relative to lambda)\n"
+    "                       norm: |A x - lambda B x| <= T (|A| + |lambda| |B|) |x|, norms estimated\n"
+    "                             from below (backward error: no relative accuracy for small lambda)\n"
+    "                       abs:  |A x - lambda B x| <= T with x'Bx = 1 (SciPy's and CuPy's test)\n"
+    "  --inner-iters m      precondition LOBPCG by m PCG steps on A, each preconditioned by --precond\n"
+    "                       (0: --precond alone; default: 8 with --precond auto for smallest, else 0)\n"
+    "  --no-verify          skip the check that no eigenvalue beyond the K-th was missed\n"
     "  --max-iters N        iteration limit                    (default 5000)\n"
     "  --block-size b       block size, K <= b, 3b + constraints <= n (default K + max(2, ceil(K/2)))\n"
     "  --x0 X0.mtx          starting vectors, n x (at most b) (dense Matrix Market); the rest random\n"
@@ -43,8 +49,10 @@ const char* const kEigsUsage =
     "                       /relative_residuals, /history (iterations+1 x k) and run attributes\n"
     "  --quiet              only errors\n"
     "\n"
-    "Eigenvalues are printed ascending for smallest, descending for largest.\n"
-    "exit codes: 0 all K converged, 1 not converged (the best pairs are still written),\n"
+    "Eigenvalues are printed ascending for smallest, descending for largest. After convergence a\n"
+    "second small run checks that no eigenvalue beyond the K-th was missed (restarting if one was).\n"
+    "exit codes: 0 all K converged and verified, 1 not converged or unverified (the best pairs are\n"
+    "            still written),\n"
     "            2 bad input or usage (including B not positive definite), 3 device error\n";
 
 
@@ -54,8 +62,8 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     if (a == "-k") a = "--k";
   const Args args(argv,
                   {"k", "which", "B", "precond", "cheb-degree", "tol", "max-iters", "block-size", "x0", "constraints",
-                   "seed", "backend", "out"},
-                  {"quiet", "help"});
+                   "seed", "backend", "out", "conv", "inner-iters"},
+                  {"quiet", "help", "no-verify"});
   if (args.has("help")) {
     std::fputs(kEigsUsage, stdout);
     return kExitOk;
@@ -71,6 +79,8 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   opt.lobpcg.which = parse_which(args.get("which", "smallest"));
   opt.lobpcg.tol = args.get_double("tol", 1e-6);
   KRYSP_REQUIRE(opt.lobpcg.tol > 0, "option --tol expects a positive number, got '", args.get("tol", ""), "'");
+  opt.lobpcg.convergence = parse_convergence(args.get("conv", "rel"));
+  opt.verify = !args.has("no-verify");
   opt.lobpcg.max_iters = index_t(args.get_int("max-iters", 0, 1, kMaxIndex));
   opt.lobpcg.block_size = index_t(args.get_int("block-size", 0, 1, kMaxIndex));
   opt.lobpcg.seed = std::uint64_t(args.get_int("seed", 20240601, 0, 1LL << 62));
@@ -101,19 +111,8 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   if (!bpath.empty())
     KRYSP_REQUIRE(B.rows() == A.rows() && B.cols() == A.cols(), bpath, ": B is ", B.rows(), "x", B.cols(),
                   " but A is ", A.rows(), "x", A.cols());
-  if (auto_precond) {
-    if (opt.lobpcg.which == EigWhich::Smallest) {
-      opt.precond.kind = positive_diagonal(A) ? PrecondKind::Chebyshev : PrecondKind::None;
-      opt.precond_fallback = true;
-    } else if (!bpath.empty()) {  // eigensolve refuses a B with a non-positive diagonal anyway
-      opt.precond.kind = PrecondKind::Jacobi;
-      opt.precond_from_b = true;
-    } else if (A.rows() >= kSpectralFlipMinRows) {  // largest of a large A: smallest of σI − A, preconditioned
-      opt.spectral_flip = true;
-      opt.precond.kind = PrecondKind::Chebyshev;
-      opt.precond_fallback = true;
-    }
-  }
+  if (auto_precond) choose_auto_preconditioner(opt, A, bpath.empty() ? nullptr : &B);
+  if (args.has("inner-iters")) opt.inner_iters = int(args.get_int("inner-iters", 0, 0, 1000));
   io::DenseBlock<double> x0, Y;
   if (args.has("x0")) {
     x0 = io::read_dense_matrix_market<double>(args.get("x0", ""));
@@ -137,9 +136,9 @@ int eigs_command(const std::vector<std::string>& argv_in) {
       std::printf("krysp: no CUDA device found: running on the host backend (slower; --backend cuda to insist)\n");
     else
       std::printf("krysp: backend host\n");
-    std::printf("krysp: LOBPCG, %d %s eigenpairs, preconditioner %s%s, tol %g\n", opt.lobpcg.k,
-                to_string(opt.lobpcg.which), to_string(opt.precond.kind), opt.precond_from_b ? " of B" : "",
-                opt.lobpcg.tol);
+    std::printf("krysp: LOBPCG, %d %s eigenpairs, preconditioner %s%s%s, tol %g (test %s)\n", opt.lobpcg.k,
+                to_string(opt.lobpcg.which), opt.inner_iters > 0 ? "inner-cg over " : "", to_string(opt.precond.kind),
+                opt.precond_from_b ? " of B" : "", opt.lobpcg.tol, to_string(opt.lobpcg.convergence));
   }
   Throttle throttle;
   if (!quiet)
@@ -161,7 +160,10 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     std::printf("krysp: %s after %d iterations (block size %d, preconditioner %s)\n", to_string(rep.status),
                 rep.iterations, rep.block_size, rep.preconditioner.c_str());
     if (have_pairs) {
-      std::printf("  %4s  %24s  %12s  %12s\n", "i", "eigenvalue", "|Ax-lBx|", "relres");
+      std::printf("  %4s  %24s  %12s  %12s\n", "i", "eigenvalue", "|Ax-lBx|",
+                  rep.convergence == EigConvergence::Relative ? "relres(rel)"
+                  : rep.convergence == EigConvergence::Norm   ? "relres(norm)"
+                                                              : "res(abs)");
       for (index_t i = 0; i < k; ++i)
         std::printf("  %4d  %24.16e  %12.4e  %12.4e%s\n", i, rep.eigenvalues[i], rep.residual_norms[i],
                     rep.relative_residuals[i], rep.relative_residuals[i] <= opt.lobpcg.tol ? "" : "  (not converged)");
@@ -169,6 +171,14 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     std::printf("krysp: solve %.4f s (%.2f ms/iteration), setup %.4f s, backend %s, device %s, spmm %s\n",
                 rep.solve_seconds, rep.iterations > 0 ? 1e3 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
                 rep.backend.c_str(), rep.device.c_str(), rep.spmm_kernel.c_str());
+    if (!rep.converged() && opt.lobpcg.convergence == EigConvergence::Relative && rep.accuracy_floor > 0.1 * opt.lobpcg.tol)
+      std::printf("krysp: note: tol %g is near or below what double precision allows for these pairs "
+                  "(eps*|A|/|lambda| = %.1e): ask for a larger --tol, or --conv norm\n",
+                  opt.lobpcg.tol, rep.accuracy_floor);
+    std::printf("krysp: missed-eigenvalue check: %s", rep.verification.c_str());
+    if (rep.verify_iterations > 0)
+      std::printf(" (%d iterations, %d restarts)", rep.verify_iterations, rep.verify_restarts);
+    std::printf("\n");
     if (rep.p_restarts + rep.svqb_passes + rep.reduced_rr > 0)
       std::printf("krysp: basis repairs: %d P restarts, %d SVQB passes, %d directions dropped, %d reduced RR\n",
                   rep.p_restarts, rep.svqb_passes, rep.dropped_directions, rep.reduced_rr);
@@ -188,6 +198,12 @@ int eigs_command(const std::vector<std::string>& argv_in) {
                     {"k", std::int64_t(k)},
                     {"block_size", std::int64_t(rep.block_size)},
                     {"tol", opt.lobpcg.tol},
+                    {"convergence_test", std::string(to_string(rep.convergence))},
+                    {"verification", rep.verification},
+                    {"complement_bound", rep.complement_bound},
+                    {"accuracy_floor", rep.accuracy_floor},
+                    {"verify_iterations", std::int64_t(rep.verify_iterations)},
+                    {"verify_restarts", std::int64_t(rep.verify_restarts)},
                     {"which", rep.which},
                     {"preconditioner", rep.preconditioner},
                     {"backend", rep.backend},

@@ -99,6 +99,9 @@ int solve_single(const std::string& path, const CsrMatrix<double>& A, const std:
     std::printf("krysp: %s after %d iterations\n", to_string(rep.status), rep.iterations);
     std::printf("krysp: true relative residual |b-Ax|/|b| = %.3e (recursive %.3e)\n", rep.true_relative_residual,
                 rep.relative_residual);
+    if (rep.residual_replacements > 0)
+      std::printf("krysp: the recursive residual drifted from b-Ax: replaced by it and restarted %d time(s)\n",
+                  rep.residual_replacements);
     if (!exact.empty()) std::printf("krysp: error |x-x*|/|x*| = %.3e\n", column_error(x, exact, A.rows(), 0));
     std::printf("krysp: solve %.4f s (%.1f us/iteration), setup %.4f s, backend %s, device %s, spmv %s\n",
                 rep.seconds, rep.iterations > 0 ? 1e6 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
@@ -115,6 +118,7 @@ int solve_single(const std::string& path, const CsrMatrix<double>& A, const std:
                     {"status", std::string(to_string(rep.status))},
                     {"relative_residual", rep.true_relative_residual},
                     {"recursive_relative_residual", rep.relative_residual},
+                    {"residual_replacements", std::int64_t(rep.residual_replacements)},
                     {"b_norm", rep.b_norm},
                     {"rtol", opt.cg.rtol},
                     {"atol", opt.cg.atol},

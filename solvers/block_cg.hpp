@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "solvers/block_ops.hpp"
@@ -111,7 +112,6 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     zero_b[j] = res.columns[j].b_norm == 0;
   }
   ops.zero_columns(X, zero_b);  // a zero right-hand side has the exact solution x = 0
-  ops.residual(B, X, R);        // R = B − A·X
 
   std::vector<index_t> active;
   auto check = [&](index_t it, const std::vector<double>& rr) {  // per-column test on the recursive residual
@@ -132,6 +132,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     if (opt.progress) opt.progress({it, worst, seconds()});
   };
   for (index_t j = 0; j < s; ++j) active.push_back(j);
+  ops.residual(B, X, R);  // R = B − A·X
   {
     const auto RR = ops.gram(R, s, R, s);
     std::vector<double> rr(s);
@@ -139,78 +140,105 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
     check(0, rr);
   }
 
-  index_t it = 0, a = index_t(active.size());
-  ops.precondition(R);                                                  // Z = M⁻¹·R
-  auto dir = ops.direction_spmm_gram(Pn, 0, {}, X, {}, active, R, Pnext, Qn);  // Pn = Z[:, active]; Qn = A·Pn
-  std::swap(Pn, Pnext);
-  std::vector<double> C;
-  // Where the backend says so (pairs_x_steps), X's steps are taken two at a time, by every other
-  // direction pass: the one left over, Pprev·Cp, uses the previous direction block, which stays
-  // in Pnext's buffer until that pass overwrites it (row by row, after reading it). X is then read
-  // and written every other iteration.
-  std::vector<double> Cp;
-  index_t ap = 0;
-  while (!active.empty() && it < max_iters) {
-    const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
-    if (w == 0) break;
-    ++it;
-    auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, dir.aqa, C)); // G = PᵀAP = Cᵀ·PnᵀA·Pn·C (Q = A·P = Qn·C)
-    dense::symmetrize(w, G);
-    auto L = G;
-    if (!dense::cholesky_upper(w, L)) {  // PᵀAP not SPD: A is not SPD (or NaN)
-      bool finite = true;
-      for (double g : G) finite = finite && std::isfinite(g);
-      for (index_t j : active) res.columns[j].status = finite ? SolveStatus::NotSpd : SolveStatus::NonFinite;
-      active.clear();
-      break;
+  // As in cg(): a column is converged when its TRUE residual meets the tolerance. Columns whose
+  // recursive residual did but whose true one does not restart from b − A·x (with a fresh search
+  // block: the others keep their x), until a restart no longer halves their true residual.
+  index_t it = 0;
+  std::vector<double> last_true(s, std::numeric_limits<double>::infinity());
+  for (;;) {
+    index_t a = index_t(active.size());
+    ops.precondition(R);                                                  // Z = M⁻¹·R
+    auto dir = ops.direction_spmm_gram(Pn, 0, {}, X, {}, active, R, Pnext, Qn);  // Pn = Z[:, active]; Qn = A·Pn
+    std::swap(Pn, Pnext);
+    std::vector<double> C;
+    // Where the backend says so (pairs_x_steps), X's steps are taken two at a time, by every other
+    // direction pass: the one left over, Pprev·Cp, uses the previous direction block, which stays
+    // in Pnext's buffer until that pass overwrites it (row by row, after reading it). X is then read
+    // and written every other iteration.
+    std::vector<double> Cp;
+    index_t ap = 0;
+    while (!active.empty() && it < max_iters) {
+      const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
+      if (w == 0) break;
+      ++it;
+      auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, dir.aqa, C)); // G = PᵀAP = Cᵀ·PnᵀA·Pn·C (Q = A·P = Qn·C)
+      dense::symmetrize(w, G);
+      auto L = G;
+      if (!dense::cholesky_upper(w, L)) {  // PᵀAP not SPD: A is not SPD (or NaN)
+        bool finite = true;
+        for (double g : G) finite = finite && std::isfinite(g);
+        for (index_t j : active) res.columns[j].status = finite ? SolveStatus::NotSpd : SolveStatus::NonFinite;
+        active.clear();
+        break;
+      }
+      auto Rinv = L;
+      dense::invert_upper(w, Rinv);
+      auto solve_g = [&](const std::vector<double>& F, index_t m) {      // G⁻¹·F = R⁻¹R⁻ᵀF
+        return dense::a_b(w, w, m, Rinv, dense::at_b(w, w, m, Rinv, F));
+      };
+      auto alpha = solve_g(dense::at_b(a, w, s, C, dir.pr), s);          // α = G⁻¹·PᵀR, PᵀR = Cᵀ·PnᵀR
+      std::vector<char> is_active(s, 0);
+      for (index_t j : active) is_active[j] = 1;
+      for (index_t j = 0; j < s; ++j)
+        if (!is_active[j])
+          for (index_t i = 0; i < w; ++i) alpha[cm(i, j, w)] = 0.0;     // only active columns move
+      const auto Ca = dense::a_b(a, w, s, C, alpha);                     // P·α = Pn·Ca
+      const auto up = ops.update(Qn, a, Ca, R);  // R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
+      check(it, up.rr);
+      if (active.empty()) {  // X's steps are still due (a direction pass would have made them)
+        if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);
+        ops.update_x(Pn, a, Ca, X);
+        Cp.clear();
+        break;
+      }
+      const index_t a2 = index_t(active.size());
+      const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
+      const auto Cb = dense::a_b(a, w, a2, C, beta);
+      if (Cp.empty() && ops.pairs_x_steps()) {  // X += P·α left to the next direction pass
+        dir = ops.direction_spmm_gram(Pn, a, {}, X, Cb, active, R, Pnext, Qn);
+        Cp = Ca;
+        ap = a;
+      } else {  // X += Pprev·αprev + P·α (or X += P·α alone)
+        dir = ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qn, ap, Cp);
+        Cp.clear();
+        ap = 0;
+      }
+      std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β; Qn = A·Pn
+      a = a2;
     }
-    auto Rinv = L;
-    dense::invert_upper(w, Rinv);
-    auto solve_g = [&](const std::vector<double>& F, index_t m) {      // G⁻¹·F = R⁻¹R⁻ᵀF
-      return dense::a_b(w, w, m, Rinv, dense::at_b(w, w, m, Rinv, F));
-    };
-    auto alpha = solve_g(dense::at_b(a, w, s, C, dir.pr), s);          // α = G⁻¹·PᵀR, PᵀR = Cᵀ·PnᵀR
-    std::vector<char> is_active(s, 0);
-    for (index_t j : active) is_active[j] = 1;
-    for (index_t j = 0; j < s; ++j)
-      if (!is_active[j])
-        for (index_t i = 0; i < w; ++i) alpha[cm(i, j, w)] = 0.0;     // only active columns move
-    const auto Ca = dense::a_b(a, w, s, C, alpha);                     // P·α = Pn·Ca
-    const auto up = ops.update(Qn, a, Ca, R);  // R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
-    check(it, up.rr);
-    if (active.empty()) {  // X's steps are still due (a direction pass would have made them)
-      if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);
-      ops.update_x(Pn, a, Ca, X);
-      Cp.clear();
-      break;
-    }
-    const index_t a2 = index_t(active.size());
-    const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
-    const auto Cb = dense::a_b(a, w, a2, C, beta);
-    if (Cp.empty() && ops.pairs_x_steps()) {  // X += P·α left to the next direction pass
-      dir = ops.direction_spmm_gram(Pn, a, {}, X, Cb, active, R, Pnext, Qn);
-      Cp = Ca;
-      ap = a;
-    } else {  // X += Pprev·αprev + P·α (or X += P·α alone)
-      dir = ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qn, ap, Cp);
-      Cp.clear();
-      ap = 0;
-    }
-    std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β; Qn = A·Pn
-    a = a2;
-  }
-  if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);  // the step left over
-  for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;
-  res.iterations = it;
+    if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);  // the step left over
+    for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;
+    active.clear();
 
-  ops.residual(B, X, R);  // true residuals
-  const auto RR = ops.gram(R, s, R, s);
-  for (index_t j = 0; j < s; ++j) {
-    auto& c = res.columns[j];
-    c.true_residual_norm = std::sqrt(diag(RR, j));
-    c.true_relative_residual = c.b_norm > 0 ? c.true_residual_norm / c.b_norm : c.true_residual_norm;
-    if (c.converged() && !std::isfinite(c.true_residual_norm)) c.status = SolveStatus::NonFinite;
+    ops.residual(B, X, R);  // true residuals
+    const auto RR = ops.gram(R, s, R, s);
+    std::vector<double> rr(s);
+    for (index_t j = 0; j < s; ++j) {
+      auto& c = res.columns[j];
+      rr[j] = diag(RR, j);
+      c.true_residual_norm = std::sqrt(rr[j]);
+      c.true_relative_residual = c.b_norm > 0 ? c.true_residual_norm / c.b_norm : c.true_residual_norm;
+      if (!c.converged()) continue;
+      if (!std::isfinite(c.true_residual_norm)) {
+        c.status = SolveStatus::NonFinite;
+      } else if (rr[j] > tol2[j]) {  // the recursive residual drifted: restart, or stagnated
+        if (!(c.true_residual_norm < 0.5 * last_true[j])) {
+          c.status = SolveStatus::Stagnated;
+        } else if (it >= max_iters) {
+          c.status = SolveStatus::MaxIterations;
+        } else {
+          last_true[j] = c.true_residual_norm;
+          ++c.residual_replacements;
+          c.residual_history.back() = c.true_residual_norm;
+          c.relative_residual = c.true_relative_residual;
+          c.status = SolveStatus::MaxIterations;
+          active.push_back(j);
+        }
+      }
+    }
+    if (active.empty()) break;
   }
+  res.iterations = it;
   res.seconds = seconds();
   return res;
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "base/host_device.hpp"
@@ -52,7 +53,8 @@ struct CgSlots {
 };
 
 /// Solves A·x = b by PCG over `ops` from the initial guess x, which receives the solution.
-/// Non-convergence and breakdown are statuses in the result (see solve_result.hpp).
+/// Non-convergence and breakdown are statuses in the result (see solve_result.hpp); Converged
+/// means the true residual ‖b − A·x‖ meets the tolerance.
 template <class Ops>
 SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x, const CgOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -111,29 +113,60 @@ SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x,
     return false;
   };
 
+  // The recursive residual drifts from b − A·x in floating point (by about ε·κ(A)·‖b‖ on an
+  // ill-conditioned A). So convergence is decided on the true residual: when the recursive one
+  // meets the tolerance and the true one does not, r is replaced by b − A·x and CG restarts from
+  // x (p = z); once a restart no longer halves the true residual, the solve has stagnated.
   bool done = examine(0, 0);
-  index_t k = 0;
-  while (!done && k < max_iters) {
-    const index_t first = k + 1, chunk = std::min<index_t>(K, max_iters - k);
-    for (index_t j = 0; j < chunk; ++j, ++k) {
-      ops.direction(zr, p, s.rz(k), s.rz(k - 1 + s.ring), k == 0);  // p = z + (ρ_k/ρ_{k−1})·p
-      ops.spmv_dot(p, q, s.pq);                                      // q = A·p, pᵀAp
-      ops.update(s.rz(k), s.pq, p, q, x, r, z, s.rz(k + 1), s.rr(k + 1), k);
-      // α = ρ_k/pᵀAp; x += α·p; r −= α·q; z = M⁻¹·r; ρ_{k+1} = rᵀz; ‖r‖²
+  index_t k = 0, restart = 0;  // restart: the iteration whose direction is p = z
+  double last_true = std::numeric_limits<double>::infinity();
+  for (;;) {
+    while (!done && k < max_iters) {
+      const index_t first = k + 1, chunk = std::min<index_t>(K, max_iters - k);
+      for (index_t j = 0; j < chunk; ++j, ++k) {
+        ops.direction(zr, p, s.rz(k), s.rz(k - 1 + s.ring), k == restart);  // p = z + (ρ_k/ρ_{k−1})·p
+        ops.spmv_dot(p, q, s.pq);                                            // q = A·p, pᵀAp
+        ops.update(s.rz(k), s.pq, p, q, x, r, z, s.rz(k + 1), s.rr(k + 1), k);
+        // α = ρ_k/pᵀAp; x += α·p; r −= α·q; z = M⁻¹·r; ρ_{k+1} = rᵀz; ‖r‖²
+      }
+      ops.read_scalars(sc.data());
+      done = examine(first, k);
+      if (opt.progress) opt.progress({res.iterations, res.relative_residual, seconds()});
     }
-    ops.read_scalars(sc.data());
-    done = examine(first, k);
-    if (opt.progress) opt.progress({res.iterations, res.relative_residual, seconds()});
-  }
-  if (!done) res.status = SolveStatus::MaxIterations;
+    if (!done) res.status = SolveStatus::MaxIterations;
 
-  ops.residual(b, x, r);  // the true residual b − A·x, not the recursive one
-  ops.dot(r, r, s.rr_true);
-  ops.read_scalars(sc.data());
-  res.true_residual_norm = std::sqrt(sc[s.rr_true]);
-  res.true_relative_residual = res.true_residual_norm / res.b_norm;
-  if (res.status == SolveStatus::Converged && !std::isfinite(res.true_residual_norm))
-    res.status = SolveStatus::NonFinite;
+    ops.residual(b, x, r);  // the true residual b − A·x, not the recursive one
+    ops.dot(r, r, s.rr_true);
+    ops.read_scalars(sc.data());
+    res.true_residual_norm = std::sqrt(sc[s.rr_true]);
+    res.true_relative_residual = res.true_residual_norm / res.b_norm;
+    if (res.status != SolveStatus::Converged) break;
+    if (!std::isfinite(res.true_residual_norm)) {
+      res.status = SolveStatus::NonFinite;
+      break;
+    }
+    if (res.true_residual_norm <= tol) break;
+    if (!(res.true_residual_norm < 0.5 * last_true)) {
+      res.status = SolveStatus::Stagnated;
+      break;
+    }
+    last_true = res.true_residual_norm;
+    k = res.iterations;
+    if (k >= max_iters) {
+      res.status = SolveStatus::MaxIterations;
+      break;
+    }
+    ++res.residual_replacements;
+    ops.set_scalar(s.flag, kCgOk);  // unfreeze x and r
+    ops.set_scalar(s.flag_iter, 0);
+    ops.precondition(r, z, s.rz(k), s.rr(k));  // r_k = b − A·x_k, z_k = M⁻¹·r_k, ρ_k
+    res.residual_history.back() = res.true_residual_norm;
+    res.relative_residual = res.true_relative_residual;
+    res.status = SolveStatus::MaxIterations;
+    restart = k;
+    seen_converged = false;
+    done = false;
+  }
   res.seconds = seconds();
   return res;
 }

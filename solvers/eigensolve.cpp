@@ -15,6 +15,7 @@
 #include "base/phase_profile.hpp"
 #include "solvers/cuda/cuda_eig_ops.hpp"
 #include "solvers/host/host_eig_ops.hpp"
+#include "solvers/inner_solve.hpp"
 #include "solvers/lobpcg.hpp"
 #include "sparse/spmv_plan.hpp"
 
@@ -28,6 +29,22 @@ EigWhich parse_which(const std::string& name) {
   KRYSP_THROW(InputError, "unknown --which '", name, "' (expected smallest or largest)");
 }
 
+const char* to_string(EigConvergence c) {
+  switch (c) {
+    case EigConvergence::Relative: return "rel";
+    case EigConvergence::Norm: return "norm";
+    case EigConvergence::Absolute: return "abs";
+  }
+  return "unknown";
+}
+
+EigConvergence parse_convergence(const std::string& name) {
+  if (name == "rel") return EigConvergence::Relative;
+  if (name == "norm") return EigConvergence::Norm;
+  if (name == "abs") return EigConvergence::Absolute;
+  KRYSP_THROW(InputError, "unknown convergence test '", name, "' (expected rel, norm or abs)");
+}
+
 const char* to_string(EigStatus s) {
   switch (s) {
     case EigStatus::Converged: return "converged";
@@ -35,6 +52,7 @@ const char* to_string(EigStatus s) {
     case EigStatus::Stagnated: return "stagnated";
     case EigStatus::NotPositiveDefinite: return "not-positive-definite";
     case EigStatus::NonFinite: return "non-finite";
+    case EigStatus::Unverified: return "unverified";
   }
   return "unknown";
 }
@@ -47,6 +65,27 @@ index_t default_block_size(index_t k, index_t n, index_t constraints) {
 }
 
 index_t default_max_iters(index_t) { return 5000; }
+
+void choose_auto_preconditioner(EigOptions& o, const CsrMatrix<double>& A, const CsrMatrix<double>* B) {
+  o.precond_from_b = false;
+  o.spectral_flip = false;
+  o.inner_iters = 0;
+  o.precond.kind = PrecondKind::None;
+  if (o.lobpcg.which == EigWhich::Smallest) {
+    o.inner_iters = kDefaultInnerIters;
+    if (positive_diagonal(A)) {
+      o.precond.kind = PrecondKind::Chebyshev;
+      o.precond_fallback = true;
+    }
+  } else if (B) {  // eigensolve refuses a B with a non-positive diagonal anyway
+    o.precond.kind = PrecondKind::Jacobi;
+    o.precond_from_b = true;
+  } else if (A.rows() >= kSpectralFlipMinRows) {  // largest of a large A: smallest of σI − A, preconditioned
+    o.spectral_flip = true;
+    o.precond.kind = PrecondKind::Chebyshev;
+    o.precond_fallback = true;
+  }
+}
 
 bool positive_diagonal(const CsrMatrix<double>& A) {
   const auto& rp = A.row_ptr();
@@ -92,11 +131,122 @@ std::vector<double> to_row_major(const ColumnBlock& blk) {
   return out;
 }
 
+/// Row-major n × (ca + cb): the columns of a (n × ca) then those of b (n × cb), both row-major.
+std::vector<double> side_by_side(index_t n, const double* a, index_t ca, const double* b, index_t cb) {
+  std::vector<double> out(std::size_t(n) * (ca + cb));
+  for (index_t i = 0; i < n; ++i) {
+    double* row = out.data() + std::size_t(i) * (ca + cb);
+    std::copy(a + std::size_t(i) * ca, a + std::size_t(i + 1) * ca, row);
+    std::copy(b + std::size_t(i) * cb, b + std::size_t(i + 1) * cb, row + ca);
+  }
+  return out;
+}
+
+/// The check for missed eigenvalues (EigOptions::verify, eigensolve.hpp) after a converged run,
+/// with restarts from the vector it finds. Sets rep.status to Unverified when it cannot pass.
+template <class Ops>
+void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
+  const index_t n = rep.n, k = rep.k, c = st.constraint_cols;
+  const bool largest = o.lobpcg.which == EigWhich::Largest;
+  for (int round = 0; rep.converged(); ++round) {
+    const index_t room = (n - c - k) / 3;  // the check's basis: 3·block + constraints ≤ n
+    if (room < 1) {
+      rep.verification = detail::concat("skipped: n = ", n, " leaves no room beside the ", k + c,
+                                        " returned and constraint vectors");
+      return;
+    }
+    // The error λ_k may have under the test it met: a Rayleigh quotient of the complement beyond
+    // λ_k by more than 10 times that is an eigenvalue the run missed.
+    const double lk = rep.eigenvalues[k - 1], lk_user = st.flipped ? st.flip_sigma - lk : lk, tol = o.lobpcg.tol;
+    const double margin = 10 * tol *
+                          (o.lobpcg.convergence == EigConvergence::Relative ? std::abs(lk_user)
+                           : o.lobpcg.convergence == EigConvergence::Norm
+                               ? rep.a_norm_estimate + std::abs(lk) * rep.b_norm_estimate
+                               : 1.0);
+    const double threshold = largest ? lk + margin : lk - margin;
+    const std::vector<double> Y = side_by_side(n, st.constraints, c, rep.eigenvectors.data(), k);
+    LobpcgOptions co = o.lobpcg;
+    co.k = 1;
+    co.block_size = std::min<index_t>(3, room);
+    co.tol = kVerifyTol;
+    co.convergence = EigConvergence::Relative;
+    co.max_iters = std::max(kVerifyMinIters, rep.iterations);
+    co.seed = o.lobpcg.seed + 0x9e3779b97f4a7c15ull * std::uint64_t(round + 1);
+    co.progress = nullptr;
+    LobpcgStart cs = st;
+    cs.x0 = nullptr;
+    cs.x0_cols = 0;
+    cs.constraints = Y.data();
+    cs.constraint_cols = c + k;
+    cs.stop_beyond = threshold;
+    const EigResult cr = lobpcg(ops, co, cs);
+    rep.verify_iterations += cr.iterations;
+    const double theta = cr.eigenvalues.empty() ? std::numeric_limits<double>::quiet_NaN() : cr.eigenvalues[0];
+    rep.complement_bound = st.flipped ? st.flip_sigma - theta : theta;
+    const double shown_k = st.flipped ? st.flip_sigma - lk : lk;  // in the user's terms
+    const bool beyond = cr.stopped_beyond || (largest ? theta > threshold : theta < threshold);
+    if (!beyond) {
+      if (cr.converged()) {
+        rep.verification = detail::concat("passed: the ", largest && !st.flipped ? "largest" : "smallest",
+                                          " eigenvalue of the complement of the returned vectors is ",
+                                          rep.complement_bound, ", not beyond lambda_k = ", shown_k);
+      } else {
+        rep.status = EigStatus::Unverified;
+        rep.verification = detail::concat("inconclusive: the check did not settle in ", cr.iterations, " iterations (",
+                                          to_string(cr.status), "; its estimate ", rep.complement_bound,
+                                          " is not beyond lambda_k = ", shown_k, ")");
+      }
+      return;
+    }
+    if (round == kVerifyRestarts) {
+      rep.status = EigStatus::Unverified;
+      rep.verification = detail::concat("failed: an eigenvalue near ", rep.complement_bound, " lies beyond lambda_k = ",
+                                        shown_k, " after ", round, " restarts");
+      return;
+    }
+    // Restart from the returned vectors and the one the check found (the check's vector first
+    // when the block has no room for all of them).
+    const index_t b = rep.block_size;
+    std::vector<double> x0 = side_by_side(n, cr.eigenvectors.data(), 1, rep.eigenvectors.data(), k);
+    LobpcgStart rs = st;
+    rs.x0 = x0.data();
+    const index_t cols = std::min(b, k + 1);
+    if (cols < k + 1) {  // keep the first `cols` of the k + 1 columns, row by row
+      std::vector<double> cut(std::size_t(n) * cols);
+      for (index_t i = 0; i < n; ++i)
+        std::copy(x0.begin() + std::size_t(i) * (k + 1), x0.begin() + std::size_t(i) * (k + 1) + cols,
+                  cut.begin() + std::size_t(i) * cols);
+      x0.swap(cut);
+      rs.x0 = x0.data();
+    }
+    rs.x0_cols = cols;
+    const index_t before = rep.iterations;
+    const double seconds_before = rep.seconds;
+    static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, rs);
+    rep.iterations += before;
+    rep.seconds += seconds_before;
+    ++rep.verify_restarts;
+  }
+}
+
+template <class Ops>
+void run_verified(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
+  static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, st);
+  if (!o.verify) return;
+  auto ph = phase(st.profile, "verify: check for missed eigenvalues");
+  verify_extreme(ops, o, st, rep);
+}
+
 template <class Ops>
 void run(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
   auto solve_phase = phase(st.profile, "solve (lobpcg, total)");
   const auto t = Clock::now();
-  static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, st);
+  if (o.inner_iters > 0) {
+    InnerSolveOps<Ops> inner(ops, o.inner_iters);
+    run_verified(inner, o, st, rep);
+  } else {
+    run_verified(ops, o, st, rep);
+  }
   rep.solve_seconds = since(t);
 }
 }  // namespace
@@ -174,8 +324,11 @@ CsrMatrix<double> shifted_negative(const CsrMatrix<double>& A, double sigma) {
 }  // namespace
 
 namespace {
+/// flip_sigma (not NaN): A is σI − A_user of the spectral flip, whose eigenvalues θ are the
+/// user's λ = σ − θ.
 EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
-                          const ColumnBlock& x0, const ColumnBlock& Y, PhaseProfile* prof) {
+                          const ColumnBlock& x0, const ColumnBlock& Y, PhaseProfile* prof,
+                          double flip_sigma = std::numeric_limits<double>::quiet_NaN()) {
   if (o.spectral_flip && o.lobpcg.which == EigWhich::Largest && !B && A.rows() == A.cols() && A.rows() > 0) {
     const auto t0 = Clock::now();
     if (o.check_symmetry) {
@@ -192,20 +345,24 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     // The flipped run's test ‖r‖ ≤ tol_F·(‖F‖ₑ + |μ|) ≤ 2·tol_F·‖F‖∞ must imply A's, ‖r‖ ≤
     // tol·(‖A‖ₑ + |λ|), with ‖A‖ₑ ≥ a_floor = the largest row 2-norm (≤ ‖A‖₂ for symmetric A):
     // tol_F = tol·a_floor / (2·‖F‖∞). (A = 0: every vector is an eigenvector; tol as given.)
+    // The Relative and Absolute tests are the same for A and F (same residual, |λ| = |σ − θ|).
     const double a_floor = max_row_norm(A), f_inf = max_abs_row_sum(F);
+    const bool norm_test = o.lobpcg.convergence == EigConvergence::Norm;
     EigOptions of = o;
-    if (a_floor > 0) of.lobpcg.tol = o.lobpcg.tol * std::min(1.0, a_floor / (2 * f_inf));
+    if (a_floor > 0 && norm_test) of.lobpcg.tol = o.lobpcg.tol * std::min(1.0, a_floor / (2 * f_inf));
     of.spectral_flip = false;
     of.check_symmetry = false;  // F is symmetric when A is
     of.lobpcg.which = EigWhich::Smallest;
     const double flip_seconds = since(t0);  // the bound and F: part of the setup
-    EigReport rep = eigensolve_impl(F, nullptr, of, x0, Y, prof);
+    EigReport rep = eigensolve_impl(F, nullptr, of, x0, Y, prof, sigma);
     rep.setup_seconds += flip_seconds;
     for (double& l : rep.eigenvalues) l = sigma - l;  // ascending μ: descending λ, largest first
-    // Residual norms ‖F·x − μ·x‖ = ‖A·x − λ·x‖; A's measure with ‖A‖ₑ = max|a_ii| ≤ ‖A‖₂ (x has unit norm).
-    rep.a_norm_estimate = a_floor;
-    for (std::size_t j = 0; j < rep.relative_residuals.size(); ++j)
-      rep.relative_residuals[j] = rep.residual_norms[j] / (a_floor + std::abs(rep.eigenvalues[j]));
+    if (norm_test) {
+      // Residual norms ‖F·x − μ·x‖ = ‖A·x − λ·x‖; A's measure with ‖A‖ₑ = max|a_ii| ≤ ‖A‖₂ (x has unit norm).
+      rep.a_norm_estimate = a_floor;
+      for (std::size_t j = 0; j < rep.relative_residuals.size(); ++j)
+        rep.relative_residuals[j] = rep.residual_norms[j] / (a_floor + std::abs(rep.eigenvalues[j]));
+    }
     rep.which = to_string(EigWhich::Largest);
     rep.preconditioner += detail::concat(" (of sigma*I - A, sigma = ", sigma, ")");
     return rep;
@@ -257,10 +414,12 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
   st.a_norm_floor = max_abs_diagonal(A);
   st.b_norm_floor = bdiag;
   st.profile = prof;
+  st.flipped = !std::isnan(flip_sigma);
+  st.flip_sigma = st.flipped ? flip_sigma : 0.0;
 
   EigReport rep;
   rep.which = to_string(o.lobpcg.which);
-  const index_t max_cols = std::max<index_t>(3 * b, Y.cols);
+  const index_t max_cols = std::max<index_t>(3 * b, Y.cols + (o.verify ? o.lobpcg.k : 0));
   KRYSP_REQUIRE(!o.precond_from_b || B, "eigs: a preconditioner from B needs the generalized problem");
   const CsrMatrix<double>& P = o.precond_from_b ? *B : A;  // the matrix M is built from
   // Makes the preconditioner with `make(options)`; with precond_fallback, a failure other than a
@@ -278,7 +437,10 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
       return make(po);
     }
   };
-  auto name = [&] { return std::string(to_string(po.kind)) + (o.precond_from_b && po.kind != PrecondKind::None ? "(B)" : ""); };
+  auto name = [&] {
+    const std::string m = std::string(to_string(po.kind)) + (o.precond_from_b && po.kind != PrecondKind::None ? "(B)" : "");
+    return o.inner_iters > 0 ? detail::concat("inner-cg(", o.inner_iters, " steps, ", m, ")") : m;
+  };
   if (resolve_backend(o.backend) == Backend::Cuda) {
     {
       auto ph = phase(prof, "setup: matrix upload");
@@ -326,11 +488,22 @@ bool profile_requested(const EigOptions& o) {
   const char* e = std::getenv("KRYSP_PROFILE");
   return o.profile || (e && *e && std::string(e) != "0");
 }
+
+void set_accuracy_floor(EigReport& rep) {
+  double least = std::numeric_limits<double>::infinity();
+  for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
+  rep.accuracy_floor = least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least
+                                 : std::numeric_limits<double>::infinity();
+}
 }  // namespace
 
 EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
                      const ColumnBlock& x0, const ColumnBlock& Y) {
-  if (!profile_requested(o)) return eigensolve_impl(A, B, o, x0, Y, nullptr);
+  if (!profile_requested(o)) {
+    EigReport rep = eigensolve_impl(A, B, o, x0, Y, nullptr);
+    set_accuracy_floor(rep);
+    return rep;
+  }
   const bool cuda = resolve_backend(o.backend) == Backend::Cuda;
   PhaseProfile prof(cuda ? std::function<void()>(cuda_synchronize) : std::function<void()>(),
                     cuda ? std::function<std::uint64_t()>(device_to_host_copies) : std::function<std::uint64_t()>());
@@ -341,6 +514,7 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
   }
   prof.print(stderr, detail::concat("krysp profile: lobpcg ", rep.backend, ", n = ", rep.n, ", b = ", rep.block_size,
                                     ", ", rep.iterations, " iterations, ", to_string(rep.status)));
+  set_accuracy_floor(rep);
   return rep;
 }
 

@@ -2,6 +2,7 @@
 /// \file eigensolve.hpp
 /// The k extreme eigenpairs of A·x = λ·x or A·x = λ·B·x (A symmetric, B SPD) with LOBPCG on the
 /// chosen backend: the entry point of `krysp eigs`, the benchmark and simulation codes.
+#include <limits>
 #include <string>
 
 #include "precond/preconditioner.hpp"
@@ -47,6 +48,19 @@ struct EigOptions {
   /// understate); `history` stays the flipped run's.
   /// 2-D Laplacian 1024², k = 8: not converged in 600 iterations without it (H100).
   bool spectral_flip = false;
+  /// > 0: LOBPCG's preconditioner is `inner_iters` PCG steps on A per application, each
+  /// preconditioned by `precond` (solvers/inner_solve.hpp): an approximate A⁻¹ that reaches the
+  /// low end of an ill-conditioned spectrum, where a fixed polynomial does not. 0: `precond` itself.
+  int inner_iters = 0;
+  /// After LOBPCG converges, check that no eigenvalue beyond the k-th returned one was missed:
+  /// a second, small LOBPCG run (one pair, block of 3, random start, relative tol kVerifyTol)
+  /// looks for the extreme eigenvalue of the pencil restricted to the B-orthogonal complement of
+  /// the returned eigenvectors (and of the constraints). If it finds one beyond λ_k (by more than
+  /// 10 tolerances), the main run restarts with that vector added to its start (at most
+  /// kVerifyRestarts times); if it cannot decide within its iterations, or restarts do not help,
+  /// the status is Unverified. A probabilistic check, not a proof: it can miss an eigenvalue whose
+  /// eigenvector the random start and the preconditioner both fail to reach, as the main run did.
+  bool verify = true;
   LobpcgOptions lobpcg;
   SpmmPlanOptions spmm;        ///< how the CUDA backend plans its SpMM (per block width)
   bool check_symmetry = true;  ///< refuse a non-symmetric A or B (InputError naming an entry)
@@ -74,7 +88,25 @@ struct EigReport : EigResult {
   std::string spmm_kernel;      ///< the SpMM plan's choice for N = b (CUDA), or "host-reference"
   double setup_seconds = 0;     ///< checks, preconditioner, plans, uploads
   double solve_seconds = 0;     ///< LOBPCG including its start (orthonormalizing X0); `seconds` excludes it
+  /// The check for missed eigenvalues (EigOptions::verify): "passed: ...", "skipped: ...",
+  /// "inconclusive: ...", "failed: ..." or "off".
+  std::string verification = "off";
+  /// The check's extreme Rayleigh quotient on the complement of the returned vectors (NaN when
+  /// not run): passing means it is not beyond λ_k.
+  double complement_bound = std::numeric_limits<double>::quiet_NaN();
+  /// ε·‖A‖ₑ/min|λ_j| over the returned pairs: about the least relative residual double precision
+  /// allows them (computing A·x alone errs by ε·‖A‖·‖x‖). A Relative tol below it cannot be met;
+  /// such runs end Stagnated or MaxIterations, and `krysp eigs` says so.
+  double accuracy_floor = 0;
+  index_t verify_iterations = 0;  ///< iterations of the checks
+  index_t verify_restarts = 0;    ///< main runs restarted because the check found an eigenvalue beyond λ_k
 };
+
+/// The relative tolerance the check for missed eigenvalues converges to, its least iteration
+/// budget (it also gets as many as the main run took), and the most restarts it may cause.
+inline constexpr double kVerifyTol = 1e-3;
+inline constexpr index_t kVerifyMinIters = 100;
+inline constexpr int kVerifyRestarts = 3;
 
 /// Checks the input (InputError: non-square or non-symmetric A, B of another size, B with a
 /// non-positive diagonal, x0/constraints of the wrong shape, k or block size out of range — see
@@ -83,6 +115,19 @@ struct EigReport : EigResult {
 /// breakdown and B not positive definite are statuses in the report; DeviceError for GPU failures.
 EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& options = {},
                      const ColumnBlock& x0 = {}, const ColumnBlock& constraints = {});
+
+/// Inner PCG steps per application of the default LOBPCG preconditioner for the smallest pairs
+/// (inner-cg with Chebyshev inside; chosen on the shared SPD set, docs/eigensolver.md).
+inline constexpr int kDefaultInnerIters = 8;
+
+/// What `krysp eigs --precond auto` uses, set into `o` for A (and B, or null):
+///  - smallest pairs: `kDefaultInnerIters` PCG steps on A preconditioned by Chebyshev (falling
+///    back to Jacobi, then none, when Chebyshev cannot be set up); none inside when A has a
+///    non-positive diagonal entry;
+///  - largest of A·x = λ·B·x: Jacobi of B;
+///  - largest of A·x = λ·x: none, or from kSpectralFlipMinRows rows the smallest of σI − A with
+///    Chebyshev.
+void choose_auto_preconditioner(EigOptions& o, const CsrMatrix<double>& A, const CsrMatrix<double>* B);
 
 /// True when every diagonal entry of A is stored, positive and finite (Jacobi can be built).
 bool positive_diagonal(const CsrMatrix<double>& A);

@@ -41,15 +41,19 @@
 ///    Rayleigh–Ritz step on X alone makes everything consistent; only if the pairs still meet tol
 ///    is the run converged. Reported residuals always come from such fresh products.
 ///
-/// Convergence (per pair, documented in lobpcg_result.hpp too):
+/// Convergence (per pair; LobpcgOptions::convergence, EigConvergence in lobpcg_result.hpp):
+/// Relative (default) ‖A·x_i − λ_i·B·x_i‖₂ ≤ tol·|λ_i|·‖B·x_i‖₂; Absolute ‖r_i‖₂ ≤ tol; Norm
 ///     ‖A·x_i − λ_i·B·x_i‖₂ ≤ tol · (‖A‖ₑ + |λ_i|·‖B‖ₑ) · ‖x_i‖₂,
 /// the normwise backward error of (λ_i, x_i) (Higham & Higham 1998) with the 2-norms replaced by
 /// estimates that are lower bounds of them, so "converged" implies backward error ≤ tol:
 ///   ‖A‖ₑ = max( max_i |a_ii|, max_j |x_jᵀAx_j|/‖x_j‖² over every Ritz vector seen, and — for B = I —
 ///          max |θ| over every Rayleigh–Ritz value of the 3b-dimensional basis seen );
 ///   ‖B‖ₑ = 1 for B = I, else max( max_i b_ii, max_j 1/‖x_j‖² ) (x_jᵀBx_j = 1).
-/// Both only grow during the run. Scale-invariant: multiplying A (or B) by a constant changes
-/// nothing.
+/// Both only grow during the run. The Norm test bounds λ's error by tol·‖A‖, so it accepts the
+/// smallest pairs of an ill-conditioned A with no correct digit; Relative bounds it by tol·|λ|.
+/// Relative and Norm are scale-invariant: multiplying A (or B) by a constant changes nothing.
+/// Meeting any of them says a pair is an eigenpair, not that it is among the k extreme ones:
+/// eigensolve() checks that separately (eigensolve.hpp).
 ///
 /// Layout: S, A·S, B·S are n × L row-major blocks (ld L); X starts at column oX (even, so the
 /// SpMM kernels can use vector loads on X), W ends at oX (it is right-aligned, a ≤ b columns),
@@ -100,6 +104,13 @@ struct LobpcgStart {
   double a_norm_floor = 0;
   double b_norm_floor = 1;
   PhaseProfile* profile = nullptr;  ///< non-null: time phases and operations (base/phase_profile.hpp)
+  /// The run solves for θ of σI − A while the user asked for λ = σ − θ of A (the spectral flip):
+  /// the Relative test is then taken relative to |σ − θ|.
+  bool flipped = false;
+  double flip_sigma = 0;
+  /// Not NaN: stop (EigResult::stopped_beyond) as soon as the first Ritz value is below it (smallest)
+  /// or above it (largest): the check for missed eigenvalues needs no more.
+  double stop_beyond = std::numeric_limits<double>::quiet_NaN();
 };
 
 namespace lobpcg_detail {
@@ -224,7 +235,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   // [X P]ᵀ·A·[X P] and [X P]ᵀ·B·[X P] ((b+p) × (b+p)): carried by the small coefficients from one
   // Rayleigh–Ritz step to the next, so that only the W rows of the Gram matrices need tall products.
   std::vector<double> GXA, GXB;
-  std::vector<double> lambda(b, 0.0), rr(b), xx(b), rel(b);
+  std::vector<double> lambda(b, 0.0), rr(b), xx(b), bxx(b), rel(b);
   double anorm = std::max(0.0, st.a_norm_floor), bnorm = gen ? std::max(1e-300, st.b_norm_floor) : 1.0;
 
   // ---- building blocks ----------------------------------------------------------------------
@@ -442,6 +453,13 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   // term) need not vanish: the residual is r̃ = (I − B·Y·Yᵀ)·r, zero exactly when r ∈ span(B·Y).
   auto evaluate_residuals = [&] {
     ops.residuals(b, AX(), L, BX(), L, X(), L, lambda.data(), dest_all.data(), Tb[0], b, rr.data(), xx.data());
+    if (gen && opt.convergence == EigConvergence::Relative) {  // ‖B·x_j‖² for the relative test
+      std::vector<double> G(std::size_t(b) * b);
+      ops.gram(BX(), L, b, BX(), L, b, G.data());
+      for (index_t j = 0; j < b; ++j) bxx[j] = G[cm(j, j, b)];
+    } else {
+      bxx = xx;
+    }
     if (c == 0) return;
     std::vector<double> C(std::size_t(c) * b), G(std::size_t(b) * b);
     ops.gram(Yb.data(), ldy, c, Tb[0], b, b, C.data());
@@ -449,6 +467,16 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     ops.gram(Tb[0], b, b, Tb[0], b, b, G.data());
     for (index_t j = 0; j < b; ++j) rr[j] = G[cm(j, j, b)];
   };
+  // The convergence measure of pair j (LobpcgOptions::convergence, lobpcg_result.hpp): ≤ tol when converged.
+  auto measure = [&](index_t j) {
+    const double lam = st.flipped ? st.flip_sigma - lambda[j] : lambda[j];
+    const double scale = opt.convergence == EigConvergence::Norm       ? (anorm + std::abs(lambda[j]) * bnorm) * std::sqrt(xx[j])
+                         : opt.convergence == EigConvergence::Relative ? std::abs(lam) * std::sqrt(bxx[j])
+                                                                       : 1.0;
+    return scale > 0 ? std::sqrt(rr[j]) / scale : (rr[j] > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  };
+  double best_res = std::numeric_limits<double>::infinity();  // the worst wanted residual's last halving
+  index_t best_it = 0;
   bool fresh = true;        // A·X, B·X were computed by SpMM for the current X
   bool recheck = false;     // this residual evaluation follows a refresh in the same iteration
   index_t it = 0;
@@ -472,8 +500,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     index_t nconv = 0;
     double maxres = 0;
     for (index_t j = 0; j < b; ++j) {
-      const double scale = (anorm + std::abs(lambda[j]) * bnorm) * std::sqrt(xx[j]);
-      rel[j] = scale > 0 ? std::sqrt(rr[j]) / scale : (rr[j] > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+      rel[j] = measure(j);
       if (j < k) {
         nconv += rel[j] <= opt.tol;
         maxres = std::max(maxres, rel[j]);
@@ -488,6 +515,10 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     recheck = false;
     if (opt.progress) opt.progress({it, nconv, k, maxres, seconds()});
     check_phase.reset();
+    if (!std::isnan(st.stop_beyond) && (largest ? lambda[0] > st.stop_beyond : lambda[0] < st.stop_beyond)) {
+      res.stopped_beyond = true;
+      break;
+    }
     if (nconv == k) {
       if (fresh) {
         res.status = EigStatus::Converged;
@@ -499,6 +530,15 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       }
       fresh = recheck = true;
       continue;
+    }
+    // Stagnation: the worst wanted residual has not halved for max(kStagnationWindow, i)
+    // iterations since iteration i (typically the rounding floor ε·‖A‖/|λ| is above tol).
+    if (maxres < 0.5 * best_res) {
+      best_res = maxres;
+      best_it = it;
+    } else if (it - best_it > std::max(kStagnationWindow, best_it)) {
+      res.status = EigStatus::Stagnated;
+      break;
     }
     if (it >= max_iters) break;
 
@@ -654,8 +694,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
       evaluate_residuals();
       bool all = true;
       for (index_t j = 0; j < b; ++j) {
-        const double scale = (anorm + std::abs(lambda[j]) * bnorm) * std::sqrt(xx[j]);
-        rel[j] = scale > 0 ? std::sqrt(rr[j]) / scale : std::numeric_limits<double>::infinity();
+        rel[j] = measure(j);
         if (j < k) all &= rel[j] <= opt.tol;
       }
       if (all && res.status == EigStatus::MaxIterations) res.status = EigStatus::Converged;
@@ -663,6 +702,7 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
     }
   }
   res.seconds = seconds();
+  res.convergence = opt.convergence;
   res.a_norm_estimate = anorm;
   res.b_norm_estimate = bnorm;
   res.eigenvalues.assign(lambda.begin(), lambda.begin() + k);

@@ -19,15 +19,38 @@ const char* to_string(EigWhich w);
 /// Parses "smallest" or "largest"; InputError naming the value otherwise.
 EigWhich parse_which(const std::string& name);
 
+/// When a pair counts as converged (x B-normalised, r = A·x − λ·B·x):
+///  - Relative (default): ‖r‖ ≤ tol·|λ|·‖B·x‖, a relative error bound on λ that holds however
+///    small λ is against ‖A‖ (SLEPc's default; for B = I, |λ − λ_true| ≤ ‖r‖ ≤ tol·|λ| for some
+///    eigenvalue λ_true). λ = 0 converges only with r = 0.
+///  - Norm: ‖r‖ ≤ tol·(‖A‖ₑ + |λ|·‖B‖ₑ)·‖x‖, the normwise backward error (lobpcg.hpp). It bounds the
+///    error of λ by tol·‖A‖, not by tol·|λ|: the smallest pairs of an ill-conditioned A can meet
+///    it with no correct digit.
+///  - Absolute: ‖r‖ ≤ tol (SciPy's and CuPy's lobpcg test, with x B-normalised): depends on the
+///    scale of A.
+enum class EigConvergence { Relative, Norm, Absolute };
+/// "rel", "norm" or "abs".
+const char* to_string(EigConvergence c);
+/// Parses "rel", "norm" or "abs"; InputError naming the value otherwise.
+EigConvergence parse_convergence(const std::string& name);
+
 /// How an eigensolve ended. Only Converged is success; none of these is an exception.
 enum class EigStatus {
   Converged,       ///< all k wanted pairs meet the tolerance (checked on freshly computed A·X, B·X)
+                   ///< and, when verified, no eigenvalue beyond the k-th was found missing
   MaxIterations,   ///< stopped at max_iters; the best pairs are returned
-  Stagnated,       ///< the new directions W vanished (all numerically in the current basis) before convergence
+  /// The new directions W vanished (all numerically in the current basis), or the largest
+  /// residual of the wanted pairs did not halve in max(kStagnationWindow, i) iterations after
+  /// iteration i: typically tol is below the rounding floor ε·‖A‖/|λ| of the Relative test.
+  Stagnated,
   NotPositiveDefinite,  ///< B-Gram matrices stayed indefinite/singular: B (or the preconditioner) is not SPD
   NonFinite,       ///< NaN or Inf appeared (in A, B, x0, or during the iteration)
+  /// The pairs meet the tolerance, but the check for missed eigenvalues (eigensolve.hpp) found
+  /// an eigenvalue beyond the k-th returned one and restarting did not recover it, or the check
+  /// itself did not settle within its iterations: the pairs may not be the k extreme ones.
+  Unverified,
 };
-/// "converged", "max-iterations", "stagnated", "not-positive-definite" or "non-finite".
+/// "converged", "max-iterations", "stagnated", "not-positive-definite", "non-finite" or "unverified".
 const char* to_string(EigStatus s);
 
 /// What the solver reports after each iteration.
@@ -44,8 +67,9 @@ struct LobpcgOptions {
   index_t k = 1;               ///< wanted eigenpairs
   index_t block_size = 0;      ///< b ≥ k; 0: default_block_size(k, n)
   EigWhich which = EigWhich::Smallest;
-  /// Pair i is converged when ‖A·x_i − λ_i·B·x_i‖ ≤ tol·(‖A‖ₑ + |λ_i|·‖B‖ₑ)·‖x_i‖ (lobpcg.hpp).
+  /// Pair i is converged when its residual meets `tol` under `convergence` (EigConvergence).
   double tol = 1e-6;
+  EigConvergence convergence = EigConvergence::Relative;
   index_t max_iters = 0;       ///< 0: default_max_iters(n)
   std::uint64_t seed = 20240601;  ///< of the random starting block (columns not given by x0)
   std::function<void(const EigProgress&)> progress;  ///< called after every iteration, if set
@@ -67,6 +91,8 @@ index_t default_block_size(index_t k, index_t n, index_t constraints = 0);
 /// Default iteration limit: 5000 — LOBPCG without a good preconditioner needs hundreds to a few
 /// thousand iterations on large, poorly separated spectra (2-D Laplacians).
 index_t default_max_iters(index_t n);
+/// Iterations without the wanted pairs' largest residual halving after which a run has stagnated.
+inline constexpr index_t kStagnationWindow = 200;
 /// Largest block size accepted (the Rayleigh–Ritz problem is 3b × 3b on the host).
 inline constexpr index_t kMaxBlockSize = 256;
 
@@ -78,7 +104,8 @@ struct EigResult {
   std::vector<double> eigenvalues;         ///< k: ascending for smallest, descending for largest
   std::vector<double> eigenvectors;        ///< n × k ROW-major (x_i is column i), B-orthonormal
   std::vector<double> residual_norms;      ///< k: ‖A·x_i − λ_i·B·x_i‖₂, from fresh products
-  std::vector<double> relative_residuals;  ///< k: the convergence measure above
+  std::vector<double> relative_residuals;  ///< k: the convergence measure (`convergence`), ≤ tol when converged
+  EigConvergence convergence = EigConvergence::Relative;  ///< the test the measure is of
   std::vector<double> history;             ///< iterations+1 rows × k (row-major): relative residuals per iteration
   index_t history_rows = 0;
   double a_norm_estimate = 0, b_norm_estimate = 0;  ///< ‖A‖ₑ, ‖B‖ₑ at exit
@@ -89,6 +116,8 @@ struct EigResult {
   index_t dropped_directions = 0; ///< directions of W dropped as numerically dependent
   index_t reduced_rr = 0;         ///< Rayleigh–Ritz steps that had to reduce the basis by SVQB
   index_t refreshes = 0;          ///< A·X, B·X recomputed to verify convergence
+  /// Internal: the run stopped because a Ritz value passed LobpcgStart::stop_beyond.
+  bool stopped_beyond = false;
   double seconds = 0;             ///< wall time of the iteration (setup excluded)
   /// status == Converged.
   bool converged() const { return status == EigStatus::Converged; }

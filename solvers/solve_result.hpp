@@ -13,8 +13,12 @@ namespace krysp {
 
 /// How a linear solve ended. Only Converged is success; none of these is an exception.
 enum class SolveStatus {
-  Converged,        ///< ‖r‖ ≤ max(rtol·‖b‖, atol)
+  Converged,        ///< the TRUE residual ‖b − A·x‖ ≤ max(rtol·‖b‖, atol), recomputed at exit
   MaxIterations,    ///< stopped at max_iters without converging
+  /// The recursive residual met the tolerance but the true one did not, and replacing the
+  /// residual by the true one and going on no longer reduced it (by at least 2× per restart):
+  /// the tolerance is below what this matrix allows in floating point.
+  Stagnated,
   NotSpd,           ///< pᵀAp ≤ 0: the matrix is not symmetric positive definite
   PrecondNotSpd,    ///< rᵀM⁻¹r ≤ 0 with r ≠ 0: the preconditioner is not SPD
   NonFinite,        ///< NaN or Inf appeared (in A, b, x0 or during the iteration)
@@ -48,7 +52,10 @@ struct SolveResult {
   double relative_residual = 0;           ///< recursive ‖r‖/‖b‖ at exit
   double true_residual_norm = 0;          ///< ‖b − A·x‖ recomputed at exit
   double true_relative_residual = 0;      ///< ‖b − A·x‖ / ‖b‖ (‖b − A·x‖ when b = 0)
-  std::vector<double> residual_history;   ///< ‖r_k‖ for k = 0..iterations
+  /// Times the recursive residual met the tolerance while the true one did not, so that r was
+  /// replaced by b − A·x and CG restarted from x (0 on well-conditioned problems).
+  index_t residual_replacements = 0;
+  std::vector<double> residual_history;   ///< ‖r_k‖ for k = 0..iterations (true ‖b − A·x_k‖ where replaced)
   double seconds = 0;                     ///< wall time of the solve (setup excluded)
   /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }
@@ -62,6 +69,7 @@ struct ColumnResult {
   double relative_residual = 0;          ///< recursive ‖r‖/‖b‖ at exit
   double true_residual_norm = 0;         ///< ‖b − A·x‖ recomputed at exit
   double true_relative_residual = 0;
+  index_t residual_replacements = 0;     ///< restarts from the true residual (see SolveResult)
   std::vector<double> residual_history;  ///< ‖r_k‖ while the column was active
   /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }

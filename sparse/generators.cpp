@@ -64,6 +64,68 @@ CsrMatrix<double> laplacian_3d(index_t nx, index_t ny, index_t nz) {
   });
 }
 
+CsrMatrix<double> laplacian_1d(index_t n) {
+  KRYSP_REQUIRE(n > 0, "laplacian_1d: bad order ", n);
+  return build(n, n, std::int64_t(n) * 3, [&](index_t i, auto& r) {
+    r.push_back({i, 2.0});
+    if (i > 0) r.push_back({i - 1, -1.0});
+    if (i + 1 < n) r.push_back({i + 1, -1.0});
+  });
+}
+
+CsrMatrix<double> diffusion_3d(index_t n, double kx, double ky, double kz, double jump) {
+  KRYSP_REQUIRE(n > 0 && std::int64_t(n) * n * n <= kMaxIndex, "diffusion_3d: bad grid ", n, "^3");
+  KRYSP_REQUIRE(kx > 0 && ky > 0 && kz > 0 && jump > 0 && std::isfinite(kx * ky * kz * jump),
+                "diffusion_3d: coefficients must be positive and finite (", kx, ", ", ky, ", ", kz, ", jump ", jump,
+                ")");
+  const index_t plane = n * n;
+  auto c = [&](index_t x, index_t y, index_t z) {
+    const bool in = x >= n / 4 && x < 3 * n / 4 && y >= n / 4 && y < 3 * n / 4 && z >= n / 2 && z < 3 * n / 4;
+    return in ? jump : 1.0;
+  };
+  return build(plane * n, plane * n, std::int64_t(plane) * n * 7, [&](index_t i, auto& r) {
+    const index_t x = i % n, y = (i / n) % n, z = i / plane;
+    const double cp = c(x, y, z);
+    double diag = 0;
+    auto face = [&](index_t xx, index_t yy, index_t zz, double k, index_t j) {
+      if (xx < 0 || yy < 0 || zz < 0 || xx >= n || yy >= n || zz >= n) {
+        diag += k * cp;  // Dirichlet boundary face
+        return;
+      }
+      const double cq = c(xx, yy, zz), w = k * 2 * cp * cq / (cp + cq);
+      diag += w;
+      r.push_back({j, -w});
+    };
+    face(x, y, z - 1, kz, i - plane);
+    face(x, y - 1, z, ky, i - n);
+    face(x - 1, y, z, kx, i - 1);
+    face(x + 1, y, z, kx, i + 1);
+    face(x, y + 1, z, ky, i + n);
+    face(x, y, z + 1, kz, i + plane);
+    r.push_back({i, diag});
+  });
+}
+
+CsrMatrix<double> scaled_symmetric(const CsrMatrix<double>& A, double decades, std::uint64_t seed) {
+  KRYSP_REQUIRE(A.rows() == A.cols(), "scaled_symmetric: A is ", A.rows(), "x", A.cols(), ", not square");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-decades / 2, decades / 2);
+  std::vector<double> d(std::size_t(A.rows()));
+  for (double& v : d) v = std::pow(10.0, u(rng));
+  const auto& rp = A.row_ptr();
+  const auto& ci = A.col_idx();
+  const auto& va = A.values();
+  std::vector<index_t> row(std::size_t(A.rows()) + 1), col(std::size_t(A.nnz()));
+  std::vector<double> val(std::size_t(A.nnz()));
+  for (index_t i = 0; i <= A.rows(); ++i) row[i] = rp(i);
+  for (index_t i = 0; i < A.rows(); ++i)
+    for (index_t k = rp(i); k < rp(i + 1); ++k) {
+      col[k] = ci(k);
+      val[k] = d[i] * va(k) * d[ci(k)];
+    }
+  return CsrMatrix<double>::from_arrays(A.rows(), A.cols(), row, col, val);
+}
+
 CsrMatrix<double> random_power_law(index_t n, double mean_row, index_t max_row, std::uint64_t seed) {
   KRYSP_REQUIRE(n > 0 && mean_row >= 1 && max_row >= 1, "random_power_law: bad arguments n=", n,
                 " mean_row=", mean_row, " max_row=", max_row);

@@ -12,6 +12,19 @@ namespace krysp {
 CsrMatrix<double> laplacian_2d(index_t nx, index_t ny);
 /// 7-point Laplacian on an nx × ny × nz grid (Dirichlet): SPD, 6 on the diagonal, −1 off it.
 CsrMatrix<double> laplacian_3d(index_t nx, index_t ny, index_t nz);
+/// Tridiagonal (−1, 2, −1) of order n (1-D Laplacian, Dirichlet): eigenvalues 2 − 2cos(jπ/(n+1)),
+/// so the smallest are tiny and close together (λ₁ ≈ (π/(n+1))², κ ≈ 0.4·n²): a hard case for
+/// the smallest eigenpairs with an analytic answer.
+CsrMatrix<double> laplacian_1d(index_t n);
+/// Anisotropic 3-D diffusion −∇·(k c(x) ∇u) on an n³ grid of cells, k = (kx, ky, kz), c = `jump`
+/// inside the box [n/4, 3n/4) × [n/4, 3n/4) × [n/2, 3n/4) and 1 outside; 7-point cell-centred
+/// finite volumes, face coefficient k_d·2c_Pc_Q/(c_P+c_Q) (harmonic mean), Dirichlet faces k_d·c_P.
+/// Symmetric, weakly diagonally dominant and strictly so on the boundary: SPD. With jump 1e4 and
+/// anisotropy 100 it is the held-out kind of problem on which Jacobi-CG needs thousands of steps.
+CsrMatrix<double> diffusion_3d(index_t n, double kx, double ky, double kz, double jump);
+/// D·A·D with d_i = 10^u, u uniform in [−decades/2, decades/2] (reproducible from `seed`): SPD
+/// when A is, with the same sparsity, and badly scaled (Jacobi undoes it; nothing else does).
+CsrMatrix<double> scaled_symmetric(const CsrMatrix<double>& A, double decades, std::uint64_t seed);
 /// Random matrix whose row lengths follow a power law (Zipf-like, exponent ~2, capped at
 /// max_row); columns uniform; values uniform in [−1, 1). Reproducible from `seed`.
 CsrMatrix<double> random_power_law(index_t n, double mean_row, index_t max_row, std::uint64_t seed);
