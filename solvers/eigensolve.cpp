@@ -167,7 +167,7 @@ void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigRep
     const std::vector<double> Y = side_by_side(n, st.constraints, c, rep.eigenvectors.data(), k);
     LobpcgOptions co = o.lobpcg;
     co.k = 1;
-    co.block_size = std::min<index_t>(3, room);
+    co.block_size = std::min<index_t>(rep.block_size, room);
     co.tol = kVerifyTol;
     co.convergence = EigConvergence::Relative;
     co.max_iters = std::max(kVerifyMinIters, rep.iterations);

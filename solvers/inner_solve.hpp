@@ -26,25 +26,26 @@ namespace krysp {
 template <class Ops>
 class InnerSolveOps {
  public:
-  using Block = typename Ops::Block;
+  using Block = typename Ops::Block;  ///< the blocks of Ops
+  /// Wraps `ops` (which must outlive this); `iters` >= 1 PCG steps per application.
   InnerSolveOps(Ops& ops, int iters) : o_(ops), iters_(iters) {
     KRYSP_REQUIRE(iters >= 1, "inner solve: ", iters, " iterations; at least 1 is needed");
   }
 
-  index_t size() const { return o_.size(); }
-  bool generalized() const { return o_.generalized(); }
-  bool has_preconditioner() const { return true; }
-  Block block(std::size_t count) const { return o_.block(count); }
-  template <class... A> void upload(A&&... a) { o_.upload(std::forward<A>(a)...); }
-  template <class... A> void download(A&&... a) { o_.download(std::forward<A>(a)...); }
-  template <class... A> void gram(A&&... a) { o_.gram(std::forward<A>(a)...); }
-  template <class... A> void gram2(A&&... a) { o_.gram2(std::forward<A>(a)...); }
-  template <class... A> void combine(A&&... a) { o_.combine(std::forward<A>(a)...); }
-  template <class... A> void copy(A&&... a) { o_.copy(std::forward<A>(a)...); }
-  template <class... A> void apply_a(A&&... a) { o_.apply_a(std::forward<A>(a)...); }
-  template <class... A> void apply_b(A&&... a) { o_.apply_b(std::forward<A>(a)...); }
-  template <class... A> void residuals(A&&... a) { o_.residuals(std::forward<A>(a)...); }
-  template <class... A> void fill_random(A&&... a) { o_.fill_random(std::forward<A>(a)...); }
+  index_t size() const { return o_.size(); }  ///< as Ops
+  bool generalized() const { return o_.generalized(); }  ///< as Ops
+  bool has_preconditioner() const { return true; }  ///< always: the inner solve
+  Block block(std::size_t count) const { return o_.block(count); }  ///< as Ops
+  template <class... A> void upload(A&&... a) { o_.upload(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void download(A&&... a) { o_.download(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void gram(A&&... a) { o_.gram(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void gram2(A&&... a) { o_.gram2(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void combine(A&&... a) { o_.combine(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void copy(A&&... a) { o_.copy(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void apply_a(A&&... a) { o_.apply_a(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void apply_b(A&&... a) { o_.apply_b(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void residuals(A&&... a) { o_.residuals(std::forward<A>(a)...); }  ///< as Ops
+  template <class... A> void fill_random(A&&... a) { o_.fill_random(std::forward<A>(a)...); }  ///< as Ops
 
   /// Z = PCG_m(A, R): `iters` steps of PCG with the backend's M on each column, from zero.
   void precondition(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) {
