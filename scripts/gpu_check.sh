@@ -2,8 +2,10 @@
 # Builds krysp on a GPU machine and runs the GPU tests, the CLI on a bundled matrix and (optionally)
 # benchmarks, writing logs and results under $OUT (or ./gpu-out). Needs .deps/kokkos
 # (scripts/fetch_kokkos.sh) when the machine has no Kokkos of its own.
-#   scripts/gpu_check.sh [test] [gtest=PATTERN] [bench-NAME ...] [ncu-NAME ...]   (default: test);
-#   gtest=PATTERN runs the GPU test cases matching the doctest filter; bench-NAME runs bench/bench_NAME
+#   scripts/gpu_check.sh [test] [gpu-tests] [gtest=PATTERN] [lobpcg-cupy] [bench-NAME ...] [ncu-NAME ...]
+#   (default: test); gpu-tests runs the GPU suite alone (no ctest); gtest=PATTERN runs the GPU test
+#   cases matching the doctest filter; lobpcg-cupy runs bench/lobpcg_vs_cupy.py with $LOBPCG_CUPY_ARGS
+#   ($KRYSP_SHARED_MATRICES, when set, is the shared matrix folder); bench-NAME runs bench/bench_NAME
 #   with the arguments in $BENCH_ARGS_NAME, e.g. BENCH_ARGS_CG="--quick" for bench-cg; ncu-NAME runs
 #   bench_NAME --profile with them under Nsight Compute (metrics in $NCU_METRICS), CSV to $OUT.
 set -uo pipefail
@@ -39,6 +41,17 @@ for step in $steps; do
       note "ctest rc=$rc, gpu tests rc=$g ($(grep -E 'test cases' "$out/gpu_tests.log" | tr -s ' '))"
       ./build-gpu/krysp solve tests/data/bcsstk06.mtx --out "$out/solve_bcsstk06.h5" >"$out/solve.log" 2>&1
       note "krysp solve bcsstk06 rc=$? : $(grep -E 'after|true relative' "$out/solve.log" | tr '\n' ' ')"
+      ;;
+    gpu-tests)
+      ./build-gpu/tests/krysp_gpu_tests >"$out/gpu_tests.log" 2>&1; g=$?
+      grep -E "ERROR|FAILED" -A6 "$out/gpu_tests.log" | head -60; tail -4 "$out/gpu_tests.log"
+      note "gpu tests rc=$g ($(grep -E 'test cases' "$out/gpu_tests.log" | tr -s ' '))"
+      ;;
+    lobpcg-cupy)
+      m=${KRYSP_SHARED_MATRICES:-../shared/matrices}
+      timeout ${STEP_TIMEOUT:-480} python3 bench/lobpcg_vs_cupy.py --krysp build-gpu/krysp --matrices "$m" \
+        --json "$out/lobpcg_vs_cupy.json" ${LOBPCG_CUPY_ARGS:-} >"$out/lobpcg_vs_cupy.log" 2>&1
+      note "lobpcg_vs_cupy rc=$?"; cat "$out/lobpcg_vs_cupy.log"
       ;;
     gtest=*)  # gtest=PATTERN runs only the GPU test cases matching the doctest filter PATTERN
       ./build-gpu/tests/krysp_gpu_tests --test-case="${step#gtest=}" >"$out/gpu_tests_filtered.log" 2>&1; g=$?

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -114,8 +115,11 @@ inline void check_cg_trust(const CsrMatrix<double>& A, PrecondKind pc, double rt
   }
 }
 
-/// ../shared/matrices beside the repository, when it is there.
-inline std::string shared_matrices() { return std::string(KRYSP_TEST_DATA) + "/../../../shared/matrices"; }
+/// The shared SuiteSparse set: $KRYSP_SHARED_MATRICES, else ../shared/matrices beside the repository.
+inline std::string shared_matrices() {
+  const char* dir = std::getenv("KRYSP_SHARED_MATRICES");
+  return dir && *dir ? std::string(dir) : std::string(KRYSP_TEST_DATA) + "/../../../shared/matrices";
+}
 
 /// tests/data/eig_reference.tsv: name -> which -> LAPACK eigenvalues (scripts/eig_reference.py).
 inline std::map<std::string, std::map<std::string, std::vector<double>>> reference_table() {
