@@ -53,13 +53,15 @@ struct EigOptions {
   /// low end of an ill-conditioned spectrum, where a fixed polynomial does not. 0: `precond` itself.
   int inner_iters = 0;
   /// After LOBPCG converges, check that no eigenvalue beyond the k-th returned one was missed:
-  /// a second LOBPCG run (one pair, the same block size, random start, relative tol kVerifyTol)
-  /// looks for the extreme eigenvalue of the pencil restricted to the B-orthogonal complement of
-  /// the returned eigenvectors (and of the constraints). If it finds one beyond λ_k (by more than
-  /// 10 tolerances), the main run restarts with that vector added to its start (at most
-  /// kVerifyRestarts times); if it cannot decide within its iterations, or restarts do not help,
-  /// the status is Unverified. A probabilistic check, not a proof: it can miss an eigenvalue whose
-  /// eigenvector the random start and the preconditioner both fail to reach, as the main run did.
+  /// a second LOBPCG run (one pair, the same block size, random start, the same preconditioner)
+  /// on the pencil restricted to the B-orthogonal complement of the returned eigenvectors (and of
+  /// the constraints), for max(kVerifyMinIters, the main run's iterations) iterations or until its
+  /// pair settles to relative tol kVerifyTol. Its Rayleigh quotient bounds the complement's extreme
+  /// eigenvalue; once it is beyond λ_k by more than 10 tolerances, the run missed an eigenvalue: the
+  /// main run restarts with that vector added to its start (at most kVerifyRestarts times), then
+  /// the status is Unverified. A probabilistic check, not a proof: it passes when an iteration as
+  /// long as the main run's, from a fresh random start, finds nothing beyond λ_k; an eigenvector
+  /// that both the random start and the preconditioner fail to reach could still be missed.
   bool verify = true;
   LobpcgOptions lobpcg;
   SpmmPlanOptions spmm;        ///< how the CUDA backend plans its SpMM (per block width)
@@ -89,7 +91,7 @@ struct EigReport : EigResult {
   double setup_seconds = 0;     ///< checks, preconditioner, plans, uploads
   double solve_seconds = 0;     ///< LOBPCG including its start (orthonormalizing X0); `seconds` excludes it
   /// The check for missed eigenvalues (EigOptions::verify): "passed: ...", "skipped: ...",
-  /// "inconclusive: ...", "failed: ..." or "off".
+  /// "inconclusive: ..." (the check broke down), "failed: ..." or "off".
   std::string verification = "off";
   /// The check's extreme Rayleigh quotient on the complement of the returned vectors (NaN when
   /// not run): passing means it is not beyond λ_k.
@@ -102,8 +104,8 @@ struct EigReport : EigResult {
   index_t verify_restarts = 0;    ///< main runs restarted because the check found an eigenvalue beyond λ_k
 };
 
-/// The relative tolerance the check for missed eigenvalues converges to (its Ritz value, an upper
-/// bound of the complement's extreme eigenvalue, is accurate to about its square).
+/// The relative tolerance at which the check for missed eigenvalues stops early (its Ritz value, a
+/// bound of the complement's extreme eigenvalue, is then accurate to about its square).
 inline constexpr double kVerifyTol = 1e-2;
 /// The check's least iteration budget (it also gets as many as the main run took).
 inline constexpr index_t kVerifyMinIters = 100;

@@ -47,7 +47,7 @@ enum class EigStatus {
   NonFinite,       ///< NaN or Inf appeared (in A, B, x0, or during the iteration)
   /// The pairs meet the tolerance, but the check for missed eigenvalues (eigensolve.hpp) found
   /// an eigenvalue beyond the k-th returned one and restarting did not recover it, or the check
-  /// itself did not settle within its iterations: the pairs may not be the k extreme ones.
+  /// broke down: the pairs may not be the k extreme ones.
   Unverified,
 };
 /// "converged", "max-iterations", "stagnated", "not-positive-definite", "non-finite" or "unverified".

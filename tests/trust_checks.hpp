@@ -77,7 +77,21 @@ inline bool trustworthy(const CsrMatrix<double>& A, const EigReport& r, const st
   return true;
 }
 
-/// A CG solve is converged only if b − A·x, recomputed here, meets the tolerance.
+/// 32·ε·‖|A|·|x| + |b|‖/‖b‖: how far two computations of ‖b − A·x‖/‖b‖ in double precision (this
+/// test's, and the solver's on its backend) may differ by rounding alone.
+inline double residual_rounding(const CsrMatrix<double>& A, const std::vector<double>& b, const std::vector<double>& x) {
+  double s = 0, bb = 0;
+  for (index_t i = 0; i < A.rows(); ++i) {
+    double r = std::abs(b[i]);
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k) r += std::abs(A.values()(k) * x[A.col_idx()(k)]);
+    s += r * r;
+    bb += b[i] * b[i];
+  }
+  return 32 * std::numeric_limits<double>::epsilon() * std::sqrt(s / bb);
+}
+
+/// A CG solve is converged only if b − A·x, recomputed here, meets the tolerance (up to the
+/// rounding of computing it: residual_rounding).
 inline void check_cg_trust(const CsrMatrix<double>& A, PrecondKind pc, double rtol, Backend backend) {
   CAPTURE(std::string(to_string(pc)));
   CAPTURE(rtol);
@@ -94,8 +108,10 @@ inline void check_cg_trust(const CsrMatrix<double>& A, PrecondKind pc, double rt
   CAPTURE(r.iterations);
   CAPTURE(r.residual_replacements);
   CAPTURE(true_rel);
-  CHECK(std::abs(true_rel - r.true_relative_residual) <= 1e-3 * true_rel + 1e-300);
-  if (r.converged()) CHECK(true_rel <= rtol);
+  const double rounding = residual_rounding(A, b, x);
+  CAPTURE(rounding);
+  CHECK(std::abs(true_rel - r.true_relative_residual) <= 1e-3 * true_rel + rounding);
+  if (r.converged()) CHECK(true_rel <= rtol + rounding);
   CHECK(r.residual_history.size() == std::size_t(r.iterations) + 1);
   std::printf("trust cg: n %6d %-10s rtol %.0e  %-10.10s %5d iterations, %d replacements, true %.2e\n", A.rows(),
               to_string(pc), rtol, to_string(r.status), r.iterations, r.residual_replacements, true_rel);
@@ -111,7 +127,7 @@ inline void check_cg_trust(const CsrMatrix<double>& A, PrecondKind pc, double rt
     const double tj = test::true_relative_residual(A, bj, xj);
     CAPTURE(std::string(to_string(br.columns[j].status)));
     CAPTURE(tj);
-    if (br.columns[j].converged()) CHECK(tj <= rtol);
+    if (br.columns[j].converged()) CHECK(tj <= rtol + residual_rounding(A, bj, xj));
   }
 }
 
@@ -267,7 +283,7 @@ inline void trust_cg(Backend backend) {
 }
 
 /// Trust: the recursive residual drifts on bcsstk28 at rtol 1e-12 (from ../shared/matrices): CG
-/// replaces it by b − A·x, goes on, and converges for real.
+/// replaces it by b − A·x, goes on, and converges for real (the true residual meets rtol).
 inline void trust_cg_replacement(Backend backend) {
   std::ifstream probe(shared_matrices() + "/bcsstk28.mtx");
   if (!probe) {
@@ -285,8 +301,10 @@ inline void trust_cg_replacement(Backend backend) {
   const SolveReport r = solve(A, b, x, o);
   CAPTURE(r.iterations);
   CHECK(r.converged());
-  CHECK(r.residual_replacements >= 1);
-  CHECK(test::true_relative_residual(A, b, x) <= 1e-12);
+  // The drift depends on the order of the floating-point sums: the host backend's replaces the
+  // residual once; the GPU's reduction may converge without a replacement.
+  if (backend == Backend::Host) CHECK(r.residual_replacements >= 1);
+  CHECK(test::true_relative_residual(A, b, x) <= 1e-12 + residual_rounding(A, b, x));
 }
 
 /// Trust: an rtol below what double precision allows ends stagnated or not converged, never converged

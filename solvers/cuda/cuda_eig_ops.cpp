@@ -72,6 +72,24 @@ void CudaEigOps::residuals(index_t b, const double* AX, index_t ldax, const doub
   std::copy(s.begin() + b, s.end(), xx);
 }
 
+void CudaEigOps::warm_up_block_products(index_t N) {
+  // CUDA loads a kernel on its first launch (lazy module loading): the first Gram matrices and
+  // combinations of a process took 30-40 ms (H100, n = 48 and 2000) and fell into the first
+  // iterations. Running the shapes of a block of N here moves that into the setup.
+  if (N < 1 || size() == 0) return;
+  const index_t L = 3 * N;
+  Block S(std::size_t(size()) * L), T(std::size_t(size()) * L);
+  S.zero();
+  std::vector<double> G1(std::size_t(L) * L), G2(G1.size()), C(G1.size(), 0.0);
+  for (index_t m : {N, 2 * N, L}) {
+    gram2(S.data(), L, m, S.data(), L, S.data(), L, m, G1.data(), G2.data());
+    gram(S.data(), L, m, S.data(), L, N, G1.data());
+    combine(S.data(), L, m, C.data(), 1.0, 0.0, T.data(), L, N);
+    combine(S.data(), L, m, C.data(), -1.0, 1.0, T.data(), L, N);
+  }
+  gram_pair(S.data(), L, N, S.data(), L, N, G1.data(), S.data(), L, 1, S.data(), L, 1, G2.data());
+}
+
 void CudaEigOps::fill_random(index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) {
   detail::launch_fill_random(size(), cols, X, ldx, seed, first_col);
 }

@@ -62,10 +62,12 @@ class CudaEigOps {
                  double* xx);
   void fill_random(index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col);
 
-  /// Makes the SpMM plans of A (and B) for N columns now (they are otherwise made on first use).
+  /// Makes the SpMM plans of A (and B) for N columns now (they are otherwise made on first use),
+  /// and runs the block products LOBPCG makes with a block of N once (warm_up_block_products).
   void prepare(index_t N) {
     plan(plans_a_, A_, N);
     if (B_) plan(plans_b_, *B_, N);
+    warm_up_block_products(N);
   }
   /// The SpMM configuration of A's plan for N columns ("" when no such plan was made yet).
   std::string spmm_kernel(index_t N) const;
@@ -74,6 +76,7 @@ class CudaEigOps {
 
  private:
   const SpmmPlan<double>& plan(std::map<index_t, SpmmPlan<double>>& cache, const CsrMatrix<double>& M, index_t N);
+  void warm_up_block_products(index_t N);
   const CsrMatrix<double>& A_;
   const CsrMatrix<double>* B_;
   const DevicePreconditioner<double>* M_;
