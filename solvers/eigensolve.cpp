@@ -241,7 +241,7 @@ void run(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
   auto solve_phase = phase(st.profile, "solve (lobpcg, total)");
   const auto t = Clock::now();
   if (o.inner_iters > 0) {
-    InnerSolveOps<Ops> inner(ops, o.inner_iters);
+    InnerSolveOps<Ops> inner(ops, o.inner_iters, o.inner_rtol);
     run_verified(inner, o, st, rep);
   } else {
     run_verified(ops, o, st, rep);

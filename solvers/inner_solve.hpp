@@ -22,13 +22,14 @@
 
 namespace krysp {
 
-/// LOBPCG's operations of `Ops` with precondition() replaced by `iters` PCG steps on A.
+/// LOBPCG's operations of `Ops` with precondition() replaced by PCG steps on A.
 template <class Ops>
 class InnerSolveOps {
  public:
   using Block = typename Ops::Block;  ///< the blocks of Ops
-  /// Wraps `ops` (which must outlive this); `iters` >= 1 PCG steps per application.
-  InnerSolveOps(Ops& ops, int iters) : o_(ops), iters_(iters) {
+  /// Wraps `ops` (which must outlive this); at most `iters` >= 1 PCG steps per application, fewer
+  /// once every column's rᵀM⁻¹r has fallen by rtol².
+  InnerSolveOps(Ops& ops, int iters, double rtol = 0) : o_(ops), iters_(iters), rtol2_(rtol * rtol) {
     KRYSP_REQUIRE(iters >= 1, "inner solve: ", iters, " iterations; at least 1 is needed");
   }
 
@@ -47,7 +48,7 @@ class InnerSolveOps {
   template <class... A> void residuals(A&&... a) { o_.residuals(std::forward<A>(a)...); }  ///< as Ops
   template <class... A> void fill_random(A&&... a) { o_.fill_random(std::forward<A>(a)...); }  ///< as Ops
 
-  /// Z = PCG_m(A, R): `iters` steps of PCG with the backend's M on each column, from zero.
+  /// Z = PCG_m(A, R): up to `iters` steps of PCG with the backend's M on each column, from zero.
   void precondition(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) {
     if (N == 0) return;
     reserve(N);
@@ -65,6 +66,7 @@ class InnerSolveOps {
       rho[j] = G[cm(j, j, N)];                       // ρ_j = r_jᵀw_j
       live[j] = finite_positive(rho[j]);
     }
+    const std::vector<double> rho0 = rho;
     o_.copy(N, w, N, p, N);  // p = w
     for (int it = 0; it < iters_; ++it) {
       o_.apply_a(N, p, N, q, N);            // q = A·p
@@ -90,6 +92,9 @@ class InnerSolveOps {
       diagonal(beta);
       o_.combine(p, N, N, D.data(), 1.0, 1.0, w, N, N);  // w = w + β·p: the next p
       std::swap(p, w);
+      bool all_done = true;  // every column's rᵀM⁻¹r fell by rtol² (or it stopped moving)
+      for (index_t j = 0; j < N; ++j) all_done = all_done && (!live[j] || rho[j] <= rtol2_ * rho0[j]);
+      if (all_done) break;
     }
   }
 
@@ -105,6 +110,7 @@ class InnerSolveOps {
   }
   Ops& o_;
   int iters_;
+  double rtol2_;
   Block r_, w_, p_, q_;
   index_t width_ = 0;
 };
