@@ -38,6 +38,10 @@ TEST_CASE("Trust: an rtol below what double precision allows ends stagnated or n
   trust_cg_unattainable(Backend::Host);
 }
 
+TEST_CASE("Trust: block CG: no column needs more iterations than CG alone, s = 4, 8, 16") {
+  trust_block_cg_columns(Backend::Host);
+}
+
 TEST_CASE("Trust: every SPD matrix of ../shared/matrices up to 20k rows, k = 8 smallest and largest, vs LAPACK") {
   trust_shared_set(Backend::Host);
 }
