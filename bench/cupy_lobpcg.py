@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """CuPy baseline for bench_lobpcg: cupyx.scipy.sparse.linalg.lobpcg on the same matrices.
 
+For a comparison under the same stopping test, with each side's eigenvalue error against LAPACK,
+use bench/lobpcg_vs_cupy.py (it reuses this file's reader and Chebyshev operator). This script's
+--tol-mode scaled gives CuPy krysp's old normwise tolerance, which is not the same test.
+
 usage: cupy_lobpcg.py [--quick] [--no-generated] [--k 8] [--tol 1e-6] [--maxiter 500]
                       [--tol-mode scaled|absolute] [--precond auto|none|jacobi|chebyshev]
                       [--cheb-degree 4] [--reps 1] [--json out.json] [A.mtx ...]
