@@ -192,7 +192,7 @@ void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigRep
       } else {
         rep.verification = detail::concat(
             "passed: in ", cr.iterations, " iterations on the complement of the returned vectors the ",
-            largest && !st.flipped ? "largest" : "smallest", " Rayleigh quotient came to ", rep.complement_bound,
+            largest || st.flipped ? "largest" : "smallest", " Rayleigh quotient came to ", rep.complement_bound,
             cr.converged() ? " (settled)" : " (still moving)", ", not beyond lambda_k = ", shown_k);
       }
       return;
