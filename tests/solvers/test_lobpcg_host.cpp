@@ -566,6 +566,9 @@ TEST_CASE("krysp eigs: end to end on bcsstk01, HDF5 contents and exit codes") {
   CHECK(h.shape == std::vector<std::size_t>{std::size_t(iters) + 1, 4});
   CHECK(std::get<std::int64_t>(io::read_hdf5_attribute(out, "converged")) == 1);
   CHECK(std::get<std::string>(io::read_hdf5_attribute(out, "which")) == "smallest");
+  CHECK(std::get<std::string>(io::read_hdf5_attribute(out, "convergence_test")) == "rel");
+  CHECK(std::get<std::string>(io::read_hdf5_attribute(out, "verification")).rfind("passed", 0) == 0);
+  CHECK(std::get<std::int64_t>(io::read_hdf5_attribute(out, "verify_restarts")) == 0);
   CHECK(std::get<std::string>(io::read_hdf5_attribute(out, "backend")) == "host");
   CHECK(std::get<std::int64_t>(io::read_hdf5_attribute(out, "n")) == 48);
   CHECK(std::get<double>(io::read_hdf5_attribute(out, "tol")) == 1e-9);
