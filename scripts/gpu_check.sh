@@ -5,7 +5,9 @@
 #   scripts/gpu_check.sh [test] [gpu-tests] [gtest=PATTERN] [lobpcg-cupy] [bench-NAME ...] [ncu-NAME ...]
 #   (default: test); gpu-tests runs the GPU suite alone (no ctest); gtest=PATTERN runs the GPU test
 #   cases matching the doctest filter; lobpcg-cupy runs bench/lobpcg_vs_cupy.py with $LOBPCG_CUPY_ARGS
-#   ($KRYSP_SHARED_MATRICES, when set, is the shared matrix folder); bench-NAME runs bench/bench_NAME
+#   ($KRYSP_SHARED_MATRICES, when set, is the shared matrix folder; $KRYSP_COMMIT, when set, is the
+#   commit recorded in its JSON: a device copy's git metadata can be older than the tree it runs);
+#   bench-NAME runs bench/bench_NAME
 #   with the arguments in $BENCH_ARGS_NAME, e.g. BENCH_ARGS_CG="--quick" for bench-cg; ncu-NAME runs
 #   bench_NAME --profile with them under Nsight Compute (metrics in $NCU_METRICS), CSV to $OUT.
 set -uo pipefail
