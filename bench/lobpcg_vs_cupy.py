@@ -249,7 +249,8 @@ def main():
         header = {"type": "header", "benchmark": "lobpcg_vs_cupy",
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "device": sh(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]) or "host",
-                  "backend": args.backend, "krysp_commit": os.environ.get("KRYSP_COMMIT") or sh(["git", "rev-parse", "--short", "HEAD"]),
+                  "backend": args.backend,
+                  "krysp_commit": os.environ.get("KRYSP_COMMIT") or sh(["git", "rev-parse", "--short", "HEAD"]),
                   "cupy": gpu["cp"].__version__ if gpu else None, "tol": args.tol, "k": args.k,
                   "maxiter": args.maxiter, "reps": args.reps, "krysp_args": args.krysp_args, "summary": summary}
         with open(args.json, "w") as fh:
