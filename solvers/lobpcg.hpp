@@ -470,9 +470,9 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
   // The convergence measure of pair j (LobpcgOptions::convergence, lobpcg_result.hpp): ≤ tol when converged.
   auto measure = [&](index_t j) {
     const double lam = st.flipped ? st.flip_sigma - lambda[j] : lambda[j];
-    const double scale = opt.convergence == EigConvergence::Norm       ? (anorm + std::abs(lambda[j]) * bnorm) * std::sqrt(xx[j])
-                         : opt.convergence == EigConvergence::Relative ? std::abs(lam) * std::sqrt(bxx[j])
-                                                                       : 1.0;
+    double scale = 1.0;  // Absolute
+    if (opt.convergence == EigConvergence::Norm) scale = (anorm + std::abs(lambda[j]) * bnorm) * std::sqrt(xx[j]);
+    if (opt.convergence == EigConvergence::Relative) scale = std::abs(lam) * std::sqrt(bxx[j]);
     return scale > 0 ? std::sqrt(rr[j]) / scale : (rr[j] > 0 ? std::numeric_limits<double>::infinity() : 0.0);
   };
   double best_res = std::numeric_limits<double>::infinity();  // the worst wanted residual's last halving
@@ -697,7 +697,8 @@ EigResult lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStart& 
         rel[j] = measure(j);
         if (j < k) all &= rel[j] <= opt.tol;
       }
-      if (all && res.status == EigStatus::MaxIterations) res.status = EigStatus::Converged;
+      if (all && (res.status == EigStatus::MaxIterations || res.status == EigStatus::Stagnated))
+        res.status = EigStatus::Converged;
       if (!all && res.status == EigStatus::Converged) res.status = EigStatus::MaxIterations;
     }
   }
