@@ -1,4 +1,4 @@
-// Bad input through the library API (README "Bad input" table): every case is either a clear
+// Bad input through the library API (docs/reliability.md, "Bad input"): every case is either a clear
 // InputError naming the problem, or a status in the report — never a crash, a hang or garbage.
 // The command-line side of the same table is tested by the cli_bad_* tests (tests/CMakeLists.txt).
 #include <doctest/doctest.h>
