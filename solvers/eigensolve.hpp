@@ -15,7 +15,7 @@
 namespace krysp {
 
 /// `krysp eigs --precond auto` (and bench_lobpcg) flip the largest pairs of a standard problem
-/// only from this many rows on. Measured at k = 8, tol 1e-6 (H100, bench/results/lobpcg_h100_*):
+/// only from this many rows on. Measured at k = 8, tol 1e-6 (H100, bench/results/lobpcg_all_h100_2026-11-24.json):
 /// the 2-D Laplacian 1024² needs the flip (not converged in 600 iterations without, 449 with);
 /// the 25 small SuiteSparse SPD matrices (n ≤ 20k) converge in at most 95 iterations without,
 /// where the flip's setup (σI − A, Chebyshev) costs more than it saves on half of them.
