@@ -222,7 +222,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       if (!std::isfinite(c.true_residual_norm)) {
         c.status = SolveStatus::NonFinite;
       } else if (rr[j] > tol2[j]) {  // the recursive residual drifted: restart, or stagnated
-        if (!(c.true_residual_norm < 0.5 * last_true[j])) {
+        if (!(c.true_residual_norm < kRestartMinGain * last_true[j])) {
           c.status = SolveStatus::Stagnated;
         } else if (it >= max_iters) {
           c.status = SolveStatus::MaxIterations;

@@ -146,7 +146,7 @@ SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x,
       break;
     }
     if (res.true_residual_norm <= tol) break;
-    if (!(res.true_residual_norm < 0.5 * last_true)) {
+    if (!(res.true_residual_norm < kRestartMinGain * last_true)) {
       res.status = SolveStatus::Stagnated;
       break;
     }

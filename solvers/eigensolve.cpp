@@ -183,7 +183,6 @@ void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigRep
     rep.verify_iterations += cr.iterations;
     const double theta = cr.eigenvalues.empty() ? std::numeric_limits<double>::quiet_NaN() : cr.eigenvalues[0];
     rep.complement_bound = st.flipped ? st.flip_sigma - theta : theta;
-    const double shown_k = st.flipped ? st.flip_sigma - lk : lk;  // in the user's terms
     const bool beyond = cr.stopped_beyond || (largest ? theta > threshold : theta < threshold);
     if (!beyond) {
       if (cr.status == EigStatus::NonFinite || cr.status == EigStatus::NotPositiveDefinite) {
@@ -193,31 +192,26 @@ void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigRep
         rep.verification = detail::concat(
             "passed: in ", cr.iterations, " iterations on the complement of the returned vectors the ",
             largest || st.flipped ? "largest" : "smallest", " Rayleigh quotient came to ", rep.complement_bound,
-            cr.converged() ? " (settled)" : " (still moving)", ", not beyond lambda_k = ", shown_k);
+            cr.converged() ? " (settled)" : " (still moving)", ", not beyond lambda_k = ", lk_user);
       }
       return;
     }
     if (round == kVerifyRestarts) {
       rep.status = EigStatus::Unverified;
       rep.verification = detail::concat("failed: an eigenvalue near ", rep.complement_bound, " lies beyond lambda_k = ",
-                                        shown_k, " after ", round, " restarts");
+                                        lk_user, " after ", round, " restarts");
       return;
     }
-    // Restart from the returned vectors and the one the check found (the check's vector first
-    // when the block has no room for all of them).
-    const index_t b = rep.block_size;
-    std::vector<double> x0 = side_by_side(n, cr.eigenvectors.data(), 1, rep.eigenvectors.data(), k);
+    // Restart from the vector the check found, then as many returned ones as the block holds.
+    const index_t cols = std::min(rep.block_size, k + 1);
+    std::vector<double> x0(std::size_t(n) * cols);
+    for (index_t i = 0; i < n; ++i) {
+      x0[std::size_t(i) * cols] = cr.eigenvectors[i];
+      const auto row = rep.eigenvectors.begin() + std::size_t(i) * k;
+      std::copy(row, row + (cols - 1), x0.begin() + std::size_t(i) * cols + 1);
+    }
     LobpcgStart rs = st;
     rs.x0 = x0.data();
-    const index_t cols = std::min(b, k + 1);
-    if (cols < k + 1) {  // keep the first `cols` of the k + 1 columns, row by row
-      std::vector<double> cut(std::size_t(n) * cols);
-      for (index_t i = 0; i < n; ++i)
-        std::copy(x0.begin() + std::size_t(i) * (k + 1), x0.begin() + std::size_t(i) * (k + 1) + cols,
-                  cut.begin() + std::size_t(i) * cols);
-      x0.swap(cut);
-      rs.x0 = x0.data();
-    }
     rs.x0_cols = cols;
     const index_t before = rep.iterations;
     const double seconds_before = rep.seconds;

@@ -26,6 +26,11 @@ enum class SolveStatus {
 /// "converged", "max-iterations", or the breakdown with its reason (what the CLI prints).
 const char* to_string(SolveStatus s);
 
+/// When the recursive residual meets the tolerance but the true one t does not, CG and block CG
+/// restart from b − A·x only while t is below this fraction of the previous restart's t; otherwise
+/// the solve (or column) has stagnated (SolveStatus::Stagnated).
+inline constexpr double kRestartMinGain = 0.5;
+
 /// What a solver reports while it runs (at each stopping check).
 struct SolveProgress {
   index_t iteration = 0;
