@@ -399,3 +399,37 @@ inline void trust_shared_set(Backend backend) {
 }
 
 }  // namespace krysp::test
+
+/// Registers every trust case above for `backend`, each named `prefix` + what it checks: the host
+/// and GPU suites are one line each.
+#define KRYSP_TRUST_CASES(prefix, backend) \
+  TEST_CASE(prefix "LOBPCG (auto options) on the bundled SuiteSparse SPD matrices matches LAPACK, both ends") { \
+    krysp::test::trust_bundled(backend); \
+  } \
+  TEST_CASE(prefix "ill-conditioned and clustered: the 1-D Laplacian's smallest pairs (analytic eigenvalues)") { \
+    krysp::test::trust_laplacian_1d(backend); \
+  } \
+  TEST_CASE(prefix "repeated eigenvalues (2-D Laplacian 30 x 30, analytic), both ends") { \
+    krysp::test::trust_repeated(backend); \
+  } \
+  TEST_CASE(prefix "coefficient jumps (1e4) with anisotropy (100), and a badly scaled D*A*D, against LAPACK") { \
+    krysp::test::trust_jumps_and_scaling(backend); \
+  } \
+  TEST_CASE(prefix "a run started on the wrong pairs is caught by the check for missed eigenvalues") { \
+    krysp::test::trust_missed_eigenvalue(backend); \
+  } \
+  TEST_CASE(prefix "CG and block CG report converged only when b - A*x meets rtol") { \
+    krysp::test::trust_cg(backend); \
+  } \
+  TEST_CASE(prefix "CG restarts from the true residual where the recursive one drifted, and converges") { \
+    krysp::test::trust_cg_replacement(backend); \
+  } \
+  TEST_CASE(prefix "an rtol below what double precision allows ends stagnated or not converged, never converged") { \
+    krysp::test::trust_cg_unattainable(backend); \
+  } \
+  TEST_CASE(prefix "block CG: no column needs more iterations than CG alone, s = 4, 8, 16") { \
+    krysp::test::trust_block_cg_columns(backend); \
+  } \
+  TEST_CASE(prefix "every SPD matrix of ../shared/matrices up to 20k rows, k = 8 smallest and largest, vs LAPACK") { \
+    krysp::test::trust_shared_set(backend); \
+  }
