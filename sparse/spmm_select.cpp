@@ -1,4 +1,5 @@
 #include "sparse/spmm_select.hpp"
+// Runs named in the comments below are in bench/results or in the git history (spmm_select.hpp).
 
 #include <algorithm>
 #include <cmath>

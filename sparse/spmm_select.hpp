@@ -8,6 +8,8 @@
 /// small tests/data matrices (noted where a measurement set them); all are provisional: retune
 /// from bench/bench_spmm on the full matrix set, which prints, for every (matrix, N), the rule's
 /// pick next to the fastest tuning candidate (and the candidate table in --json).
+/// Runs named in this file's comments (spmm_h100_..., spmm_h200_...) are bench_spmm summaries;
+/// those no longer in bench/results are in the git history: `git show 7141786:bench/results/NAME`.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -3,6 +3,8 @@
 /// Index rules of the SpMM kernels shared by the device code and the host tests (KRYSP_HD: one
 /// definition of each rule). No CUDA headers: the host tests emulate the kernels' lane layout,
 /// reduction and merge-path partition with these same functions.
+/// Runs named in this file's comments (spmm_h100_..., spmm_h200_...) are bench_spmm summaries;
+/// those no longer in bench/results are in the git history: `git show 7141786:bench/results/NAME`.
 ///
 /// Layout of X and Y: row-major, X[k, j] = X[k·ldx + j], Y[i, j] = Y[i·ldy + j].
 ///

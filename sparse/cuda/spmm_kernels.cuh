@@ -3,6 +3,8 @@
 /// The SpMM kernels (templates) and the launchers the dispatcher calls. Lane layouts, the
 /// reduce-scatter and the merge-path partition are described in spmm_common.hpp; the host tests
 /// emulate them with the same index functions.
+/// Runs named in this file's comments (spmm_h100_..., spmm_h200_...) are bench_spmm summaries;
+/// those no longer in bench/results are in the git history: `git show 7141786:bench/results/NAME`.
 #include <cuda_runtime.h>
 
 #include <cstdint>
