@@ -141,26 +141,22 @@ struct TimedOps {
   index_t size() const { return ops.size(); }
   index_t cols() const { return ops.cols(); }
   Block block() const { return ops.block(); }
-  bool pairs_x_steps() const { return ops.pairs_x_steps(); }
   void zero_columns(Block& X, const std::vector<char>& z) { timed("zero_columns", [&] { ops.zero_columns(X, z); }); }
   void residual(const Block& B, const Block& X, Block& R) { timed("residual", [&] { ops.residual(B, X, R); }); }
-  void precondition(const Block& R) { timed("precondition", [&] { ops.precondition(R); }); }
+  std::vector<double> spmm_gram(const Block& P, index_t w, Block& Q) {
+    return timed("spmm_gram", [&] { return ops.spmm_gram(P, w, Q); });
+  }
+  void precondition(const Block& R, index_t w, Block& Z) { timed("precondition", [&] { ops.precondition(R, w, Z); }); }
   std::vector<double> gram(const Block& X, index_t bx, const Block& Y, index_t by) {
     return timed("gram", [&] { return ops.gram(X, bx, Y, by); });
   }
-  BlockUpdateGrams update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R) {
-    return timed("update", [&] { return ops.update(Qn, a, Ca, R); });
+  std::pair<std::vector<double>, std::vector<double>> gram2(const Block& X, index_t b, const Block& Y1,
+                                                            const Block& Y2) {
+    return timed("gram2", [&] { return ops.gram2(X, b, Y1, Y2); });
   }
-  BlockDirectionGrams direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
-                                          const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                          const Block& R, Block& Pnext, Block& Qnext, index_t ap = 0,
-                                          const std::vector<double>& Cp = {}) {
-    return timed(Ca.empty() ? "direction+spmm_gram" : Cp.empty() ? "direction+spmm_gram, 1 X step"
-                                                                  : "direction+spmm_gram, 2 X steps",
-                 [&] { return ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qnext, ap, Cp); });
-  }
-  void update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) {
-    timed("update_x", [&] { ops.update_x(Pn, a, Ca, X); });
+  void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
+               index_t by) {
+    timed("combine", [&] { ops.combine(X, bx, C, alpha, beta, Y, by); });
   }
 };
 
@@ -264,32 +260,34 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
     for (auto& v : h) v = u(rng);
     b->upload(h.data(), ns);
   }
-  std::vector<double> Ca(std::size_t(s) * s, 1e-3), Cb(std::size_t(s) * s, 1e-3);
-  std::vector<index_t> active(s);
-  for (index_t j = 0; j < s; ++j) active[j] = j;
+  const std::vector<double> C(std::size_t(s) * s, 1e-3);
   const double blk = double(ns) * 8, mat = double(A.nnz()) * 12 + double(n + 1) * 4;
   struct Step {
     const char* what;
     double bytes;
     std::function<void()> fn;
   };
+  // one iteration's calls (block_cg.hpp): SpMM and Gram, X += S·C, W = Q − AS·ξ, Z = M⁻¹·W,
+  // WᵀZ and WᵀW, S = Z·C + S·C, Q = W·C
   std::vector<Step> steps = {
       {"spmm Q = A*P", mat + 2 * blk, [&] { ops.spmm(P, s, Q); }},
       {"gram PtQ", 2 * blk, [&] { ops.gram(P, s, Q, s); }},
-      {"update R + grams", 3 * blk + 8.0 * n, [&] { ops.update(Q, s, Ca, R); }},
-      {"direction X,P + grams", 5 * blk + 8.0 * n, [&] { ops.direction(P, s, Ca, X, Cb, active, R, Pn); }},
+      {"combine X += P*C", 3 * blk, [&] { ops.combine(P, s, C, 1.0, 1.0, X, s); }},
+      {"combine R -= Q*C", 3 * blk, [&] { ops.combine(Q, s, C, -1.0, 1.0, R, s); }},
+      {"precondition Z", 2 * blk + 8.0 * n, [&] { ops.precondition(R, s, Pn); }},
+      {"gram2 RtZ, RtR", 4 * blk, [&] { ops.gram2(R, s, Pn, R); }},
+      {"combine S = P*C", 2 * blk, [&] { ops.combine(P, s, C, 1.0, 0.0, Q, s); }},
+      {"combine S += Z*C", 3 * blk, [&] { ops.combine(Pn, s, C, 1.0, 1.0, Q, s); }},
+      {"combine Q = R*C", 2 * blk, [&] { ops.combine(R, s, C, 1.0, 0.0, P, s); }},
   };
-  // block CG alternates these two (X's steps two at a time); not in the sum
-  steps.push_back({"direction P only", 3 * blk + 8.0 * n, [&] { ops.direction(P, s, {}, X, Cb, active, R, Pn); }});
-  steps.push_back({"direction 2 X steps", 6 * blk + 8.0 * n,
-                   [&] { ops.direction(P, s, Ca, X, Cb, active, R, Pn, s, Ca); }});
+  const std::size_t iteration_steps = steps.size();
   // the fused SpMM + Gram pass, each variant (not part of the sum: it replaces the first two)
   std::vector<std::string> fused_names;
   for (const auto& v : detail::spmm_gram_variants(s, s))
     fused_names.push_back("spmm+gram fused " + std::to_string(v.lanes) + "x" + std::to_string(v.cols) + "/b" +
                           std::to_string(v.min_blocks) + (v.prefetch ? "/pf" : ""));
   for (const auto& v : detail::spmm_gram_variants(s, s))
-    steps.push_back({fused_names[steps.size() - 6].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
+    steps.push_back({fused_names[steps.size() - iteration_steps].c_str(), mat + 2 * blk, [&ops, &P, &Q, s, v] {
                        ops.force_spmm_gram(s, v);
                        ops.spmm_gram(P, s, Q);
                      }});
@@ -297,7 +295,7 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const auto& st = steps[k];
     const double ms = time_device_ms(st.fn, 2, 5);
-    if (k < 4) total += ms;
+    if (k < iteration_steps) total += ms;
     std::printf("  %-22s s=%2d %-24s %8.3f ms  %6.0f GB/s  %5.1f%% of copy\n", name.c_str(), s, st.what, ms,
                 st.bytes / (ms * 1e-3) / 1e9, 100 * st.bytes / (ms * 1e-3) / 1e9 / copy_gbs);
   }

@@ -1,31 +1,38 @@
 #pragma once
 /// \file block_cg.hpp
-/// Breakdown-free block preconditioned CG (Ji and Li, 2017), written once over backend ops:
-///   size(), cols(), block(), zero_columns(X, zero), residual(B, X, R), precondition(R),
-///   gram(X, bx, Y, by) -> bx×by,
-///   update(Qn, a, Ca, R) -> {diag RᵀR, QnᵀZ}                R −= Qn·Ca, Z = M⁻¹·R
-///   direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qnext, ap, Cp)
-///                  -> {PnextᵀPnext, PnextᵀR, PnextᵀQnext}
-///                  X += Pnext·Cp + Pn·Ca (none for empty Ca; Pnext as it was on entry),
-///                  Pnext = Z[:, active] − Pn·Cb, Qnext = A·Pnext
-///   update_x(Pn, a, Ca, X)                                  X += Pn·Ca
-///   pairs_x_steps() -> whether direction passes should take X's steps two at a time
-/// Blocks are n × s row-major (ld = s); a block of width a uses its first a columns. The backend
-/// fuses each step into few passes over the tall blocks and returns the small products the next
-/// step needs; the s × s algebra runs on the host (LAPACK), where it takes microseconds. An
-/// iteration makes three or four passes over 10 or 12 tall blocks: update (Qn, R → R), direction
-/// (Pn, R, X → Pnext, X) and the product with the new direction and its Gram matrix (Pnext →
-/// Qnext, one pass where the backend fuses them). The product follows the direction without the
-/// host in between (it needs no coefficients), so an iteration waits for the device twice. X's
-/// steps X += Pn·α wait for the direction passes, which read Pn anyway (α is known by then, and
-/// Pnext goes to another buffer), and go two at a time (below); only when the loop stops does X
-/// get its last steps from update_x, a pass of its own.
+/// Block preconditioned CG in Dubrulle's retooled form (DR-BCG: "Retooling the method of block
+/// conjugate gradients", ETNA 12, 2001), with a rank-revealing orthonormalisation where the block
+/// loses rank (as in Ji and Li's breakdown-free block CG), written once over backend ops:
+///   size(), cols(), block(), zero_columns(X, zero)
+///   residual(B, X, R)                             R = B − A·X
+///   spmm_gram(P, w, Q) -> PᵀQ (w × w)             Q = A·P (first w columns)
+///   precondition(R, w, Z)                         Z = M⁻¹·R (first w columns; a copy without M)
+///   gram(X, bx, Y, by) -> XᵀY (bx × by)
+///   gram2(X, b, Y1, Y2) -> {XᵀY1, XᵀY2}           (b × b each, one wait for the device)
+///   combine(X, bx, C, alpha, beta, Y, by)         Y = alpha·X·C + beta·Y (C bx × by, Y ≠ X)
+/// Blocks are n × s row-major (ld = s); a block of width w uses its first w columns. Small
+/// matrices are column-major on the host, where the w × w algebra takes microseconds.
 ///
-/// The search block is kept as P = Pn·C: C comes from SVQB of PnᵀPn, which makes P orthonormal
-/// and drops near-dependent directions. When the residual block loses rank (identical right-hand
-/// sides, converged or zero columns) P simply gets narrower instead of a singular s × s matrix
-/// being inverted. P is never formed: every product with it is a product with Pn and C. Converged
-/// columns leave the active set: their x and r no longer change. With s = 1 this is CG.
+/// Why this form. The residual block is kept factored, R = Q·ρ, with Q (n × w) M⁻¹-orthonormal
+/// and ρ (w × s) small. Block CG on R itself fails on ill-conditioned problems: once the easy
+/// components are gone, the residual columns are all dominated by the same slow eigenvectors and
+/// become nearly parallel, so orthonormalising them either drops directions or amplifies
+/// rounding, and conjugacy is lost (bcsstk20 with s = 4 took 80,000 block iterations against
+/// 3,400 for CG alone). Q stays orthonormal whatever R's columns do; their magnitudes and
+/// near-dependence live in ρ, which is only multiplied.
+///
+/// One iteration, with S the search block (n × w) and AS = A·S:
+///   ξ = (SᵀAS)⁻¹                              spmm_gram, Cholesky (first wait)
+///   X += S·ξ·ρ                                columns still active only
+///   W = Q − AS·ξ                              = R_next·ρ⁻¹
+///   Z = M⁻¹·W, WᵀZ = τᵀτ                      gram2, with WᵀW for the norms (second wait)
+///   Q = W·τ⁻¹;  S = Z·τ⁻¹ + S·τᵀ;  ρ = τ·ρ
+///   ‖r_j‖² = ρ_jᵀ·(QᵀQ)·ρ_j,  QᵀQ = τ⁻ᵀ·WᵀW·τ⁻¹
+/// τ⁻¹ is the C of svqb(): Cholesky QR when WᵀZ is well conditioned, else an eigendecomposition
+/// that drops dependent directions (the Krylov space is exhausted, or right-hand sides were
+/// equal); then τ = Cᵀ·WᵀZ and the block gets narrower. A converged column stops moving (the X
+/// update skips it) but keeps its place in ρ, so the directions it brings keep serving the
+/// others: no column needs more iterations than CG alone would, as in exact arithmetic.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,9 +46,10 @@
 namespace krysp {
 
 namespace block_cg_detail {
-/// SVQB (Stathopoulos and Wu): C with Pn·C orthonormal, from H = PnᵀPn (a × a); directions whose
-/// scaled Gram eigenvalue is below `drop` × the largest are dropped. Returns the kept width.
-/// Where nothing would be dropped, Cholesky QR gives another C with the same property.
+/// SVQB (Stathopoulos and Wu): C with W·C orthonormal in the inner product whose Gram matrix is
+/// H (a × a); directions whose diagonally scaled Gram eigenvalue is below `drop` × the largest are
+/// dropped. Returns the kept width. Where nothing would be dropped, Cholesky QR gives another C
+/// with the same property, upper triangular, for a fraction of the host time.
 inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<double>& C) {
   std::vector<double> d(a);
   bool positive = true;
@@ -52,11 +60,7 @@ inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<d
   for (index_t j = 0; j < a; ++j)
     for (index_t i = 0; i < a; ++i) H[cm(i, j, a)] *= d[i] * d[j];
   C.clear();
-  // Well-conditioned H: Cholesky QR, C = D·R⁻¹, instead of an eigendecomposition (the LAPACK
-  // call was most of the ~25 µs the host spends an iteration while the GPU waits). Its loss of
-  // orthogonality grows as u·κ(H), so only for κ(H) < 1e6 (λmin ≥ 1/‖R⁻¹‖²_F and λmax ≤ trace =
-  // a): with the bound at SVQB's drop tolerance instead, bcsstk28 took 1115 iterations at s = 16,
-  // not 948. SVQB would drop nothing there.
+  // Cholesky QR loses orthogonality as u·κ(H): only for κ(H) < 1e6 (λmin ≥ 1/‖R⁻¹‖²_F, λmax ≤ a).
   constexpr double kCholQrMaxCond = 1e6;
   if (std::vector<double> R = H; positive && a > 0 && dense::cholesky_upper(a, R) && dense::invert_upper(a, R)) {
     double f = 0;
@@ -78,11 +82,12 @@ inline index_t svqb(index_t a, std::vector<double> H, double drop, std::vector<d
   }
   return kept;
 }
-/// The columns `cols` of a column-major rows × s matrix.
-inline std::vector<double> columns(const std::vector<double>& M, index_t rows, const std::vector<index_t>& cols) {
-  std::vector<double> out;
-  for (index_t j : cols) out.insert(out.end(), M.begin() + std::size_t(j) * rows, M.begin() + std::size_t(j + 1) * rows);
-  return out;
+/// Mᵀ for a column-major rows × cols M.
+inline std::vector<double> transpose(const std::vector<double>& M, index_t rows, index_t cols) {
+  std::vector<double> T(M.size());
+  for (index_t j = 0; j < cols; ++j)
+    for (index_t i = 0; i < rows; ++i) T[cm(j, i, cols)] = M[cm(i, j, rows)];
+  return T;
 }
 }  // namespace block_cg_detail
 
@@ -96,17 +101,19 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
   const index_t n = ops.size(), s = ops.cols();
   const index_t max_iters = opt.max_iters > 0 ? opt.max_iters
                                               : index_t(std::min<std::int64_t>(kMaxIndex, std::max<std::int64_t>(1000, 10 * std::int64_t(n))));
-  constexpr double kDrop = 1e-14;  // relative Gram eigenvalue below which a direction is dependent (larger values, 1e-8..1e-6, lose directions and triple the iterations on bcsstk04 with s = 16)
-  auto R = ops.block(), Pn = ops.block(), Pnext = ops.block(), Qn = ops.block();
+  // Relative (scaled) Gram eigenvalue below which a direction of W counts as dependent. Q's
+  // orthonormality keeps real directions far above it; only an exhausted Krylov space or equal
+  // right-hand sides come near.
+  constexpr double kDrop = 1e-14;
+  auto R = ops.block(), Q = ops.block(), S = ops.block(), AS = ops.block(), Z = ops.block();
   BlockSolveResult res;
   res.columns.resize(s);
-  auto diag = [&](const std::vector<double>& G, index_t k) { return G[cm(k, k, s)]; };
 
   const auto BB = ops.gram(B, s, B, s);
   std::vector<double> tol2(s);
   std::vector<char> zero_b(s);
   for (index_t j = 0; j < s; ++j) {
-    res.columns[j].b_norm = std::sqrt(diag(BB, j));
+    res.columns[j].b_norm = std::sqrt(BB[cm(j, j, s)]);
     const double tol = std::max(opt.rtol * res.columns[j].b_norm, opt.atol);
     tol2[j] = tol * tol;
     zero_b[j] = res.columns[j].b_norm == 0;
@@ -114,7 +121,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
   ops.zero_columns(X, zero_b);  // a zero right-hand side has the exact solution x = 0
 
   std::vector<index_t> active;
-  auto check = [&](index_t it, const std::vector<double>& rr) {  // per-column test on the recursive residual
+  auto check = [&](index_t it, const std::vector<double>& rr) {  // per-column test on ‖r_j‖²
     std::vector<index_t> still;
     double worst = 0;
     for (index_t j : active) {
@@ -136,92 +143,100 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
   {
     const auto RR = ops.gram(R, s, R, s);
     std::vector<double> rr(s);
-    for (index_t j = 0; j < s; ++j) rr[j] = diag(RR, j);
+    for (index_t j = 0; j < s; ++j) rr[j] = RR[cm(j, j, s)];
     check(0, rr);
   }
 
   // As in cg(): a column is converged when its TRUE residual meets the tolerance. Columns whose
-  // recursive residual did but whose true one does not restart from b − A·x (with a fresh search
-  // block: the others keep their x), until a restart no longer halves their true residual.
+  // recursive residual did but whose true one does not start again from b − A·x (the others keep
+  // their x), until a start no longer halves their true residual.
   index_t it = 0;
   std::vector<double> last_true(s, std::numeric_limits<double>::infinity());
-  for (;;) {
-    index_t a = index_t(active.size());
-    ops.precondition(R);                                                  // Z = M⁻¹·R
-    auto dir = ops.direction_spmm_gram(Pn, 0, {}, X, {}, active, R, Pnext, Qn);  // Pn = Z[:, active]; Qn = A·Pn
-    std::swap(Pn, Pnext);
-    std::vector<double> C;
-    // Where the backend says so (pairs_x_steps), X's steps are taken two at a time, by every other
-    // direction pass: the one left over, Pprev·Cp, uses the previous direction block, which stays
-    // in Pnext's buffer until that pass overwrites it (row by row, after reading it). X is then read
-    // and written every other iteration.
-    std::vector<double> Cp;
-    index_t ap = 0;
-    while (!active.empty() && it < max_iters) {
-      const index_t w = svqb(a, dir.h, kDrop, C);                         // P = Pn·C orthonormal, a × w
-      if (w == 0) break;
-      ++it;
-      auto G = dense::at_b(a, w, w, C, dense::a_b(a, a, w, dir.aqa, C)); // G = PᵀAP = Cᵀ·PnᵀA·Pn·C (Q = A·P = Qn·C)
-      dense::symmetrize(w, G);
-      auto L = G;
-      if (!dense::cholesky_upper(w, L)) {  // PᵀAP not SPD: A is not SPD (or NaN)
+  while (!active.empty()) {
+    // Start: R = B − A·X restricted to the active columns, factored as Q·ρ; S = M⁻¹·Q.
+    const index_t a0 = index_t(active.size());
+    ops.precondition(R, s, Z);
+    const auto H = ops.gram(R, s, Z, s);
+    std::vector<double> Ha(std::size_t(a0) * a0);
+    for (index_t q = 0; q < a0; ++q)
+      for (index_t p = 0; p < a0; ++p) Ha[cm(p, q, a0)] = H[cm(active[p], active[q], s)];
+    dense::symmetrize(a0, Ha);
+    std::vector<double> Ca;
+    index_t w = svqb(a0, Ha, kDrop, Ca);
+    const auto Ta = dense::at_b(a0, w, a0, Ca, Ha);  // ρ's active columns: R_a = (R_a·Ca)·(Caᵀ·Ha)
+    std::vector<double> C(std::size_t(s) * w, 0.0), rho(std::size_t(w) * s, 0.0);
+    for (index_t k = 0; k < w; ++k)
+      for (index_t p = 0; p < a0; ++p) {
+        C[cm(active[p], k, s)] = Ca[cm(p, k, a0)];
+        rho[cm(k, active[p], w)] = Ta[cm(k, p, w)];
+      }
+    if (w > 0) {
+      ops.combine(R, s, C, 1.0, 0.0, Q, w);
+      ops.combine(Z, s, C, 1.0, 0.0, S, w);
+    }
+
+    while (!active.empty() && it < max_iters && w > 0) {
+      auto L = ops.spmm_gram(S, w, AS);  // SᵀAS
+      dense::symmetrize(w, L);
+      const auto G = L;
+      if (!dense::cholesky_upper(w, L)) {  // SᵀAS not SPD: A is not SPD (or NaN)
         bool finite = true;
         for (double g : G) finite = finite && std::isfinite(g);
         for (index_t j : active) res.columns[j].status = finite ? SolveStatus::NotSpd : SolveStatus::NonFinite;
         active.clear();
         break;
       }
-      auto Rinv = L;
-      dense::invert_upper(w, Rinv);
-      auto solve_g = [&](const std::vector<double>& F, index_t m) {      // G⁻¹·F = R⁻¹R⁻ᵀF
-        return dense::a_b(w, w, m, Rinv, dense::at_b(w, w, m, Rinv, F));
-      };
-      auto alpha = solve_g(dense::at_b(a, w, s, C, dir.pr), s);          // α = G⁻¹·PᵀR, PᵀR = Cᵀ·PnᵀR
-      std::vector<char> is_active(s, 0);
-      for (index_t j : active) is_active[j] = 1;
+      ++it;
+      dense::invert_upper(w, L);
+      const auto xi = dense::a_b(w, w, w, L, transpose(L, w, w));  // ξ = G⁻¹ = R⁻¹·R⁻ᵀ
+      auto step = dense::a_b(w, w, s, xi, rho);                     // X += S·ξ·ρ, active columns
+      std::vector<char> moving(s, 0);
+      for (index_t j : active) moving[j] = 1;
       for (index_t j = 0; j < s; ++j)
-        if (!is_active[j])
-          for (index_t i = 0; i < w; ++i) alpha[cm(i, j, w)] = 0.0;     // only active columns move
-      const auto Ca = dense::a_b(a, w, s, C, alpha);                     // P·α = Pn·Ca
-      const auto up = ops.update(Qn, a, Ca, R);  // R −= Q·α; Z = M⁻¹·R; returns diag(RᵀR) and QnᵀZ
-      check(it, up.rr);
-      if (active.empty()) {  // X's steps are still due (a direction pass would have made them)
-        if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);
-        ops.update_x(Pn, a, Ca, X);
-        Cp.clear();
-        break;
+        if (!moving[j])
+          for (index_t i = 0; i < w; ++i) step[cm(i, j, w)] = 0.0;
+      ops.combine(S, w, step, 1.0, 1.0, X, s);
+      ops.combine(AS, w, xi, -1.0, 1.0, Q, w);  // Q becomes W = Q − AS·ξ
+      ops.precondition(Q, w, Z);
+      auto [WZ, WW] = ops.gram2(Q, w, Z, Q);
+      dense::symmetrize(w, WZ);
+      dense::symmetrize(w, WW);
+      std::vector<double> Cw;
+      const index_t w2 = svqb(w, WZ, kDrop, Cw);              // τ⁻¹ (w × w2)
+      if (w2 == 0) break;                                      // W = 0: b − A·x decides below
+      const auto tau = dense::at_b(w, w2, w, Cw, WZ);          // τ = Cwᵀ·WᵀZ (w2 × w)
+      ops.combine(S, w, transpose(tau, w2, w), 1.0, 0.0, AS, w2);  // S = Z·τ⁻¹ + S·τᵀ (AS is free)
+      ops.combine(Z, w, Cw, 1.0, 1.0, AS, w2);
+      std::swap(S, AS);
+      ops.combine(Q, w, Cw, 1.0, 0.0, R, w2);  // Q = W·τ⁻¹ (R is free until the next start)
+      std::swap(Q, R);
+      rho = dense::a_b(w2, w, s, tau, rho);
+      const auto QQ = dense::at_b(w, w2, w2, Cw, dense::a_b(w, w, w2, WW, Cw));
+      std::vector<double> rr(s, 0.0);
+      for (index_t j : active) {
+        const auto v = dense::a_b(w2, w2, 1, QQ, std::vector<double>(rho.begin() + std::size_t(j) * w2,
+                                                                     rho.begin() + std::size_t(j + 1) * w2));
+        for (index_t i = 0; i < w2; ++i) rr[j] += rho[cm(i, j, w2)] * v[i];
       }
-      const index_t a2 = index_t(active.size());
-      const auto beta = solve_g(dense::at_b(a, w, a2, C, columns(up.qz, a, active)), a2);  // β = G⁻¹·QᵀZ
-      const auto Cb = dense::a_b(a, w, a2, C, beta);
-      if (Cp.empty() && ops.pairs_x_steps()) {  // X += P·α left to the next direction pass
-        dir = ops.direction_spmm_gram(Pn, a, {}, X, Cb, active, R, Pnext, Qn);
-        Cp = Ca;
-        ap = a;
-      } else {  // X += Pprev·αprev + P·α (or X += P·α alone)
-        dir = ops.direction_spmm_gram(Pn, a, Ca, X, Cb, active, R, Pnext, Qn, ap, Cp);
-        Cp.clear();
-        ap = 0;
-      }
-      std::swap(Pn, Pnext);                                               // Pn = Z[:, active] − P·β; Qn = A·Pn
-      a = a2;
+      w = w2;
+      check(it, rr);
     }
-    if (!Cp.empty()) ops.update_x(Pnext, ap, Cp, X);  // the step left over
-    for (index_t j : active) res.columns[j].status = SolveStatus::MaxIterations;
+    // Columns still active stopped at the iteration cap, or the block lost every direction (the
+    // Krylov space is exhausted: in exact arithmetic they are solved, and b − A·x decides).
+    for (index_t j : active) res.columns[j].status = it >= max_iters ? SolveStatus::MaxIterations : SolveStatus::Converged;
     active.clear();
 
     ops.residual(B, X, R);  // true residuals
     const auto RR = ops.gram(R, s, R, s);
-    std::vector<double> rr(s);
     for (index_t j = 0; j < s; ++j) {
       auto& c = res.columns[j];
-      rr[j] = diag(RR, j);
-      c.true_residual_norm = std::sqrt(rr[j]);
+      const double rr = RR[cm(j, j, s)];
+      c.true_residual_norm = std::sqrt(rr);
       c.true_relative_residual = c.b_norm > 0 ? c.true_residual_norm / c.b_norm : c.true_residual_norm;
       if (!c.converged()) continue;
       if (!std::isfinite(c.true_residual_norm)) {
         c.status = SolveStatus::NonFinite;
-      } else if (rr[j] > tol2[j]) {  // the recursive residual drifted: restart, or stagnated
+      } else if (rr > tol2[j]) {  // the recursive residual drifted: start again, or stagnated
         if (!(c.true_residual_norm < kRestartMinGain * last_true[j])) {
           c.status = SolveStatus::Stagnated;
         } else if (it >= max_iters) {
@@ -229,14 +244,13 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
         } else {
           last_true[j] = c.true_residual_norm;
           ++c.residual_replacements;
-          c.residual_history.back() = c.true_residual_norm;
+          if (!c.residual_history.empty()) c.residual_history.back() = c.true_residual_norm;
           c.relative_residual = c.true_relative_residual;
           c.status = SolveStatus::MaxIterations;
           active.push_back(j);
         }
       }
     }
-    if (active.empty()) break;
   }
   res.iterations = it;
   res.seconds = seconds();

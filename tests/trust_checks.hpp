@@ -317,14 +317,16 @@ inline void trust_cg_unattainable(Backend backend) {
 }
 
 /// Block CG: no column needs more block iterations than CG needs for it alone, s = 4, 8, 16, on
-/// coefficient jumps with anisotropy (either way round) and an ill-conditioned structural matrix;
-/// every column converged by its true residual. Not yet true everywhere: on 1138_bus at s = 8
-/// (Jacobi, b_0 = A·1, the others random) the block needs 1032 iterations where CG alone needs
-/// 1016-1019 (issue #30).
+/// coefficient jumps with anisotropy (either way round), structural matrices (bcsstk06; bcsstk19
+/// and bcsstk20, condition near 1e11 and 1e12, where CG itself stagnates above rtol 1e-8 and
+/// plain block CG took 20 times CG's iterations) and 1138_bus (where it took 1032 for CG's 1018);
+/// b_0 = A·1, the others random. A column converges whenever CG alone does, and every converged
+/// column meets rtol by its true residual.
 inline void trust_block_cg_columns(Backend backend) {
   const auto aniso_z = diffusion_3d(16, 1.0, 1.0, 0.01, 1e4), aniso_x = diffusion_3d(16, 100.0, 1.0, 1.0, 1e4);
-  const auto k06 = test::load("bcsstk06");
-  for (const auto* A : {&aniso_z, &aniso_x, &k06}) {
+  const auto k06 = test::load("bcsstk06"), k19 = test::load("bcsstk19"), k20 = test::load("bcsstk20");
+  const auto bus = test::load("1138_bus");
+  for (const auto* A : {&aniso_z, &aniso_x, &k06, &k19, &k20, &bus}) {
     CAPTURE(A->rows());
     const index_t n = A->rows();
     for (index_t s : {4, 8, 16}) {
@@ -336,17 +338,25 @@ inline void trust_block_cg_columns(Backend backend) {
       o.backend = backend;
       o.cg.max_iters = 20000;
       const BlockSolveReport br = solve_block(*A, B, s, X, o);
+      index_t worst = 0, worst_alone = 0;
       for (index_t j = 0; j < s; ++j) {
         CAPTURE(j);
         const std::vector<double> bj(B.begin() + std::size_t(j) * n, B.begin() + std::size_t(j + 1) * n);
         const std::vector<double> xj(X.begin() + std::size_t(j) * n, X.begin() + std::size_t(j + 1) * n);
         std::vector<double> x;
         const SolveReport alone = solve(*A, bj, x, o);
-        REQUIRE(alone.converged());
-        CHECK(br.columns[j].converged());
+        CAPTURE(std::string(to_string(alone.status)));
+        CAPTURE(std::string(to_string(br.columns[j].status)));
+        CHECK((alone.converged() || alone.status == SolveStatus::Stagnated));
+        if (alone.converged()) CHECK(br.columns[j].converged());
         CHECK(br.columns[j].iterations <= alone.iterations);
-        CHECK(test::true_relative_residual(*A, bj, xj) <= o.cg.rtol + residual_rounding(*A, bj, xj));
+        if (br.columns[j].converged())
+          CHECK(test::true_relative_residual(*A, bj, xj) <= o.cg.rtol + residual_rounding(*A, bj, xj));
+        worst = std::max(worst, br.columns[j].iterations);
+        worst_alone = std::max(worst_alone, alone.iterations);
       }
+      std::printf("trust block cg: n %5d s %2d: slowest column %5d block iterations, CG alone up to %5d\n", n, s,
+                  worst, worst_alone);
     }
   }
 }

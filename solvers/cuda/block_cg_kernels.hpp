@@ -1,9 +1,8 @@
 #pragma once
 /// \file block_cg_kernels.hpp
-/// Block CG's tall-skinny kernels (block_cg_kernels.cu; CUDA-free header). Blocks are n × s,
-/// row-major with ld = s. Each kernel streams its blocks once, does the row-wise update and
-/// accumulates the small products the next host step needs: up to s = 8 a thread per row, a
-/// warp's 32 rows moved through shared memory and the products in per-lane tiles; wider blocks
+/// Block CG's tall-skinny kernels (block_cg_kernels.cu, block_cg_spmm_gram.cu; CUDA-free header).
+/// Blocks are n × s, row-major with ld = s. Each kernel streams its blocks once and accumulates
+/// the small products the next host step needs: up to s = 8 a thread per row, wider blocks
 /// through chunks of rows staged in shared memory. The products are summed in a fixed order
 /// (per-block partials, then one block per output), so results are bitwise reproducible. The
 /// small outputs go to `ws.out`, which the device writes and the host reads (block CG gives
@@ -16,15 +15,11 @@
 
 namespace krysp::detail {
 
-/// Workspace of the tall-skinny reductions: partials (grid × outputs) and the output buffer, and
-/// device room for the coefficients of the staged kernels (s > 8; narrower blocks get theirs as
-/// kernel parameters).
+/// Workspace of the tall-skinny reductions: partials (grid × outputs) and the output buffer.
 struct TallWorkspace {
   double* partials = nullptr;
   double* out = nullptr;
   int grid = 0;             ///< blocks of every launch (fixed: the summation order depends on it)
-  double* coef = nullptr;   ///< room for 2·s² coefficients
-  int* act = nullptr;       ///< room for s column indices
   std::size_t partials_room = 0;  ///< doubles at `partials`
 };
 /// Grid size for n rows and s columns on the current device, and the partials it needs.
@@ -34,25 +29,6 @@ std::size_t tall_partials(int grid, index_t s);
 /// out = Xᵀ·Y (bx × by, column-major), X and Y n × ld row-major.
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws);
-
-/// How the preconditioned residual Z = M⁻¹·R is obtained: R itself (no M), D⁻¹·R on the fly
-/// (Jacobi: never stored), or read from a block M filled beforehand.
-enum class ZSource { Residual, InverseDiagonal, Given };
-
-/// With `update`: R −= Qn·Ca (Ca: a × s, column-major, on the host). With `grams`:
-/// out = [diag(RᵀR) (s), Qnᵀ·Z (a × s)]. Z per `zsrc` (inv_diag or Z as needed).
-void tall_update(index_t n, index_t s, index_t a, const double* Qn, const double* Ca, double* R, ZSource zsrc,
-                 const double* inv_diag, const double* Z, bool update, bool grams, const TallWorkspace& ws);
-
-/// X += Pnext·Cp + Pn·Ca when Ca is not null (Ca: a × s; Cp: ap × s or null, the previous
-/// direction's step, from the first ap columns of Pnext as it was on entry), from Pn as it was on
-/// entry; then Pnext[:, j] = Z[:, act[j]] − Pn·Cb[:, j] for j < a2 (Cb: a × a2) and out =
-/// [PnextᵀPnext (a2 × a2), PnextᵀR (a2 × s)]. Ca, Cb, Cp (column-major) and act (a2 column
-/// indices) are on the host; a may be 0; with a2 = 0 only X changes (R is not read, nothing is
-/// written to out). Pnext must not alias Pn.
-void tall_direction(index_t n, index_t s, index_t a, const double* Pn, const double* Ca, double* X, const double* Cb,
-                    index_t a2, const int* act, const double* R, ZSource zsrc, const double* inv_diag,
-                    const double* Z, double* Pnext, index_t ap, const double* Cp, const TallWorkspace& ws);
 
 /// out = Σ of the grid partials of nout outputs (ws.grid blocks' partials, in block order).
 void tall_reduce(int nout, const TallWorkspace& ws);

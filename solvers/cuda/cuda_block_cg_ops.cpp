@@ -10,25 +10,22 @@
 namespace krysp {
 
 namespace {
-/// Room for the largest output (direction_spmm_gram's: at most 3·s² values).
-std::size_t out_size(index_t s) { return std::size_t(3 * s * s + s); }
+/// Room for the largest output (gram2's: 2·s² values).
+std::size_t out_size(index_t s) { return std::size_t(2 * s * s); }
 }  // namespace
 
 template <class T>
 CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const DevicePreconditioner<T>* M,
                                   const SpmmPlanOptions& plan_options)
-    : A_(A), s_(s), M_(M), inv_diag_(M ? M->inverse_diagonal() : nullptr), plan_options_(plan_options) {
+    : A_(A), s_(s), M_(M), plan_options_(plan_options), blk_(s) {
   static_assert(std::is_same_v<T, double>, "block CG's tall-skinny kernels are fp64");
   KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(s >= 1 && s <= 64, "block CG: ", s, " right-hand sides (1 to 64 supported)");
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
-  if (M_ && !inv_diag_) Z_ = block();
   grid_ = detail::tall_grid(A.rows(), s);
   partials_ = std::max(detail::tall_partials(grid_, s), detail::tall_spmm_gram_partials(s));
   work_ = DeviceArray<double>(partials_);
   out_ = MappedArray<double>(out_size(s));
-  coef_ = DeviceArray<double>(std::size_t(3) * s * s);
-  active_ = DeviceArray<int>(std::size_t(s));
   plan(s);
 }
 
@@ -60,7 +57,7 @@ std::vector<double> CudaBlockCgOps<T>::read_out(std::size_t count) const {
 
 template <class T>
 detail::TallWorkspace CudaBlockCgOps<T>::workspace() {
-  return {work_.data(), out_.data(), grid_, coef_.data(), active_.data(), partials_};
+  return {work_.data(), out_.data(), grid_, partials_};
 }
 
 template <class T>
@@ -78,11 +75,6 @@ template <class T>
 void CudaBlockCgOps<T>::residual(const Block& B, const Block& X, Block& R) {
   R.copy_from(B);
   plan(s_).apply(A_, T(-1), X.data(), s_, T(1), R.data(), s_);
-}
-
-template <class T>
-void CudaBlockCgOps<T>::precondition(const Block& R) {
-  if (M_ && !inv_diag_) M_->apply_block(s_, R.data(), s_, Z_.data(), s_);
 }
 
 template <class T>
@@ -159,79 +151,30 @@ std::vector<double> CudaBlockCgOps<T>::spmm_gram(const Block& P, index_t w, Bloc
 }
 
 template <class T>
-BlockUpdateGrams CudaBlockCgOps<T>::update(const Block& Qn, index_t a, const std::vector<double>& Ca, Block& R) {
-  KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG update: ", Ca.size(), " coefficients for a ", a, "x", s_,
+void CudaBlockCgOps<T>::precondition(const Block& R, index_t w, Block& Z) {
+  if (M_) M_->apply_block(w, R.data(), s_, Z.data(), s_);
+  else blk_.copy(size(), w, R.data(), s_, Z.data(), s_);
+}
+
+template <class T>
+std::pair<std::vector<double>, std::vector<double>> CudaBlockCgOps<T>::gram2(const Block& X, index_t b,
+                                                                              const Block& Y1, const Block& Y2) {
+  const std::size_t bb = std::size_t(b) * b;
+  auto ws = workspace();
+  detail::tall_gram(size(), s_, X.data(), b, Y1.data(), b, ws);
+  ws.out += bb;
+  detail::tall_gram(size(), s_, X.data(), b, Y2.data(), b, ws);
+  const auto out = read_out(2 * bb);
+  return {std::vector<double>(out.begin(), out.begin() + bb), std::vector<double>(out.begin() + bb, out.end())};
+}
+
+template <class T>
+void CudaBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta,
+                                Block& Y, index_t by) {
+  KRYSP_REQUIRE(C.size() == std::size_t(bx) * by, "block CG combine: ", C.size(), " coefficients for a ", bx, "x", by,
                 " matrix");
-  const auto ws = workspace();
-  using detail::ZSource;
-  if (M_ && !inv_diag_) {  // update, then Z = M⁻¹·R by the preconditioner, then the products
-    detail::tall_update(size(), s_, a, Qn.data(), Ca.data(), R.data(), ZSource::Residual, nullptr, nullptr, true,
-                        false, ws);
-    precondition(R);
-    detail::tall_update(size(), s_, a, Qn.data(), nullptr, R.data(), ZSource::Given, nullptr, Z_.data(), false, true,
-                        ws);
-  } else {
-    detail::tall_update(size(), s_, a, Qn.data(), Ca.data(), R.data(),
-                        inv_diag_ ? ZSource::InverseDiagonal : ZSource::Residual, inv_diag_, nullptr, true, true, ws);
-  }
-  const auto out = read_out(std::size_t(s_) + std::size_t(a) * s_);
-  return {std::vector<double>(out.begin(), out.begin() + s_), std::vector<double>(out.begin() + s_, out.end())};
-}
-
-template <class T>
-std::size_t CudaBlockCgOps<T>::launch_direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
-                                                const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                                const Block& R, Block& Pnext, index_t ap,
-                                                const std::vector<double>& Cp) {
-  const index_t a2 = index_t(active.size());
-  KRYSP_REQUIRE(Cb.size() == std::size_t(a) * a2, "block CG direction: ", Cb.size(), " coefficients for a ", a, "x",
-                a2, " matrix");
-  KRYSP_REQUIRE(Ca.empty() || Ca.size() == std::size_t(a) * s_, "block CG direction: ", Ca.size(),
-                " x coefficients for a ", a, "x", s_, " matrix");
-  KRYSP_REQUIRE(Pn.data() != Pnext.data() || (a == 0 && Ca.empty()), "block CG direction: Pnext aliases Pn");
-  KRYSP_REQUIRE(Cp.size() == std::size_t(ap) * s_ && (Cp.empty() || !Ca.empty()), "block CG direction: ", Cp.size(),
-                " previous x coefficients for a ", ap, "x", s_, " matrix", Ca.empty() ? " without this step's" : "");
-  const std::vector<int> act(active.begin(), active.end());
-  const detail::ZSource zsrc = !M_ ? detail::ZSource::Residual
-                               : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
-  detail::tall_direction(size(), s_, a, Pn.data(), Ca.empty() ? nullptr : Ca.data(), X.data(), Cb.data(), a2,
-                         act.data(), R.data(), zsrc, inv_diag_, Z_.data(), Pnext.data(), ap,
-                         Cp.empty() ? nullptr : Cp.data(), workspace());
-  return std::size_t(a2) * a2 + std::size_t(a2) * s_;
-}
-
-template <class T>
-BlockDirectionGrams CudaBlockCgOps<T>::direction(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X,
-                                                 const std::vector<double>& Cb, const std::vector<index_t>& active,
-                                                 const Block& R, Block& Pnext, index_t ap,
-                                                 const std::vector<double>& Cp) {
-  const std::size_t hh = active.size() * active.size();
-  const auto out = read_out(launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext, ap, Cp));
-  return {std::vector<double>(out.begin(), out.begin() + hh), std::vector<double>(out.begin() + hh, out.end()), {}};
-}
-
-template <class T>
-BlockDirectionGrams CudaBlockCgOps<T>::direction_spmm_gram(const Block& Pn, index_t a, const std::vector<double>& Ca,
-                                                           Block& X, const std::vector<double>& Cb,
-                                                           const std::vector<index_t>& active, const Block& R,
-                                                           Block& Pnext, Block& Qnext, index_t ap,
-                                                           const std::vector<double>& Cp) {
-  const index_t a2 = index_t(active.size());
-  const std::size_t hh = std::size_t(a2) * a2;
-  const std::size_t used = launch_direction(Pn, a, Ca, X, Cb, active, R, Pnext, ap, Cp);
-  if (a2 > 0) run_spmm_gram(spmm_gram_choice(a2, Pnext, Qnext, used), Pnext, a2, Qnext, used);
-  const auto out = read_out(used + hh);
-  return {std::vector<double>(out.begin(), out.begin() + hh), std::vector<double>(out.begin() + hh, out.begin() + used),
-          std::vector<double>(out.begin() + used, out.end())};
-}
-
-template <class T>
-void CudaBlockCgOps<T>::update_x(const Block& Pn, index_t a, const std::vector<double>& Ca, Block& X) {
-  KRYSP_REQUIRE(Ca.size() == std::size_t(a) * s_, "block CG x update: ", Ca.size(), " coefficients for a ", a, "x",
-                s_, " matrix");
-  if (a == 0) return;
-  detail::tall_direction(size(), s_, a, Pn.data(), Ca.data(), X.data(), nullptr, 0, nullptr, nullptr,
-                         detail::ZSource::Residual, nullptr, nullptr, nullptr, 0, nullptr, workspace());
+  KRYSP_REQUIRE(X.data() != Y.data(), "block CG combine: Y aliases X");
+  blk_.combine(size(), X.data(), s_, bx, C.data(), alpha, beta, Y.data(), s_, by);
 }
 
 template class CudaBlockCgOps<double>;

@@ -1,9 +1,9 @@
-// Block CG's fused tall-skinny steps on the GPU against the host reference ops, on fresh random
-// blocks: every output (X, R, the new direction block) and every small product, for widths 1 to
-// 64, search widths a ≤ s and active subsets, n below, at and above one chunk of rows, without a
-// preconditioner, with Jacobi (applied on the fly) and with block Jacobi (a Z block filled first).
-// Also: the X step in the direction pass and update_x, columns with zero coefficients unchanged
-// bit for bit, and the products bitwise equal from run to run.
+// Block CG's operations on the GPU against the host reference ops, on fresh random blocks:
+// the Gram matrices (one and two at a time), the block combinations Y = alpha·X·C + beta·Y at
+// every pair of widths the solver uses, the preconditioner (none, Jacobi, block Jacobi) on the
+// first w columns, the residual and zero_columns, for widths 1 to 64 and n below, at and above
+// one chunk of rows. Also: columns beyond the width unchanged bit for bit, and the products
+// bitwise equal from run to run.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -67,27 +67,24 @@ std::vector<double> download(const DeviceArray<double>& d) {
   return v;
 }
 
-/// The entries (i, j) of an n × s row-major block for j in `cols`.
-std::vector<double> columns_of(const std::vector<double>& blk, index_t n, index_t s, const std::vector<index_t>& cols) {
+/// The entries (i, j) of an n × s row-major block for j in [from, s).
+std::vector<double> columns_from(const std::vector<double>& blk, index_t n, index_t s, index_t from) {
   std::vector<double> v;
   for (index_t i = 0; i < n; ++i)
-    for (index_t j : cols) v.push_back(blk[std::size_t(i) * s + j]);
+    for (index_t j = from; j < s; ++j) v.push_back(blk[std::size_t(i) * s + j]);
   return v;
 }
 
-/// Block CG's fused steps as block_cg() calls them, on both backends from the same random blocks:
-/// Pn (width a) and Qn, X, R; the update (R −= Qn·Ca), the direction (X += Pn·Ca, Pnext from the
-/// `active` columns of Z), update_x, and the initial direction (a = 0, no X step). Ca is zero in
-/// the columns not in `moving` (converged columns): X and R must not change there at all.
+/// Block CG's operations as block_cg() calls them, on both backends from the same random blocks,
+/// at block width s and search width w ≤ s (w2 ≤ w after a rank drop).
 template <class HostM, class DevM>
-void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::vector<index_t>& moving,
-                   const std::vector<index_t>& active, const HostM* hM, const DevM* dM, const char* label) {
+void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, const HostM* hM, const DevM* dM,
+                 const char* label) {
   const std::string name = label;
   CAPTURE(name);
   CAPTURE(s);
-  CAPTURE(a);
-  CAPTURE(moving.size());
-  CAPTURE(active.size());
+  CAPTURE(w);
+  CAPTURE(w2);
   const index_t n = A.rows();
   CAPTURE(n);
   HostBlockCgOps<double> host(A, s, hM);
@@ -105,104 +102,69 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
     return d;
   };
   auto hvec = [&](const HostBlockCgOps<double>::Block& h) { return std::vector<double>(h.data(), h.data() + ns); };
-  auto hP = hblock(), hQ = hblock(), hX = hblock(), hR = hblock(), hPn = host.block();
-  auto dP = dblock(hP), dQ = dblock(hQ), dX = dblock(hX), dR = dblock(hR), dPn = dev.block();
-  std::vector<index_t> still;  // the columns that do not move
-  for (index_t j = 0; j < s; ++j)
-    if (std::find(moving.begin(), moving.end(), j) == moving.end()) still.push_back(j);
-  auto Ca = test::random_vector(std::size_t(a) * s);
-  for (index_t j : still)
-    for (index_t i = 0; i < a; ++i) Ca[cm(i, j, a)] = 0.0;
-  const auto X0 = download(dX), R0 = download(dR);
-
+  auto hP = hblock(), hQ = hblock(), hX = hblock(), hY = hblock();
+  auto dP = dblock(hP), dQ = dblock(hQ), dX = dblock(hX), dY = dblock(hY);
   const double pq = cross_scale(hP.data(), hQ.data(), n, s);
-  check_close(dev.gram(dP, a, dQ, a), host.gram(hP, a, hQ, a), double(n), "gram PnᵀQn", pq);
-  check_close(dev.gram(dP, a, dQ, s), host.gram(hP, a, hQ, s), double(n), "gram PnᵀQ (a × s)", pq);
 
-  // update: R −= Qn·Ca, Z, diag(RᵀR), QnᵀZ; X untouched
-  host.precondition(hR);
-  dev.precondition(dR);
-  const auto hu = host.update(hQ, a, Ca, hR);
-  const auto du = dev.update(dQ, a, Ca, dR);
-  const auto R1 = download(dR);
-  check_close(R1, hvec(hR), double(a), "R", 1.0);
-  check_close(du.rr, hu.rr, double(n), "diag(RᵀR)");
-  check_close(du.qz, hu.qz, double(n), "QnᵀZ");
-  CHECK(download(dX) == X0);
-  CHECK(columns_of(R1, n, s, still) == columns_of(R0, n, s, still));  // bitwise
+  // Gram matrices, one and two at a time; bitwise reproducible
+  check_close(dev.gram(dP, w, dQ, w), host.gram(hP, w, hQ, w), double(n), "gram PᵀQ", pq);
+  check_close(dev.gram(dP, w, dQ, s), host.gram(hP, w, hQ, s), double(n), "gram PᵀQ (w × s)", pq);
+  const auto [d1, d2] = dev.gram2(dP, w, dQ, dP);
+  const auto [h1, h2] = host.gram2(hP, w, hQ, hP);
+  check_close(d1, h1, double(n), "gram2 PᵀQ", pq);
+  check_close(d2, h2, double(n), "gram2 PᵀP");
+  const auto [e1, e2] = dev.gram2(dP, w, dQ, dP);
+  CHECK(std::memcmp(d1.data(), e1.data(), d1.size() * sizeof(double)) == 0);
+  CHECK(std::memcmp(d2.data(), e2.data(), d2.size() * sizeof(double)) == 0);
+  for (index_t i = 0; i < w; ++i)  // PᵀP exactly symmetric
+    for (index_t j = 0; j < i; ++j) CHECK(d2[cm(i, j, w)] == d2[cm(j, i, w)]);
 
-  // direction with the X step: X += Pn·Ca, Pnext = Z[:, active] − Pn·Cb, grams
-  const auto Cb = test::random_vector(std::size_t(a) * active.size());
-  const auto hd = host.direction(hP, a, Ca, hX, Cb, active, hR, hPn);
-  const auto dd = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn);
-  const auto X1 = download(dX);
-  check_close(X1, hvec(hX), double(a), "X (direction)", 1.0);
-  CHECK(columns_of(X1, n, s, still) == columns_of(X0, n, s, still));  // bitwise
-  CHECK(download(dR) == R1);                                          // R is only read
-  std::vector<index_t> first(active.size());                          // Pnext: the first |active| columns
-  for (std::size_t j = 0; j < first.size(); ++j) first[j] = index_t(j);
-  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a), "Pnext", 1.0);
-  check_close(dd.h, hd.h, double(n), "PnextᵀPnext");
-  check_close(dd.pr, hd.pr, double(n), "PnextᵀR", cross_scale(hPn.data(), hR.data(), n, s));
-  for (std::size_t i = 0; i < active.size(); ++i)  // exactly symmetric
-    for (std::size_t j = 0; j < i; ++j) CHECK(dd.h[i + j * active.size()] == dd.h[j + i * active.size()]);
+  // Y = alpha·X·C + beta·Y at the widths the solver combines: (w → w), (w → w2), (s → w), (w → s)
+  const std::vector<std::pair<index_t, index_t>> shapes{{w, w}, {w, w2}, {s, w}, {w, s}};
+  for (const auto& [bx, by] : shapes) {
+    for (const auto& [alpha, beta] : std::vector<std::pair<double, double>>{{1.0, 0.0}, {-1.0, 1.0}, {0.5, 2.0}}) {
+      CAPTURE(bx);
+      CAPTURE(by);
+      CAPTURE(alpha);
+      CAPTURE(beta);
+      const auto C = test::random_vector(std::size_t(bx) * by);
+      const auto Y0 = hvec(hY);
+      dY.upload(Y0.data(), ns);
+      host.combine(hX, bx, C, alpha, beta, hY, by);
+      dev.combine(dX, bx, C, alpha, beta, dY, by);
+      const auto Y1 = download(dY);
+      check_close(Y1, hvec(hY), double(bx), "combine", 3.0);
+      CHECK(columns_from(Y1, n, s, by) == columns_from(Y0, n, s, by));  // bitwise: beyond by untouched
+    }
+  }
+  CHECK_THROWS_AS(dev.combine(dX, w, test::random_vector(std::size_t(w) * w), 1.0, 0.0, dX, w), InputError);
+  CHECK_THROWS_AS(dev.combine(dX, w, test::random_vector(std::size_t(w) * w + 1), 1.0, 0.0, dY, w), InputError);
 
-  // the same direction again is bitwise the same (fixed grid and order); X moves again
-  const auto dd2 = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn);
-  CHECK(std::memcmp(dd.h.data(), dd2.h.data(), dd.h.size() * sizeof(double)) == 0);
-  CHECK(std::memcmp(dd.pr.data(), dd2.pr.data(), dd.pr.size() * sizeof(double)) == 0);
-  host.update_x(hP, a, Ca, hX);
-  check_close(download(dX), hvec(hX), double(a), "X (direction, twice)", 1.0);
-
-  // with the previous direction's X step as well (X += Pnext·Cp + Pn·Ca, Pnext read before it is
-  // overwritten in the same pass); both sides start from the host's Pnext and X
+  // Z = M⁻¹·R on the first w columns; the others untouched
   {
-    const index_t ap = index_t(active.size());
-    auto Cp = test::random_vector(std::size_t(ap) * s);
-    for (index_t j : still)
-      for (index_t i = 0; i < ap; ++i) Cp[cm(i, j, ap)] = 0.0;
-    dPn.upload(hPn.data(), ns);
-    dX.upload(hX.data(), ns);
-    const auto Xb = hvec(hX);
-    const auto hd3 = host.direction(hP, a, Ca, hX, Cb, active, hR, hPn, ap, Cp);
-    const auto dd3 = dev.direction(dP, a, Ca, dX, Cb, active, dR, dPn, ap, Cp);
-    const auto X4 = download(dX);
-    check_close(X4, hvec(hX), double(a + ap), "X (two steps)", 1.0);
-    CHECK(columns_of(X4, n, s, still) == columns_of(Xb, n, s, still));  // bitwise
-    check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), double(a),
-                "Pnext (two X steps)", 1.0);
-    check_close(dd3.h, hd3.h, double(n), "PnextᵀPnext (two X steps)");
-    CHECK_THROWS_AS(dev.direction(dP, a, {}, dX, Cb, active, dR, dPn, ap, Cp), InputError);  // Cp without Ca
+    const auto Z0 = hvec(hY);
+    dY.upload(Z0.data(), ns);
+    host.precondition(hP, w, hY);
+    dev.precondition(dP, w, dY);
+    const auto Z1 = download(dY);
+    check_close(Z1, hvec(hY), 8.0, "Z = M⁻¹·R", 1.0);
+    CHECK(columns_from(Z1, n, s, w) == columns_from(Z0, n, s, w));
   }
 
-  // update_x: the exit right after an update
-  host.update_x(hP, a, Ca, hX);
-  dev.update_x(dP, a, Ca, dX);
-  const auto X3 = download(dX);
-  check_close(X3, hvec(hX), double(a), "X (update_x)", 1.0);
-  CHECK(columns_of(X3, n, s, still) == columns_of(X0, n, s, still));
-
-  // the initial direction (no previous block, no X step) and bitwise reproducibility
-  const auto d0 = dev.direction(dP, 0, {}, dX, {}, active, dR, dPn);
-  const auto d1 = dev.direction(dP, 0, {}, dX, {}, active, dR, dPn);
-  CHECK(download(dX) == X3);
-  CHECK(std::memcmp(d0.h.data(), d1.h.data(), d0.h.size() * sizeof(double)) == 0);
-  CHECK(std::memcmp(d0.pr.data(), d1.pr.data(), d0.pr.size() * sizeof(double)) == 0);
-  const auto h0 = host.direction(hP, 0, {}, hX, {}, active, hR, hPn);
-  check_close(columns_of(download(dPn), n, s, first), columns_of(hvec(hPn), n, s, first), 1.0, "initial Pnext", 1.0);
-  check_close(d0.h, h0.h, double(n), "initial PnextᵀPnext");
-  check_close(d0.pr, h0.pr, double(n), "initial PnextᵀR", cross_scale(hPn.data(), hR.data(), n, s));
-
-  // the update's products alone are bitwise reproducible too
-  auto dR2 = dblock(hR);
-  const auto u1 = dev.update(dQ, a, std::vector<double>(std::size_t(a) * s, 0.0), dR2);
-  const auto u2 = dev.update(dQ, a, std::vector<double>(std::size_t(a) * s, 0.0), dR2);
-  CHECK(std::memcmp(u1.qz.data(), u2.qz.data(), u1.qz.size() * sizeof(double)) == 0);
-  CHECK(std::memcmp(u1.rr.data(), u2.rr.data(), u1.rr.size() * sizeof(double)) == 0);
+  // Q = A·P with PᵀQ, and the residual B − A·X
+  {
+    const auto hg = host.spmm_gram(hP, w, hQ);
+    const auto dg = dev.spmm_gram(dP, w, dQ);
+    check_close(dg, hg, double(n), "spmm_gram PᵀAP", cross_scale(hP.data(), hQ.data(), n, s));
+    host.residual(hY, hX, hP);
+    dev.residual(dY, dX, dP);
+    check_close(download(dP), hvec(hP), 16.0, "R = B − A·X", 8.0);
+  }
 
   // zero_columns
   std::vector<char> zero(s, 0);
   zero[s / 2] = 1;
+  const auto X3 = download(dX);
   dev.zero_columns(dX, zero);
   const auto x = download(dX);
   for (index_t i = 0; i < n; i += 7) {
@@ -211,24 +173,17 @@ void compare_steps(const CsrMatrix<double>& A, index_t s, index_t a, const std::
   }
 }
 
-/// compare_steps for several search widths a ≤ s and active subsets, as the solver meets them.
+/// compare_ops for the search widths the solver meets: the full block, one narrower, one column.
 template <class HostM, class DevM>
 void compare(const CsrMatrix<double>& A, index_t s, const HostM* hM, const DevM* dM, const char* label) {
-  std::vector<index_t> all(s), odd, one{s / 2};
-  for (index_t j = 0; j < s; ++j) all[j] = j;
-  for (index_t j = s - 1; j >= 0; j -= 2) odd.push_back(j);  // every other column
-  std::sort(odd.begin(), odd.end());
-  // a = s, all columns moving and active: the first iterations
-  compare_steps(A, s, s, all, all, hM, dM, label);
-  // a narrower search block; every other column moving, then active (the others converged)
-  compare_steps(A, s, std::max<index_t>(1, s - 1), odd, odd, hM, dM, label);
-  // one column left; the columns that just converged still take their last X step
-  if (s > 1) compare_steps(A, s, std::max<index_t>(1, s / 2), all, one, hM, dM, label);
+  compare_ops(A, s, s, s, hM, dM, label);
+  compare_ops(A, s, s, std::max<index_t>(1, s - 1), hM, dM, label);
+  if (s > 1) compare_ops(A, s, std::max<index_t>(1, s / 2), 1, hM, dM, label);
 }
 
 }  // namespace
 
-TEST_CASE("Block CG fused steps: GPU matches the host reference") {
+TEST_CASE("Block CG operations: GPU matches the host reference") {
   for (index_t grid : {3, 40, 300}) {  // n = 9, 1600, 90000: below, around and far above one chunk
     const auto A = laplacian_2d(grid, grid);
     SpmvPlan<double> plan(A);
@@ -250,8 +205,7 @@ TEST_CASE("Block CG fused steps: GPU matches the host reference") {
   }
 }
 
-TEST_CASE("Block CG fused steps: narrow widths 1 to 8 with every search width and n around one warp of rows") {
-  // n = 29..35 rows around one warp's row groups, and every a ≤ s for s ≤ 8 (the shuffle kernels)
+TEST_CASE("Block CG operations: narrow widths 1 to 8 with every search width and n around one warp of rows") {
   for (index_t rows : {29, 32, 35}) {
     const auto A = laplacian_2d(rows, 1);
     PrecondOptions jac;
@@ -260,12 +214,7 @@ TEST_CASE("Block CG fused steps: narrow widths 1 to 8 with every search width an
     const auto hj = make_host_preconditioner(A, jac);
     const auto dj = make_device_preconditioner(A, plan, jac);
     for (index_t s = 1; s <= 8; ++s)
-      for (index_t a = 1; a <= s; ++a) {
-        std::vector<index_t> all(s), last{s - 1};
-        for (index_t j = 0; j < s; ++j) all[j] = j;
-        compare_steps(A, s, a, all, all, hj.get(), dj.get(), "jacobi");
-        compare_steps(A, s, a, last, last, hj.get(), dj.get(), "jacobi");
-      }
+      for (index_t w = 1; w <= s; ++w) compare_ops(A, s, w, std::max<index_t>(1, w - 1), hj.get(), dj.get(), "jacobi");
   }
 }
 
