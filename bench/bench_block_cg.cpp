@@ -7,6 +7,9 @@
 // usage: bench_block_cg [--quick] [--profile-only] [--json out.json] [A.mtx ...]
 // --profile-only: the step and loop profiles of the Laplacian, no solves against sequential CG.
 // --target-only: only the issue's target row (the Laplacian, s = 8, Jacobi), no profiles.
+// --hard: no Laplacian rows: 3-D diffusion with jumps 1e4 and anisotropy 100 (64,000 rows) and the
+//         matrices given, s = 4, 8, 16 with Jacobi and s = 8 with Chebyshev; per column, block
+//         iterations against CG's alone, and both sides' true residuals.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -49,14 +52,38 @@ struct Row {
   double block_setup_s = 0, seq_setup_s = 0;  // parts of block_s and seq_s: plans, preconditioner, uploads
   double block_loop_s = 0;                     // block CG's own loop (BlockSolveResult::seconds)
   std::vector<double> ratios;                  // every round's block / sequential time
+  // per column j: block iterations of column j / CG's iterations for b_j alone (the worst), and
+  // the worst true relative residual ‖b_j − A·x_j‖/‖b_j‖ of each side, recomputed on the host
+  double column_ratio = 0;
+  index_t slowest_column = 0;
+  double block_true = 0, seq_true = 0;
 };
 
-Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group, PrecondKind precond) {
+/// ‖b − A·x‖/‖b‖ on the host, independent of both solvers.
+double true_relative(const CsrMatrix<double>& A, const double* b, const double* x) {
+  const std::size_t n = std::size_t(A.rows());
+  std::vector<double> ax(n);
+  A.multiply_host(x, ax.data());
+  double rr = 0, bb = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    rr += (b[i] - ax[i]) * (b[i] - ax[i]);
+    bb += b[i] * b[i];
+  }
+  return std::sqrt(rr / bb);
+}
+
+/// smooth_first: b_0 = A·1 (as `krysp solve` makes b), the other columns random.
+Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group, PrecondKind precond,
+            bool smooth_first = false) {
   const index_t n = A.rows();
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<double> B(std::size_t(n) * s);
   for (auto& b : B) b = u(rng);
+  if (smooth_first) {
+    const std::vector<double> ones(std::size_t(n), 1.0);
+    A.multiply_host(ones.data(), B.data());
+  }
   SolveOptions o;
   o.backend = Backend::Cuda;
   o.cg.rtol = 1e-8;
@@ -81,6 +108,8 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, inde
   std::vector<std::vector<double>> bs;
   for (index_t j = 0; j < s; ++j) bs.emplace_back(B.begin() + std::size_t(j) * n, B.begin() + std::size_t(j + 1) * n);
   std::vector<Row> rounds;
+  std::vector<std::vector<double>> seq_x;
+  std::vector<index_t> seq_iters, block_columns;
   for (int k = 0; k < kReps; ++k) {
     Row q = r;
     std::vector<double> X;
@@ -90,8 +119,16 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, inde
     q.block_setup_s = rep.setup_seconds;
     q.block_loop_s = rep.seconds;
     q.block_iters = rep.iterations;
+    block_columns.clear();
+    for (const auto& c : rep.columns) block_columns.push_back(c.iterations);
     q.block_ok = rep.converged();
     q.spmm = rep.spmm_kernel;
+    q.block_true = q.seq_true = q.column_ratio = 0;
+    q.slowest_column = 0;
+    for (index_t j = 0; j < s; ++j) {
+      q.block_true = std::max(q.block_true, true_relative(A, bs[std::size_t(j)].data(), X.data() + std::size_t(j) * n));
+      q.slowest_column = std::max(q.slowest_column, rep.columns[std::size_t(j)].iterations);
+    }
     t = Clock::now();
     CgSolver solver(A, o);
     q.seq_setup_s = since(t);
@@ -100,8 +137,16 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, index_t s, inde
       const auto single = solver.solve(bs[std::size_t(j)], x);
       q.max_seq_iters = std::max(q.max_seq_iters, single.iterations);
       q.seq_ok = q.seq_ok && single.converged();
+      seq_x.push_back(std::move(x));
+      seq_iters.push_back(single.iterations);
     }
     q.seq_s = since(t);
+    for (index_t j = 0; j < s; ++j) {  // outside the clock
+      q.seq_true = std::max(q.seq_true, true_relative(A, bs[std::size_t(j)].data(), seq_x[std::size_t(j)].data()));
+      q.column_ratio = std::max(q.column_ratio, double(block_columns[std::size_t(j)]) / double(seq_iters[std::size_t(j)]));
+    }
+    seq_x.clear();
+    seq_iters.clear();
     rounds.push_back(q);
   }
   std::sort(rounds.begin(), rounds.end(),
@@ -308,13 +353,14 @@ int main(int argc, char** argv) {
     std::printf("bench_block_cg: no CUDA device, nothing to measure\n");
     return 0;
   }
-  bool quick = false, profile_only = false, target_only = false;
+  bool quick = false, profile_only = false, target_only = false, hard = false;
   std::string json;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--profile-only")) profile_only = true;
     else if (!std::strcmp(argv[i], "--target-only")) target_only = true;
+    else if (!std::strcmp(argv[i], "--hard")) hard = true;
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else files.push_back(argv[i]);
   }
@@ -324,23 +370,34 @@ int main(int argc, char** argv) {
   for (const auto& f : files) mats.emplace_back(f.substr(f.find_last_of('/') + 1), io::read_matrix_market<double>(f));
   const double copy_gbs = measure_copy_bandwidth_gbs();
   std::printf("device %s, copy bandwidth %.0f GB/s\n", cuda_device_name().c_str(), copy_gbs);
-  if (!target_only) {
+  if (!target_only && !hard) {
     for (index_t s : {8, 16}) profile_steps(mats.front().first, mats.front().second, s, copy_gbs);
     profile_loop(mats.front().first, mats.front().second, 8);
   }
   if (profile_only) return 0;
   std::vector<Row> rows;
   auto run = [&](const std::string& name, const CsrMatrix<double>& A, index_t s, index_t group, PrecondKind pk) {
-    rows.push_back(measure(name, A, s, group, pk));
+    rows.push_back(measure(name, A, s, group, pk, hard));
     const auto& r = rows.back();
     std::printf("%-22s %-9s s=%2d group %2d block %.4f s (setup %.4f, %d it%s, loop %.3f ms/it)  sequential %.4f s "
-                "(setup %.4f, max %d it%s)  ratio %.3f (rounds %s)  spmm %s\n",
+                "(setup %.4f, max %d it%s)  ratio %.3f (rounds %s)  spmm %s  slowest column %d it, column/CG %.2f, "
+                "true residual block %.1e seq %.1e\n",
                 r.name.c_str(), to_string(r.precond), r.s, r.group, r.block_s, r.block_setup_s, r.block_iters,
                 r.block_ok ? "" : ", NOT converged", 1e3 * r.block_loop_s / std::max<index_t>(r.block_iters, 1), r.seq_s,
-                r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s, join(r.ratios).c_str(), r.spmm.c_str());
+                r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "" : ", NOT converged", r.block_s / r.seq_s, join(r.ratios).c_str(), r.spmm.c_str(),
+                r.slowest_column, r.column_ratio, r.block_true, r.seq_true);
     std::fflush(stdout);
   };
-  if (target_only) {  // the direct loop profile before and after, to tell the solve's overheads from the device's state
+  if (hard) {  // issue 30: hard problems, s = 4, 8, 16, Jacobi; s = 8 also with Chebyshev
+    std::vector<std::pair<std::string, CsrMatrix<double>>> hard_mats;
+    hard_mats.emplace_back("diffusion3d_40_jumps1e4_aniso_z", diffusion_3d(40, 1.0, 1.0, 0.01, 1e4));
+    hard_mats.emplace_back("diffusion3d_40_jumps1e4_aniso_x", diffusion_3d(40, 100.0, 1.0, 1.0, 1e4));
+    for (std::size_t k = 1; k < mats.size(); ++k) hard_mats.push_back(mats[k]);
+    for (const auto& [name, A] : hard_mats) {
+      for (const index_t s : {4, 8, 16}) run(name, A, s, 0, PrecondKind::Jacobi);
+      run(name, A, 8, 0, PrecondKind::Chebyshev);
+    }
+  } else if (target_only) {  // the direct loop profile before and after, to tell the solve's overheads from the device's state
     profile_loop(mats.front().first, mats.front().second, 8);
     run(mats.front().first, mats.front().second, 8, 0, PrecondKind::Jacobi);
     profile_loop(mats.front().first, mats.front().second, 8);
@@ -364,10 +421,12 @@ int main(int argc, char** argv) {
       std::fprintf(f,
                    "    {\"matrix\": \"%s\", \"precond\": \"%s\", \"n\": %d, \"nnz\": %d, \"s\": %d, \"block_group\": %d, \"block_seconds\": %.6f, "
                    "\"block_iterations\": %d, \"block_converged\": %s, \"sequential_seconds\": %.6f, "
-                   "\"block_setup_seconds\": %.6f, \"sequential_setup_seconds\": %.6f, \"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"round_ratios\": [%s], \"spmm\": \"%s\"}%s\n",
+                   "\"block_setup_seconds\": %.6f, \"sequential_setup_seconds\": %.6f, \"sequential_max_iterations\": %d, \"sequential_converged\": %s, \"ratio\": %.4f, \"round_ratios\": [%s], \"spmm\": \"%s\", "
+                   "\"slowest_column_iterations\": %d, \"worst_column_over_cg_iterations\": %.4f, \"block_worst_true_relres\": %.3e, "
+                   "\"sequential_worst_true_relres\": %.3e}%s\n",
                    r.name.c_str(), to_string(r.precond), r.n, r.nnz, r.s, r.group, r.block_s, r.block_iters, r.block_ok ? "true" : "false", r.seq_s,
                    r.block_setup_s, r.seq_setup_s, r.max_seq_iters, r.seq_ok ? "true" : "false", r.block_s / r.seq_s, join(r.ratios).c_str(),
-                   r.spmm.c_str(), i + 1 < rows.size() ? "," : "");
+                   r.spmm.c_str(), r.slowest_column, r.column_ratio, r.block_true, r.seq_true, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);
