@@ -203,6 +203,14 @@ struct TimedOps {
                index_t by) {
     timed("combine", [&] { ops.combine(X, bx, C, alpha, beta, Y, by); });
   }
+  void step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx, const std::vector<double>& xi,
+            Block& X, Block& Q, Block& Z) {
+    timed("step", [&] { ops.step(P, AP, w, Cx, xi, X, Q, Z); });
+  }
+  void rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2, const std::vector<double>& Cw,
+              const std::vector<double>& Tt) {
+    timed("rotate", [&] { ops.rotate(Q, Z, P, w, w2, Cw, Tt); });
+  }
 };
 
 /// One solve of the profile's problem through TimedOps: per call kind, its count and mean wall
@@ -312,18 +320,14 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
     double bytes;
     std::function<void()> fn;
   };
-  // one iteration's calls (block_cg.hpp): SpMM and Gram, X += S·C, W = Q − AS·ξ, Z = M⁻¹·W,
-  // WᵀZ and WᵀW, S = Z·C + S·C, Q = W·C
+  // one iteration's calls (block_cg.hpp): SpMM and Gram, the step (X += S·C, W = Q − AS·ξ,
+  // Z = D⁻¹·W), WᵀZ and WᵀW, the rotation (S = Z·C + S·C, Q = W·C)
   std::vector<Step> steps = {
       {"spmm Q = A*P", mat + 2 * blk, [&] { ops.spmm(P, s, Q); }},
       {"gram PtQ", 2 * blk, [&] { ops.gram(P, s, Q, s); }},
-      {"combine X += P*C", 3 * blk, [&] { ops.combine(P, s, C, 1.0, 1.0, X, s); }},
-      {"combine R -= Q*C", 3 * blk, [&] { ops.combine(Q, s, C, -1.0, 1.0, R, s); }},
-      {"precondition Z", 2 * blk + 8.0 * n, [&] { ops.precondition(R, s, Pn); }},
+      {"step X, R, Z", 6 * blk + 8.0 * n, [&] { ops.step(P, Q, s, C, C, X, R, Pn); }},
       {"gram2 RtZ, RtR", 4 * blk, [&] { ops.gram2(R, s, Pn, R); }},
-      {"combine S = P*C", 2 * blk, [&] { ops.combine(P, s, C, 1.0, 0.0, Q, s); }},
-      {"combine S += Z*C", 3 * blk, [&] { ops.combine(Pn, s, C, 1.0, 1.0, Q, s); }},
-      {"combine Q = R*C", 2 * blk, [&] { ops.combine(R, s, C, 1.0, 0.0, P, s); }},
+      {"rotate P, Q", 5 * blk, [&] { ops.rotate(R, Pn, P, s, s, C, C); }},
   };
   const std::size_t iteration_steps = steps.size();
   // the fused SpMM + Gram pass, each variant (not part of the sum: it replaces the first two)

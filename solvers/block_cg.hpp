@@ -10,6 +10,9 @@
 ///   gram(X, bx, Y, by) -> XᵀY (bx × by)
 ///   gram2(X, b, Y1, Y2) -> {XᵀY1, XᵀY2}           (b × b each, one wait for the device)
 ///   combine(X, bx, C, alpha, beta, Y, by)         Y = alpha·X·C + beta·Y (C bx × by, Y ≠ X)
+///   step(P, AP, w, Cx, ξ, X, Q, Z)                X += P·Cx, Q −= AP·ξ, Z = M⁻¹·Q (first w columns)
+///   rotate(Q, Z, P, w, w2, Cw, Tt)                P = Z·Cw + P·Tt, Q = Q·Cw (w columns to w2)
+/// (step and rotate are row-wise: one pass each where the backend fuses them.)
 /// Blocks are n × s row-major (ld = s); a block of width w uses its first w columns. Small
 /// matrices are column-major on the host, where the w × w algebra takes microseconds.
 ///
@@ -195,9 +198,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       for (index_t j = 0; j < s; ++j)
         if (!moving[j])
           for (index_t i = 0; i < w; ++i) step[cm(i, j, w)] = 0.0;
-      ops.combine(S, w, step, 1.0, 1.0, X, s);
-      ops.combine(AS, w, xi, -1.0, 1.0, Q, w);  // Q becomes W = Q − AS·ξ
-      ops.precondition(Q, w, Z);
+      ops.step(S, AS, w, step, xi, X, Q, Z);  // Q becomes W = Q − AS·ξ; Z = M⁻¹·W
       auto [WZ, WW] = ops.gram2(Q, w, Z, Q);
       dense::symmetrize(w, WZ);
       dense::symmetrize(w, WW);
@@ -205,11 +206,7 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       const index_t w2 = svqb(w, WZ, kDrop, Cw);              // τ⁻¹ (w × w2)
       if (w2 == 0) break;                                      // W = 0: b − A·x decides below
       const auto tau = dense::at_b(w, w2, w, Cw, WZ);          // τ = Cwᵀ·WᵀZ (w2 × w)
-      ops.combine(S, w, transpose(tau, w2, w), 1.0, 0.0, AS, w2);  // S = Z·τ⁻¹ + S·τᵀ (AS is free)
-      ops.combine(Z, w, Cw, 1.0, 1.0, AS, w2);
-      std::swap(S, AS);
-      ops.combine(Q, w, Cw, 1.0, 0.0, R, w2);  // Q = W·τ⁻¹ (R is free until the next start)
-      std::swap(Q, R);
+      ops.rotate(Q, Z, S, w, w2, Cw, transpose(tau, w2, w));  // S = Z·τ⁻¹ + S·τᵀ; Q = W·τ⁻¹
       rho = dense::a_b(w2, w, s, tau, rho);
       const auto QQ = dense::at_b(w, w2, w2, Cw, dense::a_b(w, w, w2, WW, Cw));
       std::vector<double> rr(s, 0.0);

@@ -30,6 +30,20 @@ std::size_t tall_partials(int grid, index_t s);
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws);
 
+/// Widest block the fused row-wise steps take (coefficients travel as kernel parameters).
+inline constexpr index_t kMaxStepCols = 16;
+/// Whether tall_step and tall_rotate take s columns.
+bool tall_steps_fit(index_t s);
+/// X += P·Cx (Cx: w × s) and Q −= AP·ξ (ξ: w × w) on the first w columns of Q; with Z also
+/// Z = D⁻¹·Q there (Z = Q when inv_diag is null). Coefficients column-major on the host;
+/// s ≤ kMaxStepCols.
+void tall_step(index_t n, index_t s, index_t w, const double* P, const double* AP, const double* Cx, const double* xi,
+               double* X, double* Q, double* Z, const double* inv_diag);
+/// In place, for the first w2 columns: P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2, column-major
+/// on the host), from the first w columns of Q, Z and P as they were; s ≤ kMaxStepCols.
+void tall_rotate(index_t n, index_t s, index_t w, index_t w2, double* Q, const double* Z, double* P, const double* Cw,
+                 const double* Tt);
+
 /// out = Σ of the grid partials of nout outputs (ws.grid blocks' partials, in block order).
 void tall_reduce(int nout, const TallWorkspace& ws);
 

@@ -17,7 +17,7 @@ std::size_t out_size(index_t s) { return std::size_t(2 * s * s); }
 template <class T>
 CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const DevicePreconditioner<T>* M,
                                   const SpmmPlanOptions& plan_options)
-    : A_(A), s_(s), M_(M), plan_options_(plan_options), blk_(s) {
+    : A_(A), s_(s), M_(M), plan_options_(plan_options), blk_(s), inv_diag_(M ? M->inverse_diagonal() : nullptr) {
   static_assert(std::is_same_v<T, double>, "block CG's tall-skinny kernels are fp64");
   KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(s >= 1 && s <= 64, "block CG: ", s, " right-hand sides (1 to 64 supported)");
@@ -175,6 +175,40 @@ void CudaBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<do
                 " matrix");
   KRYSP_REQUIRE(X.data() != Y.data(), "block CG combine: Y aliases X");
   blk_.combine(size(), X.data(), s_, bx, C.data(), alpha, beta, Y.data(), s_, by);
+}
+
+template <class T>
+void CudaBlockCgOps<T>::step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx,
+                             const std::vector<double>& xi, Block& X, Block& Q, Block& Z) {
+  KRYSP_REQUIRE(Cx.size() == std::size_t(w) * s_ && xi.size() == std::size_t(w) * w, "block CG step: ", Cx.size(),
+                " and ", xi.size(), " coefficients for width ", w);
+  if (!detail::tall_steps_fit(s_)) {
+    combine(P, w, Cx, 1.0, 1.0, X, s_);
+    combine(AP, w, xi, -1.0, 1.0, Q, w);
+    precondition(Q, w, Z);
+    return;
+  }
+  const bool fused_z = !M_ || inv_diag_;  // Z = Q or D⁻¹·Q inside the pass
+  detail::tall_step(size(), s_, w, P.data(), AP.data(), Cx.data(), xi.data(), X.data(), Q.data(),
+                    fused_z ? Z.data() : nullptr, inv_diag_);
+  if (!fused_z) precondition(Q, w, Z);
+}
+
+template <class T>
+void CudaBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2,
+                               const std::vector<double>& Cw, const std::vector<double>& Tt) {
+  KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2, "block CG rotate: ",
+                Cw.size(), " and ", Tt.size(), " coefficients for ", w, " x ", w2);
+  if (detail::tall_steps_fit(s_)) {
+    detail::tall_rotate(size(), s_, w, w2, Q.data(), Z.data(), P.data(), Cw.data(), Tt.data());
+    return;
+  }
+  if (spare_q_.size() == 0) spare_q_ = block(), spare_p_ = block();
+  combine(P, w, Tt, 1.0, 0.0, spare_p_, w2);
+  combine(Z, w, Cw, 1.0, 1.0, spare_p_, w2);
+  combine(Q, w, Cw, 1.0, 0.0, spare_q_, w2);
+  std::swap(P, spare_p_);
+  std::swap(Q, spare_q_);
 }
 
 template class CudaBlockCgOps<double>;

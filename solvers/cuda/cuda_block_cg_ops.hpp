@@ -49,6 +49,14 @@ class CudaBlockCgOps {
   /// {Xᵀ·Y1, Xᵀ·Y2} of the first b columns of each, read back in one copy (one wait).
   std::pair<std::vector<double>, std::vector<double>> gram2(const Block& X, index_t b, const Block& Y1,
                                                             const Block& Y2);
+  /// X += P·Cx (Cx: w × s), Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q on the first w columns: one
+  /// fused pass up to kMaxStepCols columns (a diagonal M inside it), block updates beyond.
+  void step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx, const std::vector<double>& xi,
+            Block& X, Block& Q, Block& Z);
+  /// P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2): one fused pass in place up to kMaxStepCols
+  /// columns, block updates into spare blocks (swapped in) beyond.
+  void rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2, const std::vector<double>& Cw,
+              const std::vector<double>& Tt);
   /// Y = alpha·X·C + beta·Y for the first bx columns of X and by of Y (C bx × by, column-major,
   /// host); does not wait for the device.
   void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
@@ -72,6 +80,8 @@ class CudaBlockCgOps {
   DeviceArray<double> work_;   ///< the reductions' partials
   MappedArray<double> out_;    ///< their outputs, written by the device into host memory
   CudaBlockOps<T> blk_;        ///< combine() and copies
+  const T* inv_diag_;          ///< M's inverse diagonal when M is diagonal (fused into step())
+  DeviceArray<T> spare_q_, spare_p_;  ///< rotate()'s outputs beyond kMaxStepCols columns
 };
 
 /// The rule of spmm_gram_choice: the fused kernel when rows are short and regular (the SpMM plan's

@@ -56,6 +56,51 @@ void HostBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<do
   blk_.combine(size(), X.data(), s_, bx, C.data(), alpha, beta, Y.data(), s_, by);
 }
 
+template <class T>
+void HostBlockCgOps<T>::step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx,
+                             const std::vector<double>& xi, Block& X, Block& Q, Block& Z) const {
+  KRYSP_REQUIRE(Cx.size() == std::size_t(w) * s_ && xi.size() == std::size_t(w) * w, "block CG step: ", Cx.size(),
+                " and ", xi.size(), " coefficients for width ", w);
+  for (index_t r = 0; r < size(); ++r) {
+    const std::size_t row = std::size_t(r) * s_;
+    for (index_t j = 0; j < s_; ++j) {
+      double dx = 0;  // Σ first, then one add (the CUDA kernel rounds the same way)
+      for (index_t i = 0; i < w; ++i) dx += double(P(row + i)) * Cx[cm(i, j, w)];
+      X(row + j) += T(dx);
+    }
+    for (index_t j = 0; j < w; ++j) {
+      double dq = 0;
+      for (index_t i = 0; i < w; ++i) dq += double(AP(row + i)) * xi[cm(i, j, w)];
+      Q(row + j) -= T(dq);
+    }
+  }
+  precondition(Q, w, Z);
+}
+
+template <class T>
+void HostBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2,
+                               const std::vector<double>& Cw, const std::vector<double>& Tt) const {
+  KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2, "block CG rotate: ",
+                Cw.size(), " and ", Tt.size(), " coefficients for ", w, " x ", w2);
+  std::vector<double> q(w2), p(w2);
+  for (index_t r = 0; r < size(); ++r) {
+    const std::size_t row = std::size_t(r) * s_;
+    for (index_t j = 0; j < w2; ++j) {
+      double a = 0, b = 0;
+      for (index_t i = 0; i < w; ++i) {
+        a += double(Q(row + i)) * Cw[cm(i, j, w)];
+        b += double(Z(row + i)) * Cw[cm(i, j, w)] + double(P(row + i)) * Tt[cm(i, j, w)];
+      }
+      q[j] = a;
+      p[j] = b;
+    }
+    for (index_t j = 0; j < w2; ++j) {
+      Q(row + j) = T(q[j]);
+      P(row + j) = T(p[j]);
+    }
+  }
+}
+
 template class HostBlockCgOps<double>;
 
 }  // namespace krysp

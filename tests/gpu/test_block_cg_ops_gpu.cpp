@@ -151,6 +151,43 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     CHECK(columns_from(Z1, n, s, w) == columns_from(Z0, n, s, w));
   }
 
+  // the fused row-wise steps: X += P·Cx, Q −= AP·ξ, Z = M⁻¹·Q; then P = Z·Cw + P·Tt, Q = Q·Cw.
+  // Columns of X with zero coefficients stay as they were, bit for bit.
+  {
+    auto Cx = test::random_vector(std::size_t(w) * s);
+    for (index_t i = 0; i < w; ++i) Cx[cm(i, s - 1, w)] = 0.0;  // the last column does not move
+    const auto xi = test::random_vector(std::size_t(w) * w);
+    auto hZ = host.block();
+    auto dZ = dev.block();
+    dY.upload(hY.data(), ns);
+    dX.upload(hX.data(), ns);
+    const auto X0 = hvec(hX);
+    host.step(hP, hQ, w, Cx, xi, hX, hY, hZ);
+    dev.step(dP, dQ, w, Cx, xi, dX, dY, dZ);
+    const auto X1 = download(dX);
+    check_close(X1, hvec(hX), double(w), "step X", 1.0);
+    check_close(columns_from(download(dY), n, s, 0), columns_from(hvec(hY), n, s, 0), double(w), "step Q", 1.0);
+    std::vector<double> zd = download(dZ), zh = hvec(hZ);
+    for (index_t i = 0; i < n; ++i)  // Z is defined on the first w columns only
+      for (index_t j = w; j < s; ++j) zd[std::size_t(i) * s + j] = zh[std::size_t(i) * s + j] = 0.0;
+    check_close(zd, zh, 8.0, "step Z", 8.0);
+    for (index_t i = 0; i < n; ++i) CHECK(X1[std::size_t(i) * s + s - 1] == X0[std::size_t(i) * s + s - 1]);
+
+    const auto Cw = test::random_vector(std::size_t(w) * w2), Tt = test::random_vector(std::size_t(w) * w2);
+    dP.upload(hP.data(), ns);
+    host.rotate(hY, hZ, hP, w, w2, Cw, Tt);
+    dev.rotate(dY, dZ, dP, w, w2, Cw, Tt);
+    std::vector<double> qd = download(dY), qh = hvec(hY), pd = download(dP), ph = hvec(hP);
+    for (index_t i = 0; i < n; ++i)  // the first w2 columns are the result
+      for (index_t j = w2; j < s; ++j)
+        qd[std::size_t(i) * s + j] = qh[std::size_t(i) * s + j] = pd[std::size_t(i) * s + j] = ph[std::size_t(i) * s + j] = 0.0;
+    check_close(qd, qh, double(w), "rotate Q", 8.0);
+    check_close(pd, ph, double(2 * w), "rotate P", 16.0);
+    CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, w, w2, Cw, std::vector<double>(1)), InputError);
+    hP = hblock();  // fresh operands for what follows
+    dP.upload(hP.data(), ns);
+  }
+
   // Q = A·P with PᵀQ, and the residual B − A·X
   {
     const auto hg = host.spmm_gram(hP, w, hQ);
