@@ -318,16 +318,27 @@ inline void trust_cg_unattainable(Backend backend) {
 
 /// Block CG: no column needs more block iterations than CG needs for it alone, s = 4, 8, 16, on
 /// coefficient jumps with anisotropy (either way round), structural matrices (bcsstk06; bcsstk19
-/// and bcsstk20, condition near 1e11 and 1e12, where CG itself stagnates above rtol 1e-8 and
-/// plain block CG took 20 times CG's iterations) and 1138_bus (where it took 1032 for CG's 1018);
-/// b_0 = A·1, the others random. A column converges whenever CG alone does, and every converged
-/// column meets rtol by its true residual.
+/// and bcsstk20, condition near 1e11 and 1e12, where plain block CG took 20 times CG's
+/// iterations) and 1138_bus (where it took 1032 for CG's 1018); b_0 = A·1, the others random.
+/// Every converged column meets rtol by its true residual; a column converges whenever CG alone
+/// does, except at rtol 1e-8 on bcsstk19 and bcsstk20, which is at their rounding floor: there
+/// either solver may end stagnated (CG alone converged on the GPU and stagnated on the host), so
+/// they are also run at 1e-6, where both must converge.
 inline void trust_block_cg_columns(Backend backend) {
   const auto aniso_z = diffusion_3d(16, 1.0, 1.0, 0.01, 1e4), aniso_x = diffusion_3d(16, 100.0, 1.0, 1.0, 1e4);
   const auto k06 = test::load("bcsstk06"), k19 = test::load("bcsstk19"), k20 = test::load("bcsstk20");
   const auto bus = test::load("1138_bus");
-  for (const auto* A : {&aniso_z, &aniso_x, &k06, &k19, &k20, &bus}) {
+  struct Case {
+    const CsrMatrix<double>* A;
+    double rtol;
+    bool at_floor;
+  };
+  const std::vector<Case> cases{{&aniso_z, 1e-8, false}, {&aniso_x, 1e-8, false}, {&k06, 1e-8, false},
+                                {&bus, 1e-8, false},     {&k19, 1e-6, false},     {&k20, 1e-6, false},
+                                {&k19, 1e-8, true},      {&k20, 1e-8, true}};
+  for (const auto& [A, rtol, at_floor] : cases) {
     CAPTURE(A->rows());
+    CAPTURE(rtol);
     const index_t n = A->rows();
     for (index_t s : {4, 8, 16}) {
       CAPTURE(s);
@@ -336,6 +347,7 @@ inline void trust_block_cg_columns(Backend backend) {
       A->multiply_host(ones.data(), B.data());  // column 0: b = A·1, the smooth one
       SolveOptions o;
       o.backend = backend;
+      o.cg.rtol = rtol;
       o.cg.max_iters = 20000;
       const BlockSolveReport br = solve_block(*A, B, s, X, o);
       index_t worst = 0, worst_alone = 0;
@@ -347,16 +359,16 @@ inline void trust_block_cg_columns(Backend backend) {
         const SolveReport alone = solve(*A, bj, x, o);
         CAPTURE(std::string(to_string(alone.status)));
         CAPTURE(std::string(to_string(br.columns[j].status)));
-        CHECK((alone.converged() || alone.status == SolveStatus::Stagnated));
-        if (alone.converged()) CHECK(br.columns[j].converged());
+        CHECK((alone.converged() || (at_floor && alone.status == SolveStatus::Stagnated)));
+        CHECK((br.columns[j].converged() || (at_floor && br.columns[j].status == SolveStatus::Stagnated)));
         CHECK(br.columns[j].iterations <= alone.iterations);
         if (br.columns[j].converged())
-          CHECK(test::true_relative_residual(*A, bj, xj) <= o.cg.rtol + residual_rounding(*A, bj, xj));
+          CHECK(test::true_relative_residual(*A, bj, xj) <= rtol + residual_rounding(*A, bj, xj));
         worst = std::max(worst, br.columns[j].iterations);
         worst_alone = std::max(worst_alone, alone.iterations);
       }
-      std::printf("trust block cg: n %5d s %2d: slowest column %5d block iterations, CG alone up to %5d\n", n, s,
-                  worst, worst_alone);
+      std::printf("trust block cg: n %5d rtol %.0e s %2d: slowest column %5d block iterations, CG alone up to %5d\n",
+                  n, rtol, s, worst, worst_alone);
     }
   }
 }

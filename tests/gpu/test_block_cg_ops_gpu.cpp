@@ -183,9 +183,11 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
         qd[std::size_t(i) * s + j] = qh[std::size_t(i) * s + j] = pd[std::size_t(i) * s + j] = ph[std::size_t(i) * s + j] = 0.0;
     check_close(qd, qh, double(w), "rotate Q", 8.0);
     check_close(pd, ph, double(2 * w), "rotate P", 16.0);
-    CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, w, w2, Cw, std::vector<double>(1)), InputError);
-    hP = hblock();  // fresh operands for what follows
+    CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, w, w2, Cw, std::vector<double>(std::size_t(w) * w2 + 1)), InputError);
+    hP = hblock();  // fresh operands for what follows (columns beyond w2 are the backends' own)
+    hY = hblock();
     dP.upload(hP.data(), ns);
+    dY.upload(hY.data(), ns);
   }
 
   // Q = A·P with PᵀQ, and the residual B − A·X
