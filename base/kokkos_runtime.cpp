@@ -1,4 +1,4 @@
-#include "base/kokkos_runtime.hpp"
+#include "krysp/base/kokkos_runtime.hpp"
 
 #include <Kokkos_Core.hpp>
 

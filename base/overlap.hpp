@@ -7,7 +7,7 @@
 /// they overlap only where entries coincide, not where their address ranges do.
 #include <cstdint>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp {
 

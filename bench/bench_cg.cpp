@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
-#include "base/device_memory.hpp"
-#include "io/matrix_market.hpp"
-#include "precond/jacobi.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/precond/jacobi.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 
 using namespace krysp;
 using bench::median;

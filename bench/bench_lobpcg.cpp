@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
-#include "solvers/eigensolve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/sparse/generators.hpp"
 
 using namespace krysp;
 using bench::json_escape;

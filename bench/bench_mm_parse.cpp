@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
 
 using krysp::bench::json_escape;
 

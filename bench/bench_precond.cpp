@@ -23,15 +23,15 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
-#include "precond/block_jacobi.hpp"
-#include "precond/cuda/device_chebyshev.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/cuda/device_chebyshev.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 using namespace krysp;
 using bench::json_escape;

@@ -55,19 +55,19 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
-#include "bench/launch_floor.hpp"
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "base/overlapped_launch.hpp"
-#include "io/matrix_market.hpp"
-#include "sparse/cuda/cusparse_spmv.hpp"
-#include "sparse/cuda/spmm_launch.hpp"
-#include "sparse/cuda/timing.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmm_plan.hpp"
-#include "sparse/spmm_select.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/bench/launch_floor.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/overlapped_launch.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/cuda/cusparse_spmv.hpp"
+#include "krysp/sparse/cuda/spmm_launch.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
+#include "krysp/sparse/spmm_select.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 using namespace krysp;
 using bench::geomean;

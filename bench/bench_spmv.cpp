@@ -30,16 +30,16 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.hpp"
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
-#include "sparse/cuda/cusparse_spmv.hpp"
-#include "sparse/cuda/spmv_launch.hpp"
-#include "sparse/cuda/timing.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmv_plan.hpp"
-#include "sparse/spmv_select.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/cuda/cusparse_spmv.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "krysp/sparse/spmv_select.hpp"
 
 using namespace krysp;
 using bench::geomean;

@@ -1,12 +1,12 @@
-#include "bench/launch_floor.hpp"
+#include "krysp/bench/launch_floor.hpp"
 
 #include <chrono>
 #include <vector>
 
-#include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "sparse/cuda/timing.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
 
 namespace krysp::bench {
 

@@ -1,10 +1,10 @@
-#include "cli/args.hpp"
+#include "krysp/cli/args.hpp"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp::cli {
 

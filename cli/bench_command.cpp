@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "bench/bench_util.hpp"
-#include "base/error.hpp"
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
-#include "io/matrix_market.hpp"
-#include "sparse/cuda/cusparse_spmv.hpp"
-#include "sparse/cuda/spmv_launch.hpp"
-#include "sparse/cuda/timing.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/cli/args.hpp"
+#include "krysp/cli/commands.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/cuda/cusparse_spmv.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp::cli {
 

@@ -5,14 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
-#include "cli/throttle.hpp"
-#include "io/hdf5_result.hpp"
-#include "io/matrix_market.hpp"
-#include "solvers/eigensolve.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/cli/args.hpp"
+#include "krysp/cli/commands.hpp"
+#include "krysp/cli/throttle.hpp"
+#include "krysp/io/hdf5_result.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/eigensolve.hpp"
 
 namespace krysp::cli {
 

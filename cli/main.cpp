@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "cli/commands.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/cli/commands.hpp"
 
 namespace {
 const char* const kUsage =

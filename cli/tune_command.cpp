@@ -3,14 +3,14 @@
 #include <cstdio>
 #include <string>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
-#include "io/matrix_market.hpp"
-#include "sparse/cuda/timing.hpp"
-#include "sparse/spmv_plan.hpp"
-#include "sparse/tune_cache.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/cli/args.hpp"
+#include "krysp/cli/commands.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "krysp/sparse/tune_cache.hpp"
 
 namespace krysp::cli {
 

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <vector>
 
-#include "base/error.hpp"
-#include "solvers/cg_solver.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/sparse/generators.hpp"
 
 int main(int argc, char** argv) {
   using namespace krysp;

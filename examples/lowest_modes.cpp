@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
-#include "solvers/eigensolve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/sparse/generators.hpp"
 
 namespace {
 /// max_i Σ_j |A_ij| (bounds ‖A‖₂ from above).

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
-#include "solvers/solve.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/solve.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) return std::fprintf(stderr, "usage: %s A.mtx\n", argv[0]), 2;

@@ -1,4 +1,4 @@
-#include "io/atomic_file.hpp"
+#include "krysp/io/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/hdf5_result.hpp"
+#include "krysp/io/hdf5_result.hpp"
 
 #include <hdf5.h>
 #include <sys/stat.h>
@@ -13,8 +13,8 @@
 #include <set>
 #include <vector>
 
-#include "base/error.hpp"
-#include "io/atomic_file.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/atomic_file.hpp"
 
 namespace krysp::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/matrix_market.hpp"
+#include "krysp/io/matrix_market.hpp"
 
 #include <sys/stat.h>
 
@@ -16,8 +16,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "base/error.hpp"
-#include "base/kokkos_runtime.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/kokkos_runtime.hpp"
 
 namespace krysp::io {
 namespace {

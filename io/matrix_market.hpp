@@ -38,8 +38,8 @@
 #include <string_view>
 #include <vector>
 
-#include "base/types.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp::io {
 

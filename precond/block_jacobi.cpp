@@ -1,10 +1,10 @@
-#include "precond/block_jacobi.hpp"
+#include "krysp/precond/block_jacobi.hpp"
 
 #include <cmath>
 #include <cstdint>
 
-#include "base/error.hpp"
-#include "precond/node_pattern.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/node_pattern.hpp"
 
 namespace krysp {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "precond/spd_block.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/precond/spd_block.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

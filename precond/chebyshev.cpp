@@ -1,14 +1,14 @@
-#include "precond/chebyshev.hpp"
+#include "krysp/precond/chebyshev.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
-#include "base/error.hpp"
-#include "precond/cuda/chebyshev_kernels.hpp"
-#include "precond/jacobi.hpp"
-#include "sparse/host/spmm_reference.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/jacobi.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
 
 namespace krysp {
 

@@ -34,10 +34,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmv_config.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmv_config.hpp"
 
 namespace krysp {
 

@@ -1,9 +1,9 @@
-#include "precond/jacobi.hpp"
+#include "krysp/precond/jacobi.hpp"
 
 #include <cmath>
 #include <cstdint>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp {
 

@@ -3,8 +3,8 @@
 /// Jacobi (diagonal) preconditioning: M = diag(A), applied as z = D⁻¹·r.
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

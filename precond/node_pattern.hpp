@@ -3,8 +3,8 @@
 /// The node-pattern test behind block Jacobi's block-size detection (block_jacobi.hpp), one
 /// definition for the host and the GPU (the device detection runs it with one thread per node).
 /// CUDA-free and Kokkos-free: .cu files include it.
-#include "base/host_device.hpp"
-#include "base/types.hpp"
+#include "krysp/base/host_device.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::detail {
 

@@ -1,16 +1,16 @@
-#include "precond/preconditioner.hpp"
+#include "krysp/precond/preconditioner.hpp"
 
 #include <cmath>
 #include <sstream>
 #include <type_traits>
 
-#include "base/error.hpp"
-#include "precond/block_jacobi.hpp"
-#include "precond/chebyshev.hpp"
-#include "precond/cuda/device_block_jacobi.hpp"
-#include "precond/cuda/device_chebyshev.hpp"
-#include "precond/cuda/device_jacobi.hpp"
-#include "precond/jacobi.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/device_block_jacobi.hpp"
+#include "krysp/precond/cuda/device_chebyshev.hpp"
+#include "krysp/precond/cuda/device_jacobi.hpp"
+#include "krysp/precond/jacobi.hpp"
 
 namespace krysp {
 

@@ -18,8 +18,8 @@
 #include <memory>
 #include <string>
 
-#include "base/types.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

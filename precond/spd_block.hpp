@@ -5,7 +5,7 @@
 /// code, so both report the same pivot). CUDA-free and Kokkos-free: .cu files include it.
 #include <math.h>
 
-#include "base/host_device.hpp"
+#include "krysp/base/host_device.hpp"
 
 namespace krysp {
 

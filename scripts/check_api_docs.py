@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Lists public declarations of the installed headers that have no /// comment.
 
-The installed headers are every *.hpp under base/ sparse/ solvers/ precond/ io/ except the cuda/
-folders (see the install rules in CMakeLists.txt). A declaration counts as documented when the
+Checked: every *.hpp under base/ sparse/ solvers/ precond/ io/ except the cuda/ folders, a superset
+of the installed headers (KRYSP_PUBLIC_HEADERS in CMakeLists.txt). A declaration counts as documented when the
 line before it (template<...> lines skipped) is a /// comment, or it carries a trailing ///<.
 Checked: functions, classes, structs, enums and aliases at namespace scope and in the public part
 of classes; not data members, detail/internal namespaces, deleted/defaulted special members, or overrides

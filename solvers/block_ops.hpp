@@ -11,7 +11,7 @@
 ///   copy(n, b, X, ldx, Y, ldy)                    Y = X
 #include <vector>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp {
 

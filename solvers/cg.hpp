@@ -14,8 +14,8 @@
 #include <limits>
 #include <vector>
 
-#include "base/host_device.hpp"
-#include "solvers/solve_result.hpp"
+#include "krysp/base/host_device.hpp"
+#include "krysp/solvers/solve_result.hpp"
 
 namespace krysp {
 

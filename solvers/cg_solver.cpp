@@ -1,15 +1,15 @@
-#include "solvers/cg_solver.hpp"
+#include "krysp/solvers/cg_solver.hpp"
 
 #include <chrono>
 #include <optional>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "base/zero_fill.hpp"
-#include "solvers/cg.hpp"
-#include "solvers/cuda/cuda_cg_ops.hpp"
-#include "solvers/host/host_cg_ops.hpp"
-#include "sparse/symmetry.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/zero_fill.hpp"
+#include "krysp/solvers/cg.hpp"
+#include "krysp/solvers/cuda/cuda_cg_ops.hpp"
+#include "krysp/solvers/host/host_cg_ops.hpp"
+#include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "solvers/solve.hpp"
+#include "krysp/solvers/solve.hpp"
 
 namespace krysp {
 

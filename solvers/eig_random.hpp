@@ -5,7 +5,7 @@
 /// backend starts from bitwise the same block.
 #include <cstdint>
 
-#include "base/host_device.hpp"
+#include "krysp/base/host_device.hpp"
 
 namespace krysp {
 

@@ -1,4 +1,4 @@
-#include "solvers/eigensolve.hpp"
+#include "krysp/solvers/eigensolve.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -10,14 +10,14 @@
 #include <optional>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "base/phase_profile.hpp"
-#include "solvers/cuda/cuda_eig_ops.hpp"
-#include "solvers/host/host_eig_ops.hpp"
-#include "solvers/inner_solve.hpp"
-#include "solvers/lobpcg.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/phase_profile.hpp"
+#include "krysp/solvers/cuda/cuda_eig_ops.hpp"
+#include "krysp/solvers/host/host_eig_ops.hpp"
+#include "krysp/solvers/inner_solve.hpp"
+#include "krysp/solvers/lobpcg.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
 

@@ -5,12 +5,12 @@
 #include <limits>
 #include <string>
 
-#include "precond/preconditioner.hpp"
-#include "solvers/lobpcg_result.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/spmm_plan.hpp"
-#include "sparse/symmetry.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/lobpcg_result.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
+#include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
 

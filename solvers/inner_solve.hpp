@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/error.hpp"
-#include "solvers/block_ops.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/block_ops.hpp"
 
 namespace krysp {
 

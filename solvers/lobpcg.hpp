@@ -85,12 +85,12 @@
 #include <utility>
 #include <vector>
 
-#include "base/error.hpp"
-#include "base/phase_profile.hpp"
-#include "solvers/block_ops.hpp"
-#include "solvers/lobpcg_result.hpp"
-#include "solvers/lobpcg_small.hpp"
-#include "solvers/small_dense.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/phase_profile.hpp"
+#include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/lobpcg_result.hpp"
+#include "krysp/solvers/lobpcg_small.hpp"
+#include "krysp/solvers/small_dense.hpp"
 
 namespace krysp {
 

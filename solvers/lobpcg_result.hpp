@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "base/types.hpp"
-#include "solvers/lobpcg_small.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/solvers/lobpcg_small.hpp"
 
 namespace krysp {
 

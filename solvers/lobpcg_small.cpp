@@ -1,4 +1,4 @@
-#include "solvers/lobpcg_small.hpp"
+#include "krysp/solvers/lobpcg_small.hpp"
 
 #include <lapacke.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "solvers/block_ops.hpp"
-#include "solvers/small_dense.hpp"
+#include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/small_dense.hpp"
 
 namespace krysp::lobpcg_detail {
 

@@ -7,7 +7,7 @@
 /// values, never exceptions.
 #include <vector>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::lobpcg_detail {
 

@@ -1,4 +1,4 @@
-#include "solvers/small_dense.hpp"
+#include "krysp/solvers/small_dense.hpp"
 
 #include <lapacke.h>
 

@@ -6,7 +6,7 @@
 /// drop directions, restart), not the end of a run.
 #include <vector>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::dense {
 

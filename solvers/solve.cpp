@@ -1,19 +1,19 @@
-#include "solvers/solve.hpp"
+#include "krysp/solvers/solve.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "base/zero_fill.hpp"
-#include "solvers/block_cg.hpp"
-#include "solvers/cg_solver.hpp"
-#include "solvers/cuda/block_cg_kernels.hpp"
-#include "solvers/cuda/cuda_block_cg_ops.hpp"
-#include "solvers/host/host_block_cg_ops.hpp"
-#include "sparse/symmetry.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/zero_fill.hpp"
+#include "krysp/solvers/block_cg.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
+#include "krysp/solvers/host/host_block_cg_ops.hpp"
+#include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "solvers/solve_result.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/solve_result.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
 

@@ -1,4 +1,4 @@
-#include "solvers/solve_result.hpp"
+#include "krysp/solvers/solve_result.hpp"
 
 namespace krysp {
 const char* to_string(SolveStatus s) {

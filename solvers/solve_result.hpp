@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp {
 

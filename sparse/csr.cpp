@@ -1,4 +1,4 @@
-#include "sparse/csr.hpp"
+#include "krysp/sparse/csr.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -9,9 +9,9 @@
 #include <optional>
 #include <sstream>
 
-#include "base/error.hpp"
-#include "base/kokkos_runtime.hpp"
-#include "base/overlap.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/kokkos_runtime.hpp"
+#include "krysp/base/overlap.hpp"
 
 namespace krysp {
 

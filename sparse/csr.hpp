@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/types.hpp"
-#include "sparse/csr_view.hpp"
-#include "sparse/row_stats.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/row_stats.hpp"
 
 namespace krysp {
 

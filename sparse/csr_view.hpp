@@ -2,7 +2,7 @@
 /// \file csr_view.hpp
 /// A non-owning view of CSR arrays, host or device. Kernels take this, so that CUDA code never
 /// sees Kokkos or std containers.
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp {
 /// The sizes and the three CSR array pointers of one matrix, all host or all device memory.

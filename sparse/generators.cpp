@@ -1,11 +1,11 @@
-#include "sparse/generators.hpp"
+#include "krysp/sparse/generators.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp {
 

@@ -4,7 +4,7 @@
 /// regime needs tens of millions of nonzeros).
 #include <cstdint>
 
-#include "sparse/csr.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

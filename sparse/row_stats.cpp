@@ -1,4 +1,4 @@
-#include "sparse/row_stats.hpp"
+#include "krysp/sparse/row_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

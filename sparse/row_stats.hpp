@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sparse/csr_view.hpp"
+#include "krysp/sparse/csr_view.hpp"
 
 namespace krysp {
 

@@ -1,9 +1,9 @@
-#include "sparse/spmm_panels.hpp"
+#include "krysp/sparse/spmm_panels.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp {
 

@@ -23,9 +23,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "sparse/csr_view.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmm_config.hpp"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmm_config.hpp"
 
 namespace krysp {
 

@@ -1,4 +1,4 @@
-#include "sparse/spmm_plan.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "base/overlapped_launch.hpp"
-#include "sparse/cuda/spmm_common.hpp"
-#include "sparse/cuda/spmm_launch.hpp"
-#include "sparse/cuda/timing.hpp"
-#include "sparse/host/spmm_reference.hpp"
-#include "sparse/spmm_panels.hpp"
-#include "sparse/spmm_select.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/overlapped_launch.hpp"
+#include "krysp/sparse/cuda/spmm_common.hpp"
+#include "krysp/sparse/cuda/spmm_launch.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
+#include "krysp/sparse/spmm_panels.hpp"
+#include "krysp/sparse/spmm_select.hpp"
 
 namespace krysp {
 

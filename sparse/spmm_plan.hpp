@@ -49,10 +49,10 @@
 #include <string>
 #include <vector>
 
-#include "base/stream.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmm_config.hpp"
+#include "krysp/base/stream.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmm_config.hpp"
 
 namespace krysp {
 

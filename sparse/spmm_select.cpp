@@ -1,4 +1,4 @@
-#include "sparse/spmm_select.hpp"
+#include "krysp/sparse/spmm_select.hpp"
 // Runs named in the comments below are in bench/results or in the git history (spmm_select.hpp).
 
 #include <algorithm>
@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "base/error.hpp"
-#include "sparse/cuda/spmm_common.hpp"
-#include "sparse/tune_cache.hpp"
-#include "sparse/tune_file.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmm_common.hpp"
+#include "krysp/sparse/tune_cache.hpp"
+#include "krysp/sparse/tune_file.hpp"
 
 namespace krysp {
 

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "sparse/csr.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmm_config.hpp"
-#include "sparse/spmm_wave.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmm_config.hpp"
+#include "krysp/sparse/spmm_wave.hpp"
 
 namespace krysp {
 

@@ -1,6 +1,6 @@
 // SpmvConfig helpers: plain host code without CUDA or Kokkos, so that the tuning-cache parser
 // (tune_cache.cpp) can be built on its own (the fuzz targets in tests/fuzz do).
-#include "sparse/spmv_config.hpp"
+#include "krysp/sparse/spmv_config.hpp"
 
 #include <sstream>
 

@@ -1,8 +1,8 @@
-#include "sparse/spmv_partition.hpp"
+#include "krysp/sparse/spmv_partition.hpp"
 
 #include <algorithm>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp::detail {
 

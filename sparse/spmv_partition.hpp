@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::detail {
 

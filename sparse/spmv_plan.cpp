@@ -1,4 +1,4 @@
-#include "sparse/spmv_plan.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,14 +11,14 @@
 #include <sstream>
 #include <type_traits>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "base/overlap.hpp"
-#include "sparse/cuda/spmv_launch.hpp"
-#include "sparse/cuda/timing.hpp"
-#include "sparse/spmv_partition.hpp"
-#include "sparse/spmv_select.hpp"
-#include "sparse/tune_cache.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/overlap.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/spmv_partition.hpp"
+#include "krysp/sparse/spmv_select.hpp"
+#include "krysp/sparse/tune_cache.hpp"
 
 namespace krysp {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "sparse/csr.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmv_config.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmv_config.hpp"
 
 namespace krysp {
 

@@ -1,4 +1,4 @@
-#include "sparse/spmv_select.hpp"
+#include "krysp/sparse/spmv_select.hpp"
 
 #include <algorithm>
 

@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "sparse/row_stats.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
 

@@ -1,9 +1,9 @@
-#include "sparse/symmetry.hpp"
+#include "krysp/sparse/symmetry.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp {
 

@@ -4,7 +4,7 @@
 /// iterating on it (CG on a non-symmetric matrix may even "converge" to a wrong answer).
 #include <string>
 
-#include "sparse/csr.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

@@ -1,11 +1,11 @@
-#include "sparse/tune_cache.hpp"
+#include "krysp/sparse/tune_cache.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
 
-#include "sparse/tune_file.hpp"
+#include "krysp/sparse/tune_file.hpp"
 
 namespace krysp {
 

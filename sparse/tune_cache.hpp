@@ -31,8 +31,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sparse/csr.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
 

@@ -1,4 +1,4 @@
-#include "sparse/tune_file.hpp"
+#include "krysp/sparse/tune_file.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/types.hpp"
-#include "io/atomic_file.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/io/atomic_file.hpp"
 
 namespace krysp::detail {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sparse/csr.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp::detail {
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <utility>
 
-#include "base/error.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {

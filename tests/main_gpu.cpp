@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "base/device_memory.hpp"
+#include "krysp/base/device_memory.hpp"
 
 int main(int argc, char** argv) {
   if (!krysp::cuda_device_available()) {

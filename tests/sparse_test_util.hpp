@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "sparse/csr.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmm_config.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmm_config.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "io/matrix_market.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp::test {
 

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "solvers/eigensolve.hpp"
-#include "solvers/lobpcg_small.hpp"
-#include "solvers/solve.hpp"
-#include "io/matrix_market.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/lobpcg_small.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {

@@ -4,8 +4,8 @@
 /// source file and line, and CUDA's own message.
 #include <cuda_runtime.h>
 
-#include "base/error.hpp"
-#include "base/stream.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/stream.hpp"
 
 #define KRYSP_CUDA_CHECK(call)                                                               \
   do {                                                                                       \

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "base/cuda/check.cuh"
-#include "base/cuda/parallel_copy.hpp"
-#include "base/device_memory.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/parallel_copy.hpp"
+#include "krysp/base/device_memory.hpp"
 
 namespace krysp {
 

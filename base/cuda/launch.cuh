@@ -7,8 +7,8 @@
 
 #include <utility>
 
-#include "base/cuda/check.cuh"
-#include "base/overlapped_launch.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/overlapped_launch.hpp"
 
 namespace krysp {
 

@@ -1,8 +1,8 @@
 // Pointer classification for matrices built on memory the caller owns (CsrMatrix::from_device_pointers).
 #include <cuda_runtime.h>
 
-#include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
 
 namespace krysp {
 

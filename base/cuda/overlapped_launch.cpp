@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/cuda/check.cuh"
-#include "base/cuda/launch.cuh"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/launch.cuh"
 
 namespace krysp {
 

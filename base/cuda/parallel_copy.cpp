@@ -1,5 +1,5 @@
 // A memcpy split over a small pool of threads, for the staged host<->device copies.
-#include "base/cuda/parallel_copy.hpp"
+#include "krysp/base/cuda/parallel_copy.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +12,7 @@
 
 #include <sched.h>
 
-#include "base/device_memory.hpp"
+#include "krysp/base/device_memory.hpp"
 
 namespace krysp::detail {
 

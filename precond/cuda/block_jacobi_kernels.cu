@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "precond/cuda/block_jacobi_kernels.hpp"
-#include "precond/node_pattern.hpp"
-#include "precond/spd_block.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/precond/cuda/block_jacobi_kernels.hpp"
+#include "krysp/precond/node_pattern.hpp"
+#include "krysp/precond/spd_block.hpp"
 
 namespace krysp::detail {
 

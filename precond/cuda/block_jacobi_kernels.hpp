@@ -1,8 +1,8 @@
 #pragma once
 /// \file block_jacobi_kernels.hpp
 /// Launchers of block Jacobi's kernels (internal; CUDA-free header).
-#include "base/types.hpp"
-#include "sparse/csr_view.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr_view.hpp"
 
 namespace krysp::detail {
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "base/error.hpp"
-#include "precond/cuda/chebyshev_kernels.hpp"
-#include "sparse/cuda/load.cuh"
-#include "sparse/cuda/row_sum.cuh"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/sparse/cuda/load.cuh"
+#include "krysp/sparse/cuda/row_sum.cuh"
 
 namespace krysp::detail {
 

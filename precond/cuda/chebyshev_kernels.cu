@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "base/cuda/grid_reduce.cuh"
-#include "base/error.hpp"
-#include "precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/grid_reduce.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
 
 namespace krysp::detail {
 

@@ -6,9 +6,9 @@
 /// S: the polynomial's; O: the output's (S for intermediate iterates, T for the result).
 #include <cstdint>
 
-#include "base/host_device.hpp"
-#include "base/types.hpp"
-#include "sparse/csr_view.hpp"
+#include "krysp/base/host_device.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr_view.hpp"
 
 namespace krysp::detail {
 

@@ -1,10 +1,10 @@
-#include "precond/cuda/device_block_jacobi.hpp"
+#include "krysp/precond/cuda/device_block_jacobi.hpp"
 
 #include <cstdint>
 
-#include "base/error.hpp"
-#include "precond/block_jacobi.hpp"
-#include "precond/cuda/block_jacobi_kernels.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/cuda/block_jacobi_kernels.hpp"
 
 namespace krysp {
 

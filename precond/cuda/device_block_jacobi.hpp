@@ -6,8 +6,8 @@
 /// dense inverses (n·b values); apply() and apply_block() are one kernel each.
 /// A block that is not SPD is an InputError naming the block, its rows and the pivot. With b = 1
 /// the inverses are the inverse diagonal, handed to CG to fuse (inverse_diagonal()). CUDA-free header.
-#include "base/device_memory.hpp"
-#include "precond/preconditioner.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/preconditioner.hpp"
 
 namespace krysp {
 

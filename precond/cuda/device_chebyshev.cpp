@@ -1,14 +1,14 @@
-#include "precond/cuda/device_chebyshev.hpp"
+#include "krysp/precond/cuda/device_chebyshev.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
-#include "base/error.hpp"
-#include "precond/cuda/chebyshev_kernels.hpp"
-#include "precond/cuda/device_diagonal.hpp"
-#include "precond/cuda/diagonal_kernels.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/cuda/device_diagonal.hpp"
+#include "krysp/precond/cuda/diagonal_kernels.hpp"
 
 namespace krysp {
 

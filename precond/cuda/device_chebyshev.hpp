@@ -26,11 +26,11 @@
 #include <cstddef>
 #include <map>
 
-#include "base/device_memory.hpp"
-#include "precond/chebyshev.hpp"
-#include "precond/preconditioner.hpp"
-#include "sparse/spmm_plan.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
 

@@ -1,12 +1,12 @@
-#include "precond/cuda/device_diagonal.hpp"
+#include "krysp/precond/cuda/device_diagonal.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "base/error.hpp"
-#include "precond/chebyshev.hpp"
-#include "precond/cuda/diagonal_kernels.hpp"
-#include "precond/jacobi.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/diagonal_kernels.hpp"
+#include "krysp/precond/jacobi.hpp"
 
 namespace krysp {
 

@@ -5,8 +5,8 @@
 /// status, not the matrix. The values are bitwise those of the host functions, and a bad diagonal
 /// entry is the host's InputError (same text: the first such row, 1-based, and its value).
 /// CUDA-free header.
-#include "base/device_memory.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

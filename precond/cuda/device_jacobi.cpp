@@ -1,8 +1,8 @@
-#include "precond/cuda/device_jacobi.hpp"
+#include "krysp/precond/cuda/device_jacobi.hpp"
 
-#include "base/error.hpp"
-#include "precond/cuda/device_diagonal.hpp"
-#include "precond/cuda/scale_rows.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/device_diagonal.hpp"
+#include "krysp/precond/cuda/scale_rows.hpp"
 
 namespace krysp {
 

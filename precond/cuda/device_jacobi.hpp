@@ -2,8 +2,8 @@
 /// \file device_jacobi.hpp
 /// Jacobi on the GPU: the inverse diagonal in device memory, computed there from A's device arrays
 /// (device_diagonal.hpp: no host pass over the values). CUDA-free header.
-#include "base/device_memory.hpp"
-#include "precond/preconditioner.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/preconditioner.hpp"
 
 namespace krysp {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "precond/cuda/diagonal_kernels.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/precond/cuda/diagonal_kernels.hpp"
 
 namespace krysp::detail {
 

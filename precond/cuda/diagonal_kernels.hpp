@@ -4,8 +4,8 @@
 /// (internal; CUDA-free header). The host wrappers are in device_diagonal.hpp.
 #include <cstddef>
 
-#include "base/types.hpp"
-#include "sparse/csr_view.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr_view.hpp"
 
 namespace krysp::detail {
 

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "precond/cuda/scale_rows.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/precond/cuda/scale_rows.hpp"
 
 namespace krysp::detail {
 

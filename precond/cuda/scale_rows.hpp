@@ -1,7 +1,7 @@
 #pragma once
 /// \file scale_rows.hpp
 /// Z = diag(d)·R for n × N row-major blocks (internal launcher; CUDA-free header).
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::detail {
 template <class T>

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <utility>
 
-#include "base/cuda/check.cuh"
-#include "solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/solvers/cuda/block_cg_kernels.hpp"
 
 namespace krysp::detail {
 

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "solvers/cg.hpp"
-#include "solvers/cuda/cg_kernels.hpp"
-#include "base/cuda/grid_reduce.cuh"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/solvers/cg.hpp"
+#include "krysp/solvers/cuda/cg_kernels.hpp"
+#include "krysp/base/cuda/grid_reduce.cuh"
 
 namespace krysp::detail {
 

@@ -2,7 +2,7 @@
 /// \file cg_kernels.hpp
 /// Launchers of CG's fused vector kernels (internal, CUDA-free). `scalars` is the device slot
 /// array of CgSlots; `ws` a reduction workspace sized by reduce_grid().
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::detail {
 

@@ -4,8 +4,8 @@
 #include <mutex>
 #include <vector>
 
-#include "base/cuda/check.cuh"
-#include "solvers/cuda/cuda_block_ops.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/solvers/cuda/cuda_block_ops.hpp"
 
 #define KRYSP_CUBLAS_CHECK(call)                                                                   \
   do {                                                                                             \

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "solvers/block_ops.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/solvers/block_ops.hpp"
 
 namespace krysp {
 

@@ -1,8 +1,8 @@
-#include "solvers/cuda/cuda_cg_ops.hpp"
+#include "krysp/solvers/cuda/cuda_cg_ops.hpp"
 
-#include "base/error.hpp"
-#include "solvers/cg.hpp"
-#include "solvers/cuda/cg_kernels.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cg.hpp"
+#include "krysp/solvers/cuda/cg_kernels.hpp"
 
 namespace krysp {
 

@@ -4,10 +4,10 @@
 /// kernels, deterministic reductions, and scalars kept in device slots.
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "precond/preconditioner.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
 

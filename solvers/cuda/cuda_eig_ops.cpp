@@ -1,10 +1,10 @@
-#include "solvers/cuda/cuda_eig_ops.hpp"
+#include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 
 #include <vector>
 
-#include "base/error.hpp"
-#include "solvers/cuda/eig_kernels.hpp"
-#include "solvers/lobpcg_result.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cuda/eig_kernels.hpp"
+#include "krysp/solvers/lobpcg_result.hpp"
 
 namespace krysp {
 

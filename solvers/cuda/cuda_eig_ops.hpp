@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "base/device_memory.hpp"
-#include "precond/preconditioner.hpp"
-#include "solvers/cuda/cuda_block_ops.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/spmm_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/cuda/cuda_block_ops.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
 
 namespace krysp {
 

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 
-#include "base/cuda/check.cuh"
-#include "base/cuda/grid_reduce.cuh"
-#include "solvers/cuda/eig_kernels.hpp"
-#include "solvers/eig_random.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/grid_reduce.cuh"
+#include "krysp/solvers/cuda/eig_kernels.hpp"
+#include "krysp/solvers/eig_random.hpp"
 
 namespace krysp::detail {
 

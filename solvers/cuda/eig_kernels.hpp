@@ -4,7 +4,7 @@
 /// include it).
 #include <cstdint>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::detail {
 

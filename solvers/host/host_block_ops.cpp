@@ -1,4 +1,4 @@
-#include "solvers/host/host_block_ops.hpp"
+#include "krysp/solvers/host/host_block_ops.hpp"
 
 #include <vector>
 

@@ -2,7 +2,7 @@
 /// \file host_block_ops.hpp
 /// Tall-block operations on the host (see solvers/block_ops.hpp). The reference for the CUDA
 /// twin, and the block solvers' no-GPU path.
-#include "solvers/block_ops.hpp"
+#include "krysp/solvers/block_ops.hpp"
 
 namespace krysp {
 

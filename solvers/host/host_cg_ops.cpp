@@ -1,7 +1,7 @@
-#include "solvers/host/host_cg_ops.hpp"
+#include "krysp/solvers/host/host_cg_ops.hpp"
 
-#include "base/error.hpp"
-#include "solvers/cg.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cg.hpp"
 
 namespace krysp {
 

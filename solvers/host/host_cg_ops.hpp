@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

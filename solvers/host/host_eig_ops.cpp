@@ -1,11 +1,11 @@
-#include "solvers/host/host_eig_ops.hpp"
+#include "krysp/solvers/host/host_eig_ops.hpp"
 
 #include <algorithm>
 #include <vector>
 
-#include "base/error.hpp"
-#include "solvers/eig_random.hpp"
-#include "sparse/host/spmm_reference.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/eig_random.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
 
 namespace krysp {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "solvers/host/host_block_ops.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/host/host_block_ops.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

@@ -1,11 +1,11 @@
-#include "sparse/cuda/cusparse_spmv.hpp"
+#include "krysp/sparse/cuda/cusparse_spmv.hpp"
 
 #include <cusparse.h>
 
 #include <type_traits>
 
-#include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
 
 #define KRYSP_CUSPARSE_CHECK(call)                                                                  \
   do {                                                                                              \

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "sparse/csr_view.hpp"
+#include "krysp/sparse/csr_view.hpp"
 
 namespace krysp {
 

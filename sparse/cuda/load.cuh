@@ -5,7 +5,7 @@
 /// (8 for two indices) per lane; callers guarantee the alignment.
 #include <cuda_runtime.h>
 
-#include "base/types.hpp"
+#include "krysp/base/types.hpp"
 
 namespace krysp::detail {
 template <class T>

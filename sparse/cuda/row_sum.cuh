@@ -5,8 +5,8 @@
 /// Chebyshev step). Deterministic: a fixed split over lanes and a fixed shuffle tree.
 #include <cstdint>
 
-#include "sparse/csr_view.hpp"
-#include "sparse/cuda/load.cuh"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/cuda/load.cuh"
 
 namespace krysp::detail {
 

@@ -53,9 +53,9 @@
 /// template width): the whole walk runs once per chunk.
 #include <cstdint>
 
-#include "base/host_device.hpp"
-#include "base/types.hpp"
-#include "sparse/spmm_wave.hpp"
+#include "krysp/base/host_device.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/spmm_wave.hpp"
 
 namespace krysp::detail {
 

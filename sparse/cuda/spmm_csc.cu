@@ -1,8 +1,8 @@
 // Launchers of the CSC SpMM kernels (sequential reduction, coalesced caching of the sparse row).
 #include <type_traits>
 
-#include "base/error.hpp"
-#include "sparse/cuda/spmm_kernels.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmm_kernels.cuh"
 
 namespace krysp::detail {
 

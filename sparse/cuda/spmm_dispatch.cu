@@ -2,8 +2,8 @@
 // and the random fill of the plan-time tuning input.
 #include <algorithm>
 
-#include "base/error.hpp"
-#include "sparse/cuda/spmm_kernels.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmm_kernels.cuh"
 
 namespace krysp::detail {
 

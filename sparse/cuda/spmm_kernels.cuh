@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "base/cuda/check.cuh"
-#include "base/cuda/launch.cuh"
-#include "base/error.hpp"
-#include "sparse/csr_view.hpp"
-#include "sparse/cuda/load.cuh"
-#include "sparse/cuda/spmm_common.hpp"
-#include "sparse/cuda/spmm_launch.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/launch.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/cuda/load.cuh"
+#include "krysp/sparse/cuda/spmm_common.hpp"
+#include "krysp/sparse/cuda/spmm_launch.hpp"
 
 namespace krysp::detail {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/stream.hpp"
-#include "sparse/csr_view.hpp"
-#include "sparse/spmm_config.hpp"
+#include "krysp/base/stream.hpp"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/spmm_config.hpp"
 
 namespace krysp::detail {
 

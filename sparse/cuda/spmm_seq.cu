@@ -5,8 +5,8 @@
 // segmented warp scan, and rows that cross units go to the unit's carry slots like the other
 // nonzero-balanced kernels (the partition and the fix-up kernel are shared). Layout and order of
 // additions: spmm_common.hpp. No floating-point atomics: results are bitwise reproducible.
-#include "base/error.hpp"
-#include "sparse/cuda/spmm_kernels.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmm_kernels.cuh"
 
 namespace krysp::detail {
 

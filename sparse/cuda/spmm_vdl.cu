@@ -1,6 +1,6 @@
 // Launchers of the VDL SpMM kernels (parallel reduction, vector loads of X).
-#include "base/error.hpp"
-#include "sparse/cuda/spmm_kernels.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmm_kernels.cuh"
 
 namespace krysp::detail {
 

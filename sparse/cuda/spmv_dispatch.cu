@@ -1,9 +1,9 @@
 // Dispatch from a plan's configuration to a kernel launcher.
 #include <algorithm>
 
-#include "base/error.hpp"
-#include "sparse/cuda/spmv_kernels.cuh"
-#include "sparse/cuda/spmv_launch.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmv_kernels.cuh"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
 
 namespace krysp::detail {
 

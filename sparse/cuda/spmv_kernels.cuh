@@ -2,8 +2,8 @@
 /// \file spmv_kernels.cuh
 /// Launchers of the individual SpMV kernels; spmv_dispatch.cu picks one from the plan's config.
 /// Each launches on the default stream and checks the launch.
-#include "sparse/csr_view.hpp"
-#include "sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
 
 namespace krysp::detail {
 /// One thread per row, sequential sum (spmv_row_sequential.cu).

@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sparse/csr_view.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmv_partition.hpp"
-#include "sparse/spmv_config.hpp"
+#include "krysp/sparse/csr_view.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmv_partition.hpp"
+#include "krysp/sparse/spmv_config.hpp"
 
 namespace krysp::detail {
 

@@ -1,11 +1,11 @@
 // Row-balanced SpMV with sequential reduction: one thread per row.
 #include <cstdint>
 
-#include "base/cuda/check.cuh"
-#include "base/cuda/grid_reduce.cuh"
-#include "base/cuda/launch.cuh"
-#include "sparse/cuda/load.cuh"
-#include "sparse/cuda/spmv_kernels.cuh"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/grid_reduce.cuh"
+#include "krysp/base/cuda/launch.cuh"
+#include "krysp/sparse/cuda/load.cuh"
+#include "krysp/sparse/cuda/spmv_kernels.cuh"
 
 namespace krysp::detail {
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <mutex>
 
-#include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
-#include "sparse/cuda/spmv_launch.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
 
 namespace krysp::detail {
 namespace {

@@ -1,12 +1,12 @@
-#include "sparse/cuda/timing.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
 
 #include <algorithm>
 #include <map>
 #include <mutex>
 
-#include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp {
 

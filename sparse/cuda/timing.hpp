@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "base/stream.hpp"
+#include "krysp/base/stream.hpp"
 
 namespace krysp {
 

@@ -1,11 +1,11 @@
-#include "sparse/host/spmm_reference.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "base/error.hpp"
-#include "base/overlap.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/overlap.hpp"
 
 namespace krysp {
 

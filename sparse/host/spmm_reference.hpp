@@ -5,7 +5,7 @@
 /// tests, and the block solvers' host path. beta = 0 never reads Y; columns >= N of X and Y (the
 /// padding up to ld) are neither read nor written. Sizes are checked, and X and Y must not share
 /// entries (InputError).
-#include "sparse/csr.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 

@@ -6,11 +6,11 @@
 #include <set>
 #include <vector>
 
-#include "base/error.hpp"
-#include "base/overlap.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/host/spmm_reference.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/base/overlap.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
 
 using namespace krysp;
 

@@ -2,7 +2,7 @@
 // kernels launched overlapped wait for the one before them: tests/gpu/late_input.hpp.
 #include <doctest/doctest.h>
 
-#include "base/overlapped_launch.hpp"
+#include "krysp/base/overlapped_launch.hpp"
 
 using namespace krysp;
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/cuda/parallel_copy.hpp"
+#include "krysp/base/cuda/parallel_copy.hpp"
 
 using namespace krysp::detail;
 

@@ -2,8 +2,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "solvers/cg_solver.hpp"
-#include "sparse/generators.hpp"
+#include <krysp/krysp.hpp>
 
 int main() {
   krysp::CsrMatrix<double> A = krysp::laplacian_2d(30, 30);

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
 
 namespace {
 constexpr krysp::io::detail::MmLimits kLimits{1 << 16, 1 << 16};

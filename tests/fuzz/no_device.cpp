@@ -1,8 +1,8 @@
 // base/device_memory.hpp without CUDA, for the fuzz targets (tests/fuzz): they parse files on the
 // host and never touch a device, so every device call reports "no device".
-#include "base/device_memory.hpp"
+#include "krysp/base/device_memory.hpp"
 
-#include "base/error.hpp"
+#include "krysp/base/error.hpp"
 
 namespace krysp {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/overlapped_launch.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/overlapped_launch.hpp"
 #include "gpu/late_writer.hpp"
 
 namespace krysp::test {

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "base/cuda/launch.cuh"
+#include "krysp/base/cuda/launch.cuh"
 
 namespace krysp::test {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "solvers/cuda/cuda_block_ops.hpp"
-#include "solvers/host/host_block_ops.hpp"
+#include "krysp/solvers/cuda/cuda_block_ops.hpp"
+#include "krysp/solvers/host/host_block_ops.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

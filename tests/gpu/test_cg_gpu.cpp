@@ -5,15 +5,15 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/error.hpp"
-#include "precond/cuda/device_jacobi.hpp"
-#include "precond/jacobi.hpp"
-#include "solvers/cg.hpp"
-#include "solvers/cg_solver.hpp"
-#include "solvers/cuda/cuda_cg_ops.hpp"
-#include "solvers/host/host_cg_ops.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/device_jacobi.hpp"
+#include "krysp/precond/jacobi.hpp"
+#include "krysp/solvers/cg.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/cuda/cuda_cg_ops.hpp"
+#include "krysp/solvers/host/host_cg_ops.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "solvers/eigensolve.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

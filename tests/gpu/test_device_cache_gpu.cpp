@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "base/device_memory.hpp"
+#include "krysp/base/device_memory.hpp"
 
 using namespace krysp;
 

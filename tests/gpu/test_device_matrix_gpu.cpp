@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "solvers/cg_solver.hpp"
-#include "solvers/eigensolve.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmm_plan.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

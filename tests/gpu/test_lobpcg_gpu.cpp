@@ -6,12 +6,12 @@
 #include <cmath>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "solvers/cuda/cuda_eig_ops.hpp"
-#include "solvers/eigensolve.hpp"
-#include "solvers/host/host_eig_ops.hpp"
-#include "solvers/lobpcg_small.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/solvers/cuda/cuda_eig_ops.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/host/host_eig_ops.hpp"
+#include "krysp/solvers/lobpcg_small.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

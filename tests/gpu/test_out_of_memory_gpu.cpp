@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "io/hdf5_result.hpp"
-#include "solvers/eigensolve.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/hdf5_result.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/overlapped_launch.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/overlapped_launch.hpp"
 #include "gpu/late_writer.hpp"
 
 using namespace krysp;

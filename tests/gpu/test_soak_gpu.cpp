@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "solvers/cg_solver.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
 #include "gpu/late_input.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmm_plan.hpp"
-#include "sparse/spmm_select.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
+#include "krysp/sparse/spmm_select.hpp"
 #include "sparse_test_util.hpp"
 #include "test_util.hpp"
 

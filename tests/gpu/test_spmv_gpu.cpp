@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
-#include "sparse/cuda/spmv_launch.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmv_partition.hpp"
-#include "sparse/spmv_plan.hpp"
-#include "sparse/spmv_select.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_partition.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "krysp/sparse/spmv_select.hpp"
 #include "gpu/late_input.hpp"
 #include "sparse_test_util.hpp"
 

@@ -10,9 +10,9 @@
 #include <functional>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "sparse/cuda/timing.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
 
 using namespace krysp;
 

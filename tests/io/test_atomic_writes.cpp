@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "io/hdf5_result.hpp"
-#include "sparse/spmm_select.hpp"
-#include "sparse/tune_cache.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/hdf5_result.hpp"
+#include "krysp/sparse/spmm_select.hpp"
+#include "krysp/sparse/tune_cache.hpp"
 
 namespace fs = std::filesystem;
 using namespace krysp;

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "io/atomic_file.hpp"
-#include "io/hdf5_result.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/atomic_file.hpp"
+#include "krysp/io/hdf5_result.hpp"
 
 namespace fs = std::filesystem;
 using krysp::io::AtomicOutput;

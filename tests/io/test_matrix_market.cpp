@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "io/matrix_market.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
 
 namespace {
 using krysp::CsrMatrix;

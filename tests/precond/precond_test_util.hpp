@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "solvers/solve.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/generators.hpp"
 
 namespace krysp::test {
 

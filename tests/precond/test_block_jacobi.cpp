@@ -6,9 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "base/error.hpp"
-#include "precond/block_jacobi.hpp"
-#include "precond/jacobi.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/jacobi.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "precond/chebyshev.hpp"
-#include "precond/cuda/chebyshev_kernels.hpp"
-#include "precond/jacobi.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/jacobi.hpp"
 #include "precond/precond_test_util.hpp"
-#include "solvers/host/host_cg_ops.hpp"
+#include "krysp/solvers/host/host_cg_ops.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "base/error.hpp"
-#include "solvers/solve.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/solve.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

@@ -1,9 +1,9 @@
 // CgSolver: a solver bound to one matrix, reused across solves and value updates.
 #include <doctest/doctest.h>
 
-#include "base/error.hpp"
-#include "solvers/cg_solver.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

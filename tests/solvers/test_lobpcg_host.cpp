@@ -12,14 +12,14 @@
 #include <map>
 #include <string>
 
-#include "base/error.hpp"
-#include "io/hdf5_result.hpp"
-#include "io/matrix_market.hpp"
-#include "solvers/eigensolve.hpp"
-#include "solvers/block_ops.hpp"
-#include "solvers/lobpcg_small.hpp"
-#include "solvers/small_dense.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/hdf5_result.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/lobpcg_small.hpp"
+#include "krysp/solvers/small_dense.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

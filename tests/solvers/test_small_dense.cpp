@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "solvers/host/host_block_ops.hpp"
-#include "solvers/small_dense.hpp"
+#include "krysp/solvers/host/host_block_ops.hpp"
+#include "krysp/solvers/small_dense.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

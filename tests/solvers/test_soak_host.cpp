@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "solvers/cg_solver.hpp"
-#include "solvers/solve.hpp"
-#include "sparse/generators.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "io/hdf5_result.hpp"
+#include "krysp/io/hdf5_result.hpp"
 #include "trust_checks.hpp"
 
 using namespace krysp;

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "base/error.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/symmetry.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/symmetry.hpp"
 
 using namespace krysp;
 

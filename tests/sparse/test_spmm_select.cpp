@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "sparse/cuda/spmm_common.hpp"
-#include "sparse/cuda/spmm_launch.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/host/spmm_reference.hpp"
-#include "sparse/row_stats.hpp"
-#include "sparse/spmm_panels.hpp"
-#include "sparse/spmm_select.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmm_common.hpp"
+#include "krysp/sparse/cuda/spmm_launch.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
+#include "krysp/sparse/row_stats.hpp"
+#include "krysp/sparse/spmm_panels.hpp"
+#include "krysp/sparse/spmm_select.hpp"
 #include "sparse_test_util.hpp"
 #include "test_util.hpp"
 

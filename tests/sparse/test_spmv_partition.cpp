@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "base/error.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmv_partition.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_partition.hpp"
 #include "sparse_test_util.hpp"
 
 using namespace krysp;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sparse/generators.hpp"
-#include "sparse/spmv_select.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_select.hpp"
 
 using namespace krysp;
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sparse/tune_cache.hpp"
+#include "krysp/sparse/tune_cache.hpp"
 
 using namespace krysp;
 namespace fs = std::filesystem;
