@@ -10,9 +10,10 @@
 ///   gram(X, bx, Y, by) -> XᵀY (bx × by)
 ///   gram2(X, b, Y1, Y2) -> {XᵀY1, XᵀY2}           (b × b each, one wait for the device)
 ///   combine(X, bx, C, alpha, beta, Y, by)         Y = alpha·X·C + beta·Y (C bx × by, Y ≠ X)
-///   step(P, AP, w, Cx, ξ, X, Q, Z)                X += P·Cx, Q −= AP·ξ, Z = M⁻¹·Q (first w columns)
-///   rotate(Q, Z, P, w, w2, Cw, Tt)                P = Z·Cw + P·Tt, Q = Q·Cw (w columns to w2)
-/// (step and rotate are row-wise: one pass each where the backend fuses them.)
+///   step(AP, w, ξ, Q, Z) -> {WᵀZ, WᵀW}            Q −= AP·ξ, Z = M⁻¹·Q (first w columns); W = Q after
+///   rotate(Q, Z, P, X, w, w2, Cw, Tt, Cx)         X += P·Cx; P = Z·Cw + P·Tt, Q = Q·Cw (w to w2 columns)
+/// (step and rotate are row-wise: one pass each where the backend fuses them; Z is whatever step
+/// left for rotate, so a backend may apply a diagonal M on the fly and never store it.)
 /// Blocks are n × s row-major (ld = s); a block of width w uses its first w columns. Small
 /// matrices are column-major on the host, where the w × w algebra takes microseconds.
 ///
@@ -26,10 +27,10 @@
 ///
 /// One iteration, with S the search block (n × w) and AS = A·S:
 ///   ξ = (SᵀAS)⁻¹                              spmm_gram, Cholesky (first wait)
-///   X += S·ξ·ρ                                columns still active only
 ///   W = Q − AS·ξ                              = R_next·ρ⁻¹
-///   Z = M⁻¹·W, WᵀZ = τᵀτ                      gram2, with WᵀW for the norms (second wait)
-///   Q = W·τ⁻¹;  S = Z·τ⁻¹ + S·τᵀ;  ρ = τ·ρ
+///   Z = M⁻¹·W, WᵀZ = τᵀτ                      step, with WᵀW for the norms (second wait)
+///   X += S·ξ·ρ                                columns still active only
+///   Q = W·τ⁻¹;  S = Z·τ⁻¹ + S·τᵀ;  ρ = τ·ρ      rotate, with X's step
 ///   ‖r_j‖² = ρ_jᵀ·(QᵀQ)·ρ_j,  QᵀQ = τ⁻ᵀ·WᵀW·τ⁻¹
 /// τ⁻¹ is the C of svqb(): Cholesky QR when WᵀZ is well conditioned, else an eigendecomposition
 /// that drops dependent directions (the Krylov space is exhausted, or right-hand sides were
@@ -42,9 +43,9 @@
 #include <limits>
 #include <vector>
 
-#include "solvers/block_ops.hpp"
-#include "solvers/small_dense.hpp"
-#include "solvers/solve_result.hpp"
+#include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/small_dense.hpp"
+#include "krysp/solvers/solve_result.hpp"
 
 namespace krysp {
 
@@ -198,15 +199,14 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       for (index_t j = 0; j < s; ++j)
         if (!moving[j])
           for (index_t i = 0; i < w; ++i) step[cm(i, j, w)] = 0.0;
-      ops.step(S, AS, w, step, xi, X, Q, Z);  // Q becomes W = Q − AS·ξ; Z = M⁻¹·W
-      auto [WZ, WW] = ops.gram2(Q, w, Z, Q);
+      auto [WZ, WW] = ops.step(AS, w, xi, Q, Z);  // Q becomes W = Q − AS·ξ; Z = M⁻¹·W
       dense::symmetrize(w, WZ);
       dense::symmetrize(w, WW);
       std::vector<double> Cw;
       const index_t w2 = svqb(w, WZ, kDrop, Cw);              // τ⁻¹ (w × w2)
-      if (w2 == 0) break;                                      // W = 0: b − A·x decides below
       const auto tau = dense::at_b(w, w2, w, Cw, WZ);          // τ = Cwᵀ·WᵀZ (w2 × w)
-      ops.rotate(Q, Z, S, w, w2, Cw, transpose(tau, w2, w));  // S = Z·τ⁻¹ + S·τᵀ; Q = W·τ⁻¹
+      ops.rotate(Q, Z, S, X, w, w2, Cw, transpose(tau, w2, w), step);  // X += S·ξ·ρ; S = Z·τ⁻¹ + S·τᵀ; Q = W·τ⁻¹
+      if (w2 == 0) break;                                      // W = 0: b − A·x decides below
       rho = dense::a_b(w2, w, s, tau, rho);
       const auto QQ = dense::at_b(w, w2, w2, Cw, dense::a_b(w, w, w2, WW, Cw));
       std::vector<double> rr(s, 0.0);

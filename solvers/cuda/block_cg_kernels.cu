@@ -7,9 +7,9 @@
 // atomics, bitwise reproducible for a given grid.
 #include <algorithm>
 
-#include "base/cuda/check.cuh"
-#include "base/device_memory.hpp"
-#include "solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/solvers/cuda/block_cg_kernels.hpp"
 
 namespace krysp::detail {
 
@@ -205,7 +205,7 @@ void zero_column(double* X, index_t n, index_t s, index_t j) {
   KRYSP_CUDA_CHECK(cudaMemset2D(X + j, std::size_t(s) * sizeof(double), 0, sizeof(double), std::size_t(n)));
 }
 
-std::size_t tall_partials(int grid, index_t s) { return std::size_t(grid) * std::size_t(s) * s; }
+std::size_t tall_partials(int grid, index_t s) { return std::size_t(grid) * std::size_t(2 * s) * s; }
 
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws) {

@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "base/types.hpp"
-#include "sparse/csr_view.hpp"
+#include "krysp/base/types.hpp"
+#include "krysp/sparse/csr_view.hpp"
 
 namespace krysp::detail {
 
@@ -30,19 +30,27 @@ std::size_t tall_partials(int grid, index_t s);
 void tall_gram(index_t n, index_t ld, const double* X, index_t bx, const double* Y, index_t by,
                const TallWorkspace& ws);
 
+/// How Z = M⁻¹·W is obtained inside the row-wise steps: W itself (no M), D⁻¹·W on the fly (a
+/// diagonal M: Z is never stored), or read from a block M filled beforehand.
+enum class ZSource { Residual, InverseDiagonal, Given };
 /// Widest block the fused row-wise steps take (coefficients travel as kernel parameters).
 inline constexpr index_t kMaxStepCols = 16;
 /// Whether tall_step and tall_rotate take s columns.
 bool tall_steps_fit(index_t s);
-/// X += P·Cx (Cx: w × s) and Q −= AP·ξ (ξ: w × w) on the first w columns of Q; with Z also
-/// Z = D⁻¹·Q there (Z = Q when inv_diag is null). Coefficients column-major on the host;
-/// s ≤ kMaxStepCols.
-void tall_step(index_t n, index_t s, index_t w, const double* P, const double* AP, const double* Cx, const double* xi,
-               double* X, double* Q, double* Z, const double* inv_diag);
-/// In place, for the first w2 columns: P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2, column-major
-/// on the host), from the first w columns of Q, Z and P as they were; s ≤ kMaxStepCols.
-void tall_rotate(index_t n, index_t s, index_t w, index_t w2, double* Q, const double* Z, double* P, const double* Cw,
-                 const double* Tt);
+/// Whether tall_step makes the Gram products in its pass (up to 8 columns); wider blocks write Z
+/// (unless zsrc is Given) and leave the products to tall_gram.
+bool tall_step_grams_fused(index_t s);
+/// With `update`: Q −= AP·ξ on the first w columns (ξ: w × w, column-major, host). With `grams`
+/// (fused widths only): out = [WᵀZ, WᵀW] (w × w each, column-major), W = Q after the update and Z
+/// per zsrc. Wider blocks write Z = D⁻¹·Q (or Q) there unless zsrc is Given. s ≤ kMaxStepCols.
+void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* xi, double* Q, ZSource zsrc,
+               const double* inv_diag, double* Z, bool update, bool grams, const TallWorkspace& ws);
+/// In place, from the rows as they were: X += P·Cx (Cx: w × s), then for the first w2 ≤ w columns
+/// P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2), Z per zsrc (wider blocks: Given only).
+/// Coefficients column-major on the host; s ≤ kMaxStepCols.
+void tall_rotate(index_t n, index_t s, index_t w, index_t w2, double* Q, ZSource zsrc, const double* inv_diag,
+                 const double* Z, double* P, double* X, const double* Cw, const double* Tt, const double* Cx,
+                 const TallWorkspace& ws);
 
 /// out = Σ of the grid partials of nout outputs (ws.grid blocks' partials, in block order).
 void tall_reduce(int nout, const TallWorkspace& ws);

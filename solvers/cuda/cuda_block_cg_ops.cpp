@@ -1,11 +1,11 @@
-#include "solvers/cuda/cuda_block_cg_ops.hpp"
+#include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
 
 #include <algorithm>
 #include <functional>
 
-#include "base/error.hpp"
-#include "solvers/cuda/block_cg_kernels.hpp"
-#include "sparse/cuda/timing.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
 
 namespace krysp {
 
@@ -178,31 +178,57 @@ void CudaBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<do
 }
 
 template <class T>
-void CudaBlockCgOps<T>::step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx,
-                             const std::vector<double>& xi, Block& X, Block& Q, Block& Z) {
-  KRYSP_REQUIRE(Cx.size() == std::size_t(w) * s_ && xi.size() == std::size_t(w) * w, "block CG step: ", Cx.size(),
-                " and ", xi.size(), " coefficients for width ", w);
-  if (!detail::tall_steps_fit(s_)) {
-    combine(P, w, Cx, 1.0, 1.0, X, s_);
-    combine(AP, w, xi, -1.0, 1.0, Q, w);
-    precondition(Q, w, Z);
-    return;
-  }
-  const bool fused_z = !M_ || inv_diag_;  // Z = Q or D⁻¹·Q inside the pass
-  detail::tall_step(size(), s_, w, P.data(), AP.data(), Cx.data(), xi.data(), X.data(), Q.data(),
-                    fused_z ? Z.data() : nullptr, inv_diag_);
-  if (!fused_z) precondition(Q, w, Z);
+detail::ZSource CudaBlockCgOps<T>::zsource() const {
+  return !M_ ? detail::ZSource::Residual : inv_diag_ ? detail::ZSource::InverseDiagonal : detail::ZSource::Given;
 }
 
 template <class T>
-void CudaBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2,
-                               const std::vector<double>& Cw, const std::vector<double>& Tt) {
-  KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2, "block CG rotate: ",
-                Cw.size(), " and ", Tt.size(), " coefficients for ", w, " x ", w2);
+std::pair<std::vector<double>, std::vector<double>> CudaBlockCgOps<T>::step(const Block& AP, index_t w,
+                                                                             const std::vector<double>& xi, Block& Q,
+                                                                             Block& Z) {
+  KRYSP_REQUIRE(xi.size() == std::size_t(w) * w, "block CG step: ", xi.size(), " coefficients for width ", w);
+  using detail::ZSource;
+  const ZSource zsrc = zsource();
+  const auto ws = workspace();
+  if (detail::tall_step_grams_fused(s_)) {
+    if (zsrc == ZSource::Given) {  // W first (all rows), then Z = M⁻¹·W, then the products
+      detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), zsrc, nullptr, nullptr, true, false, ws);
+      precondition(Q, w, Z);
+      detail::tall_step(size(), s_, w, nullptr, nullptr, Q.data(), zsrc, nullptr, Z.data(), false, true, ws);
+    } else {
+      detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), zsrc, inv_diag_, nullptr, true, true, ws);
+    }
+    const std::size_t ww = std::size_t(w) * w;
+    const auto out = read_out(2 * ww);
+    return {std::vector<double>(out.begin(), out.begin() + ww), std::vector<double>(out.begin() + ww, out.end())};
+  }
   if (detail::tall_steps_fit(s_)) {
-    detail::tall_rotate(size(), s_, w, w2, Q.data(), Z.data(), P.data(), Cw.data(), Tt.data());
+    detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), zsrc, inv_diag_, Z.data(), true, false, ws);
+    if (zsrc == ZSource::Given) precondition(Q, w, Z);
+  } else {
+    combine(AP, w, xi, -1.0, 1.0, Q, w);
+    precondition(Q, w, Z);
+  }
+  return gram2(Q, w, Z, Q);
+}
+
+template <class T>
+void CudaBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+                               const std::vector<double>& Cw, const std::vector<double>& Tt,
+                               const std::vector<double>& Cx) {
+  KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2 &&
+                    Cx.size() == std::size_t(w) * s_ && w2 <= w,
+                "block CG rotate: ", Cw.size(), ", ", Tt.size(), " and ", Cx.size(), " coefficients for ", w, " x ",
+                w2);
+  if (detail::tall_steps_fit(s_)) {
+    // Z as step() left it: on the fly up to 8 columns (unless M filled it), a filled block beyond
+    const detail::ZSource zsrc = detail::tall_step_grams_fused(s_) ? zsource() : detail::ZSource::Given;
+    detail::tall_rotate(size(), s_, w, w2, Q.data(), zsrc, inv_diag_, Z.data(), P.data(), X.data(), Cw.data(),
+                        Tt.data(), Cx.data(), workspace());
     return;
   }
+  combine(P, w, Cx, 1.0, 1.0, X, s_);
+  if (w2 == 0) return;
   if (spare_q_.size() == 0) spare_q_ = block(), spare_p_ = block();
   combine(P, w, Tt, 1.0, 0.0, spare_p_, w2);
   combine(Z, w, Cw, 1.0, 1.0, spare_p_, w2);

@@ -10,13 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "base/device_memory.hpp"
-#include "precond/preconditioner.hpp"
-#include "solvers/block_ops.hpp"
-#include "solvers/cuda/block_cg_kernels.hpp"
-#include "solvers/cuda/cuda_block_ops.hpp"
-#include "sparse/csr.hpp"
-#include "sparse/spmm_plan.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/solvers/cuda/cuda_block_ops.hpp"
+#include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
 
 namespace krysp {
 
@@ -49,14 +49,16 @@ class CudaBlockCgOps {
   /// {Xᵀ·Y1, Xᵀ·Y2} of the first b columns of each, read back in one copy (one wait).
   std::pair<std::vector<double>, std::vector<double>> gram2(const Block& X, index_t b, const Block& Y1,
                                                             const Block& Y2);
-  /// X += P·Cx (Cx: w × s), Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q on the first w columns: one
-  /// fused pass up to kMaxStepCols columns (a diagonal M inside it), block updates beyond.
-  void step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx, const std::vector<double>& xi,
-            Block& X, Block& Q, Block& Z);
-  /// P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2): one fused pass in place up to kMaxStepCols
-  /// columns, block updates into spare blocks (swapped in) beyond.
-  void rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2, const std::vector<double>& Cw,
-              const std::vector<double>& Tt);
+  /// Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q on the first w columns; returns {WᵀZ, WᵀW}, W = Q
+  /// after. Up to 8 columns one pass (a diagonal M applied on the fly: Z is not stored), up to
+  /// kMaxStepCols a pass and the Gram kernels, block updates beyond.
+  std::pair<std::vector<double>, std::vector<double>> step(const Block& AP, index_t w, const std::vector<double>& xi,
+                                                           Block& Q, Block& Z);
+  /// X += P·Cx (Cx: w × s), then P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2, w2 ≤ w), Z as
+  /// step() left it: one pass in place up to kMaxStepCols columns, block updates into spare
+  /// blocks (swapped in) beyond.
+  void rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2, const std::vector<double>& Cw,
+              const std::vector<double>& Tt, const std::vector<double>& Cx);
   /// Y = alpha·X·C + beta·Y for the first bx columns of X and by of Y (C bx × by, column-major,
   /// host); does not wait for the device.
   void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
@@ -69,6 +71,8 @@ class CudaBlockCgOps {
   /// Launches spmm_gram's kernels; the product goes to the outputs from out_offset on.
   void run_spmm_gram(const SpmmGramChoice& c, const Block& P, index_t w, Block& Q, std::size_t out_offset = 0);
   detail::TallWorkspace workspace();
+  /// Where step() and rotate() take Z = M⁻¹·W from (by the preconditioner's kind).
+  detail::ZSource zsource() const;
   const CsrMatrix<T>& A_;
   index_t s_;
   const DevicePreconditioner<T>* M_;
@@ -80,7 +84,7 @@ class CudaBlockCgOps {
   DeviceArray<double> work_;   ///< the reductions' partials
   MappedArray<double> out_;    ///< their outputs, written by the device into host memory
   CudaBlockOps<T> blk_;        ///< combine() and copies
-  const T* inv_diag_;          ///< M's inverse diagonal when M is diagonal (fused into step())
+  const T* inv_diag_;          ///< M's inverse diagonal when M is diagonal (applied inside step())
   DeviceArray<T> spare_q_, spare_p_;  ///< rotate()'s outputs beyond kMaxStepCols columns
 };
 

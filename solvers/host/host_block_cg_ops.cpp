@@ -1,9 +1,9 @@
-#include "solvers/host/host_block_cg_ops.hpp"
+#include "krysp/solvers/host/host_block_cg_ops.hpp"
 
 #include <algorithm>
 
-#include "base/error.hpp"
-#include "sparse/host/spmm_reference.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/sparse/host/spmm_reference.hpp"
 
 namespace krysp {
 
@@ -57,34 +57,38 @@ void HostBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<do
 }
 
 template <class T>
-void HostBlockCgOps<T>::step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx,
-                             const std::vector<double>& xi, Block& X, Block& Q, Block& Z) const {
-  KRYSP_REQUIRE(Cx.size() == std::size_t(w) * s_ && xi.size() == std::size_t(w) * w, "block CG step: ", Cx.size(),
-                " and ", xi.size(), " coefficients for width ", w);
+std::pair<std::vector<double>, std::vector<double>> HostBlockCgOps<T>::step(const Block& AP, index_t w,
+                                                                             const std::vector<double>& xi, Block& Q,
+                                                                             Block& Z) const {
+  KRYSP_REQUIRE(xi.size() == std::size_t(w) * w, "block CG step: ", xi.size(), " coefficients for width ", w);
   for (index_t r = 0; r < size(); ++r) {
     const std::size_t row = std::size_t(r) * s_;
-    for (index_t j = 0; j < s_; ++j) {
-      double dx = 0;  // Σ first, then one add (the CUDA kernel rounds the same way)
-      for (index_t i = 0; i < w; ++i) dx += double(P(row + i)) * Cx[cm(i, j, w)];
-      X(row + j) += T(dx);
-    }
     for (index_t j = 0; j < w; ++j) {
-      double dq = 0;
+      double dq = 0;  // Σ first, then one subtraction (the CUDA kernels round the same way)
       for (index_t i = 0; i < w; ++i) dq += double(AP(row + i)) * xi[cm(i, j, w)];
       Q(row + j) -= T(dq);
     }
   }
   precondition(Q, w, Z);
+  return gram2(Q, w, Z, Q);
 }
 
 template <class T>
-void HostBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2,
-                               const std::vector<double>& Cw, const std::vector<double>& Tt) const {
-  KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2, "block CG rotate: ",
-                Cw.size(), " and ", Tt.size(), " coefficients for ", w, " x ", w2);
+void HostBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+                               const std::vector<double>& Cw, const std::vector<double>& Tt,
+                               const std::vector<double>& Cx) const {
+  KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2 &&
+                    Cx.size() == std::size_t(w) * s_ && w2 <= w,
+                "block CG rotate: ", Cw.size(), ", ", Tt.size(), " and ", Cx.size(), " coefficients for ", w, " x ",
+                w2);
   std::vector<double> q(w2), p(w2);
   for (index_t r = 0; r < size(); ++r) {
     const std::size_t row = std::size_t(r) * s_;
+    for (index_t j = 0; j < s_; ++j) {
+      double dx = 0;  // Σ first, then one add; columns that do not move have zero coefficients
+      for (index_t i = 0; i < w; ++i) dx += double(P(row + i)) * Cx[cm(i, j, w)];
+      X(row + j) += T(dx);
+    }
     for (index_t j = 0; j < w2; ++j) {
       double a = 0, b = 0;
       for (index_t i = 0; i < w; ++i) {

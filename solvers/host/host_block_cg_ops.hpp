@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "precond/preconditioner.hpp"
-#include "solvers/block_ops.hpp"
-#include "solvers/host/host_block_ops.hpp"
-#include "sparse/csr.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/host/host_block_ops.hpp"
+#include "krysp/sparse/csr.hpp"
 
 namespace krysp {
 
@@ -41,12 +41,13 @@ class HostBlockCgOps {
                                                             const Block& Y2) const {
     return {gram(X, b, Y1, b), gram(X, b, Y2, b)};
   }
-  /// X += P·Cx (Cx: w × s), Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q, on the first w columns.
-  void step(const Block& P, const Block& AP, index_t w, const std::vector<double>& Cx, const std::vector<double>& xi,
-            Block& X, Block& Q, Block& Z) const;
-  /// P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2), from the first w columns to the first w2.
-  void rotate(Block& Q, const Block& Z, Block& P, index_t w, index_t w2, const std::vector<double>& Cw,
-              const std::vector<double>& Tt) const;
+  /// Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q on the first w columns; returns {WᵀZ, WᵀW}, W = Q after.
+  std::pair<std::vector<double>, std::vector<double>> step(const Block& AP, index_t w, const std::vector<double>& xi,
+                                                           Block& Q, Block& Z) const;
+  /// X += P·Cx (Cx: w × s), then P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2, w2 ≤ w; w2 = 0: X
+  /// only), all from the rows as they were.
+  void rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2, const std::vector<double>& Cw,
+              const std::vector<double>& Tt, const std::vector<double>& Cx) const;
   /// Y = alpha·X·C + beta·Y for the first bx columns of X and by of Y (C bx × by, column-major).
   void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
                index_t by) const;

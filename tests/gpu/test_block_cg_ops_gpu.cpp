@@ -11,12 +11,12 @@
 #include <cstring>
 #include <string>
 
-#include "base/error.hpp"
-#include "solvers/cuda/block_cg_kernels.hpp"
-#include "solvers/cuda/cuda_block_cg_ops.hpp"
-#include "solvers/host/host_block_cg_ops.hpp"
-#include "sparse/generators.hpp"
-#include "sparse/spmv_plan.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
+#include "krysp/solvers/host/host_block_cg_ops.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;
@@ -151,39 +151,47 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     CHECK(columns_from(Z1, n, s, w) == columns_from(Z0, n, s, w));
   }
 
-  // the fused row-wise steps: X += P·Cx, Q −= AP·ξ, Z = M⁻¹·Q; then P = Z·Cw + P·Tt, Q = Q·Cw.
-  // Columns of X with zero coefficients stay as they were, bit for bit.
+  // the row-wise steps: Q −= AP·ξ with Z = M⁻¹·Q and {WᵀZ, WᵀW}; then X += P·Cx, P = Z·Cw + P·Tt,
+  // Q = Q·Cw. Z itself is the backend's own (a diagonal M may be applied on the fly), so it is
+  // checked through the products and the rotation. Columns of X with zero coefficients stay as
+  // they were, bit for bit.
   {
-    auto Cx = test::random_vector(std::size_t(w) * s);
-    for (index_t i = 0; i < w; ++i) Cx[cm(i, s - 1, w)] = 0.0;  // the last column does not move
     const auto xi = test::random_vector(std::size_t(w) * w);
     auto hZ = host.block();
     auto dZ = dev.block();
     dY.upload(hY.data(), ns);
-    dX.upload(hX.data(), ns);
-    const auto X0 = hvec(hX);
-    host.step(hP, hQ, w, Cx, xi, hX, hY, hZ);
-    dev.step(dP, dQ, w, Cx, xi, dX, dY, dZ);
-    const auto X1 = download(dX);
-    check_close(X1, hvec(hX), double(w), "step X", 1.0);
-    check_close(columns_from(download(dY), n, s, 0), columns_from(hvec(hY), n, s, 0), double(w), "step Q", 1.0);
-    std::vector<double> zd = download(dZ), zh = hvec(hZ);
-    for (index_t i = 0; i < n; ++i)  // Z is defined on the first w columns only
-      for (index_t j = w; j < s; ++j) zd[std::size_t(i) * s + j] = zh[std::size_t(i) * s + j] = 0.0;
-    check_close(zd, zh, 8.0, "step Z", 8.0);
-    for (index_t i = 0; i < n; ++i) CHECK(X1[std::size_t(i) * s + s - 1] == X0[std::size_t(i) * s + s - 1]);
+    const auto [hwz, hww] = host.step(hQ, w, xi, hY, hZ);
+    const auto [dwz, dww] = dev.step(dQ, w, xi, dY, dZ);
+    check_close(download(dY), hvec(hY), double(w), "step W", 1.0);
+    check_close(dwz, hwz, double(n), "step WᵀZ", cross_scale(hY.data(), hZ.data(), n, s));
+    check_close(dww, hww, double(n), "step WᵀW");
+    for (index_t i = 0; i < w; ++i)  // WᵀW exactly symmetric where the products are fused
+      for (index_t j = 0; j < i; ++j) CHECK(std::abs(dww[cm(i, j, w)] - dww[cm(j, i, w)]) <= 1e-12 * std::abs(dww[0]));
 
+    auto Cx = test::random_vector(std::size_t(w) * s);
+    for (index_t i = 0; i < w; ++i) Cx[cm(i, s - 1, w)] = 0.0;  // the last column does not move
     const auto Cw = test::random_vector(std::size_t(w) * w2), Tt = test::random_vector(std::size_t(w) * w2);
     dP.upload(hP.data(), ns);
-    host.rotate(hY, hZ, hP, w, w2, Cw, Tt);
-    dev.rotate(dY, dZ, dP, w, w2, Cw, Tt);
+    dX.upload(hX.data(), ns);
+    const auto X0 = hvec(hX);
+    host.rotate(hY, hZ, hP, hX, w, w2, Cw, Tt, Cx);
+    dev.rotate(dY, dZ, dP, dX, w, w2, Cw, Tt, Cx);
+    const auto X1 = download(dX);
+    check_close(X1, hvec(hX), double(w), "rotate X", 1.0);
+    for (index_t i = 0; i < n; ++i) CHECK(X1[std::size_t(i) * s + s - 1] == X0[std::size_t(i) * s + s - 1]);
     std::vector<double> qd = download(dY), qh = hvec(hY), pd = download(dP), ph = hvec(hP);
     for (index_t i = 0; i < n; ++i)  // the first w2 columns are the result
       for (index_t j = w2; j < s; ++j)
         qd[std::size_t(i) * s + j] = qh[std::size_t(i) * s + j] = pd[std::size_t(i) * s + j] = ph[std::size_t(i) * s + j] = 0.0;
     check_close(qd, qh, double(w), "rotate Q", 8.0);
     check_close(pd, ph, double(2 * w), "rotate P", 16.0);
-    CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, w, w2, Cw, std::vector<double>(std::size_t(w) * w2 + 1)), InputError);
+    // w2 = 0 (the block lost every direction): X's step only
+    host.rotate(hY, hZ, hP, hX, w, 0, {}, {}, Cx);
+    dev.rotate(dY, dZ, dP, dX, w, 0, {}, {}, Cx);
+    check_close(download(dX), hvec(hX), double(w), "rotate X (w2 = 0)", 2.0);
+    CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, dX, w, w2, Cw, std::vector<double>(std::size_t(w) * w2 + 1), Cx),
+                    InputError);
+    CHECK_THROWS_AS(dev.step(dQ, w, std::vector<double>(std::size_t(w) * w + 1), dY, dZ), InputError);
     hP = hblock();  // fresh operands for what follows (columns beyond w2 are the backends' own)
     hY = hblock();
     dP.upload(hP.data(), ns);
