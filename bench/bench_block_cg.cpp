@@ -204,11 +204,12 @@ struct TimedOps {
     timed("combine", [&] { ops.combine(X, bx, C, alpha, beta, Y, by); });
   }
   std::pair<std::vector<double>, std::vector<double>> step(const Block& AP, index_t w, const std::vector<double>& xi,
-                                                           Block& Q, Block& Z) {
-    return timed("step", [&] { return ops.step(AP, w, xi, Q, Z); });
+                                                           Block& Q, index_t wq, const std::vector<double>& Cq,
+                                                           Block& Z) {
+    return timed("step", [&] { return ops.step(AP, w, xi, Q, wq, Cq, Z); });
   }
-  void rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2, const std::vector<double>& Cw,
-              const std::vector<double>& Tt, const std::vector<double>& Cx) {
+  void rotate(const Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+              const std::vector<double>& Cw, const std::vector<double>& Tt, const std::vector<double>& Cx) {
     timed("rotate", [&] { ops.rotate(Q, Z, P, X, w, w2, Cw, Tt, Cx); });
   }
 };
@@ -320,13 +321,13 @@ void profile_steps(const std::string& name, const CsrMatrix<double>& A, index_t 
     double bytes;
     std::function<void()> fn;
   };
-  // one iteration's calls (block_cg.hpp): SpMM and Gram; the step (W = Q − AS·ξ, Z = D⁻¹·W on the
-  // fly, WᵀZ and WᵀW); the rotation (X += S·C, S = Z·C + S·C, Q = W·C)
+  // one iteration's calls (block_cg.hpp): SpMM and Gram; the step (W = Q·C − AS·ξ, Z = D⁻¹·W on
+  // the fly, WᵀZ and WᵀW); the rotation (X += S·C, S = Z·C + S·C)
   std::vector<Step> steps = {
       {"spmm Q = A*P", mat + 2 * blk, [&] { ops.spmm(P, s, Q); }},
       {"gram PtQ", 2 * blk, [&] { ops.gram(P, s, Q, s); }},
-      {"step R + grams", 3 * blk + 8.0 * n, [&] { ops.step(Q, s, C, R, Pn); }},
-      {"rotate X, P, R", 6 * blk + 8.0 * n, [&] { ops.rotate(R, Pn, P, X, s, s, C, C, C); }},
+      {"step R + grams", 3 * blk + 8.0 * n, [&] { ops.step(Q, s, C, R, s, C, Pn); }},
+      {"rotate X, P", 5 * blk + 8.0 * n, [&] { ops.rotate(R, Pn, P, X, s, s, C, C, C); }},
   };
   const std::size_t iteration_steps = steps.size();
   // the fused SpMM + Gram pass, each variant (not part of the sum: it replaces the first two)

@@ -10,8 +10,8 @@
 ///   gram(X, bx, Y, by) -> XᵀY (bx × by)
 ///   gram2(X, b, Y1, Y2) -> {XᵀY1, XᵀY2}           (b × b each, one wait for the device)
 ///   combine(X, bx, C, alpha, beta, Y, by)         Y = alpha·X·C + beta·Y (C bx × by, Y ≠ X)
-///   step(AP, w, ξ, Q, Z) -> {WᵀZ, WᵀW}            Q −= AP·ξ, Z = M⁻¹·Q (first w columns); W = Q after
-///   rotate(Q, Z, P, X, w, w2, Cw, Tt, Cx)         X += P·Cx; P = Z·Cw + P·Tt, Q = Q·Cw (w to w2 columns)
+///   step(AP, w, ξ, Q, wq, Cq, Z) -> {WᵀZ, WᵀW}    W = Q·Cq − AP·ξ into Q (Cq: wq × w), Z = M⁻¹·W
+///   rotate(Q, Z, P, X, w, w2, Cw, Tt, Cx)         X += P·Cx; P = Z·Cw + P·Tt (w to w2 columns)
 /// (step and rotate are row-wise: one pass each where the backend fuses them; Z is whatever step
 /// left for rotate, so a backend may apply a diagonal M on the fly and never store it.)
 /// Blocks are n × s row-major (ld = s); a block of width w uses its first w columns. Small
@@ -30,7 +30,8 @@
 ///   W = Q − AS·ξ                              = R_next·ρ⁻¹
 ///   Z = M⁻¹·W, WᵀZ = τᵀτ                      step, with WᵀW for the norms (second wait)
 ///   X += S·ξ·ρ                                columns still active only
-///   Q = W·τ⁻¹;  S = Z·τ⁻¹ + S·τᵀ;  ρ = τ·ρ      rotate, with X's step
+///   S = Z·τ⁻¹ + S·τᵀ;  ρ = τ·ρ                 rotate, with X's step
+///   Q = W·τ⁻¹                                 never formed: the next step reads W and applies τ⁻¹
 ///   ‖r_j‖² = ρ_jᵀ·(QᵀQ)·ρ_j,  QᵀQ = τ⁻ᵀ·WᵀW·τ⁻¹
 /// τ⁻¹ is the C of svqb(): Cholesky QR when WᵀZ is well conditioned, else an eigendecomposition
 /// that drops dependent directions (the Krylov space is exhausted, or right-hand sides were
@@ -178,6 +179,9 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       ops.combine(R, s, C, 1.0, 0.0, Q, w);
       ops.combine(Z, s, C, 1.0, 0.0, S, w);
     }
+    index_t wq = w;  // Q = (first wq columns of the Q block)·Cq: τ⁻¹ is applied by the next step
+    std::vector<double> Cq(std::size_t(w) * w, 0.0);
+    for (index_t i = 0; i < w; ++i) Cq[cm(i, i, w)] = 1.0;
 
     while (!active.empty() && it < max_iters && w > 0) {
       auto L = ops.spmm_gram(S, w, AS);  // SᵀAS
@@ -199,14 +203,16 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       for (index_t j = 0; j < s; ++j)
         if (!moving[j])
           for (index_t i = 0; i < w; ++i) step[cm(i, j, w)] = 0.0;
-      auto [WZ, WW] = ops.step(AS, w, xi, Q, Z);  // Q becomes W = Q − AS·ξ; Z = M⁻¹·W
+      auto [WZ, WW] = ops.step(AS, w, xi, Q, wq, Cq, Z);  // Q becomes W = Q·Cq − AS·ξ; Z = M⁻¹·W
       dense::symmetrize(w, WZ);
       dense::symmetrize(w, WW);
       std::vector<double> Cw;
       const index_t w2 = svqb(w, WZ, kDrop, Cw);              // τ⁻¹ (w × w2)
       const auto tau = dense::at_b(w, w2, w, Cw, WZ);          // τ = Cwᵀ·WᵀZ (w2 × w)
-      ops.rotate(Q, Z, S, X, w, w2, Cw, transpose(tau, w2, w), step);  // X += S·ξ·ρ; S = Z·τ⁻¹ + S·τᵀ; Q = W·τ⁻¹
+      ops.rotate(Q, Z, S, X, w, w2, Cw, transpose(tau, w2, w), step);  // X += S·ξ·ρ; S = Z·τ⁻¹ + S·τᵀ
       if (w2 == 0) break;                                      // W = 0: b − A·x decides below
+      wq = w;
+      Cq = Cw;                                                 // Q = W·τ⁻¹, for the next step
       rho = dense::a_b(w2, w, s, tau, rho);
       const auto QQ = dense::at_b(w, w2, w2, Cw, dense::a_b(w, w, w2, WW, Cw));
       std::vector<double> rr(s, 0.0);

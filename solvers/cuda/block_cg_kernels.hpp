@@ -40,15 +40,17 @@ bool tall_steps_fit(index_t s);
 /// Whether tall_step makes the Gram products in its pass (up to 8 columns); wider blocks write Z
 /// (unless zsrc is Given) and leave the products to tall_gram.
 bool tall_step_grams_fused(index_t s);
-/// With `update`: Q −= AP·ξ on the first w columns (ξ: w × w, column-major, host). With `grams`
-/// (fused widths only): out = [WᵀZ, WᵀW] (w × w each, column-major), W = Q after the update and Z
-/// per zsrc. Wider blocks write Z = D⁻¹·Q (or Q) there unless zsrc is Given. s ≤ kMaxStepCols.
-void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* xi, double* Q, ZSource zsrc,
-               const double* inv_diag, double* Z, bool update, bool grams, const TallWorkspace& ws);
+/// With `update`: Q = Q·Cq − AP·ξ into the first w columns, from Q's first wq (Cq: wq × w, ξ:
+/// w × w, column-major, host). With `grams` (fused widths only): out = [WᵀZ, WᵀW] (w × w each,
+/// column-major), W = Q after the update and Z per zsrc. Wider blocks write Z = D⁻¹·Q (or Q)
+/// there unless zsrc is Given. s ≤ kMaxStepCols.
+void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* xi, double* Q, index_t wq,
+               const double* Cq, ZSource zsrc, const double* inv_diag, double* Z, bool update, bool grams,
+               const TallWorkspace& ws);
 /// In place, from the rows as they were: X += P·Cx (Cx: w × s), then for the first w2 ≤ w columns
-/// P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2), Z per zsrc (wider blocks: Given only).
-/// Coefficients column-major on the host; s ≤ kMaxStepCols.
-void tall_rotate(index_t n, index_t s, index_t w, index_t w2, double* Q, ZSource zsrc, const double* inv_diag,
+/// P = Z·Cw + P·Tt (Cw, Tt: w × w2), Z = M⁻¹·W per zsrc from W in Q's first w columns (wider
+/// blocks: Given only). Coefficients column-major on the host; s ≤ kMaxStepCols.
+void tall_rotate(index_t n, index_t s, index_t w, index_t w2, const double* Q, ZSource zsrc, const double* inv_diag,
                  const double* Z, double* P, double* X, const double* Cw, const double* Tt, const double* Cx,
                  const TallWorkspace& ws);
 

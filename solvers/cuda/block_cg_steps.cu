@@ -203,11 +203,12 @@ __device__ __forceinline__ void z_of(ZSource zsrc, double d, const double* zrow,
     z[j] = j >= count ? 0.0 : zsrc == ZSource::InverseDiagonal ? d * w[j] : zsrc == ZSource::Given ? zrow[j] : w[j];
 }
 
-// k.a = ξ (w × w). With update: Q −= AP·ξ (first w columns). With grams: this block's partials of
-// Wᵀ·[Z | W] (W = Q after the update), WᵀZ at [i + j·w], WᵀW at [w² + i + j·w].
+// k.a = ξ (w × w), k.b = Cq (wq × w). With update: Q = Q·Cq − AP·ξ (first w columns, from the first
+// wq). With grams: this block's partials of Wᵀ·[Z | W] (W = Q after the update), WᵀZ at
+// [i + j·w], WᵀW at [w² + i + j·w].
 template <int S>
 __global__ void __launch_bounds__(kThreads, 3)
-    step_rows_kernel(index_t n, int s, int w, const double* __restrict__ AP, double* __restrict__ Q, ZSource zsrc,
+    step_rows_kernel(index_t n, int s, int w, int wq, const double* __restrict__ AP, double* __restrict__ Q, ZSource zsrc,
                      const double* __restrict__ inv_diag, const double* __restrict__ Z, bool update, bool grams,
                      const __grid_constant__ Coefs<S> k, TallWorkspace ws) {
   using Tiles = WarpTiles<S, 2 * S>;
@@ -227,16 +228,22 @@ __global__ void __launch_bounds__(kThreads, 3)
     warp_async_rows<S>(Q, row0, n, s, b1);
     async_rows_wait<0>();
     if (update) warp_read_rows<S>(b0, row0, n, s, w, ap);
-    warp_read_rows<S>(b1, row0, n, s, w, q);
+    warp_read_rows<S>(b1, row0, n, s, update ? wq : w, q);
     __syncwarp();  // b0 and b1 are reused below
     if (update) {
+      double qn[S];
 #pragma unroll
       for (int j = 0; j < S; ++j) {
-        double dq = 0.0;  // Σ first, then one subtraction: the host reference's rounding
+        double a = 0.0, dq = 0.0;  // Σ first, then one subtraction: the host reference's rounding
 #pragma unroll
-        for (int i = 0; i < S; ++i) dq += ap[i] * k.a[i * S + j];  // zero beyond w
-        q[j] -= dq;
+        for (int i = 0; i < S; ++i) {
+          a += q[i] * k.b[i * S + j];  // coefficients are zero beyond wq and w
+          dq += ap[i] * k.a[i * S + j];
+        }
+        qn[j] = a - dq;
       }
+#pragma unroll
+      for (int j = 0; j < S; ++j) q[j] = qn[j];
       warp_store_rows<S>(Q, row0, n, s, w, b0, q);
     }
     if (grams) {
@@ -267,11 +274,11 @@ __global__ void __launch_bounds__(kThreads, 3)
   });
 }
 
-// k.a = Cw (w × w2), k.b = Tt (w × w2), k.c = Cx (w × s): X += P·Cx, then P = Z·Cw + P·Tt and
-// Q = Q·Cw (Z = M⁻¹·Q from Q's rows or a filled block), all from the rows as they were.
+// k.a = Cw (w × w2), k.b = Tt (w × w2), k.c = Cx (w × s): X += P·Cx, then P = Z·Cw + P·Tt (Z = M⁻¹·W
+// from W's rows in Q, or a filled block), all from the rows as they were.
 template <int S>
 __global__ void __launch_bounds__(kThreads, 3)
-    rotate_rows_kernel(index_t n, int s, int w, int w2, double* __restrict__ Q, ZSource zsrc,
+    rotate_rows_kernel(index_t n, int s, int w, int w2, const double* __restrict__ Q, ZSource zsrc,
                        const double* __restrict__ inv_diag, const double* __restrict__ Z, double* __restrict__ P,
                        double* __restrict__ X, const __grid_constant__ Coefs<S> k) {
   __shared__ NarrowShared<S> shm;
@@ -289,7 +296,8 @@ __global__ void __launch_bounds__(kThreads, 3)
     warp_read_rows<S>(b0, row0, n, s, w, p);
     warp_read_rows<S>(b1, row0, n, s, s, x);
     __syncwarp();
-    warp_async_rows<S>(Q, row0, n, s, b1);  // Q's rows travel while X's step is made
+    const bool want_q = zsrc != ZSource::Given;  // Z from W on the fly
+    if (want_q) warp_async_rows<S>(Q, row0, n, s, b1);  // W's rows travel while X's step is made
 #pragma unroll
     for (int j = 0; j < S; ++j) {
       double dx = 0.0;  // Σ first, then one add; columns that do not move have zero coefficients
@@ -298,58 +306,65 @@ __global__ void __launch_bounds__(kThreads, 3)
       x[j] += dx;
     }
     warp_store_rows<S>(X, row0, n, s, s, b0, x);
-    async_rows_wait<0>();
-    warp_read_rows<S>(b1, row0, n, s, w, q);
-    __syncwarp();
+    if (want_q) {
+      async_rows_wait<0>();
+      warp_read_rows<S>(b1, row0, n, s, w, q);
+      __syncwarp();
+    } else {
+#pragma unroll
+      for (int j = 0; j < S; ++j) q[j] = 0.0;
+    }
     z_of<S>(zsrc, zsrc == ZSource::InverseDiagonal && live ? inv_diag[row] : 1.0, live ? Z + row * s : nullptr,
             live ? w : 0, q, z);
-    double qn[S], pn[S];
+    double pn[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) {
-      double a = 0.0, b = 0.0;
+      double b = 0.0;
 #pragma unroll
-      for (int i = 0; i < S; ++i) {
-        a += q[i] * k.a[i * S + j];
-        b += z[i] * k.a[i * S + j] + p[i] * k.b[i * S + j];
-      }
-      qn[j] = a;
+      for (int i = 0; i < S; ++i) b += z[i] * k.a[i * S + j] + p[i] * k.b[i * S + j];
       pn[j] = b;
     }
-    warp_store_rows<S>(Q, row0, n, s, w2, b0, qn);
     warp_store_rows<S>(P, row0, n, s, w2, b0, pn);
   }
 }
 
-// 9 to 16 columns: a thread per row. k.a = ξ: Q −= AP·ξ; with Z also Z = D⁻¹·Q (Z = Q without d).
+// 9 to 16 columns: a thread per row. k.a = ξ, k.b = Cq: Q = Q·Cq − AP·ξ; with Z also Z = D⁻¹·Q
+// (Z = Q without d).
 __global__ void __launch_bounds__(kThreads)
-    step_wide_kernel(index_t n, int s, int w, const double* __restrict__ AP, double* __restrict__ Q,
+    step_wide_kernel(index_t n, int s, int w, int wq, const double* __restrict__ AP, double* __restrict__ Q,
                      double* __restrict__ Z, const double* __restrict__ inv_diag, const __grid_constant__ Coefs<16> k) {
   for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
        row += std::int64_t(gridDim.x) * kThreads) {
-    double ap[16];
+    double ap[16], q[16], qn[16];
     load_row<16>(AP + row * s, w, ap);
+    load_row<16>(Q + row * s, wq, q);
     const double d = inv_diag ? inv_diag[row] : 1.0;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      if (j >= w) break;
-      double dq = 0.0;
+      double a = 0.0, dq = 0.0;
 #pragma unroll
-      for (int i = 0; i < 16; ++i) dq += ap[i] * k.a[i * 16 + j];
-      const double q = Q[row * s + j] - dq;
-      Q[row * s + j] = q;
-      if (Z) Z[row * s + j] = d * q;
+      for (int i = 0; i < 16; ++i) {
+        a += q[i] * k.b[i * 16 + j];
+        dq += ap[i] * k.a[i * 16 + j];
+      }
+      qn[j] = a - dq;
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      if (j >= w) break;
+      Q[row * s + j] = qn[j];
+      if (Z) Z[row * s + j] = d * qn[j];
     }
   }
 }
 
 // 9 to 16 columns, as rotate_rows_kernel with Z read from a filled block.
 __global__ void __launch_bounds__(kThreads)
-    rotate_wide_kernel(index_t n, int s, int w, int w2, double* __restrict__ Q, const double* __restrict__ Z,
-                       double* __restrict__ P, double* __restrict__ X, const __grid_constant__ Coefs<16> k) {
+    rotate_wide_kernel(index_t n, int s, int w, int w2, const double* __restrict__ Z, double* __restrict__ P,
+                       double* __restrict__ X, const __grid_constant__ Coefs<16> k) {
   for (std::int64_t row = std::int64_t(blockIdx.x) * kThreads + threadIdx.x; row < n;
        row += std::int64_t(gridDim.x) * kThreads) {
-    double q[16], z[16], p[16], qn[16], pn[16];
-    load_row<16>(Q + row * s, w, q);
+    double z[16], p[16], pn[16];
     load_row<16>(Z + row * s, w, z);
     load_row<16>(P + row * s, w, p);
 #pragma unroll
@@ -362,19 +377,14 @@ __global__ void __launch_bounds__(kThreads)
     }
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
-      double a = 0.0, b = 0.0;
+      double b = 0.0;
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        a += q[i] * k.a[i * 16 + j];
-        b += z[i] * k.a[i * 16 + j] + p[i] * k.b[i * 16 + j];
-      }
-      qn[j] = a;
+      for (int i = 0; i < 16; ++i) b += z[i] * k.a[i * 16 + j] + p[i] * k.b[i * 16 + j];
       pn[j] = b;
     }
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       if (j >= w2) break;
-      Q[row * s + j] = qn[j];
       P[row * s + j] = pn[j];
     }
   }
@@ -391,16 +401,19 @@ unsigned wide_grid(index_t n) {
 bool tall_steps_fit(index_t s) { return step_width(s) > 0; }
 bool tall_step_grams_fused(index_t s) { return step_width(s) > 0 && step_width(s) <= 8; }
 
-void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* xi, double* Q, ZSource zsrc,
-               const double* inv_diag, double* Z, bool update, bool grams, const TallWorkspace& ws) {
+void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* xi, double* Q, index_t wq,
+               const double* Cq, ZSource zsrc, const double* inv_diag, double* Z, bool update, bool grams,
+               const TallWorkspace& ws) {
   const int S = step_width(s);
-  KRYSP_REQUIRE(S > 0 && (S <= 8 || !grams) && (update || grams) && w > 0 && w <= s, "tall_step: ", s,
-                " columns, width ", w, grams ? " with" : " without", " Gram products");
+  KRYSP_REQUIRE(S > 0 && (S <= 8 || !grams) && (update || grams) && w > 0 && w <= s && wq <= s, "tall_step: ", s,
+                " columns, width ", w, " from ", wq, grams ? " with" : " without", " Gram products");
   if (n == 0) return;
   if (S == 16) {
     Coefs<16> k{};
     put<16>(k.a, xi, w, w);
-    step_wide_kernel<<<wide_grid(n), kThreads>>>(n, int(s), int(w), AP, Q, zsrc == ZSource::Given ? nullptr : Z,
+    put<16>(k.b, Cq, wq, w);
+    step_wide_kernel<<<wide_grid(n), kThreads>>>(n, int(s), int(w), int(wq), AP, Q,
+                                                 zsrc == ZSource::Given ? nullptr : Z,
                                                  zsrc == ZSource::InverseDiagonal ? inv_diag : nullptr, k);
     KRYSP_CUDA_CHECK_LAUNCH("step_wide_kernel");
     return;
@@ -408,8 +421,9 @@ void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* 
 #define KRYSP_STEP(W)                                                                                            \
   do {                                                                                                           \
     Coefs<W> k{};                                                                                                \
-    if (update) put<W>(k.a, xi, w, w);                                                                           \
-    step_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(w), AP, Q, zsrc, inv_diag, Z, update, grams, k, ws); \
+    if (update) put<W>(k.a, xi, w, w), put<W>(k.b, Cq, wq, w);                                                  \
+    step_rows_kernel<W><<<ws.grid, kThreads>>>(n, int(s), int(w), int(wq), AP, Q, zsrc, inv_diag, Z, update,     \
+                                               grams, k, ws);                                                    \
   } while (0)
   if (S == 1) KRYSP_STEP(1);
   if (S == 2) KRYSP_STEP(2);
@@ -420,7 +434,7 @@ void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* 
   if (grams) tall_reduce(int(2 * w * w), ws);
 }
 
-void tall_rotate(index_t n, index_t s, index_t w, index_t w2, double* Q, ZSource zsrc, const double* inv_diag,
+void tall_rotate(index_t n, index_t s, index_t w, index_t w2, const double* Q, ZSource zsrc, const double* inv_diag,
                  const double* Z, double* P, double* X, const double* Cw, const double* Tt, const double* Cx,
                  const TallWorkspace& ws) {
   const int S = step_width(s);
@@ -432,7 +446,7 @@ void tall_rotate(index_t n, index_t s, index_t w, index_t w2, double* Q, ZSource
     put<16>(k.a, Cw, w, w2);
     put<16>(k.b, Tt, w, w2);
     put<16>(k.c, Cx, w, s);
-    rotate_wide_kernel<<<wide_grid(n), kThreads>>>(n, int(s), int(w), int(w2), Q, Z, P, X, k);
+    rotate_wide_kernel<<<wide_grid(n), kThreads>>>(n, int(s), int(w), int(w2), Z, P, X, k);
     KRYSP_CUDA_CHECK_LAUNCH("rotate_wide_kernel");
     return;
   }

@@ -185,35 +185,44 @@ detail::ZSource CudaBlockCgOps<T>::zsource() const {
 template <class T>
 std::pair<std::vector<double>, std::vector<double>> CudaBlockCgOps<T>::step(const Block& AP, index_t w,
                                                                              const std::vector<double>& xi, Block& Q,
+                                                                             index_t wq, const std::vector<double>& Cq,
                                                                              Block& Z) {
-  KRYSP_REQUIRE(xi.size() == std::size_t(w) * w, "block CG step: ", xi.size(), " coefficients for width ", w);
+  KRYSP_REQUIRE(xi.size() == std::size_t(w) * w && Cq.size() == std::size_t(wq) * w && wq <= s_,
+                "block CG step: ", xi.size(), " and ", Cq.size(), " coefficients for width ", w, " from ", wq);
   using detail::ZSource;
   const ZSource zsrc = zsource();
   const auto ws = workspace();
   if (detail::tall_step_grams_fused(s_)) {
     if (zsrc == ZSource::Given) {  // W first (all rows), then Z = M⁻¹·W, then the products
-      detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), zsrc, nullptr, nullptr, true, false, ws);
+      detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), wq, Cq.data(), zsrc, nullptr, nullptr, true,
+                        false, ws);
       precondition(Q, w, Z);
-      detail::tall_step(size(), s_, w, nullptr, nullptr, Q.data(), zsrc, nullptr, Z.data(), false, true, ws);
+      detail::tall_step(size(), s_, w, nullptr, nullptr, Q.data(), w, nullptr, zsrc, nullptr, Z.data(), false, true,
+                        ws);
     } else {
-      detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), zsrc, inv_diag_, nullptr, true, true, ws);
+      detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), wq, Cq.data(), zsrc, inv_diag_, nullptr, true,
+                        true, ws);
     }
     const std::size_t ww = std::size_t(w) * w;
     const auto out = read_out(2 * ww);
     return {std::vector<double>(out.begin(), out.begin() + ww), std::vector<double>(out.begin() + ww, out.end())};
   }
   if (detail::tall_steps_fit(s_)) {
-    detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), zsrc, inv_diag_, Z.data(), true, false, ws);
+    detail::tall_step(size(), s_, w, AP.data(), xi.data(), Q.data(), wq, Cq.data(), zsrc, inv_diag_, Z.data(), true,
+                      false, ws);
     if (zsrc == ZSource::Given) precondition(Q, w, Z);
   } else {
-    combine(AP, w, xi, -1.0, 1.0, Q, w);
+    if (spare_.size() == 0) spare_ = block();
+    combine(Q, wq, Cq, 1.0, 0.0, spare_, w);
+    combine(AP, w, xi, -1.0, 1.0, spare_, w);
+    std::swap(Q, spare_);
     precondition(Q, w, Z);
   }
   return gram2(Q, w, Z, Q);
 }
 
 template <class T>
-void CudaBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+void CudaBlockCgOps<T>::rotate(const Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
                                const std::vector<double>& Cw, const std::vector<double>& Tt,
                                const std::vector<double>& Cx) {
   KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2 &&
@@ -221,7 +230,7 @@ void CudaBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, ind
                 "block CG rotate: ", Cw.size(), ", ", Tt.size(), " and ", Cx.size(), " coefficients for ", w, " x ",
                 w2);
   if (detail::tall_steps_fit(s_)) {
-    // Z as step() left it: on the fly up to 8 columns (unless M filled it), a filled block beyond
+    // Z as step() left it: from W on the fly up to 8 columns (unless M filled it), filled beyond
     const detail::ZSource zsrc = detail::tall_step_grams_fused(s_) ? zsource() : detail::ZSource::Given;
     detail::tall_rotate(size(), s_, w, w2, Q.data(), zsrc, inv_diag_, Z.data(), P.data(), X.data(), Cw.data(),
                         Tt.data(), Cx.data(), workspace());
@@ -229,12 +238,10 @@ void CudaBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, ind
   }
   combine(P, w, Cx, 1.0, 1.0, X, s_);
   if (w2 == 0) return;
-  if (spare_q_.size() == 0) spare_q_ = block(), spare_p_ = block();
-  combine(P, w, Tt, 1.0, 0.0, spare_p_, w2);
-  combine(Z, w, Cw, 1.0, 1.0, spare_p_, w2);
-  combine(Q, w, Cw, 1.0, 0.0, spare_q_, w2);
-  std::swap(P, spare_p_);
-  std::swap(Q, spare_q_);
+  if (spare_.size() == 0) spare_ = block();
+  combine(P, w, Tt, 1.0, 0.0, spare_, w2);
+  combine(Z, w, Cw, 1.0, 1.0, spare_, w2);
+  std::swap(P, spare_);
 }
 
 template class CudaBlockCgOps<double>;

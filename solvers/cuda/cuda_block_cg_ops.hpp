@@ -49,16 +49,17 @@ class CudaBlockCgOps {
   /// {Xᵀ·Y1, Xᵀ·Y2} of the first b columns of each, read back in one copy (one wait).
   std::pair<std::vector<double>, std::vector<double>> gram2(const Block& X, index_t b, const Block& Y1,
                                                             const Block& Y2);
-  /// Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q on the first w columns; returns {WᵀZ, WᵀW}, W = Q
-  /// after. Up to 8 columns one pass (a diagonal M applied on the fly: Z is not stored), up to
-  /// kMaxStepCols a pass and the Gram kernels, block updates beyond.
+  /// W = Q·Cq − AP·ξ (Cq: wq × w, ξ: w × w) into the first w columns of Q, from its first wq, and
+  /// Z = M⁻¹·W; returns {WᵀZ, WᵀW}. Up to 8 columns one pass (a diagonal M applied on the fly: Z
+  /// is not stored), up to kMaxStepCols a pass and the Gram kernels, block updates beyond.
   std::pair<std::vector<double>, std::vector<double>> step(const Block& AP, index_t w, const std::vector<double>& xi,
-                                                           Block& Q, Block& Z);
-  /// X += P·Cx (Cx: w × s), then P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2, w2 ≤ w), Z as
-  /// step() left it: one pass in place up to kMaxStepCols columns, block updates into spare
-  /// blocks (swapped in) beyond.
-  void rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2, const std::vector<double>& Cw,
-              const std::vector<double>& Tt, const std::vector<double>& Cx);
+                                                           Block& Q, index_t wq, const std::vector<double>& Cq,
+                                                           Block& Z);
+  /// X += P·Cx (Cx: w × s), then P = Z·Cw + P·Tt (Cw, Tt: w × w2, w2 ≤ w), Z as step() left it
+  /// (from W in Q where it is not stored): one pass in place up to kMaxStepCols columns, block
+  /// updates into a spare block (swapped in) beyond.
+  void rotate(const Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+              const std::vector<double>& Cw, const std::vector<double>& Tt, const std::vector<double>& Cx);
   /// Y = alpha·X·C + beta·Y for the first bx columns of X and by of Y (C bx × by, column-major,
   /// host); does not wait for the device.
   void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
@@ -85,7 +86,7 @@ class CudaBlockCgOps {
   MappedArray<double> out_;    ///< their outputs, written by the device into host memory
   CudaBlockOps<T> blk_;        ///< combine() and copies
   const T* inv_diag_;          ///< M's inverse diagonal when M is diagonal (applied inside step())
-  DeviceArray<T> spare_q_, spare_p_;  ///< rotate()'s outputs beyond kMaxStepCols columns
+  DeviceArray<T> spare_;       ///< step()'s and rotate()'s outputs beyond kMaxStepCols columns
 };
 
 /// The rule of spmm_gram_choice: the fused kernel when rows are short and regular (the SpMM plan's

@@ -59,29 +59,34 @@ void HostBlockCgOps<T>::combine(const Block& X, index_t bx, const std::vector<do
 template <class T>
 std::pair<std::vector<double>, std::vector<double>> HostBlockCgOps<T>::step(const Block& AP, index_t w,
                                                                              const std::vector<double>& xi, Block& Q,
+                                                                             index_t wq, const std::vector<double>& Cq,
                                                                              Block& Z) const {
-  KRYSP_REQUIRE(xi.size() == std::size_t(w) * w, "block CG step: ", xi.size(), " coefficients for width ", w);
+  KRYSP_REQUIRE(xi.size() == std::size_t(w) * w && Cq.size() == std::size_t(wq) * w && wq <= s_,
+                "block CG step: ", xi.size(), " and ", Cq.size(), " coefficients for width ", w, " from ", wq);
+  std::vector<double> q(w);
   for (index_t r = 0; r < size(); ++r) {
     const std::size_t row = std::size_t(r) * s_;
     for (index_t j = 0; j < w; ++j) {
-      double dq = 0;  // Σ first, then one subtraction (the CUDA kernels round the same way)
+      double a = 0, dq = 0;  // Σ first, then one subtraction (the CUDA kernels round the same way)
+      for (index_t i = 0; i < wq; ++i) a += double(Q(row + i)) * Cq[cm(i, j, wq)];
       for (index_t i = 0; i < w; ++i) dq += double(AP(row + i)) * xi[cm(i, j, w)];
-      Q(row + j) -= T(dq);
+      q[j] = a - dq;
     }
+    for (index_t j = 0; j < w; ++j) Q(row + j) = T(q[j]);
   }
   precondition(Q, w, Z);
   return gram2(Q, w, Z, Q);
 }
 
 template <class T>
-void HostBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+void HostBlockCgOps<T>::rotate(const Block&, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
                                const std::vector<double>& Cw, const std::vector<double>& Tt,
                                const std::vector<double>& Cx) const {
   KRYSP_REQUIRE(Cw.size() == std::size_t(w) * w2 && Tt.size() == std::size_t(w) * w2 &&
                     Cx.size() == std::size_t(w) * s_ && w2 <= w,
                 "block CG rotate: ", Cw.size(), ", ", Tt.size(), " and ", Cx.size(), " coefficients for ", w, " x ",
                 w2);
-  std::vector<double> q(w2), p(w2);
+  std::vector<double> p(w2);
   for (index_t r = 0; r < size(); ++r) {
     const std::size_t row = std::size_t(r) * s_;
     for (index_t j = 0; j < s_; ++j) {
@@ -90,18 +95,11 @@ void HostBlockCgOps<T>::rotate(Block& Q, const Block& Z, Block& P, Block& X, ind
       X(row + j) += T(dx);
     }
     for (index_t j = 0; j < w2; ++j) {
-      double a = 0, b = 0;
-      for (index_t i = 0; i < w; ++i) {
-        a += double(Q(row + i)) * Cw[cm(i, j, w)];
-        b += double(Z(row + i)) * Cw[cm(i, j, w)] + double(P(row + i)) * Tt[cm(i, j, w)];
-      }
-      q[j] = a;
+      double b = 0;
+      for (index_t i = 0; i < w; ++i) b += double(Z(row + i)) * Cw[cm(i, j, w)] + double(P(row + i)) * Tt[cm(i, j, w)];
       p[j] = b;
     }
-    for (index_t j = 0; j < w2; ++j) {
-      Q(row + j) = T(q[j]);
-      P(row + j) = T(p[j]);
-    }
+    for (index_t j = 0; j < w2; ++j) P(row + j) = T(p[j]);
   }
 }
 

@@ -41,13 +41,15 @@ class HostBlockCgOps {
                                                             const Block& Y2) const {
     return {gram(X, b, Y1, b), gram(X, b, Y2, b)};
   }
-  /// Q −= AP·ξ (ξ: w × w) and Z = M⁻¹·Q on the first w columns; returns {WᵀZ, WᵀW}, W = Q after.
+  /// W = Q·Cq − AP·ξ (Cq: wq × w, ξ: w × w) into the first w columns of Q, from its first wq, and
+  /// Z = M⁻¹·W; returns {WᵀZ, WᵀW}.
   std::pair<std::vector<double>, std::vector<double>> step(const Block& AP, index_t w, const std::vector<double>& xi,
-                                                           Block& Q, Block& Z) const;
-  /// X += P·Cx (Cx: w × s), then P = Z·Cw + P·Tt and Q = Q·Cw (Cw, Tt: w × w2, w2 ≤ w; w2 = 0: X
-  /// only), all from the rows as they were.
-  void rotate(Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2, const std::vector<double>& Cw,
-              const std::vector<double>& Tt, const std::vector<double>& Cx) const;
+                                                           Block& Q, index_t wq, const std::vector<double>& Cq,
+                                                           Block& Z) const;
+  /// X += P·Cx (Cx: w × s), then P = Z·Cw + P·Tt (Cw, Tt: w × w2, w2 ≤ w; w2 = 0: X only), from
+  /// the rows as they were; Z is step()'s (Q, its W, is not changed).
+  void rotate(const Block& Q, const Block& Z, Block& P, Block& X, index_t w, index_t w2,
+              const std::vector<double>& Cw, const std::vector<double>& Tt, const std::vector<double>& Cx) const;
   /// Y = alpha·X·C + beta·Y for the first bx columns of X and by of Y (C bx × by, column-major).
   void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
                index_t by) const;

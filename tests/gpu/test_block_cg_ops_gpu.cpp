@@ -67,6 +67,14 @@ std::vector<double> download(const DeviceArray<double>& d) {
   return v;
 }
 
+/// The entries (i, j) of an n × s row-major block for j < k.
+std::vector<double> columns_of(const std::vector<double>& blk, index_t n, index_t s, index_t k) {
+  std::vector<double> v;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < k; ++j) v.push_back(blk[std::size_t(i) * s + j]);
+  return v;
+}
+
 /// The entries (i, j) of an n × s row-major block for j in [from, s).
 std::vector<double> columns_from(const std::vector<double>& blk, index_t n, index_t s, index_t from) {
   std::vector<double> v;
@@ -151,21 +159,22 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     CHECK(columns_from(Z1, n, s, w) == columns_from(Z0, n, s, w));
   }
 
-  // the row-wise steps: Q −= AP·ξ with Z = M⁻¹·Q and {WᵀZ, WᵀW}; then X += P·Cx, P = Z·Cw + P·Tt,
-  // Q = Q·Cw. Z itself is the backend's own (a diagonal M may be applied on the fly), so it is
-  // checked through the products and the rotation. Columns of X with zero coefficients stay as
+  // the row-wise steps: W = Q·Cq − AP·ξ with Z = M⁻¹·W and {WᵀZ, WᵀW}; then X += P·Cx and
+  // P = Z·Cw + P·Tt. Z itself is the backend's own (a diagonal M may be applied on the fly), so it
+  // is checked through the products and the rotation. Columns of X with zero coefficients stay as
   // they were, bit for bit.
   {
-    const auto xi = test::random_vector(std::size_t(w) * w);
+    const index_t wq = std::min<index_t>(s, w + 1);  // the previous width (the block may have narrowed)
+    const auto xi = test::random_vector(std::size_t(w) * w), Cq = test::random_vector(std::size_t(wq) * w);
     auto hZ = host.block();
     auto dZ = dev.block();
     dY.upload(hY.data(), ns);
-    const auto [hwz, hww] = host.step(hQ, w, xi, hY, hZ);
-    const auto [dwz, dww] = dev.step(dQ, w, xi, dY, dZ);
-    check_close(download(dY), hvec(hY), double(w), "step W", 1.0);
+    const auto [hwz, hww] = host.step(hQ, w, xi, hY, wq, Cq, hZ);
+    const auto [dwz, dww] = dev.step(dQ, w, xi, dY, wq, Cq, dZ);
+    check_close(columns_of(download(dY), n, s, w), columns_of(hvec(hY), n, s, w), double(w + wq), "step W", 2.0);
     check_close(dwz, hwz, double(n), "step WᵀZ", cross_scale(hY.data(), hZ.data(), n, s));
     check_close(dww, hww, double(n), "step WᵀW");
-    for (index_t i = 0; i < w; ++i)  // WᵀW exactly symmetric where the products are fused
+    for (index_t i = 0; i < w; ++i)  // WᵀW symmetric up to rounding
       for (index_t j = 0; j < i; ++j) CHECK(std::abs(dww[cm(i, j, w)] - dww[cm(j, i, w)]) <= 1e-12 * std::abs(dww[0]));
 
     auto Cx = test::random_vector(std::size_t(w) * s);
@@ -179,20 +188,17 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     const auto X1 = download(dX);
     check_close(X1, hvec(hX), double(w), "rotate X", 1.0);
     for (index_t i = 0; i < n; ++i) CHECK(X1[std::size_t(i) * s + s - 1] == X0[std::size_t(i) * s + s - 1]);
-    std::vector<double> qd = download(dY), qh = hvec(hY), pd = download(dP), ph = hvec(hP);
-    for (index_t i = 0; i < n; ++i)  // the first w2 columns are the result
-      for (index_t j = w2; j < s; ++j)
-        qd[std::size_t(i) * s + j] = qh[std::size_t(i) * s + j] = pd[std::size_t(i) * s + j] = ph[std::size_t(i) * s + j] = 0.0;
-    check_close(qd, qh, double(w), "rotate Q", 8.0);
-    check_close(pd, ph, double(2 * w), "rotate P", 16.0);
-    // w2 = 0 (the block lost every direction): X's step only
-    host.rotate(hY, hZ, hP, hX, w, 0, {}, {}, Cx);
-    dev.rotate(dY, dZ, dP, dX, w, 0, {}, {}, Cx);
-    check_close(download(dX), hvec(hX), double(w), "rotate X (w2 = 0)", 2.0);
+    check_close(columns_of(download(dP), n, s, w2), columns_of(hvec(hP), n, s, w2), double(2 * w), "rotate P", 16.0);
+    // w2 = 0 (the block lost every direction): X's step only, from the new P's first w2 columns
+    const index_t w3 = std::max<index_t>(w2, 1);
+    const auto Cx3 = test::random_vector(std::size_t(w3) * s);
+    host.rotate(hY, hZ, hP, hX, w3, 0, {}, {}, Cx3);
+    dev.rotate(dY, dZ, dP, dX, w3, 0, {}, {}, Cx3);
+    check_close(download(dX), hvec(hX), double(w + w3), "rotate X (w2 = 0)", 4.0);
     CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, dX, w, w2, Cw, std::vector<double>(std::size_t(w) * w2 + 1), Cx),
                     InputError);
-    CHECK_THROWS_AS(dev.step(dQ, w, std::vector<double>(std::size_t(w) * w + 1), dY, dZ), InputError);
-    hP = hblock();  // fresh operands for what follows (columns beyond w2 are the backends' own)
+    CHECK_THROWS_AS(dev.step(dQ, w, std::vector<double>(std::size_t(w) * w + 1), dY, wq, Cq, dZ), InputError);
+    hP = hblock();  // fresh operands for what follows (columns beyond the widths are the backends' own)
     hY = hblock();
     dP.upload(hP.data(), ns);
     dY.upload(hY.data(), ns);
