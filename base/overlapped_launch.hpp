@@ -7,12 +7,16 @@
 /// 1.5-2.5 us a small product takes (bench_spmm reports both).
 ///
 /// Early launches go further in the SpMM row kernels of small launches
-/// (sparse/cuda/spmm_common.hpp, kSpmmEarlyMaxThreads): when the plan sees the matrix values of its
-/// last product again, on the same stream (CsrMatrix::values_stamp), the kernel loads each row's
-/// offsets and first nonzeros before its wait, and right after the wait lets the next kernel launch
-/// (release_next_kernel), so that the next product's matrix loads overlap this one's work. Sound
-/// because a releasing kernel has already waited for everything before it, and the values are
-/// unchanged since a product on this stream that waited for their writer. Back-to-back products
+/// (sparse/cuda/spmm_common.hpp, spmm_early_launch): when the plan sees the matrix values of its
+/// last product again, on the same stream (CsrMatrix::values_stamp), and krysp tracks every change
+/// of those values (CsrMatrix::values_tracked: a host-built matrix, or a device-borrowed one whose
+/// caller opted in with CsrMatrix::promise_notify; sparse/early_loads.hpp), the kernel loads each
+/// row's offsets and first nonzeros before its wait, and right after the wait lets the next kernel
+/// launch (release_next_kernel), so that the next product's matrix loads overlap this one's work.
+/// Sound because a releasing kernel has already waited for everything before it, and the values
+/// are unchanged since a product on this stream that waited for their writer. A device-borrowed
+/// matrix without the opt-in never loads early: its caller's writes are invisible to krysp, and a
+/// forgotten notify_values_changed() must not give stale products. Back-to-back products
 /// replayed from a graph took 0.83-0.90x the time at N = 2..8 and 0.94-0.97x at N = 16..64 (H200,
 /// H100; spmm_h*_2026-11-26_final against _final_baseline_f14e46f). Tried on the way
 /// (bench/experiments/pdl_prefetch.cu, H200): the release at the start of a kernel, before its

@@ -12,6 +12,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/base/kokkos_runtime.hpp"
 #include "krysp/base/overlap.hpp"
+#include "krysp/sparse/early_loads.hpp"
 
 namespace krysp {
 
@@ -56,6 +57,8 @@ struct CsrMatrix<T>::Shared {
   }
   // Device arrays: pointers into the mirror below, or the caller's own (borrowed).
   bool borrowed = false;
+  // Borrowed only: the caller promised to notify every change of the values (promise_notify).
+  std::atomic<bool> notify_promised{false};
   const index_t* d_row_ptr = nullptr;
   const index_t* d_col_idx = nullptr;
   T* d_values = nullptr;
@@ -326,6 +329,16 @@ template <class T>
 std::uint64_t CsrMatrix<T>::values_stamp() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->values_stamp;
+}
+
+template <class T>
+void CsrMatrix<T>::promise_notify(bool promised) {
+  shared_->notify_promised.store(promised, std::memory_order_relaxed);
+}
+
+template <class T>
+bool CsrMatrix<T>::values_tracked() const {
+  return krysp::values_tracked(shared_->borrowed, shared_->notify_promised.load(std::memory_order_relaxed));
 }
 
 template <class T>

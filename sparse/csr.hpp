@@ -77,9 +77,11 @@ class CsrMatrix {
   /// and so is every call without a CUDA device (DeviceError). The caller keeps the arrays alive
   /// as long as this matrix, its copies, or a plan or solver made from it is used, and must not
   /// change the structure. After writing new values into d_values, call
-  /// notify_values_changed() before the next product: until then plans take the values for
-  /// unchanged and may read them before a kernel just ahead on the stream has finished writing
-  /// them (base/overlapped_launch.hpp). set_values() copies into d_values.
+  /// notify_values_changed() before the next solve: preconditioners and the host snapshot are
+  /// derived from the values and are made again only then. Products stay right without it: krysp
+  /// cannot see writes into d_values, so its plans never read such a matrix before the kernel
+  /// ahead on the stream has finished (no early loads, base/overlapped_launch.hpp) unless the
+  /// caller promises to notify every change (promise_notify). set_values() copies into d_values.
   static CsrMatrix from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                         const index_t* d_col_idx, T* d_values);
 
@@ -88,6 +90,7 @@ class CsrMatrix {
   /// whose values the caller converted on the device. Shares A's host index arrays, A's device
   /// index arrays (uploaded now if A has none; the new matrix keeps them alive) and A's
   /// fingerprint: nothing is downloaded or checked again, so it costs no pass over the matrix.
+  /// Early loads as for from_device_pointers: none unless promise_notify() is called.
   template <class U>
   static CsrMatrix with_structure_of(const CsrMatrix<U>& A, T* d_values);
 
@@ -134,9 +137,25 @@ class CsrMatrix {
   std::uint64_t values_version() const;
   /// Names the current values: unique in the process (another matrix, or these values after a
   /// change, get another stamp; copies share it). A plan that sees the stamp of its last product
-  /// again loads the matrix before the kernel ahead of it on the stream has finished
-  /// (base/overlapped_launch.hpp).
+  /// again, on a matrix whose values krysp tracks (values_tracked()), loads the matrix before the
+  /// kernel ahead of it on the stream has finished (base/overlapped_launch.hpp).
   std::uint64_t values_stamp() const;
+  /// The opt-in to early matrix loads for a device-borrowed matrix (from_device_pointers,
+  /// with_structure_of): the caller promises that every write into the device values is followed,
+  /// before the next product on any stream, by notify_values_changed() (or is made through
+  /// set_values / set_values_device). Then a plan that sees the values of its last product again
+  /// reads the matrix before the kernel ahead of it has finished, as for a host-built matrix; a
+  /// write left undeclared may then be read half-done or not at all. Without the promise (the
+  /// default) a borrowed matrix gets no early loads, and a panel-split plan gathers its values
+  /// before every product: its products are right whether or not a change was notified, and
+  /// only small back-to-back products lose the early loads' gain. Shared by copies; `false`
+  /// withdraws it. No effect on a host-built matrix, whose device mirror only krysp writes.
+  void promise_notify(bool promised = true);
+  /// True when krysp knows of every change of the device values, so that an unchanged
+  /// values_stamp() means unchanged device values: a host-built matrix (its device mirror is
+  /// written only by set_values, set_values_device and notify_values_changed), or a
+  /// device-borrowed one whose caller called promise_notify(). SpMM plans load early only then.
+  bool values_tracked() const;
   /// A check derived from the structure and current values (such as the symmetry check), computed
   /// once per values version and shared by copies: `compute` runs only when no result for `tag`
   /// exists at the current values_version(). Solvers call this on every solve; the matrix is the

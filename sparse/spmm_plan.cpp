@@ -16,6 +16,7 @@
 #include "krysp/sparse/cuda/spmm_common.hpp"
 #include "krysp/sparse/cuda/spmm_launch.hpp"
 #include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/early_loads.hpp"
 #include "krysp/sparse/host/spmm_reference.hpp"
 #include "krysp/sparse/spmm_panels.hpp"
 #include "krysp/sparse/spmm_select.hpp"
@@ -156,7 +157,8 @@ std::unique_ptr<Workspace<T>> make_workspace(const SpmmConfig& c, const CsrMatri
 
 /// A column split of the matrix on the device (spmm_panels.hpp): each panel a CSR view into the
 /// split's arrays, with the workspace of the panels' kernel. The values are gathered from the
-/// matrix, again whenever apply() sees other values (another array or a values change).
+/// matrix, again whenever apply() sees other values (another array or a values change), and
+/// before every product where krysp does not track the values (spmm_panels_gather).
 template <class T>
 struct Panels {
   SpmmPanelSplit split;  // host side: offsets for the workspaces, statistics of panel 0
@@ -195,10 +197,11 @@ struct Panels {
       ws.push_back(make_workspace<T>(c, h.row_ptr, h.rows, h.nnz, N));
     }
   }
-  /// Gathers the values from A's device arrays unless they are those gathered last (`stamp`:
-  /// A.values_stamp()); true when it did (the gather kernel writes the panels' values).
-  bool refresh(const CsrMatrix<T>& A, std::uint64_t stamp, DeviceStream stream = {}) {
-    if (stamp == gathered_stamp) return false;
+  /// Gathers the values from A's device arrays unless they are tracked (`tracked`:
+  /// A.values_tracked()) and those gathered last (`stamp`: A.values_stamp()); true when it did (the
+  /// gather kernel writes the panels' values).
+  bool refresh(const CsrMatrix<T>& A, std::uint64_t stamp, bool tracked, DeviceStream stream = {}) {
+    if (!spmm_panels_gather(tracked, stamp == gathered_stamp)) return false;
     detail::spmm_gather_values(A.device_view().values, source.data(), index_t(split.source.size()), values.data(),
                                stream);
     gathered_stamp = stamp;
@@ -280,7 +283,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
   // is made once, for the rule's panel count or a forced or cached one.
   auto panels_of = [&](int P) -> Panels<T>& {
     if (!s->panels || s->panels->split.panels != P) s->panels = std::make_unique<Panels<T>>(A, P);
-    s->panels->refresh(A, A.values_stamp());
+    s->panels->refresh(A, A.values_stamp(), true);  // now, unless this split holds these values already
     return *s->panels;
   };
   // The split holds a copy of the structure and values, nnz·(8 + sizeof(T)) bytes and P row offset
@@ -344,13 +347,18 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
       DeviceArray<T> Y(std::max<std::size_t>(1, std::size_t(A.rows()) * std::size_t(ldy)));
       detail::spmm_fill_device(X.data(), X.size(), 0x5eed);
       std::vector<SpmmConfig> cands = spmm_candidates(s->stats, N, int(sizeof(T)));
+      // The candidates run as apply() does from its second call on: with early matrix loads where
+      // apply() would load early (tracked values), and an untracked panel split gathering its
+      // values before every product.
+      const bool tracked = A.values_tracked();
+      const bool early = spmm_may_load_early({tracked, true, true, overlapped_launch()});
       std::vector<std::unique_ptr<Workspace<T>>> ws;
       std::vector<std::function<void(DeviceStream)>> runs;
       for (const SpmmConfig& c : cands) {
         ws.push_back(make_workspace(c, A, N));
         const detail::SpmmWorkspaceView view = ws.back()->view;
         runs.push_back([&, c, view](DeviceStream st) {
-          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, true, st);
+          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early, st);
         });
       }
       if (s->selection.rule.panel_count() > 1) {  // the rule's panel split against the unsplit candidates
@@ -358,11 +366,13 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         cands.push_back(c);
         Panels<T>& pn = panels_of(c.panels);
         pn.set_config(c, N);
-        runs.push_back(
-            [&, c](DeviceStream st) { pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, true, st); });
+        runs.push_back([&, c](DeviceStream st) {
+          const bool gathered = pn.refresh(A, A.values_stamp(), tracked, st);
+          pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early && !gathered, st);
+        });
       }
-      // The candidates run as apply() does from its second call on, with early matrix loads: the
-      // split's gather (panels_of) must be complete before the first of them starts.
+      // With early loads, the split's gather (panels_of) must be complete before the first
+      // candidate starts.
       cuda_synchronize();
       const std::vector<double> ms = time_candidates(runs, std::max(1, o.tune_reps), std::max(0, o.tune_warmup));
       double best = -1;
@@ -402,18 +412,21 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   const index_t N = state_->n;
   check_spmm_operands("SpmmPlan::apply", A, N, X, ldx, static_cast<const T*>(Y), ldy);
   if (A.rows() == 0) return;
-  // Early matrix loads (before waiting for the kernel ahead on the stream) only for the values the
-  // last apply() read, on its stream: its kernels waited for everything before them there, the
-  // writer of those values included, and let the next kernel start only then
-  // (release_next_kernel). New values may come from a kernel still running
+  // Early matrix loads (before waiting for the kernel ahead on the stream; early_loads.hpp) only
+  // for tracked values that the last apply() read, on its stream: its kernels waited for
+  // everything before them there, the writer of those values included, and let the next kernel
+  // start only then (release_next_kernel). New values may come from a kernel still running
   // (notify_values_changed), and on another stream the kernel ahead may be their writer, so the
-  // first apply() after a change, or on another stream, waits first. Remembered once launched.
+  // first apply() after a change, or on another stream, waits first; untracked values (a
+  // device-borrowed matrix without promise_notify) may have changed unnotified, so every apply()
+  // waits first. Remembered once launched.
   const std::uint64_t stamp = A.values_stamp();
-  bool early = state_->last_stamp.load(std::memory_order_relaxed) == stamp &&
-               state_->last_stream.load(std::memory_order_relaxed) == stream.handle &&
-               overlapped_launch();  // no overlapped launches: nothing to gain
+  const bool tracked = A.values_tracked();
+  bool early = spmm_may_load_early({tracked, state_->last_stamp.load(std::memory_order_relaxed) == stamp,
+                                    state_->last_stream.load(std::memory_order_relaxed) == stream.handle,
+                                    overlapped_launch()});
   if (state_->panels) {
-    if (state_->panels->refresh(A, stamp, stream)) early = false;  // the gather kernel just wrote the panels' values
+    if (state_->panels->refresh(A, stamp, tracked, stream)) early = false;  // the gather kernel just wrote the panels' values
     state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);
   } else {
     detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
@@ -421,6 +434,14 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   }
   state_->last_stamp.store(stamp, std::memory_order_relaxed);
   state_->last_stream.store(stream.handle, std::memory_order_relaxed);
+}
+
+template <class T>
+bool SpmmPlan<T>::may_load_early(const CsrMatrix<T>& A, DeviceStream stream) const {
+  if (!state_ || A.fingerprint() != state_->fingerprint) return false;
+  return spmm_may_load_early({A.values_tracked(), state_->last_stamp.load(std::memory_order_relaxed) == A.values_stamp(),
+                              state_->last_stream.load(std::memory_order_relaxed) == stream.handle,
+                              overlapped_launch()});
 }
 
 template <class T>

@@ -108,13 +108,24 @@ class SpmmPlan {
   /// threads or on two streams. Only kernels are enqueued (A's device arrays exist since the plan
   /// was made), so apply() on a stream other than the default one can be captured into a CUDA
   /// graph. A matrix split into column panels (config().panels > 1) reads copies of its values
-  /// gathered when they change: after a change of A's values, capture again. Early matrix loads:
-  /// on small launches, when A's values are those of this plan's last apply() on the same stream
+  /// gathered when they change: after a change of A's values, capture again (a device-borrowed
+  /// matrix without promise_notify gathers them in every apply(), captured too).
+  ///
+  /// Early matrix loads (may_load_early): on small launches, when krysp tracks A's values
+  /// (CsrMatrix::values_tracked: a host-built matrix, or a device-borrowed one whose caller called
+  /// CsrMatrix::promise_notify) and they are those of this plan's last apply() on the same stream
   /// (CsrMatrix::values_stamp), the kernel loads A before the kernel ahead of it on the stream has
-  /// finished (X and Y only after), so new values written by a kernel must be declared
-  /// (CsrMatrix::notify_values_changed, set_values, set_values_device) before the next apply().
+  /// finished (X and Y only after). For such a matrix, new values written by a kernel must be
+  /// declared (CsrMatrix::notify_values_changed, set_values, set_values_device) before the next
+  /// apply(). A device-borrowed matrix without the promise never loads early: values its caller
+  /// changed in place are read right, notified or not.
   void apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
              DeviceStream stream = {}) const;
+  /// Whether the next apply(A, ..., stream) may load A early (see apply(); the kernels then do in
+  /// small launches only): A has this plan's structure, krysp tracks its values, they are those of
+  /// this plan's last apply() and it ran on `stream`, and overlapped launches are on
+  /// (early_loads.hpp, spmm_may_load_early). False for an invalid plan.
+  bool may_load_early(const CsrMatrix<T>& A, DeviceStream stream = {}) const;
 
   /// False for a default-constructed plan (apply() then throws InputError).
   bool valid() const { return state_ != nullptr; }

@@ -133,6 +133,7 @@ DeviceChebyshev<T, S>::DeviceChebyshev(const CsrMatrix<T>& A, const SpmvPlan<T>&
     values_s_ = DeviceArray<S>(std::size_t(A.nnz()));
     detail::convert_values(std::size_t(A.nnz()), dA.values, values_s_.data());
     As_ = CsrMatrix<S>::with_structure_of(A, values_s_.data());
+    As_.promise_notify();  // krysp's own array, written once above and never again: early loads are safe
     plan_ = SpmvPlan<S>(As_, plan);
     DeviceArray<S> inv_sqrt;
     if (estimate) {

@@ -4,7 +4,8 @@
 // misaligned X (scalar-load path), beta = 0 with Y full of NaN, bitwise determinism, plan
 // refusals, the rule, the tuned mode with its cache, column panels (spmm_panels.hpp), apply()
 // on a stream of the caller's and captured into a CUDA graph, overlapped launches, and early
-// matrix loads (every variant's second apply(); values written late by a kernel before it).
+// matrix loads (every variant's second apply(); values written late by a kernel before it: right
+// without notify on a device-borrowed matrix by default, early only with promise_notify).
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -23,6 +24,7 @@
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmm_plan.hpp"
 #include "krysp/sparse/spmm_select.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
 #include "sparse_test_util.hpp"
 #include "test_util.hpp"
 
@@ -447,27 +449,140 @@ TEST_CASE("SpMM GPU: overlapped launches wait for the kernel before them, every 
   }
 }
 
-TEST_CASE("SpMM GPU: values a kernel writes just before apply() are read once notified (early loads otherwise)") {
-  // apply() loads the matrix before waiting for the kernel ahead only when the values are those of
-  // its last product (CsrMatrix::values_stamp). The late writer puts new values into a
-  // device-borrowed matrix's own array right before the product.
+namespace {
+/// bcsstk06 (rows of at most 28 nonzeros) on device arrays of the test's own, as a caller's
+/// simulation code holds them, wrapped by from_device_pointers; `values` is the array the caller
+/// writes in place.
+struct BorrowedBcsstk06 {
+  CsrMatrix<double> H = test::load("bcsstk06");
+  std::size_t nnz = std::size_t(H.nnz());
+  DeviceArray<index_t> rp{std::size_t(H.rows()) + 1}, ci{nnz};
+  DeviceArray<double> values{nnz};
+  CsrMatrix<double> D;
+  BorrowedBcsstk06() {
+    rp.upload(H.row_ptr().data(), rp.size());
+    ci.upload(H.col_idx().data(), nnz);
+    values.upload(H.values().data(), nnz);
+    D = CsrMatrix<double>::from_device_pointers(H.rows(), H.cols(), H.nnz(), rp.data(), ci.data(), values.data());
+  }
+  /// A host-built matrix of H's structure with values v: the host recomputation's operand.
+  CsrMatrix<double> host_with(const std::vector<double>& v) const {
+    return CsrMatrix<double>::from_arrays(H.rows(), H.cols(),
+                                          std::vector<index_t>(H.row_ptr().data(), H.row_ptr().data() + H.rows() + 1),
+                                          std::vector<index_t>(H.col_idx().data(), H.col_idx().data() + nnz), v);
+  }
+};
+}  // namespace
+
+TEST_CASE("SpMM GPU: a device-borrowed matrix changed in place without notify gives right products by default") {
+  // The hazard of early loads (early_loads.hpp): the caller writes new values into its own array
+  // and forgets notify_values_changed(). Without promise_notify the plans must not load early, and
+  // a panel split must gather again: every product equals the host recomputation with the new
+  // values. Written by a plain copy and by the late writer (a kernel still running when the
+  // product is launched), for the kernels that load early, a panel split and the rule's pick.
+  const bool setting = overlapped_launch();
+  set_overlapped_launch(true);
+  BorrowedBcsstk06 m;
+  CsrMatrix<double>& D = m.D;
+  CHECK(D.is_device_borrowed());
+  CHECK_FALSE(D.values_tracked());  // the default: no promise
+  CHECK(m.H.values_tracked());      // host-built: krysp owns the device mirror
+  constexpr index_t N = 2;
+  const auto X = test::random_block<double>(m.H.cols(), N, N, 0.0);
+  const std::vector<double> Y0(std::size_t(m.H.rows()) * N, 0.0);
+  DeviceArray<double> dx(X.size()), dy(Y0.size()), fresh(m.nnz);
+  dx.upload(X.data(), X.size());
+  std::vector<SpmmPlanOptions> plans(4);
+  plans[1].force = plans[2].force = plans[3].force = true;
+  plans[1].forced = cfg(SpmmAlgorithm::VdlRow, 32, 1, 1);  // the lean VDL row kernel: loads early when allowed
+  plans[2].forced = cfg(SpmmAlgorithm::CscRow, 8, 0, 1);   // the CSC row kernel of small launches: likewise
+  plans[3].forced = cfg(SpmmAlgorithm::VdlRow, 32, 1, 1);
+  plans[3].forced.panels = 2;  // values copied into the panels
+  int round = 0;
+  for (const SpmmPlanOptions& o : plans) {
+    const SpmmPlan<double> plan(D, N, o);
+    INFO(plan.config().to_string());
+    auto product = [&] {
+      plan.apply(D, 1.0, dx.data(), N, 0.0, dy.data(), N);
+      cuda_synchronize();
+      std::vector<double> y(Y0.size());
+      dy.download(y.data(), y.size());
+      return y;
+    };
+    auto values_for = [&](int r) {  // new values each round, never those of a round before
+      std::vector<double> v(m.H.values().data(), m.H.values().data() + m.nnz);
+      for (std::size_t k = 0; k < v.size(); ++k) v[k] = (1.0 + 0.25 * r) * v[k] + std::cos(double(k + r));
+      return v;
+    };
+    // the values the plan has seen twice: the next product may load early if anything may
+    auto v = values_for(round++);
+    m.values.upload(v.data(), m.nnz);
+    D.notify_values_changed();
+    product();
+    product();
+    CHECK_FALSE(plan.may_load_early(D));
+    // 1. new values copied in place, no notify
+    v = values_for(round++);
+    m.values.upload(v.data(), m.nnz);
+    test::SpmmExpected<double>(m.host_with(v), N, 1.0, X, N, 0.0, Y0, N).check(product(), "copied, not notified");
+    // 2. new values written late by a kernel still running when the product launches, no notify
+    if (test::device_overlaps_launches()) {
+      v = values_for(round++);
+      fresh.upload(v.data(), m.nnz);
+      REQUIRE(cudaMemset(m.values.data(), 0xff, m.nnz * sizeof(double)) == cudaSuccess);  // NaN until written
+      cuda_synchronize();
+      test::late_copy(fresh.data(), m.values.data(), m.nnz, test::kLateUs);
+      test::SpmmExpected<double>(m.host_with(v), N, 1.0, X, N, 0.0, Y0, N).check(product(), "written late, not notified");
+    }
+  }
+  // The SpMV plan never loads early: the same holds for it.
+  const SpmvPlan<double> spmv(D);
+  const auto x = test::random_vector(std::size_t(m.H.cols()));
+  DeviceArray<double> dxv(x.size()), dyv(std::size_t(m.H.rows()));
+  dxv.upload(x.data(), x.size());
+  const auto v = [&] {
+    std::vector<double> w(m.H.values().data(), m.H.values().data() + m.nnz);
+    for (auto& a : w) a = 0.5 - 2.0 * a;
+    return w;
+  }();
+  spmv.apply(D, 1.0, dxv.data(), 0.0, dyv.data());
+  m.values.upload(v.data(), m.nnz);  // not notified
+  spmv.apply(D, 1.0, dxv.data(), 0.0, dyv.data());
+  cuda_synchronize();
+  std::vector<double> y(std::size_t(m.H.rows())), ref(y.size());
+  dyv.download(y.data(), y.size());
+  m.host_with(v).multiply_host(x.data(), ref.data());
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    err = std::max(err, std::abs(y[i] - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  CHECK(err <= 1e-10 * scale);  // another summation order than the host's
+  set_overlapped_launch(setting);
+}
+
+TEST_CASE("SpMM GPU: early loads of a device-borrowed matrix only with promise_notify, then a write needs notify") {
+  // With the opt-in (CsrMatrix::promise_notify) the plan loads early from the second product with
+  // the same values on the same stream. The late writer puts new values into the borrowed matrix's
+  // own array right before the product: 1. notified, they are read after the writer finished;
+  // 2. the negative control: not notified, the product loads them early and reads the NaN the
+  // writer has not yet replaced (so the harness of the test above would catch early loads).
   if (!test::device_overlaps_launches()) return;  // no overlapped launches before compute capability 9.0
   const bool setting = overlapped_launch();
   set_overlapped_launch(true);
-  const auto H = test::load("bcsstk06");  // rows of at most 28 nonzeros
-  const auto nnz = std::size_t(H.nnz());
-  DeviceArray<index_t> rp(std::size_t(H.rows()) + 1), ci(nnz);
-  DeviceArray<double> values(nnz), fresh(nnz);
-  rp.upload(H.row_ptr().data(), rp.size());
-  ci.upload(H.col_idx().data(), nnz);
-  std::vector<double> old_values(H.values().data(), H.values().data() + nnz);
+  BorrowedBcsstk06 m;
+  CsrMatrix<double>& D = m.D;
+  const CsrMatrix<double> copy = D;
+  D.promise_notify();
+  CHECK(copy.values_tracked());  // shared by copies
+  DeviceArray<double> fresh(m.nnz);
+  std::vector<double> old_values(m.H.values().data(), m.H.values().data() + m.nnz);
   for (double& v : old_values) v = 2.0 * v + 1.0;  // uploaded, and notified, for each kernel below
-  fresh.upload(H.values().data(), nnz);
-  auto D = CsrMatrix<double>::from_device_pointers(H.rows(), H.cols(), H.nnz(), rp.data(), ci.data(), values.data());
+  fresh.upload(m.H.values().data(), m.nnz);
   constexpr index_t N = 2;
-  const auto X = test::random_block<double>(H.cols(), N, N, 0.0);
-  const std::vector<double> Y0(std::size_t(H.rows()) * N, 0.0);
-  const test::SpmmExpected<double> expected(H, N, 1.0, X, N, 0.0, Y0, N);
+  const auto X = test::random_block<double>(m.H.cols(), N, N, 0.0);
+  const std::vector<double> Y0(std::size_t(m.H.rows()) * N, 0.0);
+  const test::SpmmExpected<double> expected(m.H, N, 1.0, X, N, 0.0, Y0, N);
   DeviceArray<double> dx(X.size()), dy(Y0.size());
   dx.upload(X.data(), X.size());
   // the kernels that load early: the lean VDL row kernel and the CSC row kernel of small launches
@@ -485,23 +600,34 @@ TEST_CASE("SpMM GPU: values a kernel writes just before apply() are read once no
       return y;
     };
     auto write_late = [&] {  // NaN in the values until the late writer copies `fresh` over them
-      REQUIRE(cudaMemset(values.data(), 0xff, nnz * sizeof(double)) == cudaSuccess);
+      REQUIRE(cudaMemset(m.values.data(), 0xff, m.nnz * sizeof(double)) == cudaSuccess);
       cuda_synchronize();
-      test::late_copy(fresh.data(), values.data(), nnz, test::kLateUs);
+      test::late_copy(fresh.data(), m.values.data(), m.nnz, test::kLateUs);
     };
-    values.upload(old_values.data(), nnz);
+    m.values.upload(old_values.data(), m.nnz);
     D.notify_values_changed();
+    CHECK_FALSE(plan.may_load_early(D));  // values the plan has not seen
     product();
+    CHECK(plan.may_load_early(D));
+    CHECK_FALSE(plan.may_load_early(D, DeviceStream{reinterpret_cast<void*>(0x1)}));  // another stream
     product();  // the plan has now seen these values: the next product with them loads early
     // 1. new values written late, then notified: read after the writer finished
     write_late();
     D.notify_values_changed();
+    CHECK_FALSE(plan.may_load_early(D));
     expected.check(product(), "bcsstk06 new values notified, " + plan.config().to_string());
     // 2. the negative control: written late without notify, the product loads them early and
-    // reads the NaN the writer has not yet replaced (the harness of 1 would catch a missing wait)
+    // reads the NaN the writer has not yet replaced
     write_late();
+    CHECK(plan.may_load_early(D));
     const auto stale = product();
     CHECK(std::count_if(stale.begin(), stale.end(), [](double v) { return v != v; }) > 0);
+    // the promise withdrawn: the same write is read right again
+    D.promise_notify(false);
+    CHECK_FALSE(plan.may_load_early(D));
+    write_late();
+    expected.check(product(), "bcsstk06 promise withdrawn, not notified, " + plan.config().to_string());
+    D.promise_notify();
   }
   set_overlapped_launch(setting);
 }
