@@ -86,6 +86,56 @@ void CgSolver::update_values(const std::vector<double>& values) {
   impl_->setup_seconds = since(t0);
 }
 
+namespace {
+/// InputError unless p is device (or managed) memory of the current device.
+void require_device_vector(const void* p, const char* what) {
+  KRYSP_REQUIRE(p != nullptr, "solve_device: ", what, " is a null pointer");
+  int dev = -1;
+  const MemoryKind k = memory_kind(p, &dev);
+  KRYSP_REQUIRE(k == MemoryKind::Device || k == MemoryKind::Managed, "solve_device: ", what, " points into ",
+                to_string(k), " memory, not device memory");
+  KRYSP_REQUIRE(dev == cuda_current_device(), "solve_device: ", what, " is on device ", dev,
+                ", the current device is ", cuda_current_device());
+}
+}  // namespace
+
+SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bool zero_x0) {
+  Impl& s = *impl_;
+  KRYSP_REQUIRE(n == s.A.rows(), "solve_device: vectors of ", n, " entries, matrix has ", s.A.rows(), " rows");
+  require_device_vector(d_b, "b");
+  require_device_vector(d_x, "x");
+  const std::size_t bytes = std::size_t(n) * sizeof(double);
+  if (s.options.backend != Backend::Cuda) {  // the host backend: through host memory
+    std::vector<double> b(static_cast<std::size_t>(n)), x;
+    detail::copy_to_host(b.data(), d_b, bytes);
+    if (!zero_x0) {
+      x.resize(std::size_t(n));
+      detail::copy_to_host(x.data(), d_x, bytes);
+    }
+    SolveReport rep = solve(b, x);
+    detail::copy_to_device(d_x, x.data(), bytes);
+    return rep;
+  }
+  if (s.A.values_version() != s.precond_version) {
+    const auto t0 = Clock::now();
+    s.set_up_preconditioner();
+    s.setup_seconds = since(t0);
+  }
+  detail::copy_device_to_device(s.db.data(), d_b, bytes);  // the solver's own buffers: b and x may alias
+  if (zero_x0) s.dx.zero();
+  else detail::copy_device_to_device(s.dx.data(), d_x, bytes);
+  SolveReport rep;
+  static_cast<SolveResult&>(rep) = cg(*s.dev_ops, s.db, s.dx, s.options.cg);
+  detail::copy_device_to_device(d_x, s.dx.data(), bytes);
+  cuda_synchronize();
+  rep.device = cuda_device_name();
+  rep.spmv_kernel = s.plan->config().to_string();
+  rep.backend = to_string(s.options.backend);
+  rep.preconditioner = to_string(s.options.precond.kind);
+  rep.setup_seconds = s.setup_seconds;
+  return rep;
+}
+
 SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x) {
   Impl& s = *impl_;
   const std::size_t n = std::size_t(s.A.rows());

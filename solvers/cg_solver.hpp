@@ -30,6 +30,13 @@ class CgSolver {
   /// stays.
   SolveReport solve(const std::vector<double>& b, std::vector<double>& x);
 
+  /// Solves A·x = b for vectors in device memory, for codes whose data live on the GPU: d_b and
+  /// d_x hold n = A.rows() doubles each (cudaMalloc'd or managed memory on the current device;
+  /// InputError for a null, host or wrong-size argument, naming it). x0 is d_x's content, or
+  /// zero with zero_x0 (d_x is then not read). On the CUDA backend nothing crosses the bus but
+  /// the loop's scalars; on the host backend b and x go through the host.
+  SolveReport solve_device(const double* d_b, double* d_x, index_t n, bool zero_x0 = false);
+
   /// Replaces A's values, keeping its structure (values.size() == nnz; InputError otherwise). The
   /// SpMV plan stays; the preconditioner is set up again, since it depends on the values. A matrix
   /// with another structure needs a new CgSolver (a plan refuses it with an InputError).

@@ -169,4 +169,10 @@ SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std:
   return solver.solve(b, x);
 }
 
+SolveReport solve_device(const CsrMatrix<double>& A, const double* d_b, double* d_x, index_t n,
+                         const SolveOptions& o, bool zero_x0) {
+  CgSolver solver(A, o);
+  return solver.solve_device(d_b, d_x, n, zero_x0);
+}
+
 }  // namespace krysp

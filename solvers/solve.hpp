@@ -62,6 +62,11 @@ struct SolveReport : SolveResult {
 SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std::vector<double>& x,
                   const SolveOptions& options = {});
 
+/// solve() for vectors in device memory: d_b and d_x hold n = A.rows() doubles each (see
+/// CgSolver::solve_device); x0 is d_x's content, or zero with zero_x0.
+SolveReport solve_device(const CsrMatrix<double>& A, const double* d_b, double* d_x, index_t n,
+                         const SolveOptions& options = {}, bool zero_x0 = false);
+
 /// A block CG solve's results plus where and how it ran.
 struct BlockSolveReport : BlockSolveResult {
   std::string solver = "block-cg";
