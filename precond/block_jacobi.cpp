@@ -89,7 +89,8 @@ void throw_block_not_spd(index_t k, int b, int pivot_index, double pivot) {
 
 template <class T>
 HostBlockJacobi<T>::HostBlockJacobi(const CsrMatrix<T>& A, int block_size)
-    : fingerprint_(A.fingerprint()), n_(A.rows()), b_(resolve_block_size(A, block_size)) {
+    : Preconditioner<T>(A.rows(), MemorySpace::Host), fingerprint_(A.fingerprint()), n_(A.rows()),
+      b_(resolve_block_size(A, block_size)) {
   const index_t nodes = n_ / b_;
   inv_.resize(std::size_t(n_) * b_);
   T a[kMaxBlockSize * kMaxBlockSize];

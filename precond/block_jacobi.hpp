@@ -67,7 +67,7 @@ void extract_diagonal_block(const CsrMatrix<T>& A, int b, index_t k, T* block);
 
 /// Block Jacobi on the host: M⁻¹ applies the inverted b×b diagonal blocks.
 template <class T>
-class HostBlockJacobi final : public HostPreconditioner<T> {
+class HostBlockJacobi final : public Preconditioner<T> {
  public:
   /// block_size 0 detects it. Throws InputError for a diagonal block that is not SPD (singular or
   /// indefinite), naming the block, its rows and the failing pivot.

@@ -255,7 +255,8 @@ class HostLanczos final : public LanczosOperator {
 }  // namespace
 
 template <class T, class S>
-HostChebyshev<T, S>::HostChebyshev(const CsrMatrix<T>& A, const PrecondOptions& o) : fingerprint_(A.fingerprint()) {
+HostChebyshev<T, S>::HostChebyshev(const CsrMatrix<T>& A, const PrecondOptions& o)
+    : Preconditioner<T>(A.rows(), MemorySpace::Host), fingerprint_(A.fingerprint()) {
   validate(o);
   double gershgorin = 0;
   const std::vector<T> dinv = chebyshev_scaling(A, &gershgorin);

@@ -138,7 +138,7 @@ CsrMatrix<S> with_value_type(const CsrMatrix<T>& A) {
 /// or float inside a double solve: PrecondOptions::cheb_single). Not thread-safe: apply() uses
 /// work vectors kept in the object.
 template <class T, class S = T>
-class HostChebyshev final : public HostPreconditioner<T> {
+class HostChebyshev final : public Preconditioner<T> {
  public:
   /// Sets up from A (D⁻¹, the interval by Lanczos unless given, the coefficients). Throws
   /// InputError for a bad diagonal, Error when λmax does not settle (see the file comment).

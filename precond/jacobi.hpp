@@ -23,10 +23,11 @@ inline constexpr const char* kJacobiNeeds = "Jacobi needs a positive diagonal";
 
 /// Jacobi on the host: M⁻¹ = D⁻¹ (diagonal, so CG fuses it).
 template <class T>
-class HostJacobi final : public HostPreconditioner<T> {
+class HostJacobi final : public Preconditioner<T> {
  public:
   /// Sets up from A's diagonal (InputError as jacobi_inverse_diagonal).
-  explicit HostJacobi(const CsrMatrix<T>& A) : fingerprint_(A.fingerprint()), inv_(jacobi_inverse_diagonal(A)) {}
+  explicit HostJacobi(const CsrMatrix<T>& A)
+      : Preconditioner<T>(A.rows(), MemorySpace::Host), fingerprint_(A.fingerprint()), inv_(jacobi_inverse_diagonal(A)) {}
   PrecondKind kind() const override { return PrecondKind::Jacobi; }
   void apply(const T* r, T* z) const override;
   void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;

@@ -69,7 +69,7 @@ std::string describe(const PrecondOptions& o) {
 }
 
 template <class T>
-std::unique_ptr<HostPreconditioner<T>> make_host_preconditioner(const CsrMatrix<T>& A, const PrecondOptions& o) {
+std::unique_ptr<Preconditioner<T>> make_host_preconditioner(const CsrMatrix<T>& A, const PrecondOptions& o) {
   validate(o);
   switch (o.kind) {
     case PrecondKind::None: return nullptr;
@@ -84,7 +84,7 @@ std::unique_ptr<HostPreconditioner<T>> make_host_preconditioner(const CsrMatrix<
 }
 
 template <class T>
-std::unique_ptr<DevicePreconditioner<T>> make_device_preconditioner(const CsrMatrix<T>& A, const SpmvPlan<T>& plan,
+std::unique_ptr<Preconditioner<T>> make_device_preconditioner(const CsrMatrix<T>& A, const SpmvPlan<T>& plan,
                                                                     const PrecondOptions& o) {
   validate(o);
   switch (o.kind) {
@@ -99,14 +99,14 @@ std::unique_ptr<DevicePreconditioner<T>> make_device_preconditioner(const CsrMat
   KRYSP_THROW(InputError, "preconditioner ", int(o.kind), " is not available on the GPU");
 }
 
-template std::unique_ptr<HostPreconditioner<double>> make_host_preconditioner(const CsrMatrix<double>&,
+template std::unique_ptr<Preconditioner<double>> make_host_preconditioner(const CsrMatrix<double>&,
                                                                              const PrecondOptions&);
-template std::unique_ptr<HostPreconditioner<float>> make_host_preconditioner(const CsrMatrix<float>&,
+template std::unique_ptr<Preconditioner<float>> make_host_preconditioner(const CsrMatrix<float>&,
                                                                             const PrecondOptions&);
-template std::unique_ptr<DevicePreconditioner<double>> make_device_preconditioner(const CsrMatrix<double>&,
+template std::unique_ptr<Preconditioner<double>> make_device_preconditioner(const CsrMatrix<double>&,
                                                                                  const SpmvPlan<double>&,
                                                                                  const PrecondOptions&);
-template std::unique_ptr<DevicePreconditioner<float>> make_device_preconditioner(const CsrMatrix<float>&,
+template std::unique_ptr<Preconditioner<float>> make_device_preconditioner(const CsrMatrix<float>&,
                                                                                 const SpmvPlan<float>&,
                                                                                 const PrecondOptions&);
 

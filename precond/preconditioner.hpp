@@ -1,8 +1,8 @@
 #pragma once
 /// \file preconditioner.hpp
 /// Preconditioners: set up once per matrix, then applied to a vector or to a row-major block,
-/// on the host (HostPreconditioner) or on the GPU (DevicePreconditioner, pointers to device
-/// memory). Every solver takes them through these two interfaces.
+/// on the host or on the GPU. Every solver takes them through one interface, Preconditioner (a
+/// LinearOperator, base/linear_operator.hpp), whose space() says where its vectors live.
 ///
 /// Kinds (PrecondOptions::kind, --precond on the command line):
 ///  - none: M = I.
@@ -19,6 +19,7 @@
 #include <string>
 
 #include "krysp/base/types.hpp"
+#include "krysp/base/linear_operator.hpp"
 #include "krysp/sparse/csr.hpp"
 
 namespace krysp {
@@ -85,50 +86,40 @@ void validate(const PrecondOptions& o);
 /// A one-line description, e.g. "chebyshev(degree 4, ratio 30)" or "block-jacobi(auto)".
 std::string describe(const PrecondOptions& o);
 
-/// M⁻¹ applied on the host.
+/// M⁻¹ as a linear operator, on the host or on the GPU (space(): all pointers in that memory).
+/// One interface for both backends: the solvers' ops check the space they were given.
 template <class T>
-class HostPreconditioner {
+class Preconditioner : public LinearOperator<T> {
  public:
-  virtual ~HostPreconditioner() = default;
   /// Which preconditioner this is.
   virtual PrecondKind kind() const = 0;
-  /// z = M⁻¹·r (n entries each; z and r do not alias).
-  virtual void apply(const T* r, T* z) const = 0;
-  /// Z = M⁻¹·R for n × N row-major blocks with leading dimensions ldr, ldz ≥ N.
-  virtual void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const = 0;
-  /// When M⁻¹ is diagonal: its n entries (backends fuse it into their vector kernels); else null.
+  /// When M⁻¹ is diagonal: its n entries in space()'s memory (backends fuse it into their vector
+  /// kernels); else null.
   virtual const T* inverse_diagonal() const { return nullptr; }
   /// True when this preconditioner was set up for A's structure.
   virtual bool matches(const CsrMatrix<T>& A) const = 0;
-};
+  index_t rows() const final { return n_; }
+  index_t cols() const final { return n_; }
+  MemorySpace space() const final { return space_; }
 
-/// M⁻¹ applied on the GPU; all pointers are device pointers.
-template <class T>
-class DevicePreconditioner {
- public:
-  virtual ~DevicePreconditioner() = default;
-  /// Which preconditioner this is.
-  virtual PrecondKind kind() const = 0;
-  /// z = M⁻¹·r on the device (n entries each; z and r do not alias; default stream).
-  virtual void apply(const T* r, T* z) const = 0;
-  /// Z = M⁻¹·R for device n × N row-major blocks with leading dimensions ldr, ldz ≥ N.
-  virtual void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const = 0;
-  /// When M⁻¹ is diagonal: its n entries in device memory (fused by CG); else null.
-  virtual const T* inverse_diagonal() const { return nullptr; }
-  /// True when this preconditioner was set up for A's structure.
-  virtual bool matches(const CsrMatrix<T>& A) const = 0;
+ protected:
+  Preconditioner(index_t n, MemorySpace space) : n_(n), space_(space) {}
+
+ private:
+  index_t n_;
+  MemorySpace space_;
 };
 
 /// Sets up M for A on the host; null for PrecondKind::None. Throws InputError when A does not
 /// allow it (e.g. a zero diagonal entry for Jacobi, naming the row and value).
 template <class T>
-std::unique_ptr<HostPreconditioner<T>> make_host_preconditioner(const CsrMatrix<T>& A, const PrecondOptions& o);
+std::unique_ptr<Preconditioner<T>> make_host_preconditioner(const CsrMatrix<T>& A, const PrecondOptions& o);
 
 template <class T>
 class SpmvPlan;
 /// Sets up M for A on the GPU, reusing A's SpMV plan; null for PrecondKind::None.
 template <class T>
-std::unique_ptr<DevicePreconditioner<T>> make_device_preconditioner(const CsrMatrix<T>& A, const SpmvPlan<T>& plan,
+std::unique_ptr<Preconditioner<T>> make_device_preconditioner(const CsrMatrix<T>& A, const SpmvPlan<T>& plan,
                                                                     const PrecondOptions& o);
 
 }  // namespace krysp

@@ -24,11 +24,11 @@ struct CgSolver::Impl {
   SolveOptions options;
   double setup_seconds = 0;
   // host backend
-  std::unique_ptr<HostPreconditioner<double>> host_M;
+  std::unique_ptr<Preconditioner<double>> host_M;
   std::unique_ptr<HostCgOps<double>> host_ops;
   // CUDA backend
   std::unique_ptr<SpmvPlan<double>> plan;
-  std::unique_ptr<DevicePreconditioner<double>> dev_M;
+  std::unique_ptr<Preconditioner<double>> dev_M;
   std::unique_ptr<CudaCgOps<double>> dev_ops;
   DeviceArray<double> db, dx;
   std::uint64_t precond_version = 0;  // A.values_version() the preconditioner was set up from

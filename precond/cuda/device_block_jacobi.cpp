@@ -28,7 +28,8 @@ int device_detect_block_size(const CsrMatrix<T>& A) {
 
 template <class T>
 DeviceBlockJacobi<T>::DeviceBlockJacobi(const CsrMatrix<T>& A, int block_size)
-    : fingerprint_(A.fingerprint()), n_(A.rows()), b_(resolve_block_size(A, block_size, &device_detect_block_size<T>)) {
+    : Preconditioner<T>(A.rows(), MemorySpace::Device), fingerprint_(A.fingerprint()), n_(A.rows()),
+      b_(resolve_block_size(A, block_size, &device_detect_block_size<T>)) {
   const index_t nodes = n_ / b_;
   inv_ = DeviceArray<T>(std::size_t(n_) * b_);
   if (nodes == 0) return;

@@ -17,7 +17,7 @@ template <class T>
 int device_detect_block_size(const CsrMatrix<T>& A);
 
 template <class T>
-class DeviceBlockJacobi final : public DevicePreconditioner<T> {
+class DeviceBlockJacobi final : public Preconditioner<T> {
  public:
   /// block_size 0 detects it (device_detect_block_size).
   explicit DeviceBlockJacobi(const CsrMatrix<T>& A, int block_size = 0);

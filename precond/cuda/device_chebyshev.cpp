@@ -103,7 +103,7 @@ index_t work_ld(index_t N) { return (N + 3) / 4 * 4; }
 template <class T, class S>
 DeviceChebyshev<T, S>::DeviceChebyshev(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const PrecondOptions& o,
                                        int step)
-    : fingerprint_(A.fingerprint()) {
+    : Preconditioner<T>(A.rows(), MemorySpace::Device), fingerprint_(A.fingerprint()) {
   validate(o);
   KRYSP_REQUIRE(plan.valid() && plan.matches(A), "Chebyshev: the SpMV plan was not made for this matrix");
   KRYSP_REQUIRE(step == kChebyshevStepAuto || step == -1 || step == 0 || step == 2 || step == 4 || step == 8 ||

@@ -38,7 +38,7 @@ namespace krysp {
 inline constexpr int kChebyshevStepAuto = -2;
 
 template <class T, class S = T>
-class DeviceChebyshev final : public DevicePreconditioner<T> {
+class DeviceChebyshev final : public Preconditioner<T> {
  public:
   /// `plan` must be A's SpMV plan (InputError otherwise); it is kept (plans share their state).
   /// `step` forces the vector step's kernel (tests, benchmarks): kChebyshevStepAuto picks it by

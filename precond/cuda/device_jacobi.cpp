@@ -8,7 +8,8 @@ namespace krysp {
 
 template <class T>
 DeviceJacobi<T>::DeviceJacobi(const CsrMatrix<T>& A)
-    : fingerprint_(A.fingerprint()), inv_(device_jacobi_inverse_diagonal(A)) {}
+    : Preconditioner<T>(A.rows(), MemorySpace::Device), fingerprint_(A.fingerprint()),
+      inv_(device_jacobi_inverse_diagonal(A)) {}
 
 template <class T>
 void DeviceJacobi<T>::apply(const T* r, T* z) const {

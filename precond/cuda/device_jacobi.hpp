@@ -8,7 +8,7 @@
 namespace krysp {
 
 template <class T>
-class DeviceJacobi final : public DevicePreconditioner<T> {
+class DeviceJacobi final : public Preconditioner<T> {
  public:
   /// InputError as jacobi_inverse_diagonal (same text) for a bad diagonal entry.
   explicit DeviceJacobi(const CsrMatrix<T>& A);

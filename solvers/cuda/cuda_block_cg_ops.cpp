@@ -15,13 +15,15 @@ std::size_t out_size(index_t s) { return std::size_t(2 * s * s); }
 }  // namespace
 
 template <class T>
-CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const DevicePreconditioner<T>* M,
+CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M,
                                   const SpmmPlanOptions& plan_options)
     : A_(A), s_(s), M_(M), plan_options_(plan_options), blk_(s), inv_diag_(M ? M->inverse_diagonal() : nullptr) {
   static_assert(std::is_same_v<T, double>, "block CG's tall-skinny kernels are fp64");
   KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(s >= 1 && s <= 64, "block CG: ", s, " right-hand sides (1 to 64 supported)");
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "block CG: a ", to_string(M->space()),
+                " preconditioner given to the GPU backend");
   grid_ = detail::tall_grid(A.rows(), s);
   partials_ = std::max(detail::tall_partials(grid_, s), detail::tall_spmm_gram_partials(s));
   work_ = DeviceArray<double>(partials_);

@@ -24,7 +24,7 @@ template <class T>
 class CudaBlockCgOps {
  public:
   using Block = DeviceArray<T>;  ///< n × s, row-major, ld = s
-  CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const DevicePreconditioner<T>* M, const SpmmPlanOptions& plan = {});
+  CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M, const SpmmPlanOptions& plan = {});
 
   index_t size() const { return A_.rows(); }
   index_t cols() const { return s_; }
@@ -76,7 +76,7 @@ class CudaBlockCgOps {
   detail::ZSource zsource() const;
   const CsrMatrix<T>& A_;
   index_t s_;
-  const DevicePreconditioner<T>* M_;
+  const Preconditioner<T>* M_;
   SpmmPlanOptions plan_options_;
   std::map<index_t, SpmmPlan<T>> plans_;
   std::map<index_t, SpmmGramChoice> spmm_gram_;  ///< spmm_gram's choice per width

@@ -7,11 +7,13 @@
 namespace krysp {
 
 template <class T>
-CudaCgOps<T>::CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const DevicePreconditioner<T>* M)
+CudaCgOps<T>::CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Preconditioner<T>* M)
     : A_(A), plan_(plan), M_(M), inv_diag_(M ? M->inverse_diagonal() : nullptr) {
   KRYSP_REQUIRE(A.rows() == A.cols(), "CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(plan.matches(A), "CG: the SpMV plan was not made for this matrix");
   KRYSP_REQUIRE(!M || M->matches(A), "CG: the preconditioner was set up for another matrix");
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "CG: a ", to_string(M->space()),
+                " preconditioner given to the GPU backend");
   grid_ = detail::reduce_grid();
   partials_ = DeviceArray<double>(std::size_t(grid_) * 2);
   ticket_ = DeviceArray<unsigned int>(1);

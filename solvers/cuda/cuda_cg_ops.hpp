@@ -17,7 +17,7 @@ class CudaCgOps {
   using Vector = DeviceArray<T>;
   /// The plan must belong to A; M (null for none) must have been set up for A. Both must outlive
   /// the ops.
-  CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const DevicePreconditioner<T>* M);
+  CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Preconditioner<T>* M);
 
   index_t size() const { return A_.rows(); }
   Vector vector() const;  ///< zero-filled
@@ -40,7 +40,7 @@ class CudaCgOps {
  private:
   const CsrMatrix<T>& A_;
   const SpmvPlan<T>& plan_;
-  const DevicePreconditioner<T>* M_;
+  const Preconditioner<T>* M_;
   const T* inv_diag_;  ///< M's inverse diagonal when M is diagonal (fused into the vector kernels)
   DeviceArray<double> scalars_;
   DeviceArray<double> partials_;

@@ -10,11 +10,13 @@ namespace krysp {
 
 static_assert(detail::kEigMaxColumns == kMaxBlockSize, "the residual kernel must take every block size LOBPCG allows");
 
-CudaEigOps::CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const DevicePreconditioner<double>* M,
+CudaEigOps::CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M,
                        index_t max_cols, const SpmmPlanOptions& spmm)
     : A_(A), B_(B), M_(M), spmm_(spmm), blk_(max_cols) {
   KRYSP_REQUIRE(!M || M->matches(A) || (B && M->matches(*B)),
                 "CudaEigOps: the preconditioner was set up for another matrix");
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "CudaEigOps: a ", to_string(M->space()),
+                " preconditioner given to the GPU backend");
   KRYSP_REQUIRE(!B || (B->rows() == A.rows() && B->cols() == A.cols()), "CudaEigOps: B is ", B->rows(), "x",
                 B->cols(), ", A is ", A.rows(), "x", A.cols());
   const index_t widest = std::min<index_t>(max_cols, kMaxBlockSize);

@@ -2,7 +2,7 @@
 /// \file cuda_eig_ops.hpp
 /// LOBPCG's operations on the GPU (see solvers/lobpcg.hpp for the contract; CUDA-free header):
 /// tall products through cuBLAS (CudaBlockOps), A·X and B·X through SpMM plans made per block
-/// width on first use, M⁻¹ through a DevicePreconditioner, and a fused residual/column-norm kernel
+/// width on first use, M⁻¹ through a device Preconditioner, and a fused residual/column-norm kernel
 /// (solvers/cuda/eig_kernels.cu). Blocks are DeviceArray<double>; small matrices live on the host.
 #include <cstdint>
 #include <map>
@@ -22,7 +22,7 @@ class CudaEigOps {
   using Block = DeviceArray<double>;
   /// B null: the standard problem. M null: no preconditioner. max_cols: the widest small matrix
   /// the solver forms (3·b, or the constraint count if larger). A, B and M must outlive the ops.
-  CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const DevicePreconditioner<double>* M,
+  CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M,
              index_t max_cols, const SpmmPlanOptions& spmm = {});
   ~CudaEigOps();
   CudaEigOps(const CudaEigOps&) = delete;
@@ -79,7 +79,7 @@ class CudaEigOps {
   void warm_up_block_products(index_t N);
   const CsrMatrix<double>& A_;
   const CsrMatrix<double>* B_;
-  const DevicePreconditioner<double>* M_;
+  const Preconditioner<double>* M_;
   SpmmPlanOptions spmm_;
   CudaBlockOps<double> blk_;
   std::map<index_t, SpmmPlan<double>> plans_a_, plans_b_;

@@ -8,11 +8,13 @@
 namespace krysp {
 
 template <class T>
-HostBlockCgOps<T>::HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const HostPreconditioner<T>* M)
+HostBlockCgOps<T>::HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M)
     : A_(A), s_(s), M_(M) {
   KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(s >= 1, "block CG: ", s, " right-hand sides");
   KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "block CG: a ", to_string(M->space()),
+                " preconditioner given to the host backend");
 }
 
 template <class T>

@@ -20,7 +20,7 @@ class HostBlockCgOps {
  public:
   using Block = Kokkos::View<T*, Kokkos::HostSpace>;  ///< n × s, row-major, ld = s
   /// M (null for none) must have been set up for A; both must outlive the ops.
-  HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const HostPreconditioner<T>* M);
+  HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M);
 
   /// n, the order of A.
   index_t size() const { return A_.rows(); }
@@ -57,7 +57,7 @@ class HostBlockCgOps {
  private:
   const CsrMatrix<T>& A_;
   index_t s_;
-  const HostPreconditioner<T>* M_;
+  const Preconditioner<T>* M_;
   HostBlockOps<T> blk_;
 };
 

@@ -6,9 +6,11 @@
 namespace krysp {
 
 template <class T>
-HostCgOps<T>::HostCgOps(const CsrMatrix<T>& A, const HostPreconditioner<T>* M) : A_(A), M_(M) {
+HostCgOps<T>::HostCgOps(const CsrMatrix<T>& A, const Preconditioner<T>* M) : A_(A), M_(M) {
   KRYSP_REQUIRE(A.rows() == A.cols(), "CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(!M || M->matches(A), "CG: the preconditioner was set up for another matrix");
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "CG: a ", to_string(M->space()),
+                " preconditioner given to the host backend");
 }
 
 template <class T>

@@ -18,7 +18,7 @@ class HostCgOps {
   /// A vector of n entries.
   using Vector = Kokkos::View<T*, Kokkos::HostSpace>;
   /// M (null for none) must have been set up for A; A and M must outlive the ops.
-  HostCgOps(const CsrMatrix<T>& A, const HostPreconditioner<T>* M);
+  HostCgOps(const CsrMatrix<T>& A, const Preconditioner<T>* M);
 
   /// n, the order of A.
   index_t size() const { return A_.rows(); }
@@ -57,7 +57,7 @@ class HostCgOps {
 
  private:
   const CsrMatrix<T>& A_;
-  const HostPreconditioner<T>* M_;
+  const Preconditioner<T>* M_;
   std::vector<double> s_;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "krysp/base/error.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/host/host_block_ops.hpp"
 #include "krysp/sparse/csr.hpp"
@@ -24,8 +25,11 @@ class HostEigOps {
     const double* data() const { return v.data(); }
   };
   /// B null: the standard problem (B = I). M null: no preconditioner. A, B and M must outlive the ops.
-  HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const HostPreconditioner<double>* M)
-      : A_(A), B_(B), M_(M) {}
+  HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M)
+      : A_(A), B_(B), M_(M) {
+    KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "HostEigOps: a ", to_string(M->space()),
+                  " preconditioner given to the host backend");
+  }
 
   /// n, the order of A.
   index_t size() const { return A_.rows(); }
@@ -71,7 +75,7 @@ class HostEigOps {
  private:
   const CsrMatrix<double>& A_;
   const CsrMatrix<double>* B_;
-  const HostPreconditioner<double>* M_;
+  const Preconditioner<double>* M_;
   HostBlockOps<double> blk_;
 };
 

@@ -242,7 +242,7 @@ TEST_CASE("Block CG operations: GPU matches the host reference") {
     SpmvPlan<double> plan(A);
     for (index_t s : {1, 2, 3, 5, 8, 12, 16, 33, 64}) {
       if (grid == 300 && s > 16) continue;  // keep the suite quick
-      compare<HostPreconditioner<double>, DevicePreconditioner<double>>(A, s, nullptr, nullptr, "none");
+      compare<Preconditioner<double>, Preconditioner<double>>(A, s, nullptr, nullptr, "none");
       PrecondOptions jac;
       jac.kind = PrecondKind::Jacobi;
       const auto hj = make_host_preconditioner(A, jac);

@@ -209,9 +209,10 @@ TEST_CASE("CG GPU: the check interval does not change the answer (converged iter
 
 namespace {
 // Jacobi that hides its diagonal: drives CG's general-preconditioner path (apply, then dots).
-class OpaqueDeviceJacobi final : public DevicePreconditioner<double> {
+class OpaqueDeviceJacobi final : public Preconditioner<double> {
  public:
-  explicit OpaqueDeviceJacobi(const CsrMatrix<double>& A) : inner_(A) {}
+  explicit OpaqueDeviceJacobi(const CsrMatrix<double>& A)
+      : Preconditioner<double>(A.rows(), MemorySpace::Device), inner_(A) {}
   PrecondKind kind() const override { return PrecondKind::Jacobi; }
   void apply(const double* r, double* z) const override { inner_.apply(r, z); }
   void apply_block(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) const override {
@@ -231,7 +232,7 @@ TEST_CASE("CG GPU: the general preconditioner path gives the fused Jacobi answer
   const DeviceJacobi<double> fused(A);
   const OpaqueDeviceJacobi general(A);
   CgOptions o;
-  auto run = [&](const DevicePreconditioner<double>& M, std::vector<double>& x, SolveResult& res) {
+  auto run = [&](const Preconditioner<double>& M, std::vector<double>& x, SolveResult& res) {
     CudaCgOps<double> ops(A, plan, &M);
     auto vb = ops.vector(), vx = ops.vector();
     vb.upload(b.data(), b.size());

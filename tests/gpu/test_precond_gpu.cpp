@@ -146,7 +146,7 @@ TEST_CASE("Chebyshev and block Jacobi GPU: M^-1 is symmetric and positive on ran
     const index_t n = A.rows();
     SpmvPlan<double> plan(A);
     DeviceArray<double> dr(n), dz(n);
-    auto on_device = [&](const DevicePreconditioner<double>& M) {
+    auto on_device = [&](const Preconditioner<double>& M) {
       return test::ApplyFn([&, n](const double* r, double* z) {
         dr.upload(r, n);
         M.apply(dr.data(), dz.data());
