@@ -3,10 +3,12 @@
 /// krysp's public API in one include: `#include <krysp/krysp.hpp>`. CUDA-free (Kokkos host views
 /// only). Matrices (CsrMatrix, generators, Matrix Market and HDF5 files), the solvers (solve,
 /// solve_block, CgSolver, eigensolve), their options and reports (preconditioners included), the
-/// exceptions, and the device controls (memory cache, streams, overlapped launches, SpMV/SpMM
-/// plans). docs/guide.md walks through them.
+/// exceptions, the device controls (memory cache, streams, overlapped launches, SpMV/SpMM plans),
+/// and the operator interface (LinearOperator, MatrixOperator, Preconditioner). docs/guide.md walks
+/// through them; docs/architecture.md says how they fit.
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/base/linear_operator.hpp"
 #include "krysp/base/overlapped_launch.hpp"
 #include "krysp/base/stream.hpp"
 #include "krysp/base/types.hpp"
@@ -18,5 +20,6 @@
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/csr.hpp"
 #include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 #include "krysp/sparse/spmm_plan.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
