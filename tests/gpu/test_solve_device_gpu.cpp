@@ -20,16 +20,24 @@ std::vector<double> download(const DeviceArray<double>& d) {
   d.download(v.data(), v.size());
   return v;
 }
+DeviceArray<double> uploaded(const std::vector<double>& v) {
+  DeviceArray<double> d(v.size());
+  d.upload(v.data(), v.size());
+  return d;
+}
+SolveOptions on_gpu() {
+  SolveOptions o;
+  o.backend = Backend::Cuda;
+  return o;
+}
 }  // namespace
 
 TEST_CASE("solve_device: device vectors in, the same answer as the host-vector solve") {
   const auto A = test::load("bcsstk06");
   const index_t n = A.rows();
   const auto b = test::random_vector(std::size_t(n));
-  DeviceArray<double> db(b.size()), dx(b.size());
-  db.upload(b.data(), b.size());
-  SolveOptions o;
-  o.backend = Backend::Cuda;
+  DeviceArray<double> db = uploaded(b), dx(b.size());
+  SolveOptions o = on_gpu();
   o.cg.rtol = 1e-10;
   const SolveReport r = solve_device(A, db.data(), dx.data(), n, o, true);
   REQUIRE(r.converged());
@@ -46,10 +54,8 @@ TEST_CASE("CgSolver::solve_device: warm start, aliased b and x, and the host bac
   const auto A = laplacian_2d(40, 40);
   const index_t n = A.rows();
   const auto b = test::random_vector(std::size_t(n));
-  DeviceArray<double> db(b.size()), dx(b.size());
-  db.upload(b.data(), b.size());
-  SolveOptions o;
-  o.backend = Backend::Cuda;
+  DeviceArray<double> db = uploaded(b), dx(b.size());
+  const SolveOptions o = on_gpu();
   CgSolver solver(A, o);
   const SolveReport cold = solver.solve_device(db.data(), dx.data(), n, true);
   REQUIRE(cold.converged());
@@ -57,8 +63,7 @@ TEST_CASE("CgSolver::solve_device: warm start, aliased b and x, and the host bac
   CHECK(warm.converged());
   CHECK(warm.iterations <= 1);
   // b and x the same array: x0 = b, the solution overwrites it
-  DeviceArray<double> dbx(b.size());
-  dbx.upload(b.data(), b.size());
+  DeviceArray<double> dbx = uploaded(b);
   const SolveReport same = solver.solve_device(dbx.data(), dbx.data(), n);
   CHECK(same.converged());
   CHECK(test::true_relative_residual(A, b, download(dbx)) <= o.cg.rtol * 1.01);
@@ -76,11 +81,8 @@ TEST_CASE("solve_device: host pointers, null pointers and wrong sizes are InputE
   const auto A = laplacian_2d(10, 10);
   const index_t n = A.rows();
   std::vector<double> hb(static_cast<std::size_t>(n), 1.0), hx(static_cast<std::size_t>(n));
-  DeviceArray<double> db(hb.size()), dx(hb.size());
-  db.upload(hb.data(), hb.size());
-  SolveOptions o;
-  o.backend = Backend::Cuda;
-  CgSolver solver(A, o);
+  DeviceArray<double> db = uploaded(hb), dx(hb.size());
+  CgSolver solver(A, on_gpu());
   CHECK_THROWS_WITH_AS(solver.solve_device(hb.data(), dx.data(), n), doctest::Contains("b points into host"),
                        InputError);
   CHECK_THROWS_WITH_AS(solver.solve_device(db.data(), hx.data(), n), doctest::Contains("x points into host"),
