@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
+#include "krysp/base/device_policy.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/base/overlapped_launch.hpp"
 #include "krysp/sparse/cuda/spmm_common.hpp"
@@ -209,10 +210,10 @@ struct Panels {
   }
   /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it).
   void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec,
-             bool early, DeviceStream stream) const {
+             bool early, const DevicePolicy& device, DeviceStream stream) const {
     for (std::size_t p = 0; p < views.size(); ++p)
       detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec, early,
-                          stream);
+                          device, stream);
   }
 };
 
@@ -256,6 +257,7 @@ struct SpmmPlan<T>::State {
   RowStats stats;
   SpmmConfig config;
   SpmmSelection selection;
+  DevicePolicy device;                      // of the device the plan was made on: rules and launch thresholds
   std::unique_ptr<Workspace<T>> workspace;  // unsplit
   std::unique_ptr<Panels<T>> panels;        // config.panels > 1
   /// The last apply(): A.values_stamp() of the values it read (0: none yet) and its stream.
@@ -277,7 +279,8 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
   s->n = N;
   // Structure only: host_view() would download a device-borrowed matrix's values for nothing.
   s->stats = A.row_stats();
-  s->selection.rule = choose_spmm_rule(s->stats, N, int(sizeof(T)));
+  s->device = device_policy();  // queried once per device; the rules and launches take it as data
+  s->selection.rule = choose_spmm_rule(s->device, s->stats, N, int(sizeof(T)));
   const CsrView<T> dA = A.device_view();  // upload now, not inside the first apply
   // Column panels where X outgrows L2 and the gathers are scattered (spmm_panels.hpp); the split
   // is made once, for the rule's panel count or a forced or cached one.
@@ -299,9 +302,9 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
     return spmm_first_panel_stats(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), P);
   };
   if (const int P = choose_spmm_panels(A.row_ptr().data(), A.col_idx().data(), A.rows(), A.cols(), N,
-                                       int(sizeof(T)), detail::device_l2_bytes());
+                                       int(sizeof(T)), s->device.l2_bytes);
       P > 1 && split_fits(P)) {
-    s->selection.rule = choose_spmm_rule(first_panel_stats(P), N, int(sizeof(T)));
+    s->selection.rule = choose_spmm_rule(s->device, first_panel_stats(P), N, int(sizeof(T)));
     s->selection.rule.panels = P;
   }
 
@@ -346,7 +349,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
       DeviceArray<T> X(std::max<std::size_t>(1, std::size_t(A.cols()) * std::size_t(ldx)));
       DeviceArray<T> Y(std::max<std::size_t>(1, std::size_t(A.rows()) * std::size_t(ldy)));
       detail::spmm_fill_device(X.data(), X.size(), 0x5eed);
-      std::vector<SpmmConfig> cands = spmm_candidates(s->stats, N, int(sizeof(T)));
+      std::vector<SpmmConfig> cands = spmm_candidates(s->device, s->stats, N, int(sizeof(T)));
       // The candidates run as apply() does from its second call on: with early matrix loads where
       // apply() would load early (tracked values), and an untracked panel split gathering its
       // values before every product.
@@ -358,7 +361,8 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         ws.push_back(make_workspace(c, A, N));
         const detail::SpmmWorkspaceView view = ws.back()->view;
         runs.push_back([&, c, view](DeviceStream st) {
-          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early, st);
+          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early, s->device,
+                                 st);
         });
       }
       if (s->selection.rule.panel_count() > 1) {  // the rule's panel split against the unsplit candidates
@@ -368,7 +372,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         pn.set_config(c, N);
         runs.push_back([&, c](DeviceStream st) {
           const bool gathered = pn.refresh(A, A.values_stamp(), tracked, st);
-          pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early && !gathered, st);
+          pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early && !gathered, s->device, st);
         });
       }
       // With early loads, the split's gather (panels_of) must be complete before the first
@@ -426,11 +430,13 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
                                     state_->last_stream.load(std::memory_order_relaxed) == stream.handle,
                                     overlapped_launch()});
   if (state_->panels) {
-    if (state_->panels->refresh(A, stamp, tracked, stream)) early = false;  // the gather kernel just wrote the panels' values
-    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, stream);
+    // the gather kernel, when it runs, has just written the panels' values: no early loads
+    if (state_->panels->refresh(A, stamp, tracked, stream)) early = false;
+    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early,
+                          state_->device, stream);
   } else {
     detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
-                        vector_aligned(X, ldx), early, stream);
+                        vector_aligned(X, ldx), early, state_->device, stream);
   }
   state_->last_stamp.store(stamp, std::memory_order_relaxed);
   state_->last_stream.store(stream.handle, std::memory_order_relaxed);
@@ -439,7 +445,8 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
 template <class T>
 bool SpmmPlan<T>::may_load_early(const CsrMatrix<T>& A, DeviceStream stream) const {
   if (!state_ || A.fingerprint() != state_->fingerprint) return false;
-  return spmm_may_load_early({A.values_tracked(), state_->last_stamp.load(std::memory_order_relaxed) == A.values_stamp(),
+  return spmm_may_load_early({A.values_tracked(),
+                              state_->last_stamp.load(std::memory_order_relaxed) == A.values_stamp(),
                               state_->last_stream.load(std::memory_order_relaxed) == stream.handle,
                               overlapped_launch()});
 }

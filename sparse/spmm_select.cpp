@@ -1,5 +1,5 @@
 #include "krysp/sparse/spmm_select.hpp"
-// Runs named in the comments below are in bench/results or in the git history (spmm_select.hpp).
+// The measurements behind the rules below are in docs/tuning.md.
 
 #include <algorithm>
 #include <cmath>
@@ -51,6 +51,8 @@ index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 int csc_subwarp(index_t N) { return spmm_pow2_at_least(double(N), 2, 32); }
 int vec_width(int value_bytes) { return value_bytes == 4 ? 4 : 2; }
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+/// One wave of `device`: the threads the rules' wave constants are counted in.
+double resident_threads(const DevicePolicy& device) { return double(device.resident_threads()); }
 
 }  // namespace
 
@@ -129,9 +131,9 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
   return true;
 }
 
-index_t spmm_long_row_threshold(const RowStats& s) {
+index_t spmm_long_row_threshold(const DevicePolicy& device, const RowStats& s) {
   using namespace spmm_rule;
-  if (!spmm_latency_bound(s)) return 0;
+  if (!spmm_latency_bound(device, s)) return 0;
   const index_t t = std::max<index_t>(kLongRowMin, index_t(std::ceil(kLongRowMeanFactor * s.mean)));
   return s.max_len > t ? t : 0;
 }
@@ -155,54 +157,55 @@ double trips(const SpmmConfig& c, double len) {
 
 double spmm_max_row_trips(const RowStats& s, const SpmmConfig& c) { return trips(c, double(s.max_len)); }
 
-double spmm_mean_trips_per_slot(const RowStats& s, const SpmmConfig& c) {
-  const double slots = spmm_rule::kResidentThreads / (c.subwarp * c.split_count());
+double spmm_mean_trips_per_slot(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c) {
+  const double slots = resident_threads(device) / (c.subwarp * c.split_count());
   return double(s.rows) * trips(c, s.mean) / slots;
 }
 
-bool spmm_long_row(const RowStats& s, const SpmmConfig& c) {
+bool spmm_long_row(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c) {
   using namespace spmm_rule;
-  return spmm_max_row_trips(s, c) > kLongRowFactor * std::max(kMinLongRowTrips, spmm_mean_trips_per_slot(s, c));
+  return spmm_max_row_trips(s, c) >
+         kLongRowFactor * std::max(kMinLongRowTrips, spmm_mean_trips_per_slot(device, s, c));
 }
 
-bool spmm_latency_bound(const RowStats& s) {
+bool spmm_latency_bound(const DevicePolicy& device, const RowStats& s) {
   using namespace spmm_rule;
-  return double(s.rows) * 32 <= kLatencyBoundWaves * kResidentThreads;
+  return double(s.rows) * 32 <= kLatencyBoundWaves * resident_threads(device);
 }
 
 namespace {
 /// The cost model of kSmallCscMinN: CscRow with `lanes` lanes and `per_lane` columns a lane, rows
 /// shared by KS sub-warps.
-double small_csc_cost(const RowStats& s, index_t N, int lanes, int per_lane, int ks) {
+double small_csc_cost(const DevicePolicy& device, const RowStats& s, index_t N, int lanes, int per_lane, int ks) {
   using namespace spmm_rule;
   const double tiles = std::ceil(double(N) / (double(lanes) * per_lane));
   const double chain = std::ceil(double(s.max_len) / ks) * (per_lane == 2 ? kCscTwoColumnChain : 1.0);
-  return chain + kSplitWaveCost * double(s.rows) * lanes * ks * tiles / kResidentThreads;
+  return chain + kSplitWaveCost * double(s.rows) * lanes * ks * tiles / resident_threads(device);
 }
 }  // namespace
 
-int spmm_split_rule(const RowStats& s, index_t N) {
+int spmm_split_rule(const DevicePolicy& device, const RowStats& s, index_t N) {
   using namespace spmm_rule;
   const int S = csc_subwarp(N);
   int best = 1;
   double best_cost = 0;
   for (int ks = 1; ks <= 8; ks *= 2) {
     if (ks > 1 && double(s.max_len) / ks > kSplitMaxSlice) continue;
-    const double cost = small_csc_cost(s, N, S, 1, ks);
+    const double cost = small_csc_cost(device, s, N, S, 1, ks);
     if (ks == 1 || cost < best_cost) best = ks, best_cost = cost;
   }
   return best;
 }
 
-SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N) {
-  const int S = csc_subwarp(N), ks = spmm_split_rule(s, N);
+SpmmConfig spmm_small_csc_rule(const DevicePolicy& device, const RowStats& s, index_t N) {
+  const int S = csc_subwarp(N), ks = spmm_split_rule(device, s, N);
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::CscRow;
   c.subwarp = S;
   c.per_lane = 1;
   c.ksplit = ks > 1 ? ks : 0;
   const int lanes2 = N > S ? S : S / 2;  // two columns a lane: one tile
-  if ((N > S || S >= 16) && small_csc_cost(s, N, lanes2, 2, 1) < small_csc_cost(s, N, S, 1, ks)) {
+  if ((N > S || S >= 16) && small_csc_cost(device, s, N, lanes2, 2, 1) < small_csc_cost(device, s, N, S, 1, ks)) {
     c.subwarp = lanes2;
     c.per_lane = 2;
     c.ksplit = 0;
@@ -215,9 +218,10 @@ int spmm_lean_vdl_vectors(index_t N, int value_bytes) {
   return nvec > 4 ? 0 : spmm_pow2_at_least(double(nvec), 1, 4);
 }
 
-int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes, int per_lane) {
+int spmm_small_vdl_subwarp(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes, int per_lane) {
   using namespace spmm_rule;
-  if (double(s.rows) * 32 <= kVdlWideWaves * kResidentThreads) return 32;
+  const double resident = resident_threads(device);
+  if (double(s.rows) * 32 <= kVdlWideWaves * resident) return 32;
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::VdlRow;
   c.per_lane = per_lane;
@@ -226,7 +230,7 @@ int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes, int pe
   double best_cost = 0;
   for (int S = std::max(2, Q); S <= 32; S *= 2) {
     const double cost =
-        std::ceil(double(s.max_len) / (S / Q)) + kVdlSubwarpWaveCost * double(s.rows) * S / kResidentThreads;
+        std::ceil(double(s.max_len) / (S / Q)) + kVdlSubwarpWaveCost * double(s.rows) * S / resident;
     if (S == std::max(2, Q) || cost < best_cost) best = S, best_cost = cost;
   }
   return best;
@@ -237,7 +241,8 @@ namespace {
 /// spmm_small_vdl_subwarp: with `column_lanes`, a vector a lane on pow2 >= N / VW column lanes
 /// where the mean row is at most kVdlColumnLanesMaxMean; otherwise all columns a lane (the layout
 /// that cuts long rows); nullopt where N is too wide for it (spmm_lean_vdl_vectors).
-std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value_bytes, bool column_lanes) {
+std::optional<SpmmConfig> small_lean_vdl(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes,
+                                         bool column_lanes) {
   const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
   if (vectors == 0) return std::nullopt;
   const bool lanes = column_lanes && vectors > 1 && s.mean <= spmm_rule::kVdlColumnLanesMaxMean;
@@ -245,7 +250,7 @@ std::optional<SpmmConfig> small_lean_vdl(const RowStats& s, index_t N, int value
   c.algorithm = SpmmAlgorithm::VdlRow;
   c.per_lane = lanes ? 1 : vectors;
   c.col_lanes = lanes ? vectors : 1;
-  c.subwarp = spmm_small_vdl_subwarp(s, N, value_bytes, c.per_lane);
+  c.subwarp = spmm_small_vdl_subwarp(device, s, N, value_bytes, c.per_lane);
   return c;
 }
 
@@ -260,10 +265,12 @@ RowStats rows_up_to(const RowStats& s, index_t t) {
 /// The rule's pick for the rows up to t long (as if the longest were t long; unsplit: ksplit is not
 /// for rows that short), with the longer ones cut (long_row = t); nullopt when that pick cannot cut
 /// rows.
-std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N, int value_bytes) {
+std::optional<SpmmConfig> rule_with_cut(const DevicePolicy& device, const RowStats& s, index_t t, index_t N,
+                                        int value_bytes) {
   const RowStats cut = rows_up_to(s, t);
-  const auto lean = small_lean_vdl(cut, N, value_bytes, false);  // one column lane: the layout that cuts rows
-  SpmmConfig c = lean ? complete_spmm_config(*lean, N, value_bytes, cut) : spmm_uncut_rule(cut, N, value_bytes);
+  const auto lean = small_lean_vdl(device, cut, N, value_bytes, false);  // one column lane: the layout that cuts rows
+  SpmmConfig c =
+      lean ? complete_spmm_config(*lean, N, value_bytes, cut) : spmm_uncut_rule(device, cut, N, value_bytes);
   c.ksplit = 0;
   c.long_row = int(t);
   if (!is_valid(c) || !spmm_runs_at(c, N, value_bytes)) return std::nullopt;
@@ -271,25 +278,26 @@ std::optional<SpmmConfig> rule_with_cut(const RowStats& s, index_t t, index_t N,
 }
 }  // namespace
 
-SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes) {
-  if (const index_t t = spmm_long_row_threshold(s); t > 0 && s.max_len >= spmm_rule::kLongRowRuleMinCut * double(t))
-    if (const auto c = rule_with_cut(s, t, N, value_bytes)) return *c;
-  return spmm_uncut_rule(s, N, value_bytes);
+SpmmConfig choose_spmm_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes) {
+  if (const index_t t = spmm_long_row_threshold(device, s);
+      t > 0 && s.max_len >= spmm_rule::kLongRowRuleMinCut * double(t))
+    if (const auto c = rule_with_cut(device, s, t, N, value_bytes)) return *c;
+  return spmm_uncut_rule(device, s, N, value_bytes);
 }
 
-SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
+SpmmConfig spmm_uncut_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
   SpmmConfig c;
   if (s.rows == 0 || s.nnz == 0) {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
     return complete_spmm_config(c, N, value_bytes, s);
   }
-  const bool small = spmm_latency_bound(s);
+  const bool small = spmm_latency_bound(device, s);
   int ks = 1;
-  if (const auto lean = small ? small_lean_vdl(s, N, value_bytes, true) : std::nullopt) {
+  if (const auto lean = small ? small_lean_vdl(device, s, N, value_bytes, true) : std::nullopt) {
     c = *lean;
   } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
-    c = spmm_small_csc_rule(s, N);
+    c = spmm_small_csc_rule(device, s, N);
     ks = c.split_count();
   } else {
     c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
@@ -303,22 +311,21 @@ SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes) {
                          (N > kVdlMaxN ? s.max_len >= kSmallSeqMinMaxRow
                                        : s.max_len >= kSmallSeqNarrowMinMaxRow && s.mean <= kSeqMaxMeanRow);
   const bool small_stream = small && N > kTuneSeqMaxN && ks == 1 && s.max_len >= kSmallStreamMinMaxRow &&
-                            s.mean < kSmallStreamMaxMean && double(s.rows) * 32 > kSmallStreamMinWaves * kResidentThreads;
-  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(s, c) || small_seq || small_stream) {
+                            s.mean < kSmallStreamMaxMean &&
+                            double(s.rows) * 32 > kSmallStreamMinWaves * resident_threads(device);
+  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(device, s, c) || small_seq || small_stream) {
     c = SpmmConfig();
     c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
                   : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz
                                                                                       : SpmmAlgorithm::CscNnz;
-    // CscNnz keeps the derived columns a lane (two above S) on latency-bound matrices too: one
-    // column a lane (two tiles) was 8-27% faster at N = 64 before pairs were loaded together;
-    // since, two are (ca-CondMat 41.3 -> 31.5 µs, pubmed 29.3 -> 21.0, PGPgiantcompo 16.4 -> 15.2,
-    // H100, graph-timed candidates of spmm_h100_2026-11-25_session6_padded).
+    // CscNnz keeps the derived columns a lane (two above S) on latency-bound matrices too: since
+    // pairs are loaded together two are faster than one (docs/tuning.md, "CscNnz columns a lane").
     c = complete_spmm_config(c, N, value_bytes, s);
   }
   return c;
 }
 
-std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes) {
+std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes) {
   using namespace spmm_rule;
   std::vector<SpmmConfig> out;
   // c completed for the rows of `rows` (s, or those left when long rows are cut), if it can run
@@ -329,7 +336,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   auto add = [&](const SpmmConfig& c) { add_for(c, s); };
-  out.push_back(choose_spmm_rule(s, N, value_bytes));
+  out.push_back(choose_spmm_rule(device, s, N, value_bytes));
   auto make = [](SpmmAlgorithm a, int subwarp = 0, int per_lane = 0) {
     SpmmConfig c;
     c.algorithm = a;
@@ -356,7 +363,7 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
   add(make(SpmmAlgorithm::CscRow, 32));
   // one column per lane (more column tiles) and rows shared by 2..8 sub-warps: shorter chains
   // where the launch is latency-bound
-  const bool small = spmm_latency_bound(s);
+  const bool small = spmm_latency_bound(device, s);
   if (small) {
     const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
     add(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
@@ -368,22 +375,20 @@ std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_
       }
   }
   {  // half the lanes with two columns each: a pair's shared-memory reads and address serve two
-     // columns (cuSPARSE ALG3 ran a third of our instructions at N = 16 on ex15, ncu); not from
-     // S = 8: 4 lanes with two columns each never won at N = 8 (2.7x the best other candidate on
-     // average, H100, spmm_h100_2026-11-25_session6_half4)
+     // columns; not from S = 8, where it never won (docs/tuning.md, "Half the CSC lanes")
     const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
     if (base.subwarp >= 16) add(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
   }
   add(make(SpmmAlgorithm::CscNnz));
   if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
   if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
-  if (const index_t t = spmm_long_row_threshold(s); t > 0) {  // long rows cut into pieces
+  if (const index_t t = spmm_long_row_threshold(device, s); t > 0) {  // long rows cut into pieces
     const RowStats cut = rows_up_to(s, t);                    // the row kernels' geometry for the rows left
     auto add_long = [&](SpmmConfig c) {
       c.long_row = int(t);
       add_for(c, cut);
     };
-    if (const auto c = rule_with_cut(s, t, N, value_bytes)) add_long(*c);
+    if (const auto c = rule_with_cut(device, s, t, N, value_bytes)) add_long(*c);
     if (N <= kTuneVdlMaxN) {
       add_long(make(SpmmAlgorithm::VdlRow));
       add_long(make(SpmmAlgorithm::VdlRow, 32));

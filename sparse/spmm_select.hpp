@@ -3,78 +3,55 @@
 /// SpMM kernel choice (plain host code, testable without a GPU): the rule, the geometry that
 /// completes a partial configuration, the tuning candidates, and the SpMM tuning cache.
 ///
-/// Every threshold is a named constant in `spmm_rule`. They come from the kernels' design, the
-/// paper's rule and one H200 run of bench/bench_spmm on its four generated matrices and the 19
-/// small tests/data matrices (noted where a measurement set them); all are provisional: retune
-/// from bench/bench_spmm on the full matrix set, which prints, for every (matrix, N), the rule's
-/// pick next to the fastest tuning candidate (and the candidate table in --json).
-/// Runs named in this file's comments (spmm_h100_..., spmm_h200_...) are bench_spmm summaries;
-/// those no longer in bench/results are in the git history: `git show 7141786:bench/results/NAME`.
+/// Every threshold is a named constant in `spmm_rule`; those that depend on the size of the GPU
+/// are in waves (the threads resident at once: DevicePolicy::resident_threads, base/device_policy.hpp),
+/// and the rules that use them take the device's policy as data (device_policy() on a GPU, an
+/// explicit one in host tests). They come from the kernels' design, the paper's rule and
+/// bench/bench_spmm runs; all are provisional: retune from bench/bench_spmm on the full matrix
+/// set, which prints, for every (matrix, N), the rule's pick next to the fastest tuning candidate
+/// (and the candidate table in --json). The measurements behind each constant are in
+/// docs/tuning.md, a section per rule.
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "krysp/base/device_policy.hpp"
 #include "krysp/sparse/csr.hpp"
 #include "krysp/sparse/row_stats.hpp"
 #include "krysp/sparse/spmm_config.hpp"
-#include "krysp/sparse/spmm_wave.hpp"
 
 namespace krysp {
 
 namespace spmm_rule {
 /// Largest N for which VDL (parallel reduction, vector loads) is chosen; CSC (sequential
-/// reduction) above. Paper (Huang et al., DA-SpMM): parallel reduction up to N = 4; H200: VDL
-/// fastest at N = 2, 4 and CSC at N = 8 on the 3-D Laplacian, banded and power-law matrices.
-/// Retune from bench/bench_spmm.
+/// reduction) above. Paper (Huang et al., DA-SpMM): parallel reduction up to N = 4, as measured
+/// (docs/tuning.md, "VDL or CSC").
 inline constexpr int kVdlMaxN = 4;
-/// Latency-bound (small) matrices: rows·32 <= kLatencyBoundWaves · kResidentThreads. There the
-/// time is the latency of the longest chain of one row, not throughput: wide VDL sub-warps up to
-/// kVdlMaxN, CSC with one column per lane and long rows shared by sub-warps above
-/// (kSmallCscMinN). Retune from bench/bench_spmm.
+/// Latency-bound (small) matrices: rows·32 <= kLatencyBoundWaves waves. There the time is the
+/// latency of the longest chain of one row, not throughput: wide VDL sub-warps up to kVdlMaxN,
+/// CSC with one column per lane and long rows shared by sub-warps above (kSmallCscMinN).
 inline constexpr double kLatencyBoundWaves = 4;
-/// Latency-bound matrices, VDL: 32 lanes a row while rows·32 <= kVdlWideWaves · kResidentThreads
-/// (tiny launches: the widest sub-warps were fastest even on rows of 5); above, the S in [Q, 32]
+/// Latency-bound matrices, VDL: 32 lanes a row while rows·32 <= kVdlWideWaves waves (tiny
+/// launches: the widest sub-warps were fastest even on rows of 5); above, the S in [Q, 32]
 /// (Q column lanes, P = S / Q nonzero lanes) minimising
-///   ceil(longest row / P) + kVdlSubwarpWaveCost · rows·S / kResidentThreads,
-/// the chain of the longest row against the threads launched. The previous rule (the widest S
-/// with rows·S <= 2 waves) gave 32 lanes up to 8448 rows, 1.2-1.6x the fastest candidate on the
-/// FEM and mesh matrices of 7-13 k rows (aft01, crack, dw8192: S = 8 best; bcsstk33: 16). Fit on
-/// the graph-timed candidates of three H100 runs (91 small matrices, N = 2 / 4), the rule's pick
-/// against the fastest candidate went from 1.041 / 1.053, 1.050 / 1.079 and 1.051 / 1.057 to
-/// 1.012 / 1.012, 1.018 / 1.036 and 1.019 / 1.007 (spmm_h100_2026-11-25_session6_main,
-/// _session4_wave96, _session4_half_lanes; scripts/spmm_rule_fit.py --vdl). Retune from
-/// bench/bench_spmm.
+///   ceil(longest row / P) + kVdlSubwarpWaveCost · rows·S / resident threads,
+/// the chain of the longest row against the threads launched. Fit on graph-timed tuning
+/// candidates (docs/tuning.md, "Latency-bound VDL sub-warp").
 inline constexpr double kVdlWideWaves = 0.75;
 inline constexpr double kVdlSubwarpWaveCost = 10;
 /// Latency-bound matrices, N >= kSmallCscMinN and too wide for the lean VDL kernel
 /// (kVdlColumnLanesMaxMean): CscRow with one column per lane, S = pow2 >= N (at
 /// most 32), rows shared by KS sub-warps (ksplit). KS in {1, 2, 4, 8} minimises
-///   ceil(longest row / KS) + kSplitWaveCost · rows·S·KS·tiles / kResidentThreads
+///   ceil(longest row / KS) + kSplitWaveCost · rows·S·KS·tiles / resident threads
 /// (the chain of the longest slice, in pairs, against the threads launched, with column tiles
 /// = ceil(N / S)), over the KS whose slices of the longest row hold at most kSplitMaxSlice pairs
-/// (hangGlider_2, adder_dcop_05: rows of 1300-1500 among rows of 6-9 are left to the merge path,
-/// which is faster there than the split; choose_spmm_rule now cuts such rows: kLongRowRuleMinCut). Fit on the tuning
-/// candidates of an H100 run timed over back-to-back calls (spmm_h100_2026-11-25_tuned_stream, 91 small matrices): the
-/// rule's pick against the fastest candidate, geometric mean at N = 8 / 16 / 32 / 64, was 1.09 / 1.06 / 1.04 / 1.09,
-/// where the previous rule (VDL with 32 lanes below N = 33, CSC with two columns a lane above,
-/// rows shared only from a longest row of 33: KS = pow2 >= longest / 16, halved until rows·S·KS
-/// <= 2 waves) gave 1.14 / 1.12 / 1.14 / 1.15 (bcsstm13 N = 64: KS = 8 took 18 µs, KS = 1 9.5).
-/// Two columns a lane, unsplit, when that costs less, its chain counted kCscTwoColumnChain times
-/// (the second column's load is issued with the first): with S lanes above S columns (one tile
-/// instead of two), and with S / 2 lanes from S = 16 (a pair's shared-memory reads and address
-/// serve two columns). kCscTwoColumnChain 1.5 (was 2, S lanes only): the pick against the fastest
-/// candidate at N = 16 / 32 / 64 went from 1.046 / 1.085 / 1.083 to 1.043 / 1.050 / 1.063, and
-/// from 1.050 / 1.093 / 1.086 to 1.038 / 1.064 / 1.071 (spmm_h100_2026-11-25_session6_main,
-/// _session4_half_lanes). Earlier:
-/// above 32 columns, two columns a lane (one tile, the chain counted twice) when that costs less:
-/// the N = 64 pick went from 1.11-1.13x to 1.07-1.08x the fastest candidate in two runs
-/// (spmm_h100_2026-11-25_csc_small, _session3_final; bodyy6 16.7 -> 12.7 µs, crack 10.2 -> 8.5).
-/// kSplitWaveCost 96 (was 48) once candidates were timed from graph replays (GPU time, not host
-/// submission) and the batched walk took fewer instructions a pair: the model's pick against the
-/// fastest candidate at N = 8 / 16 / 32 / 64 went from 1.08 / 1.07 / 1.07 / 1.11 to 1.08 / 1.05 /
-/// 1.05 / 1.05 (spmm_h100_2026-11-25_session4_lean_walk, scripts/spmm_rule_fit.py --wave-cost).
-/// Retune from bench/bench_spmm (scripts/spmm_report.py).
+/// (longer rows are left to the merge path, or cut: kLongRowRuleMinCut). Two columns a lane,
+/// unsplit, when that costs less, its chain counted kCscTwoColumnChain times (the second
+/// column's load is issued with the first): with S lanes above S columns (one tile instead of
+/// two), and with S / 2 lanes from S = 16 (a pair's shared-memory reads and address serve two
+/// columns). Fit on tuning candidates timed over back-to-back calls (docs/tuning.md,
+/// "Latency-bound CSC, rows shared by sub-warps"; scripts/spmm_report.py).
 inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
 /// Latency-bound matrices whose N columns fit the lean VDL kernel (N <= 4 vectors: 8 in fp64, 16
 /// in fp32): that kernel with the sub-warp of spmm_small_vdl_subwarp, instead of CSC (above
@@ -82,13 +59,8 @@ inline constexpr int kSmallCscMinN = kVdlMaxN + 1;
 /// (2 at N = 3, 4 and 4 at N = 5..8 in fp64) where the mean row is at most
 /// kVdlColumnLanesMaxMean, all columns in one lane above (where the column lanes would leave
 /// too few nonzero lanes for the row) and wherever long rows are cut (only that layout cuts).
-/// H100, graph-timed tuning candidates of one run (spmm_h100_2026-11-25_session9_leanq, 91 small
-/// matrices): at N = 4 the column lanes were fastest on 61, at N = 8 on 62 (the rule's CSC pick of
-/// 2-D meshes took 1.1-1.4x their time: power, USpowerGrid, 494_bus, bcspwr*, add32, 3elt),
-/// while all columns a lane won on the tiny FEM matrices with rows of 17-20 (bcsstk06/07/09/10,
-/// bcsstm07/10, lund_a: 5-12% faster). Earlier (session 8, before the lean kernel had column
-/// lanes): all columns a lane at N = 5..8 only from a mean row of 7, CSC below. Retune from
-/// bench/bench_spmm.
+/// Column lanes won on most small meshes, all columns a lane on tiny FEM matrices with rows of
+/// 17-20 (docs/tuning.md, "Lean VDL with column lanes").
 inline constexpr double kVdlColumnLanesMaxMean = 16;
 inline constexpr double kSplitWaveCost = 96;
 inline constexpr double kSplitMaxSlice = 64;
@@ -96,35 +68,24 @@ inline constexpr double kCscTwoColumnChain = 1.5;
 /// Latency-bound matrices, N > kTuneSeqMaxN, whose longest row (>= kSmallStreamMinMaxRow) the
 /// split does not share out (too many rows: spmm_split_rule) and whose mean row is shorter than
 /// kSmallStreamMaxMean: CscNnz, whose staged units stream short rows with few rounds of loads
-/// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). H100, GPU time (ncu) of the kernels:
-/// PGPgiantcompo (10.7 k rows, mean 4.6, longest 205) N = 16 / 64: vdl-row 18 / csc-row 42 µs,
-/// CscNnz 16 / 18-21; pubmed (19.7 k rows, mean 4.5) N = 64: csc-row 36, CscNnz 24-26. Only from
-/// rows·32 > kSmallStreamMinWaves waves: below, CscNnz's fixed cost (two launches, a staged unit)
-/// loses to the row kernels (ca-GrQc, citeseer, cora: 2.7-5.2 k rows, N = 32 / 64, CscNnz 13.5-14.7
-/// µs, csc-row 7.7-9.0; spmm_h100_2026-11-25_session6_padded). Retune from bench/bench_spmm.
+/// (sparse/cuda/spmm_common.hpp, kSpmmCscStreamMaxRow). Only from rows·32 >
+/// kSmallStreamMinWaves waves: below, CscNnz's fixed cost (two launches, a staged unit) loses to
+/// the row kernels (docs/tuning.md, "Latency-bound CscNnz streaming").
 inline constexpr double kSmallStreamMaxMean = 8;
 inline constexpr index_t kSmallStreamMinMaxRow = 33;
 inline constexpr double kSmallStreamMinWaves = 1;
 /// Latency-bound matrices: rows longer than t = max(kLongRowMin, kLongRowMeanFactor · mean row)
 /// (spmm_long_row_threshold) can be cut into pieces of a block each (SpmmConfig::long_row); the rule
 /// does so when the longest row is at least kLongRowRuleMinCut · t, and picks the row kernel for
-/// the rest of the rows as if the longest were t long. H100, graph-timed candidates on the 18 small
-/// matrices with such rows (spmm_h100_2026-11-25_session7_long): the rule's pick with the cut
-/// against the previous one was 1.34 / 1.26 / 1.95-2.50x faster on hangGlider_2 (longest row 1463,
-/// t = 36) at N = 2 / 8 / 16-64, 1.20-2.33x on adder_dcop_05 (1310), 1.1-1.8x on rajat19 (338)
-/// and PGPgiantcompo (205), but 0.74-0.96x on bcsstm13, Erdos971, mahindas and zenios (longest
-/// 41-70, under 2.5 t: a piece's block costs more than the chain it saves). Against the fastest
-/// candidate, cutting from 2.5 t gave 1.019 / 1.044 / 1.070 at N <= 4 / 8 / 16-64, from 1024 rows
-/// 1.098 / 1.137 / 1.186, always 1.051 / 1.082 / 1.075. Retune from bench/bench_spmm.
+/// the rest of the rows as if the longest were t long: below 2.5 t a piece's block costs more
+/// than the chain it saves (docs/tuning.md, "Long rows cut into pieces").
 inline constexpr index_t kLongRowMin = 32;
 inline constexpr double kLongRowMeanFactor = 4;
 inline constexpr double kLongRowRuleMinCut = 2.5;
 /// Matrices that fill the GPU, even N in [kHalfLanesMinN, kHalfLanesMaxN]: CscRow with S / 2 lanes
-/// of two (paired) columns each, one tile, rather than S lanes of one. H100, graph replays, S / 2
-/// against S at N = 16 / 32: 2-D Laplacian 4 M rows 0.57 / 1.05 ms against 0.81 / 1.57, 3-D
-/// Laplacian 0.61 / 1.16 against 0.81 / 1.54, banded 0.58 / 0.87 against 0.70 / 1.02 (at N = 64,
-/// 32 lanes of two columns stay: 16 lanes with two tiles won only on the 3-D Laplacian;
-/// spmm_h100_2026-11-25_session6_half_large). Retune from bench/bench_spmm.
+/// of two (paired) columns each, one tile, rather than S lanes of one: faster on the large
+/// Laplacians and banded matrices at N = 16 and 32, not at 64 (docs/tuning.md, "Half the CSC
+/// lanes, two columns each").
 inline constexpr int kHalfLanesMinN = 16;
 inline constexpr int kHalfLanesMaxN = 32;
 /// Coefficient of variation (stddev / mean) of the row lengths above which work is balanced by
@@ -135,17 +96,13 @@ inline constexpr double kNnzBalanceMinCv = 1.5;
 /// max(kMinLongRowTrips, the average cost per resident sub-warp). Cost of a row of len entries in
 /// loop trips: VDL max(1, len / P) (P nonzero lanes); CSC max(1, len / kCscPairsPerTrip) (its
 /// steps are shared-memory broadcasts with independent loads, cheaper than a VDL trip). Resident
-/// sub-warps: kResidentThreads / S. Retune from bench/bench_spmm.
+/// sub-warps: resident threads / S. Retune from bench/bench_spmm.
 inline constexpr double kLongRowFactor = 4;
 inline constexpr double kMinLongRowTrips = 16;
 inline constexpr double kCscPairsPerTrip = 4;
-/// Threads resident on the whole GPU (spmm_wave.hpp).
-inline constexpr double kResidentThreads = double(kSpmmResidentThreads);
 /// VDL: nonzeros of a mean-length row per nonzero lane; P = the power of two >= mean / this. Two
 /// per lane amortize the per-row cost (row offsets, reduction, store) that bounds short rows, and
-/// fill the lean kernel's two loads in flight. H200, N = 2: 3-D Laplacian (mean 6.8) S = 4 beat
-/// S = 8 by 1.4x and S = 2 by 1.1x; 2-D Laplacian (mean 5) S = 2 beat S = 4 by 1.17x; banded
-/// (mean 16) S = 8 best. Retune from bench/bench_spmm.
+/// fill the lean kernel's two loads in flight (docs/tuning.md, "VDL nonzero lanes").
 inline constexpr double kVdlNnzPerLane = 2.5;
 /// VDL: vectors (16 bytes each) per lane when N allows: 2 halves the (col, val) loads per X
 /// vector compared with 1. Retune from bench/bench_spmm.
@@ -164,24 +121,19 @@ inline constexpr int kTuneVdlMaxN = 64;
 inline constexpr int kTuneSeqMaxN = 8;
 /// The rule's nonzero-balanced choice: SeqNnz (a lane per slice of the merge path) up to this N
 /// when the mean row is at most kSeqMaxMeanRow long and the matrix is not latency-bound (not
-/// measured there), VDL / CSC otherwise. H100, power-law 3 M rows
-/// (mean 8): SeqNnz 0.56 / 0.77 / 1.52 ms at N = 2 / 4 / 8, VdlNnz 0.70 / 1.05, CscNnz 1.29 at
-/// N = 8. Retune from bench_spmm --panel-sweep.
+/// measured there), VDL / CSC otherwise: SeqNnz was fastest on a large power-law matrix up to
+/// N = 4 (docs/tuning.md, "SeqNnz for skewed matrices"; bench_spmm --panel-sweep).
 inline constexpr int kSeqMaxN = 4;
 inline constexpr double kSeqMaxMeanRow = 32;
 /// Latency-bound matrices with a row at least this long, kVdlMaxN < N <= kTuneSeqMaxN: SeqNnz (a
-/// merge-path kernel and its fix-up, about two launches). H100, N = 8, on hangGlider_2,
-/// adder_dcop_05, rajat19, bcsstk08, G38, PGPgiantcompo and ca-CondMat (rows of 200-1500 among
-/// rows of 5-12): 1.30-1.71x cuSPARSE where the row kernels gave 0.53-1.40x (spmm_h100_2026-11-25
-/// _all against _ksplit). Not at N = 2 and 4: there VDL with 32 lanes per row was 2-2.8x on five
-/// of the seven and SeqNnz 1.3-1.6x. These are spmm_uncut_rule's: where choose_spmm_rule cuts the
-/// long rows (kLongRowRuleMinCut), the rows left decide. Retune from bench/bench_spmm.
+/// merge-path kernel and its fix-up, about two launches), faster there than the row kernels;
+/// not at N = 2 and 4, where VDL with 32 lanes a row wins (docs/tuning.md, "SeqNnz on
+/// latency-bound matrices with a long row"). These are spmm_uncut_rule's: where
+/// choose_spmm_rule cuts the long rows (kLongRowRuleMinCut), the rows left decide.
 inline constexpr index_t kSmallSeqMinMaxRow = 200;
 /// The same for N <= kVdlMaxN once a row needs more than 32 trips of a 32-lane VDL sub-warp, among
-/// rows of at most kSeqMaxMeanRow on average.
-/// H100, N = 2 / 4: hangGlider_2 (longest row 1463) and adder_dcop_05 (1310) took 9-15 µs with
-/// VDL, 8-9 with SeqNnz; rows of 200-340 (G38, rajat19, PGPgiantcompo, bcsstk08, ca-CondMat)
-/// took 4-10 µs with VDL, 7.4-12 with SeqNnz (spmm_h100_2026-11-25_ksplit, _staged, _split_cost).
+/// rows of at most kSeqMaxMeanRow on average: shorter longest rows were faster with VDL
+/// (docs/tuning.md, "The same for N <= kVdlMaxN").
 inline constexpr index_t kSmallSeqNarrowMinMaxRow = 1024;
 /// Tuning: row-balanced candidates whose longest row needs more than this many trips are not
 /// timed at all (one run could cost hundreds of SpMMs). Retune from bench/bench_spmm.
@@ -190,13 +142,13 @@ inline constexpr double kTuneMaxRowTrips = 2048;
 /// not run again (time_device_interleaved_ms). Retune from bench/bench_spmm.
 inline constexpr double kTunePruneFactor = 2.0;
 /// Tuning: a timed sample of a candidate repeats it back to back for about this long (at least
-/// one call). With one call per sample, latency-bound candidates were ranked by their latency
-/// rather than by their time in a stream of launches: the tuned picks lost to the rule's in
-/// the benchmark's round-robin timing (hangGlider_2 N = 64: 0.20x cuSPARSE against 0.52x).
+/// one call): with one call per sample, latency-bound candidates were ranked by their latency
+/// rather than by their time in a stream of launches (docs/tuning.md, "Tuning samples").
 inline constexpr double kTuneSampleMs = 0.05;
 /// Tuning: the back-to-back calls of a sample are replayed from a CUDA graph of at most this many
-/// calls (CapturedCalls), so that the host's submission of each launch (4-5 µs on the H100
-/// machine, more than most small matrices' kernels take) does not make the candidates tie.
+/// calls (CapturedCalls), so that the host's submission of each launch (several µs, more than most
+/// small matrices' kernels take) does not make the candidates tie (docs/tuning.md, "Tuning
+/// samples").
 inline constexpr int kTuneGraphMaxCalls = 16;
 }  // namespace spmm_rule
 
@@ -216,9 +168,9 @@ SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const 
 bool is_valid(const SpmmConfig& c, std::string* why = nullptr);
 
 /// The rows of a latency-bound matrix longer than this are cut into pieces by the rule's row
-/// kernels (kLongRowMin, kLongRowMeanFactor); 0 when none is (not latency-bound, or no row that
-/// long).
-index_t spmm_long_row_threshold(const RowStats& s);
+/// kernels (kLongRowMin, kLongRowMeanFactor); 0 when none is (not latency-bound on `device`, or
+/// no row that long).
+index_t spmm_long_row_threshold(const DevicePolicy& device, const RowStats& s);
 
 /// Can the kernels run `c` (complete, valid) for N columns of `value_bytes`-byte values? Long rows
 /// cut (SpmmConfig::long_row): CscRow when its column tiles cover N in one chunk a block, VdlRow
@@ -226,32 +178,35 @@ index_t spmm_long_row_threshold(const RowStats& s);
 /// the lean kernel only, N <= 4 · VW. Anything else runs at any N.
 bool spmm_runs_at(const SpmmConfig& c, index_t N, int value_bytes);
 
-/// Is the matrix small enough for its kernels to be latency-bound (see kLatencyBoundWaves)?
-bool spmm_latency_bound(const RowStats& s);
+/// Is the matrix small enough for its kernels to be latency-bound on `device` (see
+/// kLatencyBoundWaves)?
+bool spmm_latency_bound(const DevicePolicy& device, const RowStats& s);
 
 /// Sub-warps per row for CscRow on a latency-bound matrix with N columns (kSmallCscMinN and the
 /// constants after it): 1 (no split), 2, 4 or 8.
-int spmm_split_rule(const RowStats& s, index_t N);
+int spmm_split_rule(const DevicePolicy& device, const RowStats& s, index_t N);
 
 /// The CscRow configuration for a latency-bound matrix with N >= kSmallCscMinN columns: one column
 /// a lane with KS = spmm_split_rule sub-warps a row, or two columns a lane, unsplit (S lanes above
 /// S columns, S / 2 lanes from S = 16), whichever costs less in the same model.
-SpmmConfig spmm_small_csc_rule(const RowStats& s, index_t N);
+SpmmConfig spmm_small_csc_rule(const DevicePolicy& device, const RowStats& s, index_t N);
 
 /// The VDL sub-warp for a latency-bound matrix (kVdlWideWaves, kVdlSubwarpWaveCost), with
 /// `per_lane` vectors a lane (0: derived).
-int spmm_small_vdl_subwarp(const RowStats& s, index_t N, int value_bytes = 8, int per_lane = 0);
+int spmm_small_vdl_subwarp(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes = 8,
+                           int per_lane = 0);
 
 /// Vectors a lane for the lean VDL kernel at N columns of `value_bytes`-byte values: the power of
 /// two >= N / VW (1, 2 or 4), 0 when N > 4 · VW.
 int spmm_lean_vdl_vectors(index_t N, int value_bytes);
 
-/// The cheap rule (complete configuration): on a latency-bound matrix whose longest row is at
-/// least kLongRowRuleMinCut times t = spmm_long_row_threshold, spmm_uncut_rule for rows up to t
-/// long (the lean VDL kernel with one column lane where N fits it, whatever the mean row),
+/// The cheap rule (complete configuration) for `device` (device_policy() on a GPU): on a
+/// latency-bound matrix whose longest row is at least kLongRowRuleMinCut times t =
+/// spmm_long_row_threshold, spmm_uncut_rule for rows up to t long (the lean VDL kernel with one
+/// column lane where N fits it, whatever the mean row),
 /// unsplit, with the longer rows cut (long_row = t) where that kernel can cut them
 /// (spmm_runs_at); spmm_uncut_rule otherwise.
-SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
+SpmmConfig choose_spmm_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes = 8);
 
 /// The rule for the rows as they are (no long_row; complete configuration):
 ///  - N <= kVdlMaxN: VDL, else CSC (S / 2 lanes of two columns for even N in [kHalfLanesMinN,
@@ -267,15 +222,15 @@ SpmmConfig choose_spmm_rule(const RowStats& s, index_t N, int value_bytes = 8);
 ///    kTuneSeqMaxN it reaches kSmallStreamMinMaxRow unsplit with a mean row below
 ///    kSmallStreamMaxMean and rows·32 above kSmallStreamMinWaves waves (CscNnz);
 ///  - row-balanced otherwise, and always for a matrix without rows or nonzeros.
-SpmmConfig spmm_uncut_rule(const RowStats& s, index_t N, int value_bytes = 8);
+SpmmConfig spmm_uncut_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes = 8);
 
 /// Cost in loop trips of the longest row, and the average cost per resident sub-warp, for a
 /// complete configuration (see kLongRowFactor).
 double spmm_max_row_trips(const RowStats& s, const SpmmConfig& c);
-/// The average cost per resident sub-warp (the other half of the comparison above).
-double spmm_mean_trips_per_slot(const RowStats& s, const SpmmConfig& c);
+/// The average cost per resident sub-warp of `device` (the other half of the comparison above).
+double spmm_mean_trips_per_slot(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c);
 /// Is the longest row too long for the row-balanced version of `c`?
-bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
+bool spmm_long_row(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c);
 
 /// The configurations Select::Tune times: the rule's pick first; VDL (N <= kTuneVdlMaxN) row
 /// kernels at S/2, S, 2S and 32 and with one vector per lane, VdlNnz; CSC row kernels at the
@@ -284,7 +239,8 @@ bool spmm_long_row(const RowStats& s, const SpmmConfig& c);
 /// (N <= kTuneSeqMaxN); where spmm_long_row_threshold cuts rows, VDL (lean) and CSC row kernels
 /// with long_row. Row-balanced ones over kTuneMaxRowTrips are left out. All valid, no
 /// duplicates.
-std::vector<SpmmConfig> spmm_candidates(const RowStats& s, index_t N, int value_bytes = 8);
+std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowStats& s, index_t N,
+                                        int value_bytes = 8);
 
 // ---- SpMM tuning cache ----------------------------------------------------------------------------
 //

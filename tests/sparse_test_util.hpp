@@ -14,12 +14,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "krysp/base/device_policy.hpp"
 #include "krysp/sparse/csr.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmm_config.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {
+
+/// The device policy the SpMM rules' constants were measured on (an H100 SXM: 132 multiprocessors
+/// of 2048 resident threads, 50 MiB of L2), for host tests of the rules, which run without a GPU.
+/// Library code takes device_policy() instead.
+inline constexpr DevicePolicy kH100Policy = {132, 2048, std::int64_t(50) << 20};
 
 /// An SpMM configuration with the given fields; zero ones are derived (complete_spmm_config).
 inline SpmmConfig cfg(SpmmAlgorithm a, int subwarp = 0, int col_lanes = 0, int per_lane = 0, int items_per_warp = 0) {

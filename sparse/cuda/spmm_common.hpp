@@ -2,9 +2,9 @@
 /// \file spmm_common.hpp
 /// Index rules of the SpMM kernels shared by the device code and the host tests (KRYSP_HD: one
 /// definition of each rule). No CUDA headers: the host tests emulate the kernels' lane layout,
-/// reduction and merge-path partition with these same functions.
-/// Runs named in this file's comments (spmm_h100_..., spmm_h200_...) are bench_spmm summaries;
-/// those no longer in bench/results are in the git history: `git show 7141786:bench/results/NAME`.
+/// reduction and merge-path partition with these same functions. Launch thresholds are in waves
+/// of the device (DevicePolicy, base/device_policy.hpp); the measurements that set them are in
+/// docs/tuning.md.
 ///
 /// Layout of X and Y: row-major, X[k, j] = X[k·ldx + j], Y[i, j] = Y[i·ldy + j].
 ///
@@ -53,63 +53,60 @@
 /// template width): the whole walk runs once per chunk.
 #include <cstdint>
 
+#include "krysp/base/device_policy.hpp"
 #include "krysp/base/host_device.hpp"
 #include "krysp/base/types.hpp"
-#include "krysp/sparse/spmm_wave.hpp"
 
 namespace krysp::detail {
 
 /// Threads per block of every SpMM kernel.
 inline constexpr int kSpmmBlock = 256;
 inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
-/// One wave: the threads resident on the whole GPU (spmm_wave.hpp).
-inline constexpr std::int64_t kSpmmWaveThreads = kSpmmResidentThreads;
-
 /// Early launches (the EARLY row kernels: spmm_vdl1_row_kernel, the CSC row kernel of small
 /// launches) load the matrix before their wait and let the next kernel launch right after it,
-/// only in grids of at most this many threads, half a wave. H200, graph replays of the rule's
-/// kernels on 16 small matrices at N = 2, 4, 8 against the same code without early launches
-/// (spmm_h200_2026-11-26_gate/): 0.946x the time with this limit, 0.963x with none (above 4
-/// blocks an SM up to 1.26x slower: OPF_6000, bcsstk28 N = 8, finance256), 1.001x with early
-/// launches off. A release alone, in kernels that do not load early, cost split rows up to 1.33x
-/// (spmm_h200_2026-11-26_early_csc): the other kernels never release. Retune from
-/// bench/bench_spmm.
-inline constexpr std::int64_t kSpmmEarlyMaxThreads = kSpmmWaveThreads / 2;
+/// only in grids of at most this many waves: larger grids lost more to the early release than
+/// they gained (docs/tuning.md, "Early launches").
+inline constexpr double kSpmmEarlyMaxWaves = 0.5;
+/// Threads of the largest early launch on `device` (kSpmmEarlyMaxWaves).
+inline std::int64_t spmm_early_max_threads(const DevicePolicy& device) {
+  return std::int64_t(kSpmmEarlyMaxWaves * double(device.resident_threads()));
+}
 /// Whether a launch of `blocks` blocks takes the EARLY kernel (`early` from the plan: the matrix
-/// unchanged since the last product).
-inline bool spmm_early_launch(std::int64_t blocks, bool early) {
-  return early && blocks * kSpmmBlock <= kSpmmEarlyMaxThreads;
+/// unchanged since the last product, sparse/early_loads.hpp).
+inline bool spmm_early_launch(std::int64_t blocks, bool early, const DevicePolicy& device) {
+  return early && blocks * kSpmmBlock <= spmm_early_max_threads(device);
 }
 
 /// Row-balanced CSC: rounds of consecutive rows per block (block b takes the
 /// kSpmmCscRowRounds·(256/S) rows from there; in each round its sub-warps work on consecutive
-/// rows, so X rows shared by neighbouring rows are reused from L1). 4 was 2-6% faster than 1 on
-/// the 2-D/3-D Laplacians and the banded matrix for N = 8..64 (H200), 16 slower on the banded
-/// one. Only when the launch has at least kSpmmCscRoundsMinThreads threads (rows·S): on small
-/// matrices the rounds only add latency (H200: Trefethen_2000 went from 5 to 16 µs). Retune
-/// from bench/bench_spmm.
+/// rows, so X rows shared by neighbouring rows are reused from L1), only in launches of at least
+/// kSpmmCscRoundsMinWaves waves (rows·S): on small matrices the rounds only add latency
+/// (docs/tuning.md, "CSC row rounds").
 inline constexpr int kSpmmCscRowRounds = 4;
-inline constexpr std::int64_t kSpmmCscRoundsMinThreads = 8 * kSpmmWaveThreads;
+inline constexpr double kSpmmCscRoundsMinWaves = 8;
+/// Threads from which a row-balanced CSC launch on `device` takes rounds (kSpmmCscRoundsMinWaves).
+inline std::int64_t spmm_csc_rounds_min_threads(const DevicePolicy& device) {
+  return std::int64_t(kSpmmCscRoundsMinWaves * double(device.resident_threads()));
+}
 
-/// CSC kernels: launches of fewer threads (rows·S·ksplit, or units·32) walk the cached pairs 8 at
-/// a time with all their X loads in flight (csc_accumulate), as do split rows, the merge path and
-/// rows of at least S nonzeros on average (spmm_csc.cu, launch_b). One wave of resident threads
-/// (132 SMs × 2048). H100, large matrices, once the batched walk had padded slots and prefetched
-/// pairs: 8 at a time everywhere took the power-law matrix (3 M rows, mean 8, CscNnz) from 1.41 /
-/// 1.79 / 2.89 ms to 1.05 / 1.44 / 2.50 at N = 8 / 16 / 32 and the banded one (mean 16) from 0.50
-/// to 0.38 at N = 8, but the Laplacians (rows of 5 and 7) from 0.43 to 0.50-0.51 at N = 8 and
-/// 15-25% slower above (spmm_h100_2026-11-25_session6_large_b8 against _session6_half_large).
-/// Retune from bench/bench_spmm.
-inline constexpr std::int64_t kSpmmCscBatchMaxThreads = kSpmmWaveThreads;
+/// CSC kernels: launches of fewer than kSpmmCscBatchMaxWaves waves of threads (rows·S·ksplit, or
+/// units·32) walk the cached pairs 8 at a time with all their X loads in flight
+/// (csc_accumulate), as do split rows, the merge path and rows of at least S nonzeros on average
+/// (spmm_csc.cu, launch_b): the batch helps where loads are few per thread, and costs short rows
+/// in large launches (docs/tuning.md, "CSC batched walk").
+inline constexpr double kSpmmCscBatchMaxWaves = 1;
+/// Threads below which a CSC launch on `device` walks 8 pairs at a time (kSpmmCscBatchMaxWaves).
+inline std::int64_t spmm_csc_batch_max_threads(const DevicePolicy& device) {
+  return std::int64_t(kSpmmCscBatchMaxWaves * double(device.resident_threads()));
+}
+
 /// CscNnz in those small launches: units of at most this many items (rows + nonzeros) are staged
 /// in shared memory (12 bytes an item per warp: 33 KB a block with the row offsets).
 inline constexpr int kSpmmCscStaged = 256;
 /// Staged CscNnz: nonzeros whose X loads are issued together (csc_stream_rows), for units whose
 /// rows have fewer than kSpmmCscStreamMaxRow nonzeros on average; units of longer rows walk each
-/// row (one round of loads per 8 nonzeros). H100, GPU time of the main kernel + fix-up at
-/// N = 16..64: streaming took PGPgiantcompo from 17-30 to 15-18 us, pubmed from 19-39 to 16-24,
-/// but Trefethen_2000 (21 nonzeros a row) from 10-14 to 14-16 and hangGlider_2 (one row of 1463)
-/// from 12-17 to 15-17.
+/// row (one round of loads per 8 nonzeros): streaming helps short rows and slows long ones
+/// (docs/tuning.md, "Staged CscNnz streaming").
 inline constexpr int kSpmmCscStreamBatch = 16;
 inline constexpr int kSpmmCscStreamMaxRow = 8;
 

@@ -72,27 +72,21 @@ void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, 
                     cuda_stream(stream), src, source, n, dst);
 }
 
-std::int64_t device_l2_bytes() {
-  int dev = 0, l2 = 0;
-  KRYSP_CUDA_CHECK(cudaGetDevice(&dev));
-  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  return l2;
-}
-
 template <class T>
 void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X,
-                 index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, DeviceStream stream) {
+                 index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, const DevicePolicy& device,
+                 DeviceStream stream) {
   if (A.rows == 0 || N <= 0) return;
   const cudaStream_t st = cuda_stream(stream);
   const bool nnz = is_nnz_balanced(c.algorithm);
   switch (c.algorithm) {
     case SpmmAlgorithm::VdlRow:
     case SpmmAlgorithm::VdlNnz:
-      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, device, st);
       break;
     case SpmmAlgorithm::CscRow:
     case SpmmAlgorithm::CscNnz:
-      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, device, st);
       break;
     case SpmmAlgorithm::SeqNnz:
       spmm_seq_launch<T>(c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
@@ -115,9 +109,11 @@ void spmm_fill_device(T* p, std::size_t n, std::uint64_t seed) {
 }
 
 template void spmm_device(const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&, double,
-                          const double*, index_t, double, double*, index_t, bool, bool, DeviceStream);
+                          const double*, index_t, double, double*, index_t, bool, bool, const DevicePolicy&,
+                          DeviceStream);
 template void spmm_device(const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                          const float*, index_t, float, float*, index_t, bool, bool, DeviceStream);
+                          const float*, index_t, float, float*, index_t, bool, bool, const DevicePolicy&,
+                          DeviceStream);
 template void spmm_gather_values(const double*, const index_t*, index_t, double*, DeviceStream);
 template void spmm_gather_values(const float*, const index_t*, index_t, float*, DeviceStream);
 template void spmm_fill_device(double*, std::size_t, std::uint64_t);

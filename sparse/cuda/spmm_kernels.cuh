@@ -570,7 +570,7 @@ __device__ __forceinline__ void load_shared_vec(const E* p, E (&o)[B]) {
 /// memory. B = 1: a plain loop (unrolled by 4), for launches that fill the GPU, where other warps
 /// hide the load latency; B > 1: B pairs at a time with all their X loads issued before any
 /// addition, for small launches, where the chain of one row is the whole kernel
-/// (kSpmmCscBatchMaxThreads). Additions in pair order either way. PADDED (B > 1): the slots are
+/// (spmm_csc_batch_max_threads). Additions in pair order either way. PADDED (B > 1): the slots are
 /// 16-byte aligned and hold harmless pairs (column 0) up to the next multiple of B past cnt, so a
 /// batch reads its B pairs with vector loads and no clamp (a third of the shared-memory reads);
 /// they are loaded, never added.
@@ -998,12 +998,12 @@ inline void spmm_require_long_launch(std::int64_t grid, unsigned tiles, index_t 
 template <class T>
 void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, bool early, cudaStream_t st);
+                     bool x_vec, bool early, const DevicePolicy& dev, cudaStream_t st);
 /// x_vec: X is vector-aligned (csc_paired: two columns a lane are then loaded together).
 template <class T>
 void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, bool early, cudaStream_t st);
+                     bool x_vec, bool early, const DevicePolicy& dev, cudaStream_t st);
 /// SeqNnz (thread-sequential merge path, spmm_common.hpp); x_vec: 16-byte loads of X allowed.
 template <class T>
 void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,

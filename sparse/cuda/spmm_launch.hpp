@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "krysp/base/device_policy.hpp"
 #include "krysp/base/stream.hpp"
 #include "krysp/sparse/csr_view.hpp"
 #include "krysp/sparse/spmm_config.hpp"
@@ -55,18 +56,17 @@ struct SpmmWorkspaceView {
 /// were last written before the kernel ahead on the stream began (no kernel that may still be
 /// running writes them), so the kernels may load them before waiting for that kernel
 /// (base/overlapped_launch.hpp; the lean VDL row kernels and the CSC row kernel of small launches
-/// do).
+/// do). `device`: the policy of the current device (device_policy()), whose wave sets the launch
+/// thresholds (spmm_common.hpp).
 template <class T>
 void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, DeviceStream stream = {});
+                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early,
+                 const DevicePolicy& device, DeviceStream stream = {});
 
 /// dst[k] = src[source[k]] for k < n, on `stream` (asynchronous): a panel split's values gathered
 /// from the matrix (spmm_panels.hpp).
 template <class T>
 void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, DeviceStream stream = {});
-
-/// L2 cache bytes of the current device.
-std::int64_t device_l2_bytes();
 
 /// Fills n device values with uniform random numbers in [0.5, 1.5) from `seed` (asynchronous;
 /// tuning input, never zero).

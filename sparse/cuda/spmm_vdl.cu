@@ -9,11 +9,12 @@ namespace {
 /// The lean row kernel spmm_vdl1_row_kernel<T, NV, S, x_vec, LONG, LOG2Q, early> on `grid` blocks.
 template <class T, int NV, int S, bool LONG, int LOG2Q>
 void launch_vdl1_row(unsigned grid, bool x_vec, const CsrView<T>& A, index_t N, T alpha, const T* X, index_t ldx,
-                     T beta, T* Y, index_t ldy, const SpmmWorkspaceView& ws, bool early, cudaStream_t st) {
+                     T beta, T* Y, index_t ldy, const SpmmWorkspaceView& ws, bool early, const DevicePolicy& dev,
+                     cudaStream_t st) {
   auto go = [&](auto kernel) {
     launch_overlapped("spmm_vdl1_row_kernel", kernel, grid, kSpmmBlock, st, A, N, alpha, X, ldx, beta, Y, ldy, ws);
   };
-  const bool e = spmm_early_launch(grid, early);
+  const bool e = spmm_early_launch(grid, early, dev);
   if (x_vec)
     e ? go(spmm_vdl1_row_kernel<T, NV, S, true, LONG, LOG2Q, true>)
       : go(spmm_vdl1_row_kernel<T, NV, S, true, LONG, LOG2Q, false>);
@@ -24,7 +25,8 @@ void launch_vdl1_row(unsigned grid, bool x_vec, const CsrView<T>& A, index_t N, 
 
 template <class T, int NV, int S>
 void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-            const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, cudaStream_t st) {
+            const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, const DevicePolicy& dev,
+            cudaStream_t st) {
   // The lean path: one column lane, all N columns in one chunk of NV vectors.
   const bool lean = log2q == 0 && N <= NV * kSpmmVecWidth<T>;
   // Column tiles (blockIdx.y) for the general kernels; the lean one has a single chunk.
@@ -56,17 +58,19 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
       const std::int64_t with_pieces = std::int64_t(grid) + ws.num_pieces;
       spmm_require_long_launch(with_pieces, 1, chunk, N);
       return launch_vdl1_row<T, NV, S, true, 0>(static_cast<unsigned>(with_pieces), x_vec, A, N, alpha, X, ldx, beta, Y,
-                                                ldy, ws, early, st);
+                                                ldy, ws, early, dev, st);
     }
-    if (lean) return launch_vdl1_row<T, NV, S, false, 0>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, early, st);
+    if (lean)
+      return launch_vdl1_row<T, NV, S, false, 0>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, early, dev, st);
     if constexpr (NV <= 2) {
       // The lean kernel with two or four column lanes where N fits one chunk (Q·NV vectors).
       const bool one_chunk = N <= chunk;
       if (log2q == 1 && one_chunk)
-        return launch_vdl1_row<T, NV, S, false, 1>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, early, st);
+        return launch_vdl1_row<T, NV, S, false, 1>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, early, dev, st);
       if constexpr (S >= 4) {
         if (log2q == 2 && one_chunk)
-          return launch_vdl1_row<T, NV, S, false, 2>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, early, st);
+          return launch_vdl1_row<T, NV, S, false, 2>(grid, x_vec, A, N, alpha, X, ldx, beta, Y, ldy, ws, early, dev,
+                                                     st);
       }
       launch_overlapped("spmm_vdl_row_kernel", spmm_vdl_row_kernel<T, NV, S>, dim3(grid, tiles), kSpmmBlock, st, A, N,
                         log2q, alpha, X, ldx, beta, Y, ldy, x_vec);
@@ -76,18 +80,19 @@ void launch(bool nnz_balanced, int log2q, const CsrView<T>& A, index_t N, const 
 
 template <class T, int NV>
 void launch_s(bool nnz_balanced, int S, int log2q, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-              const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, cudaStream_t st) {
+              const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, const DevicePolicy& dev,
+              cudaStream_t st) {
   switch (S) {
     case 2:
-      return launch<T, NV, 2>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch<T, NV, 2>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, dev, st);
     case 4:
-      return launch<T, NV, 4>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch<T, NV, 4>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, dev, st);
     case 8:
-      return launch<T, NV, 8>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch<T, NV, 8>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, dev, st);
     case 16:
-      return launch<T, NV, 16>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch<T, NV, 16>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, dev, st);
     case 32:
-      return launch<T, NV, 32>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch<T, NV, 32>(nnz_balanced, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, dev, st);
     default: KRYSP_THROW(InputError, "SpMM VDL: sub-warp width ", S, " is not 2, 4, 8, 16 or 32");
   }
 }
@@ -97,25 +102,30 @@ void launch_s(bool nnz_balanced, int S, int log2q, const CsrView<T>& A, index_t 
 template <class T>
 void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
                      const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, bool early, cudaStream_t st) {
+                     bool x_vec, bool early, const DevicePolicy& dev, cudaStream_t st) {
   KRYSP_REQUIRE(c.col_lanes >= 1 && c.col_lanes <= c.subwarp && (c.col_lanes & (c.col_lanes - 1)) == 0,
                 "SpMM VDL: column lanes ", c.col_lanes, " is not a power of two <= the sub-warp ", c.subwarp);
   const int log2q = spmm_log2(c.col_lanes);
   switch (c.per_lane) {
     case 1:
-      return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch_s<T, 1>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early,
+                            dev, st);
     case 2:
-      return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch_s<T, 2>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early,
+                            dev, st);
     case 4:
-      return launch_s<T, 4>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, st);
+      return launch_s<T, 4>(nnz_balanced, c.subwarp, log2q, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early,
+                            dev, st);
     default:
       KRYSP_THROW(InputError, "SpMM VDL: vectors per lane ", c.per_lane, " is not 1, 2 or 4");
   }
 }
 
 template void spmm_vdl_launch(bool, const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&,
-                              double, const double*, index_t, double, double*, index_t, bool, bool, cudaStream_t);
+                              double, const double*, index_t, double, double*, index_t, bool, bool, const DevicePolicy&,
+                              cudaStream_t);
 template void spmm_vdl_launch(bool, const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                              const float*, index_t, float, float*, index_t, bool, bool, cudaStream_t);
+                              const float*, index_t, float, float*, index_t, bool, bool, const DevicePolicy&,
+                              cudaStream_t);
 
 }  // namespace krysp::detail

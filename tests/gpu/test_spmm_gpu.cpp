@@ -280,7 +280,7 @@ TEST_CASE("SpMM GPU: long rows cut into pieces by the rule: one launch, right, b
     const SpmmPlan<double> plan(A, N);
     const std::string what = "long rows N=" + std::to_string(N) + " " + plan.config().to_string();
     INFO(what);
-    CHECK(plan.config().long_row == spmm_long_row_threshold(A.row_stats()));
+    CHECK(plan.config().long_row == spmm_long_row_threshold(device_policy(), A.row_stats()));
     CHECK(plan.launches_per_apply() == 1);
     const double alpha = test::random_scalar(), beta = test::random_scalar();
     const auto X = test::random_block<double>(A.cols(), N, N, 0.0);
@@ -532,7 +532,8 @@ TEST_CASE("SpMM GPU: a device-borrowed matrix changed in place without notify gi
       REQUIRE(cudaMemset(m.values.data(), 0xff, m.nnz * sizeof(double)) == cudaSuccess);  // NaN until written
       cuda_synchronize();
       test::late_copy(fresh.data(), m.values.data(), m.nnz, test::kLateUs);
-      test::SpmmExpected<double>(m.host_with(v), N, 1.0, X, N, 0.0, Y0, N).check(product(), "written late, not notified");
+      test::SpmmExpected<double>(m.host_with(v), N, 1.0, X, N, 0.0, Y0, N)
+          .check(product(), "written late, not notified");
     }
   }
   // The SpMV plan never loads early: the same holds for it.
@@ -630,4 +631,21 @@ TEST_CASE("SpMM GPU: early loads of a device-borrowed matrix only with promise_n
     D.promise_notify();
   }
   set_overlapped_launch(setting);
+}
+
+TEST_CASE("DevicePolicy: the current device's multiprocessors, resident threads and L2, queried once") {
+  int dev = 0, sms = 0, per_sm = 0, l2 = 0;
+  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) == cudaSuccess);
+  const DevicePolicy p = device_policy();
+  CHECK(p.multiprocessors == sms);
+  CHECK(p.threads_per_multiprocessor == per_sm);
+  CHECK(p.l2_bytes == l2);
+  CHECK(p.resident_threads() == std::int64_t(sms) * per_sm);
+  CHECK(device_policy() == p);  // cached
+  // the rule a plan picks is the rule for this device's policy
+  const auto A = test::load("bcsstk06");
+  for (const index_t N : {2, 8, 32}) CHECK(SpmmPlan<double>(A, N).config() == choose_spmm_rule(p, A.row_stats(), N));
 }

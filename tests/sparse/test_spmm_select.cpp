@@ -39,6 +39,8 @@ namespace {
 using test::cfg;
 using test::with_long;
 using test::with_split;
+/// The rules' device: an H100's wave and L2 (the constants were measured there).
+constexpr DevicePolicy kH100 = test::kH100Policy;
 
 template <class T>
 RowStats stats_of(const CsrMatrix<T>& A) {
@@ -348,7 +350,7 @@ std::vector<SpmmConfig> emulation_configs(index_t N, int value_bytes, const RowS
     c = complete_spmm_config(c, N, value_bytes, s);
     if (is_valid(c) && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
-  add(choose_spmm_rule(s, N, value_bytes));
+  add(choose_spmm_rule(kH100, s, N, value_bytes));
   for (SpmmAlgorithm a : {SpmmAlgorithm::VdlRow, SpmmAlgorithm::VdlNnz}) {
     const int k = is_nnz_balanced(a) ? 8 : 0;
     add(cfg(a, 0, 0, 0, k));
@@ -412,39 +414,39 @@ void emulate_and_check(const std::string& name, const CsrMatrix<T>& A, index_t N
 TEST_CASE("SpMM rule: 3-D Laplacian picks VDL row kernels up to N = 4 and CSC above") {
   const auto A = laplacian_3d(40, 40, 40);  // 64000 rows: not latency-bound
   const RowStats s = stats_of(A);
-  REQUIRE_FALSE(spmm_latency_bound(s));
-  auto c = choose_spmm_rule(s, 2);
+  REQUIRE_FALSE(spmm_latency_bound(kH100, s));
+  auto c = choose_spmm_rule(kH100, s, 2);
   CHECK(c == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));  // one double2 per nonzero, 4 lanes per row of 7
-  c = choose_spmm_rule(s, 1);
+  c = choose_spmm_rule(kH100, s, 1);
   CHECK(c == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
-  c = choose_spmm_rule(s, 3);
+  c = choose_spmm_rule(kH100, s, 3);
   CHECK(c == cfg(SpmmAlgorithm::VdlRow, 4, 1, 2));
-  c = choose_spmm_rule(s, 4);
+  c = choose_spmm_rule(kH100, s, 4);
   CHECK(c == cfg(SpmmAlgorithm::VdlRow, 4, 1, 2));
-  c = choose_spmm_rule(s, 5);
+  c = choose_spmm_rule(kH100, s, 5);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-  c = choose_spmm_rule(s, 8);
+  c = choose_spmm_rule(kH100, s, 8);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-  c = choose_spmm_rule(s, 16);  // even N in [16, 32]: half the lanes, two (paired) columns each
+  c = choose_spmm_rule(kH100, s, 16);  // even N in [16, 32]: half the lanes, two (paired) columns each
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
-  c = choose_spmm_rule(s, 17);  // odd: no pairs, a lane per column
+  c = choose_spmm_rule(kH100, s, 17);  // odd: no pairs, a lane per column
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));
-  c = choose_spmm_rule(s, 32);
+  c = choose_spmm_rule(kH100, s, 32);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
-  c = choose_spmm_rule(s, 18);
+  c = choose_spmm_rule(kH100, s, 18);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
-  c = choose_spmm_rule(s, 64);
+  c = choose_spmm_rule(kH100, s, 64);
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-  c = choose_spmm_rule(s, 100);  // more than one chunk of 64 columns
+  c = choose_spmm_rule(kH100, s, 100);  // more than one chunk of 64 columns
   CHECK(c == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   // fp32: 4 floats per vector
-  CHECK(choose_spmm_rule(s, 2, 4) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
-  CHECK(choose_spmm_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  CHECK(choose_spmm_rule(kH100, s, 2, 4) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  CHECK(choose_spmm_rule(kH100, s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
 }
 
 TEST_CASE("SpMM rule: 2-D Laplacian and short rows") {
   const RowStats s = stats_of(laplacian_2d(300, 300));  // mean < 5: 2 lanes of 2.5 nonzeros
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));
+  CHECK(choose_spmm_rule(kH100, s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));
   // mean row length 1: two lanes per row (the smallest sub-warp)
   RowStats d;
   d.rows = 100000;
@@ -452,7 +454,7 @@ TEST_CASE("SpMM rule: 2-D Laplacian and short rows") {
   d.mean = 1;
   d.stddev = 0;
   d.max_len = 1;
-  CHECK(choose_spmm_rule(d, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));
+  CHECK(choose_spmm_rule(kH100, d, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));
 }
 
 TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
@@ -461,10 +463,10 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   INFO(s.to_string());
   REQUIRE(s.cv() > spmm_rule::kNnzBalanceMinCv);
   // short rows, N <= kSeqMaxN: a lane per slice of the merge path; above, VDL with 4 lanes per row (mean 8.36)
-  CHECK(choose_spmm_rule(s, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
-  CHECK(choose_spmm_rule(s, 4).algorithm == SpmmAlgorithm::SeqNnz);
-  CHECK(choose_spmm_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
-  CHECK(choose_spmm_rule(s, 32) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
+  CHECK(choose_spmm_rule(kH100, s, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
+  CHECK(choose_spmm_rule(kH100, s, 4).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(choose_spmm_rule(kH100, s, 8).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(choose_spmm_rule(kH100, s, 32) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
   // fewer than kSmallItems rows + nonzeros: the small units
   RowStats m;
   m.rows = 40000;
@@ -472,23 +474,23 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   m.mean = 5;
   m.stddev = 10;
   m.max_len = 500;
-  CHECK(choose_spmm_rule(m, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(choose_spmm_rule(kH100, m, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
   m.mean = 40;  // long rows: lanes share them
   m.stddev = 100;
   m.nnz = 1600000;
-  CHECK(choose_spmm_rule(m, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(choose_spmm_rule(kH100, m, 2).algorithm == SpmmAlgorithm::VdlNnz);
   // latency-bound power law: cv alone does not count, and its longest row (755) fits 32 lanes
   // at N <= 4; it reaches kSmallSeqMinMaxRow: SeqNnz for 4 < N <= 8
   const RowStats small = stats_of(random_power_law(3000, 8.0, 1000, 3));
   INFO(small.to_string());
   REQUIRE(small.cv() > spmm_rule::kNnzBalanceMinCv);
-  REQUIRE(spmm_latency_bound(small));
+  REQUIRE(spmm_latency_bound(kH100, small));
   REQUIRE(small.max_len >= spmm_rule::kSmallSeqMinMaxRow);
-  CHECK(spmm_uncut_rule(small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  CHECK(spmm_uncut_rule(small, 4).algorithm == SpmmAlgorithm::VdlRow);
-  CHECK(spmm_uncut_rule(small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
-  CHECK(spmm_uncut_rule(small, 8).algorithm == SpmmAlgorithm::SeqNnz);
-  CHECK(spmm_uncut_rule(small, 9).algorithm != SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(kH100, small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(spmm_uncut_rule(kH100, small, 4).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(spmm_uncut_rule(kH100, small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(spmm_uncut_rule(kH100, small, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(kH100, small, 9).algorithm != SpmmAlgorithm::SeqNnz);
   // one dense row among short ones
   RowStats d;
   for (const auto& m : test::adversarial_matrices(true))
@@ -496,15 +498,16 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   REQUIRE(d.max_len == 100000);
   // latency-bound: the row of 100 k is cut into pieces (spmm_long_row_threshold) for the row
   // kernels; at N = 8 the lean VDL kernel with four vectors a lane
-  const index_t t = spmm_long_row_threshold(d);
+  const index_t t = spmm_long_row_threshold(kH100, d);
   CHECK(t == index_t(std::ceil(spmm_rule::kLongRowMeanFactor * d.mean)));
-  CHECK(choose_spmm_rule(d, 4) == with_long(complete_spmm_config(cfg(SpmmAlgorithm::VdlRow, 32), 4, 8, d), int(t)));
-  CHECK(choose_spmm_rule(d, 8).algorithm == SpmmAlgorithm::VdlRow);
-  CHECK(choose_spmm_rule(d, 8).col_lanes == 1);
-  CHECK(choose_spmm_rule(d, 8).per_lane == 4);
-  CHECK(choose_spmm_rule(d, 8).long_row == t);
-  CHECK(choose_spmm_rule(d, 16).algorithm == SpmmAlgorithm::CscRow);
-  CHECK(choose_spmm_rule(d, 16).long_row == t);
+  CHECK(choose_spmm_rule(kH100, d, 4) ==
+        with_long(complete_spmm_config(cfg(SpmmAlgorithm::VdlRow, 32), 4, 8, d), int(t)));
+  CHECK(choose_spmm_rule(kH100, d, 8).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(choose_spmm_rule(kH100, d, 8).col_lanes == 1);
+  CHECK(choose_spmm_rule(kH100, d, 8).per_lane == 4);
+  CHECK(choose_spmm_rule(kH100, d, 8).long_row == t);
+  CHECK(choose_spmm_rule(kH100, d, 16).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(choose_spmm_rule(kH100, d, 16).long_row == t);
 }
 
 TEST_CASE("SpMM rule: the longest row against the average work per resident sub-warp") {
@@ -516,25 +519,25 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   s.mean = 4096;
   s.stddev = 0;
   s.max_len = 4096;
-  CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  CHECK(spmm_mean_trips_per_slot(s, spmm_uncut_rule(s, 2)) == doctest::Approx(100000.0 * 128 / 8448));
+  CHECK(spmm_uncut_rule(kH100, s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(spmm_mean_trips_per_slot(kH100, s, spmm_uncut_rule(kH100, s, 2)) == doctest::Approx(100000.0 * 128 / 8448));
   s.max_len = 193000;  // 6031 trips < 4 × 1515.15 = 6060.6
-  CHECK(spmm_uncut_rule(s, 2).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(spmm_uncut_rule(kH100, s, 2).algorithm == SpmmAlgorithm::VdlRow);
   s.max_len = 194000;  // 6062 trips
-  CHECK(spmm_uncut_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 2).algorithm == SpmmAlgorithm::VdlNnz);
   // CSC N = 8: S = 8, cost len / 4 → 1024 per row, 33792 resident sub-warps → 3030.3 average
   s.max_len = 48400;  // 12100 trips < 12121.2
-  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(kH100, s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   s.max_len = 48600;  // 12150 trips
-  CHECK(spmm_uncut_rule(s, 8).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 8).algorithm == SpmmAlgorithm::CscNnz);
   // Few even rows: the same rows are now long (64 rows in one partial wave); 4 < N <= 8 on a
   // latency-bound matrix with such rows is SeqNnz's (kSmallSeqMinMaxRow)
   s.rows = 64;
   s.nnz = 64 * 4096;
   s.max_len = 4096;
-  CHECK(spmm_uncut_rule(s, 2).algorithm == SpmmAlgorithm::VdlNnz);
-  CHECK(spmm_uncut_rule(s, 8).algorithm == SpmmAlgorithm::SeqNnz);
-  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 2).algorithm == SpmmAlgorithm::VdlNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // Small matrices, N = 16: rows up to 8 · kSplitMaxSlice = 512 are shared by 8 sub-warps; beyond,
   // VDL (32 lanes, 8 column lanes: P = 4, len / 4 trips) is past the floor kMinLongRowTrips = 16
   // times kLongRowFactor = 4 → CscNnz
@@ -543,11 +546,11 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   s.mean = 8;
   s.stddev = 8;
   s.max_len = 512;
-  CHECK(spmm_uncut_rule(s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
+  CHECK(spmm_uncut_rule(kH100, s, 16) == with_split(cfg(SpmmAlgorithm::CscRow, 16, 0, 1), 8));
   s.max_len = 520;
-  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // latency-bound CscNnz: two columns a lane at N = 64 (one tile)
-  CHECK(spmm_uncut_rule(s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, spmm_rule::kItemsPerWarpSmall));
+  CHECK(spmm_uncut_rule(kH100, s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, spmm_rule::kItemsPerWarpSmall));
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
@@ -559,127 +562,127 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   {  // Trefethen_2000: 2000 rows, none longer than 22: VDL with 32 lanes per row up to N = 4
     const RowStats s = stats_of(test::load("Trefethen_2000"));
     INFO(s.to_string());
-    REQUIRE(spmm_latency_bound(s));
+    REQUIRE(spmm_latency_bound(kH100, s));
     REQUIRE(s.max_len == 22);
-    CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-    CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
+    CHECK(spmm_uncut_rule(kH100, s, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+    CHECK(spmm_uncut_rule(kH100, s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));
     // N = 3..8, a mean row of 21 > kVdlColumnLanesMaxMean: the lean VDL kernel, all columns a lane
-    CHECK(spmm_uncut_rule(s, 5) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
-    CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
-    CHECK(spmm_small_csc_rule(s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
-    CHECK(spmm_small_csc_rule(s, 8) == csc(8, 2));
-    CHECK(spmm_uncut_rule(s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7 and 1.5·22 + 5.7 (S / 2)
+    CHECK(spmm_uncut_rule(kH100, s, 5) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
+    CHECK(spmm_uncut_rule(kH100, s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));
+    CHECK(spmm_small_csc_rule(kH100, s, 5) == csc(8, 2));  // 11 + 11.4 against 22 + 5.7 and 6 + 22.7
+    CHECK(spmm_small_csc_rule(kH100, s, 8) == csc(8, 2));
+    CHECK(spmm_uncut_rule(kH100, s, 16) == csc(16, 0));  // 22 + 11.4 against 11 + 22.7 and 1.5·22 + 5.7 (S / 2)
     // S / 2 lanes with two columns each: 1.5·22 + 11.4 against 22 + 22.7 and 11 + 45.4
-    CHECK(spmm_uncut_rule(s, 17) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
+    CHECK(spmm_uncut_rule(kH100, s, 17) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
     // two columns a lane (one tile): 1.5·22 + 22.7 against 22 + 45.4 for one (two tiles)
-    CHECK(spmm_uncut_rule(s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-    CHECK(spmm_uncut_rule(s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
-    CHECK(spmm_uncut_rule(s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: two float4
-    CHECK(spmm_uncut_rule(s, 16, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));  // fp32: four float4
-    CHECK(spmm_uncut_rule(s, 17, 4).algorithm == SpmmAlgorithm::CscRow);       // too wide for the lean VDL
+    CHECK(spmm_uncut_rule(kH100, s, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+    CHECK(spmm_uncut_rule(kH100, s, 4, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));  // fp32: one float4
+    CHECK(spmm_uncut_rule(kH100, s, 8, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 2));  // fp32: two float4
+    CHECK(spmm_uncut_rule(kH100, s, 16, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 4));  // fp32: four float4
+    CHECK(spmm_uncut_rule(kH100, s, 17, 4).algorithm == SpmmAlgorithm::CscRow);       // too wide for the lean VDL
   }
   {  // bcsstk06: 420 rows up to 28 long
     const RowStats s = stats_of(test::load("bcsstk06"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 28);
-    CHECK(spmm_uncut_rule(s, 16) == csc(16, 4));  // 7 + 9.5 against 14 + 4.8 and 4 + 19.1
+    CHECK(spmm_uncut_rule(kH100, s, 16) == csc(16, 4));  // 7 + 9.5 against 14 + 4.8 and 4 + 19.1
     // 14 + 19.1 against 7 + 38.2, 28 + 9.5 and 1.5·28 + 4.8 for two columns a lane
-    CHECK(spmm_uncut_rule(s, 64) == csc(32, 2));
+    CHECK(spmm_uncut_rule(kH100, s, 64) == csc(32, 2));
   }
   {  // Erdos971: 472 rows up to 41 long
     const RowStats s = stats_of(test::load("Erdos971"));
     INFO(s.to_string());
     REQUIRE(s.max_len == 41);
     // a mean row of 5.6: the lean VDL kernel with a vector a lane on 2 / 4 column lanes
-    CHECK(spmm_uncut_rule(s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 1));
-    CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 4, 1));
-    CHECK(spmm_small_csc_rule(s, 8) == csc(8, 4));  // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
-    CHECK(spmm_uncut_rule(s, 16) == csc(16, 4));  // 11 + 10.7 against 6 + 21.5 and 21 + 5.4
-    CHECK(spmm_uncut_rule(s, 17) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5 and 41 + 5.4
-    CHECK(spmm_uncut_rule(s, 64) == csc(32, 2));  // 21 + 21.5 against 11 + 42.9 and 2·21 + 10.7
+    CHECK(spmm_uncut_rule(kH100, s, 4) == cfg(SpmmAlgorithm::VdlRow, 32, 2, 1));
+    CHECK(spmm_uncut_rule(kH100, s, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 4, 1));
+    CHECK(spmm_small_csc_rule(kH100, s, 8) == csc(8, 4));  // 11 + 5.4 against 6 + 10.7 and 21 + 2.7
+    CHECK(spmm_uncut_rule(kH100, s, 16) == csc(16, 4));  // 11 + 10.7 against 6 + 21.5 and 21 + 5.4
+    CHECK(spmm_uncut_rule(kH100, s, 17) == csc(32, 2));  // 21 + 10.7 against 11 + 21.5 and 41 + 5.4
+    CHECK(spmm_uncut_rule(kH100, s, 64) == csc(32, 2));  // 21 + 21.5 against 11 + 42.9 and 2·21 + 10.7
   }
   // the split: KS minimises ceil(longest / KS) + 96·rows·S·KS·tiles / 270336 (one wave), over
   // the KS that leave slices of at most kSplitMaxSlice = 64 pairs (and KS = 1)
   RowStats g = made_up_stats(3000, 36000, 12, 14, 249);
-  CHECK(spmm_split_rule(g, 16) == 4);  // 63 + 68.2 against 249 + 17.0 and 32 + 136.4 for KS = 8
-  CHECK(spmm_split_rule(g, 32) == 4);  // 63 + 136.4 against 249 + 34.1 and 32 + 272.7
-  CHECK(spmm_split_rule(g, 64) == 1);  // two column tiles: 249 + 68.2 against 63 + 272.7
-  CHECK(spmm_split_rule(g, 4) == 8);   // 32 + 34.1 against 63 + 17.0
+  CHECK(spmm_split_rule(kH100, g, 16) == 4);  // 63 + 68.2 against 249 + 17.0 and 32 + 136.4 for KS = 8
+  CHECK(spmm_split_rule(kH100, g, 32) == 4);  // 63 + 136.4 against 249 + 34.1 and 32 + 272.7
+  CHECK(spmm_split_rule(kH100, g, 64) == 1);  // two column tiles: 249 + 68.2 against 63 + 272.7
+  CHECK(spmm_split_rule(kH100, g, 4) == 8);   // 32 + 34.1 against 63 + 17.0
   g.max_len = 40;
-  CHECK(spmm_split_rule(g, 16) == 2);  // 20 + 34.1 against 40 + 17.0 and 10 + 68.2
+  CHECK(spmm_split_rule(kH100, g, 16) == 2);  // 20 + 34.1 against 40 + 17.0 and 10 + 68.2
   g.max_len = 8 * 64 + 1;  // a slice of more than kSplitMaxSlice pairs: left to the merge path
-  CHECK(spmm_split_rule(g, 16) == 1);
-  CHECK(is_nnz_balanced(spmm_uncut_rule(g, 16).algorithm));
+  CHECK(spmm_split_rule(kH100, g, 16) == 1);
+  CHECK(is_nnz_balanced(spmm_uncut_rule(kH100, g, 16).algorithm));
   g.max_len = 40;
   g.rows = 20000;
   g.nnz = 240000;
-  CHECK(spmm_split_rule(g, 16) == 1);  // 40 + 113.6 against 20 + 227.3: no split
+  CHECK(spmm_split_rule(kH100, g, 16) == 1);  // 40 + 113.6 against 20 + 227.3: no split
   // and 8 lanes with two columns each cost less still: 1.5·40 + 56.8
-  CHECK(spmm_uncut_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
-  CHECK(spmm_small_csc_rule(g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(spmm_uncut_rule(kH100, g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(spmm_small_csc_rule(kH100, g, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
   // bodyy6-like, 19366 rows of 7-9: VDL S = 4 at N = 2 (3 + 2.9 against 5 + 1.4 and 2 + 5.7)
   const RowStats b = made_up_stats(19366, 19366 * 7, 7, 0.5, 9);
-  REQUIRE(spmm_latency_bound(b));
-  CHECK(spmm_small_vdl_subwarp(b, 2) == 4);
-  CHECK(spmm_uncut_rule(b, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  REQUIRE(spmm_latency_bound(kH100, b));
+  CHECK(spmm_small_vdl_subwarp(kH100, b, 2) == 4);
+  CHECK(spmm_uncut_rule(kH100, b, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
   // two columns a lane, one tile: 1.5·9 + 55.0 (8 lanes) against 9 + 110.0 at N = 16, 1.5·9 +
   // 110.0 (16 lanes) against 9 + 220.1 at N = 32, 1.5·9 + 220.1 against 9 + 440.2 at N = 64
-  CHECK(spmm_uncut_rule(b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
-  CHECK(spmm_uncut_rule(b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
-  CHECK(spmm_uncut_rule(b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  CHECK(spmm_uncut_rule(kH100, b, 16) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
+  CHECK(spmm_uncut_rule(kH100, b, 32) == cfg(SpmmAlgorithm::CscRow, 16, 0, 2));
+  CHECK(spmm_uncut_rule(kH100, b, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
   // N = 8: the lean VDL kernel on 4 column lanes (P = S / 4 nonzero lanes): S = 8 (ceil(9 / 2) +
   // 5.7 against 9 + 2.9 and 3 + 11.5); in CSC, S = 8 has no half-lane form: one column a lane,
   // unsplit (9 + 55.0 against 5 + 110.0)
-  CHECK(spmm_uncut_rule(b, 8) == cfg(SpmmAlgorithm::VdlRow, 8, 4, 1));
-  CHECK(spmm_small_csc_rule(b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(kH100, b, 8) == cfg(SpmmAlgorithm::VdlRow, 8, 4, 1));
+  CHECK(spmm_small_csc_rule(kH100, b, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
   RowStats b17 = b;  // a mean above kVdlColumnLanesMaxMean: all columns a lane, S = 4 (5 + 2.9
   b17.mean = 17;     // against 10 + 1.4 and 3 + 5.7)
   b17.max_len = 20;
-  CHECK(spmm_uncut_rule(b17, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 4));
+  CHECK(spmm_uncut_rule(kH100, b17, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 4));
   b17.mean = 16;  // at the bound: column lanes
-  CHECK(spmm_uncut_rule(b17, 8).col_lanes == 4);
+  CHECK(spmm_uncut_rule(kH100, b17, 8).col_lanes == 4);
   // 494_bus: 1.5·10 + 5.6 against 10 + 11.2 unsplit and 5 + 22.5 for KS = 2
   const RowStats tiny = made_up_stats(494, 1666, 3.4, 1.5, 10);
-  CHECK(spmm_small_csc_rule(tiny, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
-  CHECK(spmm_small_csc_rule(tiny, 32) == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));  // 10 + 5.6 against 15 + 2.8
-  CHECK(spmm_small_vdl_subwarp(tiny, 4) == 32);  // 494 rows: far below 0.75 waves at 32 lanes
+  CHECK(spmm_small_csc_rule(kH100, tiny, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));
+  CHECK(spmm_small_csc_rule(kH100, tiny, 32) == cfg(SpmmAlgorithm::CscRow, 32, 0, 1));  // 10 + 5.6 against 15 + 2.8
+  CHECK(spmm_small_vdl_subwarp(kH100, tiny, 4) == 32);  // 494 rows: far below 0.75 waves at 32 lanes
   // latency-bound and skewed (cv > 1.5): the cv does not count there, the longest row (338) does:
   // VDL with 32 lanes up to N = 4, SeqNnz to N = 8, then rows shared by 8 sub-warps (at N = 64,
   // with two column tiles, 4 would cost less but leave slices of 85 > kSplitMaxSlice)
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
   REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
-  REQUIRE(spmm_latency_bound(r));
+  REQUIRE(spmm_latency_bound(kH100, r));
   REQUIRE(r.max_len == 338);
-  CHECK(spmm_uncut_rule(r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
-  CHECK(spmm_uncut_rule(r, 8).algorithm == SpmmAlgorithm::SeqNnz);
+  CHECK(spmm_uncut_rule(kH100, r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(spmm_uncut_rule(kH100, r, 8).algorithm == SpmmAlgorithm::SeqNnz);
   // hangGlider_2: one row of 1463 among rows of about 9: cut into pieces (rows of more than
   // 4 × 8.96 -> 36), the row kernels for the rest: VDL up to N = 8 (the lean kernel at 5..8), CSC
   // above
   RowStats h = made_up_stats(1647, 14754, 8.96, 35.9, 1463);
-  REQUIRE(spmm_long_row_threshold(h) == 36);
+  REQUIRE(spmm_long_row_threshold(kH100, h) == 36);
   for (index_t N : {1, 2, 4, 8, 16, 64}) {
     INFO("N = " << N);
-    CHECK(choose_spmm_rule(h, N).algorithm == (N <= 8 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
-    CHECK(choose_spmm_rule(h, N).long_row == 36);
+    CHECK(choose_spmm_rule(kH100, h, N).algorithm == (N <= 8 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
+    CHECK(choose_spmm_rule(kH100, h, N).long_row == 36);
   }
   h.max_len = index_t(spmm_rule::kLongRowRuleMinCut * 36);  // long enough to cut
-  CHECK(choose_spmm_rule(h, 16).long_row == 36);
+  CHECK(choose_spmm_rule(kH100, h, 16).long_row == 36);
   h.max_len -= 1;  // not
-  CHECK(choose_spmm_rule(h, 16).long_row == 0);
-  CHECK(spmm_uncut_rule(r, 16) == csc(16, 8));
-  CHECK(spmm_uncut_rule(r, 32) == csc(32, 8));
-  CHECK(spmm_uncut_rule(r, 64) == csc(32, 8));
+  CHECK(choose_spmm_rule(kH100, h, 16).long_row == 0);
+  CHECK(spmm_uncut_rule(kH100, r, 16) == csc(16, 8));
+  CHECK(spmm_uncut_rule(kH100, r, 32) == csc(32, 8));
+  CHECK(spmm_uncut_rule(kH100, r, 64) == csc(32, 8));
   // the rule cuts rajat19's rows beyond 32 (338 >= 2.5 · 32): the row kernels for rows up to 32
   // long, unsplit; at N = 8 the lean VDL kernel with one column lane (the layout that cuts rows)
   RowStats r32 = r;
   r32.max_len = 32;
   for (index_t N : {2, 16, 64}) {
     INFO("N = " << N);
-    CHECK(choose_spmm_rule(r, N) == with_long(with_split(spmm_uncut_rule(r32, N), 0), 32));
+    CHECK(choose_spmm_rule(kH100, r, N) == with_long(with_split(spmm_uncut_rule(kH100, r32, N), 0), 32));
   }
-  CHECK(choose_spmm_rule(r, 8) == with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 4), 32));
-  CHECK(spmm_uncut_rule(r32, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 4, 1));  // uncut: column lanes
+  CHECK(choose_spmm_rule(kH100, r, 8) == with_long(cfg(SpmmAlgorithm::VdlRow, 32, 1, 4), 32));
+  CHECK(spmm_uncut_rule(kH100, r32, 8) == cfg(SpmmAlgorithm::VdlRow, 32, 4, 1));  // uncut: column lanes
   // the boundary: 33792 rows · 32 lanes = 4 waves of 270336 threads
   RowStats s;
   s.rows = 33792;
@@ -687,25 +690,26 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   s.mean = 7;
   s.stddev = 1;
   s.max_len = 9;
-  CHECK(spmm_latency_bound(s));
-  CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
-  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 4, 1));  // 9 + 5.0 against 5 + 10.0
+  CHECK(spmm_latency_bound(kH100, s));
+  CHECK(spmm_uncut_rule(kH100, s, 2) == cfg(SpmmAlgorithm::VdlRow, 2, 1, 1));  // 5 + 2.5 against 3 + 5.0
+  CHECK(spmm_uncut_rule(kH100, s, 8) == cfg(SpmmAlgorithm::VdlRow, 4, 4, 1));  // 9 + 5.0 against 5 + 10.0
   s.rows = 33793;
   s.nnz = 33793 * 7;
-  CHECK_FALSE(spmm_latency_bound(s));
-  CHECK(spmm_uncut_rule(s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
-  CHECK(spmm_uncut_rule(s, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+  CHECK_FALSE(spmm_latency_bound(kH100, s));
+  CHECK(spmm_uncut_rule(kH100, s, 8) == cfg(SpmmAlgorithm::CscRow, 8, 0, 1));
+  CHECK(spmm_uncut_rule(kH100, s, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
 }
 
 TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows go to CscNnz") {
   // PGPgiantcompo-like: 10680 rows of 4.6 on average, the longest 205: too many rows to share
   // them out (spmm_split_rule), and the row kernels wait on the longest row
   RowStats s = made_up_stats(10680, 49000, 49000.0 / 10680, 8, 205);
-  REQUIRE(spmm_latency_bound(s));
+  REQUIRE(spmm_latency_bound(kH100, s));
   for (index_t N : {17, 32, 64}) {
     INFO("N = " << N);
-    REQUIRE(spmm_split_rule(s, N) == 1);
-    CHECK(spmm_uncut_rule(s, N) == cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, spmm_rule::kItemsPerWarpSmall));
+    REQUIRE(spmm_split_rule(kH100, s, N) == 1);
+    CHECK(spmm_uncut_rule(kH100, s, N) ==
+          cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, spmm_rule::kItemsPerWarpSmall));
   }
   {  // the same rows, but only 5242 of them (ca-GrQc-like: 5242·32 lanes < one wave): row kernels
     RowStats g = s;
@@ -713,32 +717,32 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
     g.nnz = 28980;
     g.mean = 28980.0 / 5242;
     g.max_len = 81;
-    for (index_t N : {17, 32, 64}) CHECK(spmm_uncut_rule(g, N).algorithm == SpmmAlgorithm::CscRow);
-    CHECK(spmm_uncut_rule(g, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));  // 1.5·81 + 59.6 against 81 + 119.1
+    for (index_t N : {17, 32, 64}) CHECK(spmm_uncut_rule(kH100, g, N).algorithm == SpmmAlgorithm::CscRow);
+    CHECK(spmm_uncut_rule(kH100, g, 64) == cfg(SpmmAlgorithm::CscRow, 32, 0, 2));  // 1.5·81 + 59.6 against 81 + 119.1
     g.rows = 8449;  // 8449·32 lanes: just over a wave
     g.nnz = index_t(g.mean * g.rows);
-    CHECK(spmm_uncut_rule(g, 64).algorithm == SpmmAlgorithm::CscNnz);
+    CHECK(spmm_uncut_rule(kH100, g, 64).algorithm == SpmmAlgorithm::CscNnz);
   }
   // 16 lanes: 205 + 60.7 unsplit against 52 + 242.7 shared by 4 sub-warps: the merge path too
-  CHECK(spmm_split_rule(s, 16) == 1);
-  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscNnz);
-  CHECK(spmm_uncut_rule(s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
+  CHECK(spmm_split_rule(kH100, s, 16) == 1);
+  CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscNnz);
+  CHECK(spmm_uncut_rule(kH100, s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
   s.max_len = spmm_rule::kSmallStreamMinMaxRow - 1;  // no long row
-  CHECK(spmm_uncut_rule(s, 16).algorithm == SpmmAlgorithm::CscRow);
-  CHECK(spmm_uncut_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(spmm_uncut_rule(kH100, s, 64).algorithm == SpmmAlgorithm::CscRow);
   s.max_len = 205;
   s.mean = spmm_rule::kSmallStreamMaxMean;  // rows long enough to walk one by one
   s.nnz = index_t(s.mean * s.rows);
-  CHECK(spmm_uncut_rule(s, 64).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(spmm_uncut_rule(kH100, s, 64).algorithm == SpmmAlgorithm::CscRow);
 }
 
 TEST_CASE("SpMM rule: empty matrices stay on the row kernels") {
   RowStats s;  // 0 × 0
-  CHECK(choose_spmm_rule(s, 2).algorithm == SpmmAlgorithm::VdlRow);
-  CHECK(is_valid(choose_spmm_rule(s, 2)));
+  CHECK(choose_spmm_rule(kH100, s, 2).algorithm == SpmmAlgorithm::VdlRow);
+  CHECK(is_valid(choose_spmm_rule(kH100, s, 2)));
   s.rows = 10;  // rows without nonzeros
-  CHECK(choose_spmm_rule(s, 40).algorithm == SpmmAlgorithm::CscRow);
-  CHECK(is_valid(choose_spmm_rule(s, 40)));
+  CHECK(choose_spmm_rule(kH100, s, 40).algorithm == SpmmAlgorithm::CscRow);
+  CHECK(is_valid(choose_spmm_rule(kH100, s, 40)));
 }
 
 TEST_CASE("SpMM config: completion keeps given fields and derives the rest") {
@@ -840,7 +844,7 @@ TEST_CASE("SpMM four vectors a lane: vdl-row with one column lane only, where N 
   const RowStats s = stats_of(A);
   for (index_t N : {2, 4, 5, 8, 9, 16}) {
     INFO("N = " << N);
-    const auto cands = spmm_candidates(s, N, 8);
+    const auto cands = spmm_candidates(kH100, s, N, 8);
     const auto v4 = std::count_if(cands.begin(), cands.end(), [](const SpmmConfig& c) { return c.per_lane == 4; });
     const auto v4_long = std::count_if(cands.begin(), cands.end(),
                                        [](const SpmmConfig& c) { return c.per_lane == 4 && c.long_row > 0; });
@@ -873,13 +877,13 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
   CHECK_FALSE(spmm_runs_at(with_long(cfg(SpmmAlgorithm::CscRow, 2, 0, 1), 9), 2 * 65535 + 1, 8));
   // threshold: latency-bound matrices with a row longer than max(32, 4 × mean)
   RowStats s = made_up_stats(1000, 9000, 9, 40, 1500);
-  CHECK(spmm_long_row_threshold(s) == 36);
+  CHECK(spmm_long_row_threshold(kH100, s) == 36);
   s.max_len = 36;
-  CHECK(spmm_long_row_threshold(s) == 0);
+  CHECK(spmm_long_row_threshold(kH100, s) == 0);
   s = made_up_stats(1000, 3000, 3, 1, 33);
-  CHECK(spmm_long_row_threshold(s) == 32);
+  CHECK(spmm_long_row_threshold(kH100, s) == 32);
   s = made_up_stats(4000000, 28000000, 7, 40, 1500);  // fills the GPU: not cut
-  CHECK(spmm_long_row_threshold(s) == 0);
+  CHECK(spmm_long_row_threshold(kH100, s) == 0);
   // candidates: with a threshold, long-row variants of the VDL (lean) and CSC row kernels, all
   // runnable at that N; without, none
   for (const auto& m : test::adversarial_matrices(false)) {
@@ -888,25 +892,25 @@ TEST_CASE("SpMM long rows: validation, support, threshold and candidates") {
       for (int vb : {4, 8}) {
         INFO(m.name, " N=", N, " bytes=", vb);
         int cuts = 0;
-        for (const SpmmConfig& c : spmm_candidates(ms, N, vb)) {
+        for (const SpmmConfig& c : spmm_candidates(kH100, ms, N, vb)) {
           if (c.long_row == 0) continue;
           ++cuts;
-          CHECK(c.long_row == spmm_long_row_threshold(ms));
+          CHECK(c.long_row == spmm_long_row_threshold(kH100, ms));
           CHECK(spmm_runs_at(c, N, vb));
         }
-        CHECK((cuts > 0) == (spmm_long_row_threshold(ms) > 0));
+        CHECK((cuts > 0) == (spmm_long_row_threshold(kH100, ms) > 0));
       }
   }
 }
 
 TEST_CASE("SpMM rule: a few long rows among short ones are cut at every N") {
   const RowStats s = stats_of(test::few_long_rows());  // the matrix of the GPU test of long rows
-  const index_t t = spmm_long_row_threshold(s);
+  const index_t t = spmm_long_row_threshold(kH100, s);
   REQUIRE(t > 0);
   for (index_t N : {1, 2, 4, 8, 16, 33, 64})
     for (int vb : {4, 8}) {
       INFO("N = " << N << ", " << vb << " bytes");
-      const SpmmConfig c = choose_spmm_rule(s, N, vb);
+      const SpmmConfig c = choose_spmm_rule(kH100, s, N, vb);
       CHECK(c.long_row == t);
       CHECK(spmm_runs_at(c, N, vb));
     }
@@ -952,10 +956,10 @@ TEST_CASE("SpMM candidates: rule first, all valid, no duplicates") {
     const RowStats s = stats_of(m.A);
     for (index_t N : {1, 2, 4, 8, 16, 17, 64})
       for (int vb : {4, 8}) {
-        const auto cands = spmm_candidates(s, N, vb);
+        const auto cands = spmm_candidates(kH100, s, N, vb);
         INFO(m.name, " N=", N);
         REQUIRE(!cands.empty());
-        CHECK(cands[0] == choose_spmm_rule(s, N, vb));
+        CHECK(cands[0] == choose_spmm_rule(kH100, s, N, vb));
         for (std::size_t i = 0; i < cands.size(); ++i) {
           CHECK(is_valid(cands[i]));
           for (std::size_t j = 0; j < i; ++j) CHECK(cands[i] != cands[j]);
@@ -1051,10 +1055,10 @@ TEST_CASE("SpMM seq-nnz: configuration, candidates and the unit-bounded merge-pa
   CHECK_FALSE(is_vdl(SpmmAlgorithm::SeqNnz));
   for (index_t N : {1, 2, 3, 8, 9, 16}) {
     bool seq = false;
-    for (const auto& c : spmm_candidates(s, N)) seq = seq || c.algorithm == SpmmAlgorithm::SeqNnz;
+    for (const auto& c : spmm_candidates(kH100, s, N)) seq = seq || c.algorithm == SpmmAlgorithm::SeqNnz;
     CHECK(seq == (N <= spmm_rule::kTuneSeqMaxN));
-    CHECK((choose_spmm_rule(s, N).algorithm == SpmmAlgorithm::SeqNnz) ==
-          (s.cv() > spmm_rule::kNnzBalanceMinCv && !spmm_latency_bound(s) && N <= spmm_rule::kSeqMaxN));
+    CHECK((choose_spmm_rule(kH100, s, N).algorithm == SpmmAlgorithm::SeqNnz) ==
+          (s.cv() > spmm_rule::kNnzBalanceMinCv && !spmm_latency_bound(kH100, s) && N <= spmm_rule::kSeqMaxN));
   }
   {  // a tuning-cache line with the new algorithm reads back
     SpmmTuneEntry e;
@@ -1361,3 +1365,28 @@ TEST_CASE("SpMM column panels: the rule splits scattered columns whose X outgrow
   CHECK(panels(scattered, 2, 0) == 0);
 }
 
+
+TEST_CASE("SpMM rules: the wave comes from the device policy; the H100's gives the thresholds measured there") {
+  // 132 multiprocessors of 2048 threads: the constant the rules and launch thresholds had before
+  // they took the device's policy as data
+  CHECK(kH100.resident_threads() == std::int64_t(132) * 2048);
+  CHECK(spmm_early_max_threads(kH100) == std::int64_t(132) * 2048 / 2);
+  CHECK(spmm_csc_rounds_min_threads(kH100) == 8 * std::int64_t(132) * 2048);
+  CHECK(spmm_csc_batch_max_threads(kH100) == std::int64_t(132) * 2048);
+  CHECK(spmm_early_launch(132 * 2048 / 2 / kSpmmBlock, true, kH100));
+  CHECK_FALSE(spmm_early_launch(132 * 2048 / 2 / kSpmmBlock + 1, true, kH100));
+  CHECK_FALSE(spmm_early_launch(1, false, kH100));
+  // A GPU of half the size: latency-bound up to half the rows, the same rule otherwise.
+  const DevicePolicy half = {66, 2048, kH100.l2_bytes};
+  const index_t edge = index_t(spmm_rule::kLatencyBoundWaves * double(kH100.resident_threads()) / 32);
+  const RowStats s = made_up_stats(edge, edge * 5, 5.0, 0.5, 7);
+  CHECK(spmm_latency_bound(kH100, s));
+  CHECK_FALSE(spmm_latency_bound(half, s));
+  CHECK(spmm_latency_bound(half, made_up_stats(edge / 2, edge / 2 * 5, 5.0, 0.5, 7)));
+  CHECK(spmm_early_max_threads(half) == spmm_early_max_threads(kH100) / 2);
+  // 6336 rows of 5: 32 lanes a row within 0.75 waves of the H100 (kVdlWideWaves), beyond them on
+  // the half-size GPU, where the cost model picks 4 (ceil(7 / 4) + 10 · 6336 · 4 / 135168 = 3.9)
+  const RowStats v = made_up_stats(6336, 6336 * 5, 5.0, 0.5, 7);
+  CHECK(choose_spmm_rule(kH100, v, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
+  CHECK(choose_spmm_rule(half, v, 2) == cfg(SpmmAlgorithm::VdlRow, 4, 1, 1));
+}
