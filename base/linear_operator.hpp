@@ -18,7 +18,9 @@ template <class T>
 class LinearOperator {
  public:
   virtual ~LinearOperator() = default;
+  /// Rows of the operator (entries of y).
   virtual index_t rows() const = 0;
+  /// Columns of the operator (entries of x).
   virtual index_t cols() const = 0;
   /// Where apply()'s pointers must live.
   virtual MemorySpace space() const = 0;

@@ -98,8 +98,11 @@ class Preconditioner : public LinearOperator<T> {
   virtual const T* inverse_diagonal() const { return nullptr; }
   /// True when this preconditioner was set up for A's structure.
   virtual bool matches(const CsrMatrix<T>& A) const = 0;
+  /// n, the order of the matrix it was set up for.
   index_t rows() const final { return n_; }
+  /// n, as rows().
   index_t cols() const final { return n_; }
+  /// Where apply()'s vectors live.
   MemorySpace space() const final { return space_; }
 
  protected:

@@ -16,6 +16,7 @@
 
 namespace krysp {
 
+/// A CsrMatrix as a LinearOperator, on the host or on the current GPU (see the file comment).
 template <class T>
 class MatrixOperator final : public LinearOperator<T> {
  public:
@@ -26,8 +27,11 @@ class MatrixOperator final : public LinearOperator<T> {
   static MatrixOperator device(const CsrMatrix<T>& A, const SpmvPlanOptions& spmv = {},
                                const SpmmPlanOptions& spmm = {});
 
+  /// A's rows.
   index_t rows() const override { return A_.rows(); }
+  /// A's columns.
   index_t cols() const override { return A_.cols(); }
+  /// Host or Device, as made.
   MemorySpace space() const override { return space_; }
   /// y = A·x.
   void apply(const T* x, T* y) const override;
