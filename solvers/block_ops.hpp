@@ -15,19 +15,6 @@
 
 namespace krysp {
 
-/// What block CG's fused update returns: diag(RᵀR) (s) and Qnᵀ·Z (a × s, column-major).
-struct BlockUpdateGrams {
-  std::vector<double> rr;
-  std::vector<double> qz;
-};
-/// What block CG's fused new-direction step returns, for Pnext of width a2: PnextᵀPnext (a2 × a2)
-/// and PnextᵀR (a2 × s), column-major; with the product Qnext = A·Pnext also PnextᵀQnext (a2 × a2).
-struct BlockDirectionGrams {
-  std::vector<double> h;
-  std::vector<double> pr;
-  std::vector<double> aqa;  ///< PnextᵀA·Pnext, from direction_spmm_gram only
-};
-
 /// Index of element (i, j) of a column-major small matrix with `rows` rows.
 inline std::size_t cm(index_t i, index_t j, index_t rows) { return std::size_t(j) * rows + i; }
 

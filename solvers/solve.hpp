@@ -77,9 +77,10 @@ struct BlockSolveReport : BlockSolveResult {
   double setup_seconds = 0;
 };
 
-/// Solves A·X = B for s right-hand sides at once with breakdown-free block PCG. B and X are n × s,
-/// column-major (column j is right-hand side j, as Matrix Market arrays store them); on entry X
-/// is the initial guess (zero-filled if empty). Each column gets its own status and residuals.
+/// Solves A·X = B for s right-hand sides at once with block PCG (DR-BCG, docs/block_cg.md), no
+/// column needing more iterations than CG alone would. B and X are n × s, column-major (column j
+/// is right-hand side j, as Matrix Market arrays store them); on entry X is the initial guess
+/// (zero-filled if empty). Each column gets its own status and residuals.
 BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
                              std::vector<double>& X, const SolveOptions& options = {});
 

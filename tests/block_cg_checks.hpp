@@ -110,10 +110,10 @@ inline void check_block_cg_different_rates(Backend backend) {
   for (index_t j = 0; j < s; ++j) CHECK(column_residual(A, B, X, j) <= 1e-9);
 }
 
-/// The loop's exits leave X with its last step (update_x when an update converges every column,
-/// the direction pass otherwise): the recursive residual, which the update moved, and the true
-/// residual of the returned X agree, whether the solve ran out of iterations or converged. A
-/// missed step would leave the true residual at the previous iteration's, 10% or more away.
+/// The loop's exits leave X with its last step (X moves in the rotation that follows each
+/// iteration's step): the recursive residual, which the step moved, and the true residual of the
+/// returned X agree, whether the solve ran out of iterations or converged. A missed step would
+/// leave the true residual at the previous iteration's, 10% or more away.
 inline void check_block_cg_exits(Backend backend) {
   const auto A = laplacian_2d(30, 30);  // well conditioned: the two residuals drift apart by ~1e-14
   const index_t n = A.rows();

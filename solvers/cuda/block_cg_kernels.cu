@@ -1,8 +1,8 @@
-// Block CG's tall-skinny kernels (see block_cg_kernels.hpp). One pattern for all three: a block
-// walks chunks of rows (grid-stride), stages the chunk's rows of each input block in shared memory
-// with contiguous, coalesced loads (a chunk of a row-major block is one contiguous run), does its
-// row-wise work element by element, then each thread adds its own outputs of the small products
-// over the chunk's rows into a shared accumulator it alone owns. At the end the blocks' partials
+// Block CG's Gram kernels and helpers (see block_cg_kernels.hpp; the row-wise steps are in
+// block_cg_steps.cu). Wide blocks: a block walks chunks of rows (grid-stride), stages the chunk's
+// rows of each input block in shared memory with contiguous, coalesced loads (a chunk of a
+// row-major block is one contiguous run), then each thread adds its own outputs of the small
+// products over the chunk's rows into a shared accumulator it alone owns. At the end the blocks' partials
 // are summed by a second small kernel, one block per output, in a fixed order: no floating-point
 // atomics, bitwise reproducible for a given grid.
 #include <algorithm>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file block_cg_kernels.hpp
-/// Block CG's tall-skinny kernels (block_cg_kernels.cu, block_cg_spmm_gram.cu; CUDA-free header).
+/// Block CG's tall-skinny kernels (block_cg_kernels.cu, block_cg_steps.cu, block_cg_spmm_gram.cu;
+/// CUDA-free header).
 /// Blocks are n × s, row-major with ld = s. Each kernel streams its blocks once and accumulates
 /// the small products the next host step needs: up to s = 8 a thread per row, wider blocks
 /// through chunks of rows staged in shared memory. The products are summed in a fixed order
