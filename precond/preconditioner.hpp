@@ -12,6 +12,8 @@
 ///    by cutting CG iterations (each with its dots and vector updates).
 ///  - block-jacobi: M = the b×b diagonal blocks of A, b from the matrix's node structure or given
 ///    (block_jacobi.hpp). Blocks factored once, applied in one kernel.
+///  - amg: one V-cycle of smoothed-aggregation algebraic multigrid (amg.hpp): host backend only
+///    for now (the GPU factory refuses it with an InputError saying so).
 /// Every kind is symmetric positive definite for an SPD A (see each header for why), as CG needs.
 /// A preconditioner holds what it derived from A's values at setup: after A.set_values(), set it
 /// up again (matches() compares the structure only, like the plans).
@@ -25,11 +27,11 @@
 namespace krysp {
 
 /// The preconditioners (see the file comment).
-enum class PrecondKind { None, Jacobi, Chebyshev, BlockJacobi };
-/// "none", "jacobi", "chebyshev" or "block-jacobi".
+enum class PrecondKind { None, Jacobi, Chebyshev, BlockJacobi, Amg };
+/// "none", "jacobi", "chebyshev", "block-jacobi" or "amg".
 const char* to_string(PrecondKind k);
-/// Parses a --precond value ("none", "jacobi", "chebyshev", "block-jacobi"); InputError naming
-/// the value and the choices otherwise.
+/// Parses a --precond value ("none", "jacobi", "chebyshev", "block-jacobi", "amg"); InputError
+/// naming the value and the choices otherwise.
 PrecondKind parse_precond(const std::string& name);
 
 /// Default Chebyshev degree (SpMVs per application = degree − 1). Chosen from iteration counts on
@@ -52,6 +54,53 @@ inline constexpr double kDefaultChebyshevRatio = 30.0;
 inline constexpr double kDefaultChebyshevBoost = 1.1;
 /// Most Lanczos steps spent on λmax (it converges to 0.1% in 10–20 on every matrix tried).
 inline constexpr int kDefaultChebyshevEigSteps = 40;
+
+/// The smoother of an AMG level (AmgOptions::smoother).
+enum class AmgSmoother {
+  Chebyshev,  ///< Chebyshev polynomial in D⁻¹A on [λmax/smoother_ratio, λmax] (chebyshev.hpp)
+  L1Jacobi    ///< x += D_l1⁻¹(b − A·x), d_l1_i = Σ_j |a_ij| (convergent for any SPD A, no estimate)
+};
+/// "chebyshev" or "l1-jacobi".
+const char* to_string(AmgSmoother s);
+
+/// Default λmax/λmin of the AMG Chebyshev smoother's interval [λmax/ratio, λmax] of D⁻¹A: the
+/// smoother damps the top 1/10 of the spectrum, the coarse grids the rest. Host study (degree 2,
+/// PCG iterations to 1e-8, docs/amg.md): ratio 10 takes 9-11 on 3-D Laplacians 16³-48³ and
+/// jump/anisotropy diffusion against 14-16 at ratio 30 (the Chebyshev preconditioner's), 8-10 at
+/// 5-7; bcsstk06 (b 3) 136 against 134 at 30 and 149 at 5.
+inline constexpr double kDefaultAmgChebyshevRatio = 10.0;
+/// The strength threshold is halved from one level to the next: θ_l = θ·(1/2)^l (Vaněk, Mandel,
+/// Brezina 1996). Galerkin operators spread their weight over wider stencils (27 points and more
+/// on a 3-D Laplacian's first coarse level, each entry ~1/26 of the diagonal), so a fixed 0.08
+/// leaves almost every coarse node without strong neighbours (4052 of 4192 on 32³) and stalls
+/// the coarsening there.
+inline constexpr double kAmgThetaDecay = 0.5;
+/// Largest coarsest level factored densely (rows): 2000 rows are 32 MB and ~1 s of Cholesky. A
+/// coarsest level above it (coarsening stalled, or max_levels reached) is smoothed, not solved.
+inline constexpr index_t kAmgMaxDenseRows = 2000;
+
+/// Smoothed-aggregation AMG (PrecondKind::Amg; amg.hpp explains each step).
+struct AmgOptions {
+  /// Strength threshold θ: i and j (nodes, for b > 1) are strongly connected when
+  /// |a_ij| ≥ θ·sqrt(|a_ii·a_jj|) (for b > 1 on the Frobenius norms of the b×b blocks). [0, 1].
+  double theta = 0.08;
+  int max_levels = 10;      ///< levels at most, A included (1..50)
+  index_t coarse_size = 200;  ///< stop coarsening at this many rows or fewer (1..kAmgMaxDenseRows)
+  AmgSmoother smoother = AmgSmoother::Chebyshev;
+  /// Chebyshev smoother degree d: a sweep costs d SpMVs (d − 1 from a zero guess). 1..16.
+  int smoother_degree = 2;
+  /// λmax/λmin of the Chebyshev smoother's interval, > 1 (kDefaultAmgChebyshevRatio).
+  double smoother_ratio = kDefaultAmgChebyshevRatio;
+  /// Smoothing sweeps before and after the coarse correction (the same number both ways, so that
+  /// M⁻¹ is symmetric). 1..10.
+  int sweeps = 1;
+  /// Unknowns per node b (1..kMaxBlockSize; 0: detect as block Jacobi does). The near-nullspace is
+  /// the constant vector for b = 1 and the b unit vectors of each node's unknowns for b > 1.
+  int block_size = 0;
+  /// ω·ρ(D⁻¹A) of the prolongator smoothing P = (I − ω·D⁻¹A)·P_tent; 4/3 is the classical choice,
+  /// 0 gives unsmoothed (plain) aggregation. [0, 2).
+  double prolongation_weight = 4.0 / 3.0;
+};
 
 /// Everything needed to set a preconditioner up. Fields of other kinds are ignored.
 struct PrecondOptions {
@@ -80,10 +129,15 @@ struct PrecondOptions {
   /// 0: detect the natural block size (block_jacobi.hpp, detect_block_size); 1..8: use it (n must
   /// be a multiple). 1 is point Jacobi (and is fused like Jacobi).
   int block_size = 0;
+
+  // AMG
+  AmgOptions amg{};
 };
 /// Checks the fields that `o.kind` uses; InputError naming the field and its value otherwise.
 void validate(const PrecondOptions& o);
-/// A one-line description, e.g. "chebyshev(degree 4, ratio 30)" or "block-jacobi(auto)".
+/// A one-line description, e.g. "chebyshev(degree 4, ratio 30)", "block-jacobi(auto)" or
+/// "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto)" (fields left at their defaults
+/// beyond these are not named).
 std::string describe(const PrecondOptions& o);
 
 /// M⁻¹ as a linear operator, on the host or on the GPU (space(): all pointers in that memory).
@@ -98,6 +152,8 @@ class Preconditioner : public LinearOperator<T> {
   virtual const T* inverse_diagonal() const { return nullptr; }
   /// True when this preconditioner was set up for A's structure.
   virtual bool matches(const CsrMatrix<T>& A) const = 0;
+  /// What was set up, in one line (AMG: its levels and complexities); by default the kind's name.
+  virtual std::string summary() const { return to_string(kind()); }
   /// n, the order of the matrix it was set up for.
   index_t rows() const final { return n_; }
   /// n, as rows().

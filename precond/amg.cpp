@@ -1,0 +1,422 @@
+// HostAmg: the hierarchy's set-up (strength, aggregation, prolongators, Galerkin products; the
+// sparse pieces are in amg_setup.cpp) and the V-cycle.
+#include "krysp/precond/amg.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <type_traits>
+
+#include "krysp/base/error.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/jacobi.hpp"
+
+namespace krysp {
+
+namespace {
+
+constexpr double kStallRatio = 1.2;      ///< a level must shrink by at least this factor
+constexpr double kLambdaBoost = 1.1;     ///< smoother's λmax = min(boost·estimate, Gershgorin)
+constexpr int kLanczosSteps = 40;        ///< at most, per level
+
+/// Lanczos on S = D^{-1/2}·A·D^{-1/2} (the spectrum of D⁻¹A) for a level in double.
+class LevelLanczos final : public LanczosOperator {
+ public:
+  LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& dinv) : A_(A), n_(std::size_t(A.rows)) {
+    s_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) s_[i] = std::sqrt(dinv[i]);
+    v_.assign(n_, 0);
+    vp_.assign(n_, 0);
+    w_.assign(n_, 0);
+    u_.assign(n_, 0);
+  }
+  void start() override {
+    double ss = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      v_[i] = detail::lanczos_start_entry(std::int64_t(i));
+      ss += v_[i] * v_[i];
+    }
+    for (double& e : v_) e /= std::sqrt(ss);
+    std::fill(vp_.begin(), vp_.end(), 0.0);
+    step_ = 0;
+    beta_ = 0;
+  }
+  void steps(int count, double* alpha, double* beta) override {
+    for (int t = 0; t < count; ++t, ++step_) {
+      if (step_ > 0)
+        for (std::size_t i = 0; i < n_; ++i) {
+          vp_[i] = v_[i];
+          v_[i] = w_[i] / beta_;
+        }
+      for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
+      double a = 0;
+      for (std::size_t i = 0; i < n_; ++i) {
+        double y = 0;
+        for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
+          y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
+        w_[i] = s_[i] * y - beta_ * vp_[i];
+        a += w_[i] * v_[i];
+      }
+      double b = 0;
+      for (std::size_t i = 0; i < n_; ++i) {
+        w_[i] -= a * v_[i];
+        b += w_[i] * w_[i];
+      }
+      alpha[t] = a;
+      beta[t] = beta_ = std::sqrt(b);
+    }
+  }
+
+ private:
+  const amg::Csr<double>& A_;
+  std::size_t n_;
+  std::vector<double> s_, v_, vp_, w_, u_;
+  int step_ = 0;
+  double beta_ = 0;
+};
+
+template <class T>
+amg::Csr<T> convert(amg::Csr<double>&& A) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::move(A);
+  } else {
+    amg::Csr<T> C;
+    C.rows = A.rows;
+    C.cols = A.cols;
+    C.row_ptr = std::move(A.row_ptr);
+    C.col_idx = std::move(A.col_idx);
+    C.values.assign(A.values.begin(), A.values.end());
+    return C;
+  }
+}
+
+}  // namespace
+
+template <class T>
+HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
+    : Preconditioner<T>(A.rows(), MemorySpace::Host), fingerprint_(A.fingerprint()), opt_(o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    PrecondOptions po;
+    po.kind = PrecondKind::Amg;
+    po.amg = o;
+    validate(po);
+  }
+  KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  const int b = resolve_block_size(A, o.block_size);
+  rp0_ = A.row_ptr();
+  ci0_ = A.col_idx();
+  va0_ = A.values();
+
+  amg::Csr<double> Al = amg::to_csr(A);
+  // The near-nullspace: constant (b = 1) or the unit vectors of each node's unknowns.
+  std::vector<double> B(std::size_t(A.rows()) * b, 0.0);
+  for (index_t i = 0; i < A.rows(); ++i) B[std::size_t(i) * b + std::size_t(i % b)] = 1.0;
+
+  for (std::size_t l = 0;; ++l) {
+    const index_t n = Al.rows;
+    // D⁻¹ and the Gershgorin bound of D⁻¹A; the diagonal must be positive on every level.
+    std::vector<double> dinv(static_cast<std::size_t>(n)), dl1(static_cast<std::size_t>(n));
+    double gershgorin = 0;
+    for (index_t i = 0; i < n; ++i) {
+      double d = 0, sum = 0;
+      for (index_t k = Al.row_ptr[std::size_t(i)]; k < Al.row_ptr[std::size_t(i) + 1]; ++k) {
+        if (Al.col_idx[std::size_t(k)] == i) d = Al.values[std::size_t(k)];
+        sum += std::abs(Al.values[std::size_t(k)]);
+      }
+      if (!(std::isfinite(d) && d > 0)) {
+        if (l == 0) throw_bad_diagonal("AMG", "AMG needs a positive diagonal", i, d);
+        KRYSP_THROW(InputError, "AMG: diagonal entry ", i + 1, " of the level-", l, " coarse matrix is ", d,
+                    " (not positive): A is not symmetric positive definite");
+      }
+      KRYSP_REQUIRE(std::isfinite(sum), "AMG: row ", i + 1, " of the level-", l, " matrix has entries that are NaN or Inf");
+      dinv[std::size_t(i)] = 1.0 / d;
+      dl1[std::size_t(i)] = 1.0 / sum;
+      gershgorin = std::max(gershgorin, sum / d);
+    }
+    AmgLevelInfo li;
+    li.rows = n;
+    li.nnz = Al.nnz();
+    li.block_size = b;
+    li.gershgorin = gershgorin;
+    LevelLanczos lanczos(Al, dinv);
+    const LanczosResult lr = lanczos_largest(lanczos, n, kLanczosSteps);
+    KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
+                  l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
+    li.lambda_estimate = lr.theta;
+    const double rho = std::min(lr.theta, gershgorin);  // ρ(D⁻¹A) for the prolongator weight
+
+    // Does the hierarchy end here?
+    bool last = false;
+    amg::Tentative tent;
+    if (n <= o.coarse_size) {
+      last = true;
+      info_.stop_reason = detail::concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
+    } else if (int(l) + 1 >= o.max_levels) {
+      last = true;
+      info_.stop_reason = detail::concat("max_levels (", o.max_levels, ") reached at ", n, " rows");
+    } else {
+      li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
+      const amg::Graph G = amg::strength_graph(Al, b, li.theta);
+      const amg::Aggregation agg = amg::aggregate(G);
+      const index_t nc = agg.count * b;
+      li.isolated = agg.isolated;
+      if (nc == 0 || double(n) < kStallRatio * double(nc)) {
+        last = true;
+        info_.stalled = true;
+        info_.stop_reason = detail::concat("coarsening stalled at level ", l, ": ", n, " rows would become ", nc,
+                                           " (shrinking by less than ", kStallRatio, "x)");
+      } else {
+        li.aggregates = agg.count;
+        tent = amg::tentative_prolongator(agg, b, b, B);
+      }
+    }
+
+    Level L;
+    L.n = n;
+    if (o.smoother == AmgSmoother::Chebyshev) {
+      const double lmax = lr.converged ? std::min(kLambdaBoost * lr.theta, gershgorin) : gershgorin;
+      L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
+      L.dinv.assign(dinv.begin(), dinv.end());
+    } else {
+      L.dinv.assign(dl1.begin(), dl1.end());
+    }
+    for (auto* v : {&L.r, &L.e, &L.u, &L.v, &L.w}) v->assign(std::size_t(n), T(0));
+    if (l > 0) {  // level 0's right-hand side and solution are apply()'s r and z
+      L.x.assign(std::size_t(n), T(0));
+      L.b.assign(std::size_t(n), T(0));
+    }
+
+    amg::Csr<double> Ac;
+    if (!last) {
+      amg::Csr<double> P;
+      if (o.prolongation_weight > 0) {
+        // S = I − ω·D⁻¹A, then P = S·P_tent.
+        li.omega = o.prolongation_weight / rho;
+        amg::Csr<double> S = Al;
+        for (index_t i = 0; i < n; ++i)
+          for (index_t k = S.row_ptr[std::size_t(i)]; k < S.row_ptr[std::size_t(i) + 1]; ++k) {
+            double& v = S.values[std::size_t(k)];
+            v = (S.col_idx[std::size_t(k)] == i ? 1.0 : 0.0) - li.omega * dinv[std::size_t(i)] * v;
+          }
+        P = amg::multiply(S, tent.P);
+      } else {
+        P = std::move(tent.P);
+      }
+      amg::Csr<double> R = amg::transpose(P);
+      Ac = amg::multiply(R, amg::multiply(Al, P));
+      Ac = amg::add(0.5, Ac, 0.5, amg::transpose(Ac));  // symmetric to rounding: now exactly
+      L.P = convert<T>(std::move(P));
+      L.R = convert<T>(std::move(R));
+    } else if (n <= kAmgMaxDenseRows) {
+      // Dense Cholesky of the coarsest level.
+      std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
+      for (index_t i = 0; i < n; ++i)
+        for (index_t k = Al.row_ptr[std::size_t(i)]; k < Al.row_ptr[std::size_t(i) + 1]; ++k)
+          dense[std::size_t(i) * n + std::size_t(Al.col_idx[std::size_t(k)])] = Al.values[std::size_t(k)];
+      double pivot = 0;
+      const index_t bad = amg::cholesky(n, dense, &pivot);
+      if (bad >= 0)
+        KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", l, " (", n,
+                    " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad + 1, " = ", pivot,
+                    pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
+                    "; A is not symmetric positive definite");
+      chol_ = std::move(dense);
+      chol_work_.assign(std::size_t(n), 0.0);
+      info_.coarse_direct = true;
+    } else {
+      info_.coarse_direct = false;
+    }
+    if (l == 0) {
+      L.rp = rp0_.data();
+      L.ci = ci0_.data();
+      L.va = va0_.data();
+    } else {
+      L.own = convert<T>(std::move(Al));
+      L.rp = L.own.row_ptr.data();
+      L.ci = L.own.col_idx.data();
+      L.va = L.own.values.data();
+    }
+    levels_.push_back(std::move(L));
+    info_.levels.push_back(li);
+    if (last) break;
+    Al = std::move(Ac);
+    B = std::move(tent.coarse_B);
+  }
+  // Moving a Level moves its vectors' buffers, so the pointers stay right; set them again from the
+  // stored levels all the same, so that nothing depends on it.
+  for (std::size_t l = 1; l < levels_.size(); ++l) {
+    Level& L = levels_[l];
+    L.rp = L.own.row_ptr.data();
+    L.ci = L.own.col_idx.data();
+    L.va = L.own.values.data();
+  }
+  double nnz = 0, rows = 0;
+  for (const auto& li : info_.levels) nnz += double(li.nnz), rows += double(li.rows);
+  info_.operator_complexity = info_.levels[0].nnz > 0 ? nnz / double(info_.levels[0].nnz) : 1.0;
+  info_.grid_complexity = info_.levels[0].rows > 0 ? rows / double(info_.levels[0].rows) : 1.0;
+  info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class T>
+std::string HostAmg<T>::summary() const {
+  std::ostringstream s;
+  s << "amg(" << info_.levels.size() << " level" << (info_.levels.size() == 1 ? "" : "s") << ", rows ";
+  for (std::size_t l = 0; l < info_.levels.size(); ++l) s << (l ? "/" : "") << info_.levels[l].rows;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", operator complexity %.2f, grid complexity %.2f", info_.operator_complexity,
+                info_.grid_complexity);
+  s << buf << ", " << to_string(opt_.smoother);
+  if (opt_.smoother == AmgSmoother::Chebyshev) s << " " << opt_.smoother_degree;
+  s << ", b " << info_.levels[0].block_size << ", coarsest " << info_.levels.back().rows << " rows by "
+    << (info_.coarse_direct ? "cholesky" : "smoothing");
+  if (info_.stalled) s << "; " << info_.stop_reason;
+  s << ")";
+  return s.str();
+}
+
+template <class T>
+void HostAmg<T>::multiply(const Level& L, const T* x, T* y) const {
+  for (index_t i = 0; i < L.n; ++i) {
+    T s = 0;
+    for (index_t k = L.rp[i]; k < L.rp[i + 1]; ++k) s += L.va[k] * x[L.ci[k]];
+    y[i] = s;
+  }
+}
+
+template <class T>
+void HostAmg<T>::residual(const Level& L, const T* b, const T* x, T* r) const {
+  for (index_t i = 0; i < L.n; ++i) {
+    T s = 0;
+    for (index_t k = L.rp[i]; k < L.rp[i + 1]; ++k) s += L.va[k] * x[L.ci[k]];
+    r[i] = b[i] - s;
+  }
+}
+
+template <class T>
+void HostAmg<T>::smooth_correction(const Level& L, const T* r, T* e) const {
+  const std::size_t n = std::size_t(L.n);
+  const T* dinv = L.dinv.data();
+  if (opt_.smoother == AmgSmoother::L1Jacobi) {
+    for (std::size_t i = 0; i < n; ++i) e[i] = dinv[i] * r[i];
+    return;
+  }
+  // Chebyshev from a zero guess (as HostChebyshev): x_1 = c0·D⁻¹r,
+  // x_{k+1} = x_k + c1·(x_k − x_{k−1}) + c2·D⁻¹(r − A·x_k); the last iterate goes to e.
+  const int d = opt_.smoother_degree;
+  const T c0 = T(L.coef.c0);
+  if (d == 1) {
+    for (std::size_t i = 0; i < n; ++i) e[i] = c0 * dinv[i] * r[i];
+    return;
+  }
+  T* cur = L.u.data();
+  T* spare = L.v.data();
+  T* prev = nullptr;
+  T* w = L.w.data();
+  for (std::size_t i = 0; i < n; ++i) cur[i] = c0 * dinv[i] * r[i];
+  for (int k = 1; k < d; ++k) {
+    multiply(L, cur, w);
+    const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
+    T* out = k == d - 1 ? e : (prev ? prev : spare);
+    for (std::size_t i = 0; i < n; ++i) {
+      const T x = cur[i], xp = prev ? prev[i] : T(0);
+      out[i] = x + c1 * (x - xp) + c2 * (dinv[i] * (r[i] - w[i]));
+    }
+    prev = cur;
+    cur = out;
+  }
+}
+
+template <class T>
+void HostAmg<T>::sweep(const Level& L, const T* b, T* x) const {
+  residual(L, b, x, L.r.data());
+  smooth_correction(L, L.r.data(), L.e.data());
+  for (index_t i = 0; i < L.n; ++i) x[i] += L.e[std::size_t(i)];
+}
+
+template <class T>
+void HostAmg<T>::coarse_solve(const Level& L, const T* b, T* x) const {
+  const std::size_t n = std::size_t(L.n);
+  if (!info_.coarse_direct) {  // smoothed: two sweeps from zero (symmetric, SPD; see amg.hpp)
+    smooth_correction(L, b, x);
+    sweep(L, b, x);
+    return;
+  }
+  double* y = chol_work_.data();
+  const double* Lf = chol_.data();
+  for (std::size_t i = 0; i < n; ++i) {  // L·y = b
+    double s = double(b[i]);
+    const double* li = Lf + i * n;
+    for (std::size_t k = 0; k < i; ++k) s -= li[k] * y[k];
+    y[i] = s / li[i];
+  }
+  for (std::size_t i = n; i-- > 0;) {  // Lᵀ·x = y
+    y[i] /= Lf[i * n + i];
+    const double yi = y[i];
+    const double* li = Lf + i * n;
+    for (std::size_t k = 0; k < i; ++k) y[k] -= li[k] * yi;
+  }
+  for (std::size_t i = 0; i < n; ++i) x[i] = T(y[i]);
+}
+
+template <class T>
+void HostAmg<T>::vcycle(std::size_t l, const T* b, T* x) const {
+  const Level& L = levels_[l];
+  if (l + 1 == levels_.size()) {
+    coarse_solve(L, b, x);
+    return;
+  }
+  const Level& C = levels_[l + 1];
+  // Pre-smoothing from x = 0: the first sweep is S·b.
+  smooth_correction(L, b, x);
+  for (int s = 1; s < opt_.sweeps; ++s) sweep(L, b, x);
+  // Restrict the residual, recurse, prolong.
+  residual(L, b, x, L.r.data());
+  const auto& R = L.R;
+  T* bc = C.b.data();
+  for (index_t i = 0; i < R.rows; ++i) {
+    T s = 0;
+    for (index_t k = R.row_ptr[std::size_t(i)]; k < R.row_ptr[std::size_t(i) + 1]; ++k)
+      s += R.values[std::size_t(k)] * L.r[std::size_t(R.col_idx[std::size_t(k)])];
+    bc[i] = s;
+  }
+  T* xc = C.x.data();
+  vcycle(l + 1, bc, xc);
+  const auto& P = L.P;
+  for (index_t i = 0; i < P.rows; ++i) {
+    T s = 0;
+    for (index_t k = P.row_ptr[std::size_t(i)]; k < P.row_ptr[std::size_t(i) + 1]; ++k)
+      s += P.values[std::size_t(k)] * xc[std::size_t(P.col_idx[std::size_t(k)])];
+    x[i] += s;
+  }
+  // Post-smoothing: the same sweeps, so that M⁻¹ is symmetric.
+  for (int s = 0; s < opt_.sweeps; ++s) sweep(L, b, x);
+}
+
+template <class T>
+void HostAmg<T>::apply(const T* r, T* z) const {
+  if (levels_.empty() || levels_[0].n == 0) return;
+  vcycle(0, r, z);
+}
+
+template <class T>
+void HostAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const {
+  KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "AMG: apply_block with N = ", N, ", ldr = ", ldr, ", ldz = ", ldz);
+  const index_t n = this->rows();
+  if (N == 0 || n == 0) return;
+  col_r_.resize(std::size_t(n));
+  col_z_.resize(std::size_t(n));
+  for (index_t c = 0; c < N; ++c) {
+    for (index_t i = 0; i < n; ++i) col_r_[std::size_t(i)] = R[std::size_t(i) * ldr + c];
+    apply(col_r_.data(), col_z_.data());
+    for (index_t i = 0; i < n; ++i) Z[std::size_t(i) * ldz + c] = col_z_[std::size_t(i)];
+  }
+}
+
+template class HostAmg<double>;
+template class HostAmg<float>;
+
+}  // namespace krysp

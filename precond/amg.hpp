@@ -1,0 +1,204 @@
+#pragma once
+/// \file amg.hpp
+/// Smoothed-aggregation algebraic multigrid (Vaněk, Mandel, Brezina 1996) as a preconditioner:
+/// M⁻¹·r is one symmetric V-cycle from a zero initial guess. Host backend only for now (issue
+/// 26's first step): the set-up and the V-cycle are plain loops, deterministic (fixed orders, no
+/// threads), so two set-ups of one matrix give bitwise equal hierarchies and results.
+///
+/// Set-up, level by level (level 0 is A; amg_setup.cpp holds the sparse pieces):
+///  1. Strength graph on nodes (b unknowns each): i, j strongly connected when
+///     |a_ij| ≥ θ_l·sqrt(|a_ii·a_jj|), for b > 1 on the Frobenius norms of the b×b blocks;
+///     θ_l = θ·(1/2)^l on level l (kAmgThetaDecay, as in Vaněk, Mandel and Brezina).
+///  2. Aggregation, greedy, in node order (the standard SA passes): (1) an unaggregated node whose
+///     strong neighbours are all unaggregated becomes a root, its aggregate the root and those
+///     neighbours; (2) a node left over joins the aggregate of its first strong neighbour that
+///     pass 1 aggregated; (3) what is still left makes new aggregates (a node and its unaggregated
+///     strong neighbours). Nodes without strong neighbours stay out (their rows of P_tent are zero:
+///     the smoother handles them, as in PyAMG).
+///  3. Tentative prolongator from the near-nullspace B (n×b: the constant vector for b = 1, the
+///     unit vectors of each node's b unknowns for b > 1): per aggregate, B's rows there are
+///     factored Q·R (Gram-Schmidt, twice; a dependent column gets an orthonormal completion), Q
+///     goes into P_tent (orthonormal columns per aggregate) and R becomes the coarse level's B.
+///  4. Smoothed prolongator P = (I − ω·D⁻¹A)·P_tent, ω = prolongation_weight / ρ(D⁻¹A), ρ by
+///     Lanczos (lanczos_largest, chebyshev.hpp) capped by the Gershgorin bound.
+///  5. Galerkin coarse operator Aᶜ = Pᵀ·(A·P) by sorted-CSR SpGEMM, symmetrised ((Aᶜ + Aᶜᵀ)/2,
+///     which only removes rounding).
+/// until the level has ≤ coarse_size rows, max_levels is reached, or coarsening stalls (the next
+/// level would have more than 1/1.2 of the rows: it is not built, and info() says so). The
+/// coarsest level is factored by dense Cholesky (InputError naming the level and pivot when it is
+/// not positive definite); one above kAmgMaxDenseRows rows (stalled or out of levels) is
+/// smoothed instead (two sweeps), which info() reports.
+///
+/// Smoothers: Chebyshev of degree d in D⁻¹A on [λmax/smoother_ratio, λmax], λmax =
+/// min(1.1·estimate, Gershgorin bound) as for the Chebyshev preconditioner; or l1-Jacobi,
+/// x += D_l1⁻¹(b − A·x) with d_l1_i = Σ_j |a_ij|.
+///
+/// Why M⁻¹ is symmetric positive definite for an SPD A: a sweep's error propagation E = I − S·A
+/// (S = p(D⁻¹A)·D⁻¹ or D_l1⁻¹, symmetric) is self-adjoint in the A inner product, and convergent
+/// (|1 − λ·p(λ)| < 1 on the spectrum of D⁻¹A, whose top the interval covers; l1-Jacobi:
+/// 0 < λ(D_l1⁻¹A) ≤ 1). The V-cycle applies the same sweeps before and after the coarse
+/// correction, so its error propagation E^ν·(I − P·V_c·Pᵀ·A)·E^ν is A-self-adjoint with norm < 1
+/// (V_c the coarse V-cycle or exact inverse, SPD by induction), hence M⁻¹ = (I − E_V)·A⁻¹ is SPD.
+/// The tests check xᵀM⁻¹y = yᵀM⁻¹x to 1e-12 and xᵀM⁻¹x > 0.
+///
+/// HostAmg holds all of it; apply() uses work vectors kept in the object: not thread-safe (as
+/// HostChebyshev). A values change needs a new set-up (CgSolver does that).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/csr.hpp"
+
+namespace krysp {
+
+/// The host sparse pieces of the AMG set-up, exposed for tests.
+namespace amg {
+
+/// A host CSR matrix in plain vectors, the set-up's working form: columns strictly increasing
+/// within each row.
+template <class S>
+struct Csr {
+  index_t rows = 0, cols = 0;
+  /// rows + 1 offsets
+  std::vector<index_t> row_ptr = std::vector<index_t>(1, 0);
+  std::vector<index_t> col_idx;
+  std::vector<S> values;
+  /// Stored entries.
+  index_t nnz() const { return index_t(col_idx.size()); }
+};
+
+/// A's arrays in a Csr<double>.
+template <class T>
+Csr<double> to_csr(const CsrMatrix<T>& A);
+/// Aᵀ (counting sort by column: rows of the result come out sorted).
+Csr<double> transpose(const Csr<double>& A);
+/// A·B by Gustavson's row-by-row product with a dense accumulator; columns sorted per row. Every
+/// product a_ik·b_kj is added in the order of k along A's row, then j along B's row: the result
+/// is the same bit for bit from run to run. InputError when nnz(A·B) does not fit index_t.
+Csr<double> multiply(const Csr<double>& A, const Csr<double>& B);
+/// α·A + β·B (same shape); the pattern is the union.
+Csr<double> add(double alpha, const Csr<double>& A, double beta, const Csr<double>& B);
+
+/// The strength graph on nodes: row I lists the nodes J ≠ I strongly connected to I (sorted).
+struct Graph {
+  index_t nodes = 0;
+  /// nodes + 1 offsets
+  std::vector<index_t> row_ptr = std::vector<index_t>(1, 0);
+  std::vector<index_t> col_idx;
+};
+/// Strength of connection of A (rows a multiple of b) on its n/b nodes (see the file comment).
+Graph strength_graph(const Csr<double>& A, int b, double theta);
+
+/// The aggregates of a graph's nodes.
+struct Aggregation {
+  index_t count = 0;                 ///< aggregates
+  std::vector<index_t> of_node;      ///< aggregate of each node, −1 for a node left out
+  index_t roots = 0;                 ///< aggregates made by pass 1
+  index_t attached = 0;              ///< nodes pass 2 attached to a pass-1 aggregate
+  index_t isolated = 0;              ///< nodes without strong neighbours (left out)
+};
+/// Greedy SA aggregation in node order (the file comment's three passes).
+Aggregation aggregate(const Graph& G);
+
+/// P_tent and the coarse near-nullspace.
+struct Tentative {
+  Csr<double> P;                  ///< n × (count·K), orthonormal columns per aggregate
+  std::vector<double> coarse_B;   ///< (count·K) × K row-major: R of each aggregate's QR
+};
+/// The tentative prolongator of `agg` for near-nullspace B (n × K row-major, n = nodes·b; K = b):
+/// aggregate a's coarse unknowns are a·K .. a·K + K − 1.
+Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std::vector<double>& B);
+
+/// Dense Cholesky of the symmetric n×n matrix in `a` (row-major; only the lower triangle is
+/// read), in place: L in the lower triangle. Returns −1, or the 0-based index of the first pivot
+/// that is not positive (or ≤ 16·eps·|a_jj|: zero to rounding), with its value in *pivot.
+index_t cholesky(index_t n, std::vector<double>& a, double* pivot);
+
+}  // namespace amg
+
+/// One level of the hierarchy (level 0 is A).
+struct AmgLevelInfo {
+  index_t rows = 0;
+  std::int64_t nnz = 0;
+  int block_size = 1;          ///< unknowns per node on this level (b on every level)
+  double theta = 0;            ///< strength threshold used on this level (0 on the coarsest)
+  index_t aggregates = 0;      ///< aggregates made from this level (0 on the coarsest)
+  index_t isolated = 0;        ///< nodes without strong neighbours, left out of the aggregates
+  double lambda_estimate = 0;  ///< Lanczos estimate of λmax(D⁻¹A)
+  double gershgorin = 0;       ///< max_i Σ_j |a_ij| / a_ii ≥ λmax(D⁻¹A)
+  double omega = 0;            ///< prolongator smoothing weight (0 on the coarsest)
+};
+
+/// What the set-up built.
+struct AmgInfo {
+  std::vector<AmgLevelInfo> levels;
+  double operator_complexity = 0;  ///< Σ nnz(A_l) / nnz(A)
+  double grid_complexity = 0;      ///< Σ rows(A_l) / rows(A)
+  bool coarse_direct = true;       ///< coarsest level solved by dense Cholesky (false: smoothed)
+  bool stalled = false;            ///< coarsening stopped because a level shrank by < 1.2×
+  std::string stop_reason;         ///< why the hierarchy ends where it does
+  double setup_seconds = 0;
+};
+
+/// Smoothed-aggregation AMG on the host (see the file comment). T = double or float: the set-up
+/// computes in double, the V-cycle in T.
+template <class T>
+class HostAmg final : public Preconditioner<T> {
+ public:
+  /// Builds the hierarchy. InputError for invalid options (naming the field), a bad diagonal, a
+  /// block size that does not divide n, NaN/Inf entries, or a coarse matrix that is not positive
+  /// definite (naming the level and pivot).
+  HostAmg(const CsrMatrix<T>& A, const AmgOptions& o);
+  PrecondKind kind() const override { return PrecondKind::Amg; }
+  /// z = one V-cycle applied to r (zero initial guess). Not thread-safe (work vectors).
+  void apply(const T* r, T* z) const override;
+  /// The V-cycle column by column.
+  void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
+  bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
+  /// e.g. "amg(3 levels, rows 32768/2197/84, operator complexity 1.31, grid complexity 1.07,
+  /// chebyshev 2, coarsest 84 rows by cholesky)".
+  std::string summary() const override;
+  /// The hierarchy's levels, complexities and why it stops.
+  const AmgInfo& info() const { return info_; }
+  /// The levels, finest (A) first.
+  const std::vector<AmgLevelInfo>& levels() const { return info_.levels; }
+
+ private:
+  struct Level {
+    index_t n = 0;
+    // the level's matrix: level 0 reads A's own arrays (views kept alive below), others own_
+    const index_t* rp = nullptr;
+    const index_t* ci = nullptr;
+    const T* va = nullptr;
+    amg::Csr<T> own;
+    amg::Csr<T> P, R;             ///< prolongator to this level from the next, and Pᵀ
+    std::vector<T> dinv;          ///< D⁻¹ (Chebyshev) or D_l1⁻¹
+    ChebyshevCoefficients coef;   ///< Chebyshev smoother
+    /// V-cycle work: this level's solution and right-hand side (levels ≥ 1; level 0 uses apply's
+    /// z and r), residual, smoother correction, and the Chebyshev recurrence's vectors.
+    mutable std::vector<T> x, b, r, e, u, v, w;
+  };
+  void multiply(const Level& L, const T* x, T* y) const;
+  void residual(const Level& L, const T* b, const T* x, T* r) const;
+  void smooth_correction(const Level& L, const T* r, T* e) const;  // e = S·r
+  void sweep(const Level& L, const T* b, T* x) const;              // x += S·(b − A·x)
+  void vcycle(std::size_t l, const T* b, T* x) const;
+  void coarse_solve(const Level& L, const T* b, T* x) const;
+
+  StructureFingerprint fingerprint_;
+  AmgOptions opt_;
+  AmgInfo info_;
+  typename CsrMatrix<T>::IndexView rp0_, ci0_;
+  typename CsrMatrix<T>::ValueView va0_;
+  std::vector<Level> levels_;
+  std::vector<double> chol_;           ///< coarsest level's Cholesky factor (row-major lower)
+  mutable std::vector<double> chol_work_;
+  mutable std::vector<T> col_r_, col_z_;  ///< apply_block's column buffers
+};
+
+extern template class HostAmg<double>;
+extern template class HostAmg<float>;
+
+}  // namespace krysp

@@ -1,0 +1,318 @@
+// The sparse pieces of the AMG set-up (amg.hpp): CSR transpose, SpGEMM and sum, strength of
+// connection, aggregation, the tentative prolongator, and a dense Cholesky for the coarsest level.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "krysp/base/error.hpp"
+#include "krysp/precond/amg.hpp"
+
+namespace krysp::amg {
+
+template <class T>
+Csr<double> to_csr(const CsrMatrix<T>& A) {
+  Csr<double> C;
+  C.rows = A.rows();
+  C.cols = A.cols();
+  const auto& rp = A.row_ptr();
+  const auto& ci = A.col_idx();
+  const auto& va = A.values();
+  C.row_ptr.assign(rp.data(), rp.data() + A.rows() + 1);
+  C.col_idx.assign(ci.data(), ci.data() + A.nnz());
+  C.values.resize(std::size_t(A.nnz()));
+  for (index_t k = 0; k < A.nnz(); ++k) C.values[std::size_t(k)] = double(va(k));
+  return C;
+}
+
+Csr<double> transpose(const Csr<double>& A) {
+  Csr<double> T;
+  T.rows = A.cols;
+  T.cols = A.rows;
+  T.row_ptr.assign(std::size_t(A.cols) + 1, 0);
+  for (index_t j : A.col_idx) ++T.row_ptr[std::size_t(j) + 1];
+  for (index_t j = 0; j < A.cols; ++j) T.row_ptr[std::size_t(j) + 1] += T.row_ptr[std::size_t(j)];
+  T.col_idx.resize(A.col_idx.size());
+  T.values.resize(A.values.size());
+  std::vector<index_t> next(T.row_ptr.begin(), T.row_ptr.end() - 1);
+  for (index_t i = 0; i < A.rows; ++i)  // rows in order: each row of Aᵀ gets its columns sorted
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k) {
+      const index_t p = next[std::size_t(A.col_idx[std::size_t(k)])]++;
+      T.col_idx[std::size_t(p)] = i;
+      T.values[std::size_t(p)] = A.values[std::size_t(k)];
+    }
+  return T;
+}
+
+Csr<double> multiply(const Csr<double>& A, const Csr<double>& B) {
+  KRYSP_REQUIRE(A.cols == B.rows, "AMG: sparse product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols);
+  Csr<double> C;
+  C.rows = A.rows;
+  C.cols = B.cols;
+  C.row_ptr.assign(std::size_t(A.rows) + 1, 0);
+  std::vector<index_t> mark(std::size_t(B.cols), -1), cols;
+  std::vector<double> acc(std::size_t(B.cols), 0.0);
+  for (index_t i = 0; i < A.rows; ++i) {
+    cols.clear();
+    for (index_t p = A.row_ptr[std::size_t(i)]; p < A.row_ptr[std::size_t(i) + 1]; ++p) {
+      const index_t k = A.col_idx[std::size_t(p)];
+      const double a = A.values[std::size_t(p)];
+      for (index_t q = B.row_ptr[std::size_t(k)]; q < B.row_ptr[std::size_t(k) + 1]; ++q) {
+        const index_t j = B.col_idx[std::size_t(q)];
+        if (mark[std::size_t(j)] != i) {
+          mark[std::size_t(j)] = i;
+          cols.push_back(j);
+          acc[std::size_t(j)] = a * B.values[std::size_t(q)];
+        } else {
+          acc[std::size_t(j)] += a * B.values[std::size_t(q)];
+        }
+      }
+    }
+    std::sort(cols.begin(), cols.end());
+    KRYSP_REQUIRE(std::int64_t(C.col_idx.size()) + std::int64_t(cols.size()) <= kMaxNnz,
+                  "AMG: a sparse product has more than ", kMaxNnz, " nonzeros (index_t is 32-bit)");
+    for (index_t j : cols) {
+      C.col_idx.push_back(j);
+      C.values.push_back(acc[std::size_t(j)]);
+    }
+    C.row_ptr[std::size_t(i) + 1] = index_t(C.col_idx.size());
+  }
+  return C;
+}
+
+Csr<double> add(double alpha, const Csr<double>& A, double beta, const Csr<double>& B) {
+  KRYSP_REQUIRE(A.rows == B.rows && A.cols == B.cols, "AMG: sum of ", A.rows, "x", A.cols, " and ", B.rows, "x",
+                B.cols);
+  Csr<double> C;
+  C.rows = A.rows;
+  C.cols = A.cols;
+  C.row_ptr.assign(std::size_t(A.rows) + 1, 0);
+  for (index_t i = 0; i < A.rows; ++i) {
+    index_t p = A.row_ptr[std::size_t(i)], q = B.row_ptr[std::size_t(i)];
+    const index_t pe = A.row_ptr[std::size_t(i) + 1], qe = B.row_ptr[std::size_t(i) + 1];
+    while (p < pe || q < qe) {
+      const index_t ja = p < pe ? A.col_idx[std::size_t(p)] : std::numeric_limits<index_t>::max();
+      const index_t jb = q < qe ? B.col_idx[std::size_t(q)] : std::numeric_limits<index_t>::max();
+      double v = 0;
+      const index_t j = std::min(ja, jb);
+      if (ja == j) v += alpha * A.values[std::size_t(p++)];
+      if (jb == j) v += beta * B.values[std::size_t(q++)];
+      C.col_idx.push_back(j);
+      C.values.push_back(v);
+    }
+    C.row_ptr[std::size_t(i) + 1] = index_t(C.col_idx.size());
+  }
+  return C;
+}
+
+Graph strength_graph(const Csr<double>& A, int b, double theta) {
+  KRYSP_REQUIRE(b >= 1 && A.rows % b == 0, "AMG: block size ", b, " does not divide ", A.rows, " rows");
+  const index_t nodes = A.rows / b;
+  // Node-level magnitudes: |a_ij| for b = 1, the Frobenius norm of the b×b block for b > 1.
+  std::vector<double> diag(std::size_t(nodes), 0.0);
+  for (index_t i = 0; i < A.rows; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k)
+      if (A.col_idx[std::size_t(k)] / b == i / b) diag[std::size_t(i / b)] += A.values[std::size_t(k)] * A.values[std::size_t(k)];
+  for (double& d : diag) d = std::sqrt(d);
+  Graph G;
+  G.nodes = nodes;
+  G.row_ptr.assign(std::size_t(nodes) + 1, 0);
+  std::vector<index_t> mark(std::size_t(nodes), -1), cols;
+  std::vector<double> acc(std::size_t(nodes), 0.0);
+  for (index_t I = 0; I < nodes; ++I) {
+    cols.clear();
+    for (index_t i = I * b; i < (I + 1) * b; ++i)
+      for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k) {
+        const index_t J = A.col_idx[std::size_t(k)] / b;
+        if (J == I) continue;
+        const double v = A.values[std::size_t(k)];
+        if (mark[std::size_t(J)] != I) {
+          mark[std::size_t(J)] = I;
+          cols.push_back(J);
+          acc[std::size_t(J)] = v * v;
+        } else {
+          acc[std::size_t(J)] += v * v;
+        }
+      }
+    std::sort(cols.begin(), cols.end());
+    for (index_t J : cols)
+      if (std::sqrt(acc[std::size_t(J)]) >= theta * std::sqrt(diag[std::size_t(I)] * diag[std::size_t(J)]) &&
+          acc[std::size_t(J)] > 0)
+        G.col_idx.push_back(J);
+    G.row_ptr[std::size_t(I) + 1] = index_t(G.col_idx.size());
+  }
+  return G;
+}
+
+Aggregation aggregate(const Graph& G) {
+  const index_t n = G.nodes;
+  constexpr index_t kFree = -1, kIsolated = -2;
+  Aggregation a;
+  std::vector<index_t> agg(std::size_t(n), kFree);
+  auto nbrs = [&](index_t i) {
+    return std::pair(G.col_idx.data() + G.row_ptr[std::size_t(i)], G.col_idx.data() + G.row_ptr[std::size_t(i) + 1]);
+  };
+  // Pass 1: roots whose strong neighbours are all free.
+  for (index_t i = 0; i < n; ++i) {
+    if (agg[std::size_t(i)] != kFree) continue;
+    const auto [b, e] = nbrs(i);
+    if (b == e) {
+      agg[std::size_t(i)] = kIsolated;
+      ++a.isolated;
+      continue;
+    }
+    if (std::any_of(b, e, [&](index_t j) { return agg[std::size_t(j)] != kFree; })) continue;
+    agg[std::size_t(i)] = a.count;
+    for (const index_t* j = b; j != e; ++j) agg[std::size_t(*j)] = a.count;
+    ++a.count;
+  }
+  a.roots = a.count;
+  // Pass 2: leftovers join the aggregate of their first strong neighbour aggregated by pass 1
+  // (the snapshot keeps pass-2 nodes from pulling further nodes in).
+  const std::vector<index_t> pass1 = agg;
+  for (index_t i = 0; i < n; ++i) {
+    if (agg[std::size_t(i)] != kFree) continue;
+    const auto [b, e] = nbrs(i);
+    for (const index_t* j = b; j != e; ++j)
+      if (pass1[std::size_t(*j)] >= 0) {
+        agg[std::size_t(i)] = pass1[std::size_t(*j)];
+        ++a.attached;
+        break;
+      }
+  }
+  // Pass 3: new aggregates from what is left (a node and its free strong neighbours).
+  for (index_t i = 0; i < n; ++i) {
+    if (agg[std::size_t(i)] != kFree) continue;
+    agg[std::size_t(i)] = a.count;
+    const auto [b, e] = nbrs(i);
+    for (const index_t* j = b; j != e; ++j)
+      if (agg[std::size_t(*j)] == kFree) agg[std::size_t(*j)] = a.count;
+    ++a.count;
+  }
+  for (index_t& g : agg)
+    if (g == kIsolated) g = -1;
+  a.of_node = std::move(agg);
+  return a;
+}
+
+Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std::vector<double>& B) {
+  const index_t nodes = index_t(agg.of_node.size()), n = nodes * b;
+  KRYSP_REQUIRE(K >= 1 && K <= b, "AMG: near-nullspace of ", K, " vectors for block size ", b);
+  KRYSP_REQUIRE(B.size() == std::size_t(n) * std::size_t(K), "AMG: near-nullspace has ", B.size(),
+                " entries, expected ", n, "x", K);
+  // The nodes of each aggregate, in node order (counting sort).
+  std::vector<index_t> start(std::size_t(agg.count) + 1, 0), members(static_cast<std::size_t>(nodes));
+  for (index_t g : agg.of_node)
+    if (g >= 0) ++start[std::size_t(g) + 1];
+  for (index_t g = 0; g < agg.count; ++g) start[std::size_t(g) + 1] += start[std::size_t(g)];
+  {
+    std::vector<index_t> next(start.begin(), start.end() - 1);
+    for (index_t I = 0; I < nodes; ++I)
+      if (agg.of_node[std::size_t(I)] >= 0) members[std::size_t(next[std::size_t(agg.of_node[std::size_t(I)])]++)] = I;
+  }
+  Tentative t;
+  t.coarse_B.assign(std::size_t(agg.count) * K * K, 0.0);
+  std::vector<double> Qrows(std::size_t(n) * K, 0.0);  // row i of P_tent's block (K values)
+  std::vector<double> Q, R;
+  for (index_t g = 0; g < agg.count; ++g) {
+    const index_t first = start[std::size_t(g)], count = start[std::size_t(g) + 1] - first;
+    const index_t m = count * b;  // rows of the aggregate (≥ b ≥ K)
+    auto row_of = [&](index_t r) { return members[std::size_t(first + r / b)] * b + r % b; };
+    Q.assign(std::size_t(m) * K, 0.0);  // column-major m × K
+    R.assign(std::size_t(K) * K, 0.0);
+    for (int k = 0; k < K; ++k) {
+      double* q = Q.data() + std::size_t(k) * m;
+      double norm0 = 0;
+      for (index_t r = 0; r < m; ++r) {
+        q[r] = B[std::size_t(row_of(r)) * K + k];
+        norm0 += q[r] * q[r];
+      }
+      norm0 = std::sqrt(norm0);
+      for (int pass = 0; pass < 2; ++pass)  // Gram-Schmidt twice: orthogonal to rounding
+        for (int c = 0; c < k; ++c) {
+          const double* qc = Q.data() + std::size_t(c) * m;
+          double h = 0;
+          for (index_t r = 0; r < m; ++r) h += qc[r] * q[r];
+          R[std::size_t(c) * K + k] += h;
+          for (index_t r = 0; r < m; ++r) q[r] -= h * qc[r];
+        }
+      double norm = 0;
+      for (index_t r = 0; r < m; ++r) norm += q[r] * q[r];
+      norm = std::sqrt(norm);
+      if (norm > 1e-10 * norm0 && norm > 0) {
+        R[std::size_t(k) * K + k] = norm;
+        for (index_t r = 0; r < m; ++r) q[r] /= norm;
+        continue;
+      }
+      // B's column k is dependent on the earlier ones here: complete Q with the unit vector that
+      // keeps the most of its norm after orthogonalisation (R's diagonal entry stays 0).
+      index_t best = 0;
+      double best_norm = -1;
+      for (index_t e = 0; e < m; ++e) {
+        double s = 1;
+        for (int c = 0; c < k; ++c) s -= Q[std::size_t(c) * m + e] * Q[std::size_t(c) * m + e];
+        if (s > best_norm + 1e-12) best_norm = s, best = e;
+      }
+      std::fill(q, q + m, 0.0);
+      q[best] = 1;
+      for (int pass = 0; pass < 2; ++pass)
+        for (int c = 0; c < k; ++c) {
+          const double* qc = Q.data() + std::size_t(c) * m;
+          double h = 0;
+          for (index_t r = 0; r < m; ++r) h += qc[r] * q[r];
+          for (index_t r = 0; r < m; ++r) q[r] -= h * qc[r];
+        }
+      norm = 0;
+      for (index_t r = 0; r < m; ++r) norm += q[r] * q[r];
+      norm = std::sqrt(norm);
+      for (index_t r = 0; r < m; ++r) q[r] /= norm;
+    }
+    for (index_t r = 0; r < m; ++r)
+      for (int k = 0; k < K; ++k) Qrows[std::size_t(row_of(r)) * K + k] = Q[std::size_t(k) * m + r];
+    for (int i = 0; i < K; ++i)
+      for (int k = 0; k < K; ++k) t.coarse_B[(std::size_t(g) * K + i) * K + k] = R[std::size_t(i) * K + k];
+  }
+  Csr<double>& P = t.P;
+  P.rows = n;
+  P.cols = agg.count * K;
+  P.row_ptr.assign(std::size_t(n) + 1, 0);
+  for (index_t i = 0; i < n; ++i) {
+    const index_t g = agg.of_node[std::size_t(i / b)];
+    if (g >= 0)
+      for (int k = 0; k < K; ++k) {
+        const double v = Qrows[std::size_t(i) * K + k];
+        if (v == 0) continue;  // unit-vector near-nullspaces give exact zeros: keep P sparse
+        P.col_idx.push_back(g * K + k);
+        P.values.push_back(v);
+      }
+    P.row_ptr[std::size_t(i) + 1] = P.nnz();
+  }
+  return t;
+}
+
+index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {
+  const std::size_t N = std::size_t(n);
+  for (std::size_t j = 0; j < N; ++j) {
+    double* lj = a.data() + j * N;
+    const double ajj = lj[j];
+    double d = ajj;
+    for (std::size_t k = 0; k < j; ++k) d -= lj[k] * lj[k];
+    if (!(d > 16 * std::numeric_limits<double>::epsilon() * std::abs(ajj)) || !std::isfinite(d)) {
+      *pivot = d;
+      return index_t(j);
+    }
+    d = std::sqrt(d);
+    lj[j] = d;
+    for (std::size_t i = j + 1; i < N; ++i) {
+      double* li = a.data() + i * N;
+      double s = li[j];
+      for (std::size_t k = 0; k < j; ++k) s -= li[k] * lj[k];
+      li[j] = s / d;
+    }
+  }
+  return -1;
+}
+
+template Csr<double> to_csr(const CsrMatrix<double>&);
+template Csr<double> to_csr(const CsrMatrix<float>&);
+
+}  // namespace krysp::amg

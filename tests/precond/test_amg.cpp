@@ -1,0 +1,501 @@
+// Smoothed-aggregation AMG on the host (precond/amg.hpp): the sparse set-up pieces against dense
+// references, M⁻¹ symmetric positive definite, PCG iterations against Jacobi-CG on 3-D problems
+// and a SuiteSparse matrix (each solve checked by its true residual), determinism, the
+// hierarchy's sizes and complexities, and the errors for bad input.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+#include "krysp/base/error.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "precond/precond_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+PrecondOptions amg_options(int b = 0) {
+  PrecondOptions o = test::precond(PrecondKind::Amg);
+  o.amg.block_size = b;
+  return o;
+}
+
+// Dense copy (row-major) of a Csr<double>.
+std::vector<double> dense(const amg::Csr<double>& A) {
+  std::vector<double> D(std::size_t(A.rows) * std::size_t(A.cols), 0.0);
+  for (index_t i = 0; i < A.rows; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k)
+      D[std::size_t(i) * A.cols + std::size_t(A.col_idx[std::size_t(k)])] += A.values[std::size_t(k)];
+  return D;
+}
+
+// Columns strictly increasing in every row, row_ptr consistent.
+bool sorted_csr(const amg::Csr<double>& A) {
+  if (A.row_ptr.size() != std::size_t(A.rows) + 1 || A.row_ptr[0] != 0) return false;
+  if (A.row_ptr.back() != A.nnz() || A.values.size() != A.col_idx.size()) return false;
+  for (index_t i = 0; i < A.rows; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k) {
+      const index_t j = A.col_idx[std::size_t(k)];
+      if (j < 0 || j >= A.cols) return false;
+      if (k > A.row_ptr[std::size_t(i)] && A.col_idx[std::size_t(k) - 1] >= j) return false;
+    }
+  return true;
+}
+
+amg::Csr<double> random_sparse(index_t rows, index_t cols, double density, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1), v(-1, 1);
+  amg::Csr<double> A;
+  A.rows = rows;
+  A.cols = cols;
+  A.row_ptr.assign(std::size_t(rows) + 1, 0);
+  for (index_t i = 0; i < rows; ++i) {
+    for (index_t j = 0; j < cols; ++j)
+      if (u(rng) < density) A.col_idx.push_back(j), A.values.push_back(v(rng));
+    A.row_ptr[std::size_t(i) + 1] = A.nnz();
+  }
+  return A;
+}
+
+// A PCG solve through solve() on the host with `pc`, rtol 1e-8: the report and the true residual
+// recomputed here.
+struct Solved {
+  index_t iterations = 0;
+  bool converged = false;
+  double true_residual = 0;
+  double seconds = 0, setup_seconds = 0;
+};
+Solved pcg(const CsrMatrix<double>& A, const PrecondOptions& pc) {
+  std::vector<double> b(A.rows()), x;
+  for (index_t i = 0; i < A.rows(); ++i) b[i] = 1.0 + 0.5 * std::sin(0.37 * i);
+  SolveOptions o;
+  o.backend = Backend::Host;
+  o.precond = pc;
+  o.cg.rtol = 1e-8;
+  const SolveReport rep = solve(A, b, x, o);
+  Solved s;
+  s.iterations = rep.iterations;
+  s.converged = rep.status == SolveStatus::Converged;
+  s.true_residual = test::true_relative_residual(A, b, x);
+  s.seconds = rep.seconds;
+  s.setup_seconds = rep.setup_seconds;
+  CHECK(rep.preconditioner.rfind(to_string(pc.kind), 0) == 0);  // the kind (a summary may follow)
+  return s;
+}
+
+void print_hierarchy(const char* name, const HostAmg<double>& M) {
+  std::printf("  %s: %s, set-up %.3f s\n", name, M.summary().c_str(), M.info().setup_seconds);
+}
+
+}  // namespace
+
+TEST_CASE("AMG set-up: transpose, SpGEMM and sum against dense products") {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    const auto A = random_sparse(37, 23, 0.15, seed), B = random_sparse(23, 41, 0.2, seed + 10);
+    const auto C = amg::multiply(A, B);
+    REQUIRE(sorted_csr(C));
+    const auto dA = dense(A), dB = dense(B), dC = dense(C);
+    double err = 0;
+    for (index_t i = 0; i < 37; ++i)
+      for (index_t j = 0; j < 41; ++j) {
+        double s = 0;
+        for (index_t k = 0; k < 23; ++k) s += dA[std::size_t(i) * 23 + k] * dB[std::size_t(k) * 41 + j];
+        err = std::max(err, std::abs(s - dC[std::size_t(i) * 41 + j]));
+      }
+    CHECK(err <= 1e-14);
+    const auto T = amg::transpose(A);
+    REQUIRE(sorted_csr(T));
+    CHECK(T.rows == 23);
+    CHECK(T.cols == 37);
+    const auto dT = dense(T);
+    for (index_t i = 0; i < 37; ++i)
+      for (index_t j = 0; j < 23; ++j) CHECK(dT[std::size_t(j) * 37 + i] == dA[std::size_t(i) * 23 + j]);
+    const auto A2 = random_sparse(37, 23, 0.3, seed + 20);
+    const auto S = amg::add(2.0, A, -0.5, A2);
+    REQUIRE(sorted_csr(S));
+    const auto dS = dense(S), dA2 = dense(A2);
+    for (std::size_t k = 0; k < dS.size(); ++k) CHECK(dS[k] == 2.0 * dA[k] - 0.5 * dA2[k]);
+  }
+  // Empty rows and an empty product.
+  amg::Csr<double> Z;
+  Z.rows = 3;
+  Z.cols = 4;
+  Z.row_ptr.assign(4, 0);
+  const auto ZB = amg::multiply(Z, random_sparse(4, 5, 0.5, 9));
+  CHECK(ZB.rows == 3);
+  CHECK(ZB.nnz() == 0);
+  CHECK(sorted_csr(ZB));
+}
+
+TEST_CASE("AMG set-up: strength, aggregation and the tentative prolongator") {
+  // 2-D Laplacian 12x12: every off-diagonal entry is strong (1 >= 0.08·4), every node aggregated.
+  const auto A = amg::to_csr(laplacian_2d(12, 12));
+  const amg::Graph G = amg::strength_graph(A, 1, 0.08);
+  CHECK(G.nodes == 144);
+  CHECK(G.col_idx.size() == std::size_t(A.nnz() - 144));  // all but the diagonal
+  const amg::Aggregation agg = amg::aggregate(G);
+  CHECK(agg.isolated == 0);
+  CHECK(agg.count > 0);
+  CHECK(agg.roots > 0);
+  CHECK(agg.count >= agg.roots);
+  for (index_t g : agg.of_node) CHECK((g >= 0 && g < agg.count));
+  // Pass-1 roots take whole neighbourhoods (5 nodes inside the grid), so aggregates are several
+  // nodes large: far fewer aggregates than nodes.
+  CHECK(agg.count * 3 <= 144);
+  // A threshold above every ratio: no strong connections, every node isolated.
+  const amg::Graph none = amg::strength_graph(A, 1, 0.3);
+  CHECK(none.col_idx.empty());
+  const amg::Aggregation agg0 = amg::aggregate(none);
+  CHECK(agg0.count == 0);
+  CHECK(agg0.isolated == 144);
+
+  // P_tent has orthonormal columns (PᵀP = I), and P_tent·R reproduces B.
+  for (int b : {1, 3}) {
+    CAPTURE(b);
+    const auto K = test::kron_laplacian_block(8, 9, b);  // 72 nodes of b unknowns
+    const auto Ak = amg::to_csr(K);
+    const amg::Aggregation ag = amg::aggregate(amg::strength_graph(Ak, b, 0.08));
+    REQUIRE(ag.count > 0);
+    std::vector<double> B(std::size_t(K.rows()) * b, 0.0);
+    for (index_t i = 0; i < K.rows(); ++i) B[std::size_t(i) * b + std::size_t(i % b)] = 1.0;
+    // A second-level-like near-nullspace too: mix the columns so they are dense and not orthogonal.
+    std::vector<double> Bmix = B;
+    for (index_t i = 0; i < K.rows(); ++i)
+      for (int k = 0; k < b; ++k) Bmix[std::size_t(i) * b + k] += 0.3 * std::sin(double(i + 7 * k));
+    for (const auto* Bp : {&B, &Bmix}) {
+      const amg::Tentative t = amg::tentative_prolongator(ag, b, b, *Bp);
+      REQUIRE(sorted_csr(t.P));
+      CHECK(t.P.cols == ag.count * b);
+      const auto PtP = dense(amg::multiply(amg::transpose(t.P), t.P));
+      double err = 0;
+      for (index_t i = 0; i < t.P.cols; ++i)
+        for (index_t j = 0; j < t.P.cols; ++j) err = std::max(err, std::abs(PtP[std::size_t(i) * t.P.cols + j] - (i == j)));
+      CHECK(err <= 1e-13);
+      // P_tent · coarse_B = B
+      const auto dP = dense(t.P);
+      double rerr = 0;
+      for (index_t i = 0; i < K.rows(); ++i)
+        for (int k = 0; k < b; ++k) {
+          double s = 0;
+          for (index_t c = 0; c < t.P.cols; ++c) s += dP[std::size_t(i) * t.P.cols + c] * t.coarse_B[std::size_t(c) * b + k];
+          rerr = std::max(rerr, std::abs(s - (*Bp)[std::size_t(i) * b + k]));
+        }
+      CHECK(rerr <= 1e-13);
+    }
+  }
+}
+
+TEST_CASE("AMG: the hierarchy's level sizes strictly decrease and its complexities are reported") {
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+    int b;
+  };
+  for (const Case& c : {Case{"laplacian_3d 32^3", laplacian_3d(32, 32, 32), 0},
+                        Case{"diffusion_3d 24", diffusion_3d(24, 1, 1, 0.01, 1e4), 0},
+                        Case{"bcsstk06", test::load("bcsstk06"), 3}}) {
+    CAPTURE(c.name);
+    const HostAmg<double> M(c.A, amg_options(c.b).amg);
+    print_hierarchy(c.name.c_str(), M);
+    const auto& L = M.levels();
+    REQUIRE(L.size() >= 2);
+    CHECK(L[0].rows == c.A.rows());
+    CHECK(L[0].nnz == c.A.nnz());
+    double nnz = 0, rows = 0;
+    for (std::size_t l = 0; l < L.size(); ++l) {
+      CAPTURE(l);
+      if (l > 0) CHECK(L[l].rows < L[l - 1].rows);
+      if (l + 1 < L.size()) CHECK(double(L[l].rows) >= 1.2 * double(L[l + 1].rows));
+      nnz += double(L[l].nnz);
+      rows += double(L[l].rows);
+    }
+    CHECK(L.back().rows <= 200);
+    CHECK(M.info().coarse_direct);
+    CHECK_FALSE(M.info().stalled);
+    CHECK(M.info().operator_complexity == doctest::Approx(nnz / double(c.A.nnz())).epsilon(1e-12));
+    CHECK(M.info().grid_complexity == doctest::Approx(rows / double(c.A.rows())).epsilon(1e-12));
+    CHECK(M.info().operator_complexity > 1.0);
+    CHECK(M.info().operator_complexity < 3.0);
+    CHECK(M.summary().find("operator complexity") != std::string::npos);
+    CHECK(M.summary().find("grid complexity") != std::string::npos);
+  }
+}
+
+TEST_CASE("AMG: M^-1 is symmetric and positive definite") {
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+    PrecondOptions o;
+  };
+  std::vector<Case> cases;
+  auto with = [](int b, AmgSmoother s, int degree, int sweeps, index_t coarse) {
+    PrecondOptions o = amg_options(b);
+    o.amg.smoother = s;
+    o.amg.smoother_degree = degree;
+    o.amg.sweeps = sweeps;
+    o.amg.coarse_size = coarse;
+    return o;
+  };
+  cases.push_back({"laplacian_3d 12^3", laplacian_3d(12, 12, 12), with(0, AmgSmoother::Chebyshev, 2, 1, 20)});
+  cases.push_back({"laplacian_3d 12^3 l1", laplacian_3d(12, 12, 12), with(0, AmgSmoother::L1Jacobi, 2, 2, 20)});
+  cases.push_back({"diffusion_3d 12", diffusion_3d(12, 1, 1, 0.01, 1e4), with(0, AmgSmoother::Chebyshev, 3, 1, 20)});
+  cases.push_back({"bcsstk06 b 3", test::load("bcsstk06"), with(3, AmgSmoother::Chebyshev, 2, 1, 30)});
+  cases.push_back({"bcsstk01 b 6", test::load("bcsstk01"), with(0, AmgSmoother::Chebyshev, 2, 1, 12)});
+  cases.push_back({"1138_bus", test::load("1138_bus"), with(0, AmgSmoother::Chebyshev, 4, 1, 50)});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const HostAmg<double> M(c.A, c.o.amg);
+    REQUIRE(M.levels().size() >= 2);
+    const test::ApplyFn f = [&](const double* r, double* z) { M.apply(r, z); };
+    test::check_symmetric_positive_random(c.A.rows(), f, 1e-12);
+    if (c.A.rows() <= 500) {  // and densely
+      const auto D = test::dense_operator(c.A.rows(), f);
+      CHECK(test::asymmetry(D, c.A.rows()) <= 1e-12);
+      CHECK(test::positive_definite(D, c.A.rows()));
+    }
+  }
+}
+
+TEST_CASE("AMG: PCG iterations against Jacobi-CG on 3-D problems and bcsstk06 (true residuals checked)") {
+  struct Run {
+    index_t jacobi = 0, amg = 0;
+  };
+  auto run = [](const char* name, const CsrMatrix<double>& A, const PrecondOptions& pc) {
+    const Solved j = pcg(A, test::precond(PrecondKind::Jacobi));
+    const auto t0 = std::chrono::steady_clock::now();
+    const HostAmg<double> M(A, pc.amg);
+    const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const Solved a = pcg(A, pc);
+    std::printf("  %-26s n %7d  jacobi-cg %5d it  amg-cg %4d it (%.2fx)  true relres %.1e / %.1e  "
+                "amg set-up %.3f s, solve %.3f s\n    %s\n",
+                name, int(A.rows()), int(j.iterations), int(a.iterations), double(a.iterations) / double(j.iterations),
+                j.true_residual, a.true_residual, setup, a.seconds, M.summary().c_str());
+    CHECK(j.converged);
+    CHECK(a.converged);
+    CHECK(j.true_residual <= 1e-8);
+    CHECK(a.true_residual <= 1e-8);
+    return Run{j.iterations, a.iterations};
+  };
+  const Run l16 = run("laplacian_3d 16^3", laplacian_3d(16, 16, 16), amg_options());
+  const Run l32 = run("laplacian_3d 32^3", laplacian_3d(32, 32, 32), amg_options());
+  CHECK(double(l32.amg) <= 1.3 * double(l16.amg));  // nearly independent of the mesh size
+  CHECK(double(l32.amg) <= 0.2 * double(l32.jacobi));
+  const Run dif = run("diffusion_3d(24,1,1,.01,1e4)", diffusion_3d(24, 1, 1, 0.01, 1e4), amg_options());
+  CHECK(double(dif.amg) <= 0.15 * double(dif.jacobi));
+  const auto K = test::load("bcsstk06");
+  CHECK(detect_block_size(K) == 1);  // no node pattern to detect: b = 3 (x, y, z) given
+  const Run k3 = run("bcsstk06 (b 3)", K, amg_options(3));
+  CHECK(k3.amg < k3.jacobi);
+  const Run k1 = run("bcsstk06 (b 1)", K, amg_options(1));
+  (void)k1;
+  PrecondOptions l1 = amg_options();
+  l1.amg.smoother = AmgSmoother::L1Jacobi;
+  const Run l32l1 = run("laplacian_3d 32^3 l1-jacobi", laplacian_3d(32, 32, 32), l1);
+  CHECK(double(l32l1.amg) <= 0.5 * double(l32l1.jacobi));
+}
+
+TEST_CASE("AMG: two set-ups give bitwise equal results of apply and apply_block") {
+  for (const auto& [name, A, b] : {std::tuple{std::string("diffusion_3d 16"), diffusion_3d(16, 1, 1, 0.01, 1e4), 0},
+                                   std::tuple{std::string("bcsstk06"), test::load("bcsstk06"), 3}}) {
+    CAPTURE(name);
+    const HostAmg<double> M1(A, amg_options(b).amg), M2(A, amg_options(b).amg);
+    REQUIRE(M1.levels().size() == M2.levels().size());
+    for (std::size_t l = 0; l < M1.levels().size(); ++l) {
+      CHECK(M1.levels()[l].rows == M2.levels()[l].rows);
+      CHECK(M1.levels()[l].nnz == M2.levels()[l].nnz);
+      CHECK(M1.levels()[l].omega == M2.levels()[l].omega);
+    }
+    const auto r = test::random_vector(std::size_t(A.rows()));
+    std::vector<double> z1(r.size()), z2(r.size()), z3(r.size());
+    M1.apply(r.data(), z1.data());
+    M2.apply(r.data(), z2.data());
+    M1.apply(r.data(), z3.data());  // and applying again
+    CHECK(std::memcmp(z1.data(), z2.data(), z1.size() * sizeof(double)) == 0);
+    CHECK(std::memcmp(z1.data(), z3.data(), z1.size() * sizeof(double)) == 0);
+    // apply_block: the V-cycle column by column, bitwise; the padding untouched.
+    const index_t n = A.rows(), N = 3, ldr = 4, ldz = 5;
+    const auto R = test::random_vector(std::size_t(n) * ldr);
+    std::vector<double> Z(std::size_t(n) * ldz, -7.0), rc(static_cast<std::size_t>(n)), zc(static_cast<std::size_t>(n));
+    M2.apply_block(N, R.data(), ldr, Z.data(), ldz);
+    for (index_t c = 0; c < N; ++c) {
+      for (index_t i = 0; i < n; ++i) rc[std::size_t(i)] = R[std::size_t(i) * ldr + c];
+      M1.apply(rc.data(), zc.data());
+      bool same = true;
+      for (index_t i = 0; i < n; ++i) same = same && Z[std::size_t(i) * ldz + c] == zc[std::size_t(i)];
+      CHECK(same);
+    }
+    bool pad = true;
+    for (index_t i = 0; i < n; ++i)
+      for (index_t c = N; c < ldz; ++c) pad = pad && Z[std::size_t(i) * ldz + c] == -7.0;
+    CHECK(pad);
+  }
+}
+
+TEST_CASE("AMG: float hierarchy agrees with double") {
+  const auto A = laplacian_3d(12, 12, 12);
+  std::vector<float> vf(A.values().data(), A.values().data() + A.nnz());
+  const CsrMatrix<float> Af(A.rows(), A.cols(), A.row_ptr(), A.col_idx(),
+                            [&] {
+                              CsrMatrix<float>::ValueView v("v", std::size_t(A.nnz()));
+                              for (index_t k = 0; k < A.nnz(); ++k) v(k) = vf[std::size_t(k)];
+                              return v;
+                            }());
+  PrecondOptions o = amg_options();
+  o.amg.coarse_size = 20;
+  const HostAmg<double> Md(A, o.amg);
+  const HostAmg<float> Mf(Af, o.amg);
+  REQUIRE(Md.levels().size() == Mf.levels().size());
+  const auto r = test::random_vector(std::size_t(A.rows()));
+  std::vector<float> rf(r.begin(), r.end()), zf(r.size());
+  std::vector<double> zd(r.size());
+  Md.apply(r.data(), zd.data());
+  Mf.apply(rf.data(), zf.data());
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) err = std::max(err, std::abs(zf[i] - zd[i])), scale = std::max(scale, std::abs(zd[i]));
+  CHECK(err <= 1e-4 * scale);
+}
+
+TEST_CASE("AMG: where coarsening stalls or levels run out, it stops there and says so") {
+  // A diagonal matrix has no strong connections: no aggregates, coarsening stalls at once.
+  const index_t n = 500;
+  std::vector<index_t> I(n);
+  std::vector<double> V(n);
+  for (index_t i = 0; i < n; ++i) I[i] = i, V[i] = 1.0 + i % 7;
+  const auto D = CsrMatrix<double>::from_triplets(n, n, I, I, V);
+  const HostAmg<double> M(D, amg_options().amg);
+  CHECK(M.info().stalled);
+  CHECK(M.levels().size() == 1);
+  CHECK(M.info().coarse_direct);  // 500 rows: factored densely
+  CHECK(M.info().stop_reason.find("stalled at level 0") != std::string::npos);
+  CHECK(M.summary().find("stalled") != std::string::npos);
+  std::vector<double> r(n), z(n);
+  for (index_t i = 0; i < n; ++i) r[i] = std::sin(double(i));
+  M.apply(r.data(), z.data());
+  for (index_t i = 0; i < n; ++i) CHECK(z[i] == doctest::Approx(r[i] / V[i]).epsilon(1e-13));
+  // max_levels = 1 on a large matrix: the only level is smoothed, not factored; still SPD.
+  const auto A = laplacian_3d(14, 14, 14);  // 2744 rows > kAmgMaxDenseRows
+  PrecondOptions o = amg_options();
+  o.amg.max_levels = 1;
+  const HostAmg<double> S(A, o.amg);
+  CHECK(S.levels().size() == 1);
+  CHECK_FALSE(S.info().coarse_direct);
+  CHECK(S.info().stop_reason.find("max_levels") != std::string::npos);
+  CHECK(S.summary().find("by smoothing") != std::string::npos);
+  test::check_symmetric_positive_random(A.rows(), [&](const double* x, double* y) { S.apply(x, y); }, 1e-12, 3);
+  // max_levels = 2: two levels, the coarse one factored.
+  o.amg.max_levels = 2;
+  const HostAmg<double> T2(A, o.amg);
+  CHECK(T2.levels().size() == 2);
+  CHECK(T2.info().coarse_direct);
+  CHECK(pcg(A, o).converged);
+}
+
+TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
+  const auto A = test::load("bcsstk06");
+  auto bad = [&](auto&& change, const char* text) {
+    CAPTURE(text);
+    PrecondOptions o = amg_options(3);
+    change(o.amg);
+    CHECK_THROWS_WITH_AS(validate(o), doctest::Contains(text), InputError);
+    CHECK_THROWS_WITH_AS(make_host_preconditioner(A, o), doctest::Contains(text), InputError);
+    CHECK_THROWS_WITH_AS(HostAmg<double>(A, o.amg), doctest::Contains(text), InputError);
+  };
+  bad([](AmgOptions& a) { a.theta = -0.1; }, "amg.theta = -0.1");
+  bad([](AmgOptions& a) { a.theta = std::nan(""); }, "amg.theta = nan");
+  bad([](AmgOptions& a) { a.max_levels = 0; }, "amg.max_levels = 0");
+  bad([](AmgOptions& a) { a.coarse_size = 0; }, "amg.coarse_size = 0");
+  bad([](AmgOptions& a) { a.coarse_size = 5000; }, "amg.coarse_size = 5000");
+  bad([](AmgOptions& a) { a.smoother = AmgSmoother(7); }, "amg.smoother = 7");
+  bad([](AmgOptions& a) { a.smoother_degree = 0; }, "amg.smoother_degree = 0");
+  bad([](AmgOptions& a) { a.smoother_ratio = 1; }, "amg.smoother_ratio = 1");
+  bad([](AmgOptions& a) { a.sweeps = 0; }, "amg.sweeps = 0");
+  bad([](AmgOptions& a) { a.block_size = 9; }, "amg.block_size = 9");
+  bad([](AmgOptions& a) { a.prolongation_weight = 2; }, "amg.prolongation_weight = 2");
+  // A block size that does not divide n (420 rows).
+  PrecondOptions o = amg_options(8);
+  CHECK_THROWS_WITH_AS(make_host_preconditioner(A, o), doctest::Contains("block size 8 does not divide n = 420"), InputError);
+
+  // Not SPD, found on the coarsest level: a 2x2 indefinite matrix is its own coarsest level.
+  const auto I2 = CsrMatrix<double>::from_triplets(2, 2, {0, 0, 1, 1}, {0, 1, 0, 1}, {1.0, 2.0, 2.0, 1.0});
+  CHECK_THROWS_WITH_AS(HostAmg<double>(I2, AmgOptions{}),
+                       doctest::Contains("coarse matrix of level 0 (2 rows, level 0 = A) is not positive definite: "
+                                         "Cholesky pivot 2 = -3 (negative: indefinite)"),
+                       InputError);
+  // An indefinite 1-D operator tridiag(-1.5, 2, -1.5) (positive diagonal, negative smooth modes):
+  // the Galerkin coarse matrix is not positive definite.
+  const index_t n = 400;
+  std::vector<index_t> Ii, Jj;
+  std::vector<double> Vv;
+  for (index_t i = 0; i < n; ++i) {
+    Ii.push_back(i), Jj.push_back(i), Vv.push_back(2.0);
+    if (i > 0) Ii.push_back(i), Jj.push_back(i - 1), Vv.push_back(-1.5);
+    if (i + 1 < n) Ii.push_back(i), Jj.push_back(i + 1), Vv.push_back(-1.5);
+  }
+  const auto T = CsrMatrix<double>::from_triplets(n, n, Ii, Jj, Vv);
+  PrecondOptions to = amg_options();
+  to.amg.coarse_size = 20;
+  CHECK_THROWS_WITH_AS(make_host_preconditioner(T, to), doctest::Contains("coarse matrix"), InputError);
+  CHECK_THROWS_WITH_AS(make_host_preconditioner(T, to), doctest::Contains("A is not symmetric positive definite"),
+                       InputError);
+  // A zero diagonal entry on level 0.
+  const auto Z = CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 0}, {1.0, 1.0});
+  CHECK_THROWS_WITH_AS(HostAmg<double>(Z, AmgOptions{}), doctest::Contains("AMG: diagonal entry A(2,2)"), InputError);
+  // The GPU factory refuses AMG (no silent fallback to the host).
+  CHECK_THROWS_WITH_AS(make_device_preconditioner(A, SpmvPlan<double>{}, amg_options(3)),
+                       doctest::Contains("AMG runs on the host backend only for now: use --backend host"), InputError);
+}
+
+TEST_CASE("AMG: names, options and the factory") {
+  CHECK(parse_precond("amg") == PrecondKind::Amg);
+  CHECK(std::string(to_string(PrecondKind::Amg)) == "amg");
+  CHECK(std::string(to_string(AmgSmoother::L1Jacobi)) == "l1-jacobi");
+  CHECK(describe(amg_options()) == "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto)");
+  PrecondOptions o = amg_options(3);
+  o.amg.smoother = AmgSmoother::L1Jacobi;
+  o.amg.max_levels = 4;
+  CHECK(describe(o) == "amg(theta 0.08, l1-jacobi, sweeps 1, coarse 200, b 3, levels 4)");
+  const auto A = test::load("bcsstk06");
+  const auto M = make_host_preconditioner(A, amg_options(3));
+  REQUIRE(M);
+  CHECK(M->kind() == PrecondKind::Amg);
+  CHECK(M->space() == MemorySpace::Host);
+  CHECK(M->inverse_diagonal() == nullptr);
+  CHECK(M->matches(A));
+  CHECK_FALSE(M->matches(test::load("bcsstk01")));
+  CHECK(M->summary().rfind("amg(", 0) == 0);
+  CHECK(M->summary().find("b 3") != std::string::npos);
+  const auto J = make_host_preconditioner(A, test::precond(PrecondKind::Jacobi));
+  CHECK(J->summary() == "jacobi");
+}
+
+TEST_CASE("krysp solve --precond amg --backend host: end to end") {
+  const std::string cli = KRYSP_CLI_PATH;
+  if (!std::ifstream(cli).good()) {
+    MESSAGE("krysp program not built (", cli, "): skipped");
+    return;
+  }
+  const std::string data = KRYSP_TEST_DATA, log = "amg_cli_test.log";
+  auto run = [&](const std::string& a) {
+    const int rc = std::system((cli + " solve " + a + " > " + log + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host") == 0);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CAPTURE(text);
+  CHECK(text.find("amg(") != std::string::npos);
+  CHECK(text.find("converged") != std::string::npos);
+  CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --nrhs 3") == 0);  // block CG
+}
