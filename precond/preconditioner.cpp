@@ -42,7 +42,7 @@ PrecondKind parse_precond(const std::string& name) {
   if (name == "amg") return PrecondKind::Amg;
   // The list keeps its older wording first (scripts and tests match it), amg after it.
   KRYSP_THROW(InputError, "unknown preconditioner '", name,
-              "' (expected none, jacobi, chebyshev or block-jacobi) or amg (host backend only)");
+              "' (expected none, jacobi, chebyshev, block-jacobi or amg)");
 }
 
 void validate(const PrecondOptions& o) {

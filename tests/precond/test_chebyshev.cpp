@@ -388,7 +388,7 @@ TEST_CASE("Preconditioner names and options") {
   for (auto k : {PrecondKind::None, PrecondKind::Jacobi, PrecondKind::Chebyshev, PrecondKind::BlockJacobi})
     CHECK(parse_precond(to_string(k)) == k);
   CHECK_THROWS_WITH_AS(parse_precond("ilu"),
-                       doctest::Contains("unknown preconditioner 'ilu' (expected none, jacobi, chebyshev or block-jacobi)"),
+                       doctest::Contains("unknown preconditioner 'ilu' (expected none, jacobi, chebyshev, block-jacobi or amg)"),
                        InputError);
   CHECK(describe(cheb()) == "chebyshev(degree " + std::to_string(kDefaultChebyshevDegree) + ", ratio 30)");
   PrecondOptions bj = test::precond(PrecondKind::BlockJacobi);
