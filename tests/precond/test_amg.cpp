@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
@@ -486,7 +487,8 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
     MESSAGE("krysp program not built (", cli, "): skipped");
     return;
   }
-  const std::string data = KRYSP_TEST_DATA, log = "amg_cli_test.log";
+  const std::string data = KRYSP_TEST_DATA;
+  const std::string log = (std::filesystem::temp_directory_path() / "krysp_amg_cli_test.log").string();
   auto run = [&](const std::string& a) {
     const int rc = std::system((cli + " solve " + a + " > " + log + " 2>&1").c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -498,4 +500,5 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   CHECK(text.find("amg(") != std::string::npos);
   CHECK(text.find("converged") != std::string::npos);
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --nrhs 3") == 0);  // block CG
+  std::remove(log.c_str());
 }
