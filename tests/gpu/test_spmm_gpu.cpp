@@ -472,6 +472,15 @@ struct BorrowedBcsstk06 {
                                           std::vector<index_t>(H.col_idx().data(), H.col_idx().data() + nnz), v);
   }
 };
+/// Y = D·X by `plan` (ld = N), waited for and downloaded: the product a test compares.
+std::vector<double> product(const SpmmPlan<double>& plan, const CsrMatrix<double>& D, const DeviceArray<double>& dx,
+                            DeviceArray<double>& dy, index_t N) {
+  plan.apply(D, 1.0, dx.data(), N, 0.0, dy.data(), N);
+  cuda_synchronize();
+  std::vector<double> y(dy.size());
+  dy.download(y.data(), y.size());
+  return y;
+}
 }  // namespace
 
 TEST_CASE("SpMM GPU: a device-borrowed matrix changed in place without notify gives right products by default") {
@@ -502,13 +511,7 @@ TEST_CASE("SpMM GPU: a device-borrowed matrix changed in place without notify gi
   for (const SpmmPlanOptions& o : plans) {
     const SpmmPlan<double> plan(D, N, o);
     INFO(plan.config().to_string());
-    auto product = [&] {
-      plan.apply(D, 1.0, dx.data(), N, 0.0, dy.data(), N);
-      cuda_synchronize();
-      std::vector<double> y(Y0.size());
-      dy.download(y.data(), y.size());
-      return y;
-    };
+    auto product = [&] { return ::product(plan, D, dx, dy, N); };
     auto values_for = [&](int r) {  // new values each round, never those of a round before
       std::vector<double> v(m.H.values().data(), m.H.values().data() + m.nnz);
       for (std::size_t k = 0; k < v.size(); ++k) v[k] = (1.0 + 0.25 * r) * v[k] + std::cos(double(k + r));
@@ -593,13 +596,7 @@ TEST_CASE("SpMM GPU: early loads of a device-borrowed matrix only with promise_n
     o.forced = c;
     const SpmmPlan<double> plan(D, N, o);
     INFO(plan.config().to_string());
-    auto product = [&] {
-      plan.apply(D, 1.0, dx.data(), N, 0.0, dy.data(), N);
-      cuda_synchronize();
-      std::vector<double> y(Y0.size());
-      dy.download(y.data(), y.size());
-      return y;
-    };
+    auto product = [&] { return ::product(plan, D, dx, dy, N); };
     auto write_late = [&] {  // NaN in the values until the late writer copies `fresh` over them
       REQUIRE(cudaMemset(m.values.data(), 0xff, m.nnz * sizeof(double)) == cudaSuccess);
       cuda_synchronize();
