@@ -33,6 +33,10 @@ const char* to_string(MemoryKind k);
 /// `*device` (when given) receives the device ordinal, else -1. Throws DeviceError without a
 /// CUDA device.
 MemoryKind memory_kind(const void* p, int* device = nullptr);
+/// InputError unless p points into device memory of the current device, or managed memory:
+/// "<what> = <p> is host (unregistered) memory, not device memory (...)". DeviceError without a
+/// CUDA device.
+void require_device_memory(const void* p, const std::string& what);
 
 /// Bytes of device memory krysp itself holds right now (every live DeviceArray and
 /// detail::device_alloc block; not cuBLAS/cuSPARSE handles). 0 without a device. For leak checks.

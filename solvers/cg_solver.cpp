@@ -34,6 +34,21 @@ struct CgSolver::Impl {
   std::uint64_t precond_version = 0;  // A.values_version() the preconditioner was set up from
   int precond_setups = 0;
 
+  /// Sets the preconditioner up again when A's values changed in place since it was (derived
+  /// data is stale then).
+  void refresh_preconditioner() {
+    if (A.values_version() == precond_version) return;
+    const auto t0 = Clock::now();
+    set_up_preconditioner();
+    setup_seconds = since(t0);
+  }
+  /// The report fields every solve fills the same way.
+  void describe(SolveReport& rep) const {
+    rep.backend = to_string(options.backend);
+    rep.preconditioner = to_string(options.precond.kind);
+    rep.setup_seconds = setup_seconds;
+  }
+
   void set_up_preconditioner() {
     precond_version = A.values_version();
     ++precond_setups;
@@ -90,12 +105,7 @@ namespace {
 /// InputError unless p is device (or managed) memory of the current device.
 void require_device_vector(const void* p, const char* what) {
   KRYSP_REQUIRE(p != nullptr, "solve_device: ", what, " is a null pointer");
-  int dev = -1;
-  const MemoryKind k = memory_kind(p, &dev);
-  KRYSP_REQUIRE(k == MemoryKind::Device || k == MemoryKind::Managed, "solve_device: ", what, " points into ",
-                to_string(k), " memory, not device memory");
-  KRYSP_REQUIRE(dev == cuda_current_device(), "solve_device: ", what, " is on device ", dev,
-                ", the current device is ", cuda_current_device());
+  require_device_memory(p, detail::concat("solve_device: ", what));
 }
 }  // namespace
 
@@ -116,11 +126,7 @@ SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bo
     detail::copy_to_device(d_x, x.data(), bytes);
     return rep;
   }
-  if (s.A.values_version() != s.precond_version) {
-    const auto t0 = Clock::now();
-    s.set_up_preconditioner();
-    s.setup_seconds = since(t0);
-  }
+  s.refresh_preconditioner();
   detail::copy_device_to_device(s.db.data(), d_b, bytes);  // the solver's own buffers: b and x may alias
   if (zero_x0) s.dx.zero();
   else detail::copy_device_to_device(s.dx.data(), d_x, bytes);
@@ -130,9 +136,7 @@ SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bo
   cuda_synchronize();
   rep.device = cuda_device_name();
   rep.spmv_kernel = s.plan->config().to_string();
-  rep.backend = to_string(s.options.backend);
-  rep.preconditioner = to_string(s.options.precond.kind);
-  rep.setup_seconds = s.setup_seconds;
+  s.describe(rep);
   return rep;
 }
 
@@ -146,11 +150,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   std::optional<ZeroFill> sized;
   if (zero_x0 && s.options.backend == Backend::Cuda) sized.emplace(x, n);
   else if (zero_x0) x.assign(n, 0.0);
-  if (s.A.values_version() != s.precond_version) {  // values changed in place: derived data is stale
-    const auto t0 = Clock::now();
-    s.set_up_preconditioner();
-    s.setup_seconds = since(t0);
-  }
+  s.refresh_preconditioner();
   SolveReport rep;
   if (s.options.backend == Backend::Cuda) {
     s.db.upload(b.data(), n);
@@ -170,9 +170,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
     rep.device = "host";
     rep.spmv_kernel = "host-reference";
   }
-  rep.backend = to_string(s.options.backend);
-  rep.preconditioner = to_string(s.options.precond.kind);
-  rep.setup_seconds = s.setup_seconds;
+  s.describe(rep);
   return rep;
 }
 

@@ -184,14 +184,7 @@ CsrMatrix<T> CsrMatrix<T>::from_triplets(index_t rows, index_t cols, const std::
 namespace {
 /// InputError unless p is device (or managed) memory of the current device.
 void require_device_pointer(const void* p, const char* where, const char* name) {
-  int dev = -1;
-  const MemoryKind kind = memory_kind(p, &dev);
-  KRYSP_REQUIRE(kind == MemoryKind::Device || kind == MemoryKind::Managed, "CsrMatrix::", where, ": ", name, " = ",
-                p, " is ", to_string(kind),
-                " memory, not device memory (allocate it with cudaMalloc or cudaMallocManaged)");
-  const int current = cuda_current_device();
-  KRYSP_REQUIRE(kind == MemoryKind::Managed || dev == current, "CsrMatrix::", where, ": ", name, " = ", p,
-                " is memory of device ", dev, " but the current device is ", current);
+  require_device_memory(p, detail::concat("CsrMatrix::", where, ": ", name));
 }
 }  // namespace
 

@@ -46,4 +46,14 @@ MemoryKind memory_kind(const void* p, int* device) {
   }
 }
 
+void require_device_memory(const void* p, const std::string& what) {
+  int dev = -1;
+  const MemoryKind kind = memory_kind(p, &dev);
+  KRYSP_REQUIRE(kind == MemoryKind::Device || kind == MemoryKind::Managed, what, " = ", p, " is ", to_string(kind),
+                " memory, not device memory (allocate it with cudaMalloc or cudaMallocManaged)");
+  const int current = cuda_current_device();
+  KRYSP_REQUIRE(kind == MemoryKind::Managed || dev == current, what, " = ", p, " is memory of device ", dev,
+                " but the current device is ", current);
+}
+
 }  // namespace krysp

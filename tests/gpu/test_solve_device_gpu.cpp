@@ -83,9 +83,9 @@ TEST_CASE("solve_device: host pointers, null pointers and wrong sizes are InputE
   std::vector<double> hb(static_cast<std::size_t>(n), 1.0), hx(static_cast<std::size_t>(n));
   DeviceArray<double> db = uploaded(hb), dx(hb.size());
   CgSolver solver(A, on_gpu());
-  CHECK_THROWS_WITH_AS(solver.solve_device(hb.data(), dx.data(), n), doctest::Contains("b points into host"),
+  CHECK_THROWS_WITH_AS(solver.solve_device(hb.data(), dx.data(), n), doctest::Contains("solve_device: b = "),
                        InputError);
-  CHECK_THROWS_WITH_AS(solver.solve_device(db.data(), hx.data(), n), doctest::Contains("x points into host"),
+  CHECK_THROWS_WITH_AS(solver.solve_device(db.data(), hx.data(), n), doctest::Contains("solve_device: x = "),
                        InputError);
   CHECK_THROWS_WITH_AS(solver.solve_device(nullptr, dx.data(), n), doctest::Contains("b is a null pointer"),
                        InputError);
