@@ -32,17 +32,20 @@ inline CsrMatrix<double> kron_laplacian_block(index_t nx, index_t ny, int b) {
   return CsrMatrix<double>::from_triplets(L.rows() * b, L.rows() * b, I, J, V);
 }
 
-/// The 1-D Laplacian tridiag(−1, 2, −1) of order n.
-inline CsrMatrix<double> laplacian_1d(index_t n) {
+/// tridiag(off, diag, off) of order n.
+inline CsrMatrix<double> tridiagonal(index_t n, double diag, double off) {
   std::vector<index_t> I, J;
   std::vector<double> V;
   for (index_t i = 0; i < n; ++i) {
-    I.push_back(i), J.push_back(i), V.push_back(2.0);
-    if (i > 0) I.push_back(i), J.push_back(i - 1), V.push_back(-1.0);
-    if (i + 1 < n) I.push_back(i), J.push_back(i + 1), V.push_back(-1.0);
+    I.push_back(i), J.push_back(i), V.push_back(diag);
+    if (i > 0) I.push_back(i), J.push_back(i - 1), V.push_back(off);
+    if (i + 1 < n) I.push_back(i), J.push_back(i + 1), V.push_back(off);
   }
   return CsrMatrix<double>::from_triplets(n, n, I, J, V);
 }
+
+/// The 1-D Laplacian tridiag(−1, 2, −1) of order n.
+inline CsrMatrix<double> laplacian_1d(index_t n) { return tridiagonal(n, 2.0, -1.0); }
 
 using ApplyFn = std::function<void(const double*, double*)>;
 

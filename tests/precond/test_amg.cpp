@@ -436,15 +436,7 @@ TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
                        InputError);
   // An indefinite 1-D operator tridiag(-1.5, 2, -1.5) (positive diagonal, negative smooth modes):
   // the Galerkin coarse matrix is not positive definite.
-  const index_t n = 400;
-  std::vector<index_t> Ii, Jj;
-  std::vector<double> Vv;
-  for (index_t i = 0; i < n; ++i) {
-    Ii.push_back(i), Jj.push_back(i), Vv.push_back(2.0);
-    if (i > 0) Ii.push_back(i), Jj.push_back(i - 1), Vv.push_back(-1.5);
-    if (i + 1 < n) Ii.push_back(i), Jj.push_back(i + 1), Vv.push_back(-1.5);
-  }
-  const auto T = CsrMatrix<double>::from_triplets(n, n, Ii, Jj, Vv);
+  const auto T = test::tridiagonal(400, 2.0, -1.5);
   PrecondOptions to = amg_options();
   to.amg.coarse_size = 20;
   CHECK_THROWS_WITH_AS(make_host_preconditioner(T, to), doctest::Contains("coarse matrix"), InputError);
