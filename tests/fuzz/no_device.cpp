@@ -14,6 +14,9 @@ std::uint64_t device_to_host_copies() { return 0; }
 int cuda_current_device() { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
 const char* to_string(MemoryKind) { return "unknown (fuzz build)"; }
 MemoryKind memory_kind(const void*, int*) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+void require_device_memory(const void*, const std::string& what) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device for ", what);
+}
 [[noreturn]] void throw_device_size_mismatch(std::size_t have, std::size_t want) {
   KRYSP_THROW(InputError, "device array of ", have, " elements cannot take ", want);
 }
