@@ -5,7 +5,7 @@
 #  - configures (CUDA arch 90 unless CMAKE_CUDA_ARCHITECTURES is set) and builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs="cmake g++ libtrilinos-kokkos-dev libhdf5-dev doctest-dev liblapacke-dev"
+pkgs="cmake g++ libtrilinos-kokkos-dev libhdf5-dev doctest-dev liblapacke-dev libopenmpi-dev openmpi-bin"
 if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] && ! dpkg -s $pkgs >/dev/null 2>&1; then
   echo "bootstrap: installing $pkgs"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
