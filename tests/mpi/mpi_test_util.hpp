@@ -1,0 +1,70 @@
+#pragma once
+// Helpers of the distributed suites: the world communicator, deterministic vectors (the same on
+// every rank), and a global matrix's rows cut as a simulation code would hand them over.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "krysp/base/communicator.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/sparse/csr.hpp"
+
+namespace krysp::test {
+
+/// MPI_COMM_WORLD as a krysp communicator (made once: duplicating is collective).
+inline const Communicator& world() {
+  static const Communicator comm = Communicator::world();
+  return comm;
+}
+
+/// A bundled SuiteSparse matrix (tests/data/<name>.mtx), read on every rank.
+inline CsrMatrix<double> load(const std::string& name) {
+  return io::read_matrix_market<double>(std::string(KRYSP_TEST_DATA) + "/" + name + ".mtx");
+}
+
+/// Entry i of a fixed vector, the same on every rank and run (seed picks the vector).
+inline double fixed_entry(std::int64_t i, int seed = 1) { return std::sin(0.7 * double(i + 1) * seed + seed) + 0.1; }
+
+/// n entries of fixed_entry.
+inline std::vector<double> fixed_vector(std::int64_t n, int seed = 1) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = fixed_entry(i, seed);
+  return v;
+}
+
+/// Entries [first, last) of v.
+inline std::vector<double> slice(const std::vector<double>& v, std::int64_t first, std::int64_t last) {
+  return std::vector<double>(v.begin() + first, v.begin() + last);
+}
+
+/// Rows [first, last) of A as a simulation code holds them: local row offsets, global columns.
+struct LocalRows {
+  std::vector<index_t> row_ptr{0};
+  std::vector<std::int64_t> cols;
+  std::vector<double> values;
+};
+inline LocalRows rows_of(const CsrMatrix<double>& A, std::int64_t first, std::int64_t last) {
+  LocalRows r;
+  const auto v = A.host_view();
+  for (std::int64_t i = first; i < last; ++i) {
+    for (index_t k = v.row_ptr[i]; k < v.row_ptr[i + 1]; ++k) {
+      r.cols.push_back(v.col_idx[k]);
+      r.values.push_back(v.values[k]);
+    }
+    r.row_ptr.push_back(index_t(r.cols.size()));
+  }
+  return r;
+}
+
+/// ‖a − b‖ / ‖b‖.
+inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += (a[i] - b[i]) * (a[i] - b[i]);
+    s += b[i] * b[i];
+  }
+  return std::sqrt(d) / std::sqrt(s);
+}
+
+}  // namespace krysp::test
