@@ -41,6 +41,7 @@ const char* const kEigsUsage =
     "                       fell 10x), each preconditioned by --precond\n"
     "                       (0: --precond alone; default: 8 with --precond auto for smallest, else 0)\n"
     "  --no-verify          skip the check that no eigenvalue beyond the K-th was missed\n"
+    "  --no-refine          smallest pairs: do not refine a stagnated run by inverse iteration\n"
     "  --max-iters N        iteration limit                    (default 5000)\n"
     "  --block-size b       block size, K <= b, 3b + constraints <= n (default K + max(2, ceil(K/2)))\n"
     "  --x0 X0.mtx          starting vectors, n x (at most b) (dense Matrix Market); the rest random\n"
@@ -65,7 +66,7 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   const Args args(argv,
                   {"k", "which", "B", "precond", "cheb-degree", "tol", "max-iters", "block-size", "x0", "constraints",
                    "seed", "backend", "out", "conv", "inner-iters"},
-                  {"quiet", "help", "no-verify"});
+                  {"quiet", "help", "no-verify", "no-refine"});
   if (args.has("help")) {
     std::fputs(kEigsUsage, stdout);
     return kExitOk;
@@ -83,6 +84,7 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   KRYSP_REQUIRE(opt.lobpcg.tol > 0, "option --tol expects a positive number, got '", args.get("tol", ""), "'");
   opt.lobpcg.convergence = parse_convergence(args.get("conv", "rel"));
   opt.verify = !args.has("no-verify");
+  opt.refine = !args.has("no-refine");
   opt.lobpcg.max_iters = index_t(args.get_int("max-iters", 0, 1, kMaxIndex));
   opt.lobpcg.block_size = index_t(args.get_int("block-size", 0, 1, kMaxIndex));
   opt.lobpcg.seed = std::uint64_t(args.get_int("seed", 20240601, 0, 1LL << 62));
@@ -177,6 +179,12 @@ int eigs_command(const std::vector<std::string>& argv_in) {
       std::printf("krysp: note: tol %g is near or below what double precision allows for these pairs "
                   "(eps*|A|/|lambda| = %.1e): ask for a larger --tol, or --conv norm\n",
                   opt.lobpcg.tol, rep.accuracy_floor);
+    if (rep.refine_sweeps > 0)
+      std::printf("krysp: LOBPCG stagnated; refined by inverse iteration: %d sweeps, solves by %s%s\n",
+                  rep.refine_sweeps, rep.refine_method.c_str(),
+                  rep.refine_inner_iterations > 0
+                      ? detail::concat(" (", rep.refine_inner_iterations, " iterations)").c_str()
+                      : "");
     std::printf("krysp: missed-eigenvalue check: %s", rep.verification.c_str());
     if (rep.verify_iterations > 0)
       std::printf(" (%d iterations, %d restarts)", rep.verify_iterations, rep.verify_restarts);
@@ -206,6 +214,9 @@ int eigs_command(const std::vector<std::string>& argv_in) {
                     {"accuracy_floor", rep.accuracy_floor},
                     {"verify_iterations", std::int64_t(rep.verify_iterations)},
                     {"verify_restarts", std::int64_t(rep.verify_restarts)},
+                    {"refine_sweeps", std::int64_t(rep.refine_sweeps)},
+                    {"refine_inner_iterations", std::int64_t(rep.refine_inner_iterations)},
+                    {"refine_method", rep.refine_method},
                     {"which", rep.which},
                     {"preconditioner", rep.preconditioner},
                     {"backend", rep.backend},

@@ -16,6 +16,7 @@
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
 #include "krysp/solvers/inner_solve.hpp"
+#include "krysp/solvers/inverse_refine.hpp"
 #include "krysp/solvers/lobpcg.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 
@@ -142,10 +143,65 @@ std::vector<double> side_by_side(index_t n, const double* a, index_t ca, const d
   return out;
 }
 
+/// The direct solver of the refinement (EigOptions::refine): A's envelope Cholesky factor, made
+/// on first use when its cost is within `max_flops` and kRefineDirectMaxEntries and A is
+/// numerically positive definite; otherwise the refinement solves by PCG.
+class Refinement {
+ public:
+  Refinement(const CsrMatrix<double>& A, double max_flops) : A_(A), max_flops_(max_flops) {}
+  /// The factor, or null (why_not_direct() says why).
+  const EnvelopeCholesky* cholesky() const {
+    if (!tried_) {
+      tried_ = true;
+      const EnvelopeCholesky::Cost c = EnvelopeCholesky::cost(A_);
+      if (c.flops > max_flops_ || double(c.entries) > kRefineDirectMaxEntries)
+        why_ = detail::concat("the envelope Cholesky factor would take ", c.entries, " entries and ", c.flops,
+                              " multiply-adds");
+      else if (!(chol_ = EnvelopeCholesky::factor(A_)))
+        why_ = "the envelope Cholesky factorization found A not numerically positive definite";
+    }
+    return chol_ ? &*chol_ : nullptr;
+  }
+  /// Why cholesky() is null.
+  const std::string& why_not_direct() const { return why_; }
+
+ private:
+  const CsrMatrix<double>& A_;
+  double max_flops_;
+  mutable bool tried_ = false;
+  mutable std::optional<EnvelopeCholesky> chol_;
+  mutable std::string why_;
+};
+
+/// LOBPCG, then — for a stagnated run on the smallest pairs without constraints or flip — the
+/// refinement by inverse iteration on the backend's own operations `base` (EigOptions::refine).
+template <class Ops, class Base>
+EigResult lobpcg_refined(Ops& ops, Base& base, const Refinement& rf, const EigOptions& o, const LobpcgStart& st,
+                         EigReport& rep) {
+  EigResult r = lobpcg(ops, o.lobpcg, st);
+  if (o.refine && r.status == EigStatus::Stagnated && o.lobpcg.which == EigWhich::Smallest && !st.flipped &&
+      st.constraint_cols == 0) {
+    auto ph = phase(st.profile, "refine: block inverse iteration");
+    const EnvelopeCholesky* chol = rf.cholesky();
+    // With PCG, the inner solve's error enters the eigen-residual relative to |λ| at about its
+    // tolerance; its attainable accuracy, not this, is what usually stops it.
+    const index_t n = r.n;
+    InverseSolver<Base> solve(base, chol, std::min(1e-3 * o.lobpcg.tol, 1e-9),
+                              std::max<index_t>(1000, index_t(std::min<std::int64_t>(20 * std::int64_t(n), 20000))));
+    const RefineOutcome ro = refine_smallest(base, o.lobpcg, r, solve);
+    rep.refine_sweeps += ro.sweeps;
+    rep.refine_inner_iterations += ro.inner_iterations;
+    rep.refine_method = chol ? detail::concat("envelope cholesky (", chol->entries(), " entries)")
+                             : std::string("pcg, ") + rf.why_not_direct();
+  }
+  return r;
+}
+
 /// The check for missed eigenvalues (EigOptions::verify, eigensolve.hpp) after a converged run,
 /// with restarts from the vector it finds. Sets rep.status to Unverified when it cannot pass.
-template <class Ops>
-void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
+template <class Ops, class Base>
+void verify_extreme(Ops& ops, Base& base, const Refinement& rf, const EigOptions& o, const LobpcgStart& st,
+                    EigReport& rep) {
   const index_t n = rep.n, k = rep.k, c = st.constraint_cols;
   const bool largest = o.lobpcg.which == EigWhich::Largest;
   for (int round = 0; rep.converged(); ++round) {
@@ -215,30 +271,31 @@ void verify_extreme(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigRep
     rs.x0_cols = cols;
     const index_t before = rep.iterations;
     const double seconds_before = rep.seconds;
-    static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, rs);
+    static_cast<EigResult&>(rep) = lobpcg_refined(ops, base, rf, o, rs, rep);
     rep.iterations += before;
     rep.seconds += seconds_before;
     ++rep.verify_restarts;
   }
 }
 
-template <class Ops>
-void run_verified(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
-  static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, st);
+template <class Ops, class Base>
+void run_verified(Ops& ops, Base& base, const Refinement& rf, const EigOptions& o, const LobpcgStart& st,
+                  EigReport& rep) {
+  static_cast<EigResult&>(rep) = lobpcg_refined(ops, base, rf, o, st, rep);
   if (!o.verify) return;
   auto ph = phase(st.profile, "verify: check for missed eigenvalues");
-  verify_extreme(ops, o, st, rep);
+  verify_extreme(ops, base, rf, o, st, rep);
 }
 
 template <class Ops>
-void run(Ops& ops, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
+void run(Ops& ops, const Refinement& rf, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
   auto solve_phase = phase(st.profile, "solve (lobpcg, total)");
   const auto t = Clock::now();
   if (o.inner_iters > 0) {
     InnerSolveOps<Ops> inner(ops, o.inner_iters, o.inner_rtol);
-    run_verified(inner, o, st, rep);
+    run_verified(inner, ops, rf, o, st, rep);
   } else {
-    run_verified(ops, o, st, rep);
+    run_verified(ops, ops, rf, o, st, rep);
   }
   rep.solve_seconds = since(t);
 }
@@ -412,6 +469,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
 
   EigReport rep;
   rep.which = to_string(o.lobpcg.which);
+  const Refinement refinement(A, o.refine_direct_max_flops);
   const index_t max_cols = std::max<index_t>(3 * b, Y.cols + (o.verify ? o.lobpcg.k : 0));
   KRYSP_REQUIRE(!o.precond_from_b || B, "eigs: a preconditioner from B needs the generalized problem");
   const CsrMatrix<double>& P = o.precond_from_b ? *B : A;  // the matrix M is built from
@@ -457,7 +515,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     cuda_synchronize();
     rep.setup_seconds = since(t0);
     rep.preconditioner = name();
-    run(ops, o, st, rep);
+    run(ops, refinement, o, st, rep);
     rep.backend = "cuda";
     rep.device = cuda_device_name();
     rep.spmm_kernel = ops.spmm_kernel(b);
@@ -469,7 +527,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     HostEigOps ops(A, B, M.get());
     rep.setup_seconds = since(t0);
     rep.preconditioner = name();
-    run(ops, o, st, rep);
+    run(ops, refinement, o, st, rep);
     rep.backend = "host";
     rep.device = "host";
     rep.spmm_kernel = "host-reference";

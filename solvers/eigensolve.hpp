@@ -21,6 +21,11 @@ namespace krysp {
 /// where the flip's setup (σI − A, Chebyshev) costs more than it saves on half of them.
 inline constexpr index_t kSpectralFlipMinRows = 100000;
 
+/// Default EigOptions::refine_direct_max_flops: factoring takes a few seconds on one core.
+inline constexpr double kRefineDirectMaxFlops = 2e10;
+/// The most entries the refinement's envelope Cholesky factor may hold (400 MB).
+inline constexpr double kRefineDirectMaxEntries = 5e7;
+
 /// Default EigOptions::inner_rtol.
 inline constexpr double kDefaultInnerRtol = 0.1;
 
@@ -71,6 +76,17 @@ struct EigOptions {
   /// long as the main run's, from a fresh random start, finds nothing beyond λ_k; an eigenvector
   /// that both the random start and the preconditioner fail to reach could still be missed.
   bool verify = true;
+  /// Smallest pairs without constraints or spectral flip: when LOBPCG ends Stagnated (its
+  /// Rayleigh–Ritz projection stops near the rounding floor ε·‖A‖/|λ|), refine the pairs by block
+  /// inverse iteration (solvers/inverse_refine.hpp: PCG solves with `precond`, Rayleigh–Ritz on
+  /// (Yᵀ·B·X, Yᵀ·B·Y)), which has no ‖A‖-sized rounding term. The status is Converged only if the
+  /// refined pairs meet the test from fresh products; the check for missed eigenvalues follows.
+  bool refine = true;
+  /// The refinement solves with A by its envelope Cholesky factor (solvers/envelope_cholesky.hpp,
+  /// on the host) when factoring takes at most this many multiply-adds and kRefineDirectMaxEntries
+  /// entries; by PCG with `precond` otherwise, whose attainable accuracy may stop it short on the
+  /// hardest matrices.
+  double refine_direct_max_flops = kRefineDirectMaxFlops;
   LobpcgOptions lobpcg;
   SpmmPlanOptions spmm;        ///< how the CUDA backend plans its SpMM (per block width)
   bool check_symmetry = true;  ///< refuse a non-symmetric A or B (InputError naming an entry)
@@ -110,7 +126,11 @@ struct EigReport : EigResult {
   double accuracy_floor = 0;
   index_t verify_iterations = 0;  ///< iterations of the checks
   index_t verify_restarts = 0;    ///< main runs restarted because the check found an eigenvalue beyond λ_k
+  index_t refine_sweeps = 0;      ///< inverse-iteration sweeps after a stagnated run (EigOptions::refine)
+  index_t refine_inner_iterations = 0;  ///< PCG iterations of those sweeps' inner solves
+  std::string refine_method;      ///< how the refinement solved with A ("" when it did not run)
 };
+
 
 /// The relative tolerance at which the check for missed eigenvalues stops early (its Ritz value, a
 /// bound of the complement's extreme eigenvalue, is then accurate to about its square).
