@@ -3,18 +3,41 @@
 #include <algorithm>
 
 #include "krysp/base/error.hpp"
-#include "krysp/sparse/host/spmm_reference.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 
 namespace krysp {
 
+namespace {
+template <class T>
+std::shared_ptr<const LinearOperator<T>> host_operator(const CsrMatrix<T>& A, const Preconditioner<T>* M) {
+  // The structure check needs the matrix, which the operator constructor no longer sees.
+  KRYSP_REQUIRE(!M || M->space() != MemorySpace::Host || M->matches(A),
+                "block CG: the preconditioner was set up for another matrix");
+  return std::make_shared<MatrixOperator<T>>(MatrixOperator<T>::host(A));
+}
+}  // namespace
+
 template <class T>
 HostBlockCgOps<T>::HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M)
-    : A_(A), s_(s), M_(M) {
-  KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+    : HostBlockCgOps(host_operator(A, M), s, M, Communicator()) {}
+
+template <class T>
+HostBlockCgOps<T>::HostBlockCgOps(const LinearOperator<T>& A, index_t s, const Preconditioner<T>* M,
+                                  const Communicator& comm)
+    : HostBlockCgOps(std::shared_ptr<const LinearOperator<T>>(std::shared_ptr<void>(), &A), s, M, comm) {}  // not owned
+
+template <class T>
+HostBlockCgOps<T>::HostBlockCgOps(std::shared_ptr<const LinearOperator<T>> A, index_t s, const Preconditioner<T>* M,
+                                  const Communicator& comm)
+    : A_(std::move(A)), s_(s), M_(M), comm_(comm) {
+  KRYSP_REQUIRE(A_->rows() == A_->cols(), "block CG: matrix is ", A_->rows(), "x", A_->cols(), ", not square");
+  KRYSP_REQUIRE(A_->space() == MemorySpace::Host, "block CG: a ", to_string(A_->space()),
+                " operator given to the host backend");
   KRYSP_REQUIRE(s >= 1, "block CG: ", s, " right-hand sides");
-  KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "block CG: a ", to_string(M->space()),
                 " preconditioner given to the host backend");
+  KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "block CG: the preconditioner was set up for another matrix (order ",
+                M->rows(), ", not ", A_->rows(), ")");
 }
 
 template <class T>
@@ -26,13 +49,14 @@ void HostBlockCgOps<T>::zero_columns(Block& X, const std::vector<char>& zero) co
 
 template <class T>
 void HostBlockCgOps<T>::residual(const Block& B, const Block& X, Block& R) const {
-  std::copy(B.data(), B.data() + B.extent(0), R.data());
-  spmm_host(A_, s_, T(-1), X.data(), s_, T(1), R.data(), s_);
+  // R = A·X, then R = B − R: bitwise what SpMM's alpha = −1, beta = 1 gave (−a + b = b − a).
+  A_->apply_block(s_, X.data(), s_, R.data(), s_);
+  for (std::size_t k = 0; k < B.extent(0); ++k) R(k) = B(k) - R(k);
 }
 
 template <class T>
 std::vector<double> HostBlockCgOps<T>::spmm_gram(const Block& P, index_t w, Block& Q) const {
-  spmm_host(A_, w, T(1), P.data(), s_, T(0), Q.data(), s_);
+  A_->apply_block(w, P.data(), s_, Q.data(), s_);
   return gram(P, w, Q, w);
 }
 
@@ -46,6 +70,7 @@ template <class T>
 std::vector<double> HostBlockCgOps<T>::gram(const Block& X, index_t bx, const Block& Y, index_t by) const {
   std::vector<double> C(std::size_t(bx) * by);
   blk_.gram(size(), X.data(), s_, bx, Y.data(), s_, by, C.data());
+  comm_.sum(C.data(), C.size());  // every Gram matrix the algorithm sees comes through here
   return C;
 }
 

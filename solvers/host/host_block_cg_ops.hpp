@@ -1,12 +1,18 @@
 #pragma once
 /// \file host_block_cg_ops.hpp
 /// Block CG's operations on the host (see solvers/block_cg.hpp): the reference for the CUDA ops,
-/// and the no-GPU path. Plain loops, sums in double.
+/// the no-GPU path and the distributed one (docs/distributed.md). Plain loops, sums in double. A is
+/// any host LinearOperator (a CsrMatrix through MatrixOperator, a DistCsrMatrix); blocks hold
+/// this rank's rows, and every Gram matrix is summed over the communicator's ranks (a no-op on
+/// one rank, so a serial solve is bitwise what it was).
 #include <Kokkos_Core.hpp>
 
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "krysp/base/communicator.hpp"
+#include "krysp/base/linear_operator.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/block_ops.hpp"
 #include "krysp/solvers/host/host_block_ops.hpp"
@@ -21,9 +27,12 @@ class HostBlockCgOps {
   using Block = Kokkos::View<T*, Kokkos::HostSpace>;  ///< n × s, row-major, ld = s
   /// M (null for none) must have been set up for A; both must outlive the ops.
   HostBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M);
+  /// A as a host operator (this rank's rows), M (null for none) of A's order, Gram matrices summed
+  /// over comm; A and M must outlive the ops.
+  HostBlockCgOps(const LinearOperator<T>& A, index_t s, const Preconditioner<T>* M, const Communicator& comm = {});
 
-  /// n, the order of A.
-  index_t size() const { return A_.rows(); }
+  /// n, the order of A (this rank's rows when distributed).
+  index_t size() const { return A_->rows(); }
   /// s, the number of right-hand sides.
   index_t cols() const { return s_; }
   /// A new zeroed n × s block.
@@ -55,9 +64,12 @@ class HostBlockCgOps {
                index_t by) const;
 
  private:
-  const CsrMatrix<T>& A_;
+  HostBlockCgOps(std::shared_ptr<const LinearOperator<T>> A, index_t s, const Preconditioner<T>* M,
+                 const Communicator& comm);
+  std::shared_ptr<const LinearOperator<T>> A_;  ///< owns the MatrixOperator made for a CsrMatrix
   index_t s_;
   const Preconditioner<T>* M_;
+  Communicator comm_;
   HostBlockOps<T> blk_;
 };
 

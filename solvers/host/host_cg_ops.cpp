@@ -2,27 +2,51 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/cg.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 
 namespace krysp {
 
+namespace {
 template <class T>
-HostCgOps<T>::HostCgOps(const CsrMatrix<T>& A, const Preconditioner<T>* M) : A_(A), M_(M) {
-  KRYSP_REQUIRE(A.rows() == A.cols(), "CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
-  KRYSP_REQUIRE(!M || M->matches(A), "CG: the preconditioner was set up for another matrix");
+std::shared_ptr<const LinearOperator<T>> host_operator(const CsrMatrix<T>& A, const Preconditioner<T>* M) {
+  // The structure check needs the matrix, which the operator constructor no longer sees.
+  KRYSP_REQUIRE(!M || M->space() != MemorySpace::Host || M->matches(A),
+                "CG: the preconditioner was set up for another matrix");
+  return std::make_shared<MatrixOperator<T>>(MatrixOperator<T>::host(A));
+}
+}  // namespace
+
+template <class T>
+HostCgOps<T>::HostCgOps(const CsrMatrix<T>& A, const Preconditioner<T>* M)
+    : HostCgOps(host_operator(A, M), M, Communicator()) {}
+
+template <class T>
+HostCgOps<T>::HostCgOps(const LinearOperator<T>& A, const Preconditioner<T>* M, const Communicator& comm)
+    : HostCgOps(std::shared_ptr<const LinearOperator<T>>(std::shared_ptr<void>(), &A), M, comm) {}  // not owned
+
+template <class T>
+HostCgOps<T>::HostCgOps(std::shared_ptr<const LinearOperator<T>> A, const Preconditioner<T>* M,
+                        const Communicator& comm)
+    : A_(std::move(A)), M_(M), comm_(comm) {
+  KRYSP_REQUIRE(A_->rows() == A_->cols(), "CG: matrix is ", A_->rows(), "x", A_->cols(), ", not square");
+  KRYSP_REQUIRE(A_->space() == MemorySpace::Host, "CG: a ", to_string(A_->space()),
+                " operator given to the host backend");
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "CG: a ", to_string(M->space()),
                 " preconditioner given to the host backend");
+  KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "CG: the preconditioner was set up for another matrix (order ",
+                M->rows(), ", not ", A_->rows(), ")");
 }
 
 template <class T>
 void HostCgOps<T>::dot(const Vector& a, const Vector& b, int slot) {
   double sum = 0;
   for (index_t i = 0; i < size(); ++i) sum += double(a(i)) * double(b(i));
-  s_[slot] = sum;
+  s_[slot] = comm_.sum(sum);
 }
 
 template <class T>
 void HostCgOps<T>::residual(const Vector& b, const Vector& x, Vector& r) {
-  A_.multiply_host(x.data(), r.data());
+  A_->apply(x.data(), r.data());
   for (index_t i = 0; i < size(); ++i) r(i) = b(i) - r(i);
 }
 
@@ -35,8 +59,10 @@ void HostCgOps<T>::precondition(const Vector& r, Vector& z, int rz, int rr) {
     srz += double(r(i)) * double(zi);
     srr += double(r(i)) * double(r(i));
   }
-  s_[rz] = srz;
-  s_[rr] = srr;
+  double sums[2] = {srz, srr};
+  comm_.sum(sums, 2);  // one message for both
+  s_[rz] = sums[0];
+  s_[rr] = sums[1];
 }
 
 template <class T>

@@ -1,11 +1,17 @@
 #pragma once
 /// \file host_cg_ops.hpp
 /// CG's operations on the host: the reference the GPU backend is tested against, and the
-/// fallback when no GPU is present. Vectors are Kokkos host views; scalars are double.
+/// fallback when no GPU is present, and the distributed path (docs/distributed.md). Vectors are
+/// Kokkos host views of this rank's entries; scalars are double. A is any host LinearOperator
+/// (a CsrMatrix through MatrixOperator, a DistCsrMatrix); every dot product is summed over the
+/// communicator's ranks (a no-op on one rank, so a serial solve is bitwise what it was).
 #include <Kokkos_Core.hpp>
 
+#include <memory>
 #include <vector>
 
+#include "krysp/base/communicator.hpp"
+#include "krysp/base/linear_operator.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/sparse/csr.hpp"
 
@@ -19,9 +25,12 @@ class HostCgOps {
   using Vector = Kokkos::View<T*, Kokkos::HostSpace>;
   /// M (null for none) must have been set up for A; A and M must outlive the ops.
   HostCgOps(const CsrMatrix<T>& A, const Preconditioner<T>* M);
+  /// A as a host operator (this rank's rows), M (null for none) of A's order, dot products summed
+  /// over comm; A and M must outlive the ops.
+  HostCgOps(const LinearOperator<T>& A, const Preconditioner<T>* M, const Communicator& comm = {});
 
-  /// n, the order of A.
-  index_t size() const { return A_.rows(); }
+  /// n, the order of A (this rank's rows when distributed).
+  index_t size() const { return A_->rows(); }
   /// A new zeroed vector of n entries.
   Vector vector() const { return Vector("cg_vector", static_cast<std::size_t>(size())); }
   /// True when a preconditioner was given.
@@ -40,7 +49,7 @@ class HostCgOps {
   /// r = b − A·x.
   void residual(const Vector& b, const Vector& x, Vector& r);
   /// q = A·p.
-  void spmv(const Vector& p, Vector& q) { A_.multiply_host(p.data(), q.data()); }
+  void spmv(const Vector& p, Vector& q) { A_->apply(p.data(), q.data()); }
   /// q = A·p and scalars[pq] = pᵀq
   void spmv_dot(const Vector& p, Vector& q, int pq) {
     spmv(p, q);
@@ -56,8 +65,10 @@ class HostCgOps {
               int rr_next, index_t iteration);
 
  private:
-  const CsrMatrix<T>& A_;
+  HostCgOps(std::shared_ptr<const LinearOperator<T>> A, const Preconditioner<T>* M, const Communicator& comm);
+  std::shared_ptr<const LinearOperator<T>> A_;  ///< owns the MatrixOperator made for a CsrMatrix
   const Preconditioner<T>* M_;
+  Communicator comm_;
   std::vector<double> s_;
 };
 
