@@ -1,0 +1,125 @@
+#include "krysp/solvers/distributed_solve.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "krysp/base/error.hpp"
+#include "krysp/solvers/block_cg.hpp"
+#include "krysp/solvers/cg.hpp"
+#include "krysp/solvers/host/host_block_cg_ops.hpp"
+#include "krysp/solvers/host/host_cg_ops.hpp"
+
+namespace krysp {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What every distributed solve refuses up front, agreed over the ranks.
+void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* who) {
+  A.comm().collective([&] {
+    KRYSP_REQUIRE(o.backend != Backend::Cuda, who,
+                  ": the CUDA backend of the distributed solvers is not built yet (use the host backend)");
+    KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
+    const PrecondKind k = o.precond.kind;
+    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi, who,
+                  ": preconditioner ", to_string(k),
+                  " is not distributed yet (none, jacobi, or block-jacobi on each rank's diagonal block)");
+    validate(o.precond);
+  });
+}
+
+// Entries of v (this rank's rows × cols, column-major) must be finite: a NaN on one rank would
+// otherwise surface as a breakdown far from its cause.
+void check_finite(const DistCsrMatrix& A, const std::vector<double>& v, const char* what) {
+  A.comm().collective([&] {
+    const std::size_t m = static_cast<std::size_t>(A.rows());
+    for (std::size_t k = 0; k < v.size(); ++k)
+      KRYSP_REQUIRE(std::isfinite(v[k]), what, " entry (", A.first_row() + std::int64_t(k % m) + 1, ",",
+                    k / m + 1, ") = ", v[k], " is not finite");
+  });
+}
+
+// The preconditioner of this rank's diagonal block; a failure on any rank is agreed.
+std::unique_ptr<Preconditioner<double>> local_preconditioner(const DistCsrMatrix& A, const SolveOptions& o) {
+  std::unique_ptr<Preconditioner<double>> M;
+  A.comm().collective([&] { M = make_host_preconditioner(A.local_block(), o.precond); });
+  return M;
+}
+
+// cg() and block_cg() default the iteration cap from ops.size(), which is this rank's rows here:
+// set it from the global order, so that every rank stops at the same iteration.
+CgOptions global_cap(CgOptions cg, std::int64_t n) {
+  if (cg.max_iters <= 0) cg.max_iters = index_t(std::min<std::int64_t>(kMaxIndex, std::max<std::int64_t>(1000, 10 * n)));
+  return cg;
+}
+}  // namespace
+
+SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>& b, std::vector<double>& x,
+                              const SolveOptions& o) {
+  const auto t0 = Clock::now();
+  check_request(A, o, "CG");
+  const std::size_t m = static_cast<std::size_t>(A.rows());
+  A.comm().collective([&] {
+    KRYSP_REQUIRE(b.size() == m, "solve_distributed: b has ", b.size(), " entries, this rank has ", m, " rows");
+    KRYSP_REQUIRE(x.empty() || x.size() == m, "solve_distributed: x0 has ", x.size(), " entries, this rank has ", m,
+                  " rows");
+  });
+  check_finite(A, b, "b");
+  check_finite(A, x, "x0");
+  if (x.empty()) x.assign(m, 0.0);
+  const auto M = local_preconditioner(A, o);
+  HostCgOps<double> ops(A, M.get(), A.comm());
+  auto vb = ops.vector(), vx = ops.vector();
+  std::copy(b.begin(), b.end(), vb.data());
+  std::copy(x.begin(), x.end(), vx.data());
+  SolveReport rep;
+  rep.setup_seconds = since(t0);
+  static_cast<SolveResult&>(rep) = cg(ops, vb, vx, global_cap(o.cg, A.global_rows()));
+  std::copy(vx.data(), vx.data() + m, x.begin());
+  rep.preconditioner = to_string(o.precond.kind);
+  rep.backend = "host";
+  rep.device = "host";
+  rep.spmv_kernel = "host-reference, " + std::to_string(A.comm().size()) + " ranks";
+  return rep;
+}
+
+BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vector<double>& B, index_t s,
+                                         std::vector<double>& X, const SolveOptions& o) {
+  const auto t0 = Clock::now();
+  check_request(A, o, "block CG");
+  const std::size_t m = static_cast<std::size_t>(A.rows()), ms = m * static_cast<std::size_t>(std::max(s, 0));
+  A.comm().collective([&] {
+    KRYSP_REQUIRE(s >= 1 && s <= 64, "solve_block_distributed: ", s, " right-hand sides (1 to 64 supported)");
+    KRYSP_REQUIRE(o.block_group == 0, "solve_block_distributed: block_group = ", o.block_group,
+                  " (groups are not distributed yet: 0 solves all columns at once)");
+    KRYSP_REQUIRE(B.size() == ms, "solve_block_distributed: B has ", B.size(), " entries, expected rows*s = ", m, "*", s);
+    KRYSP_REQUIRE(X.empty() || X.size() == ms, "solve_block_distributed: X0 has ", X.size(),
+                  " entries, expected rows*s = ", m, "*", s);
+  });
+  check_finite(A, B, "B");
+  check_finite(A, X, "X0");
+  if (X.empty()) X.assign(ms, 0.0);
+  const auto M = local_preconditioner(A, o);
+  HostBlockCgOps<double> ops(A, s, M.get(), A.comm());
+  auto vb = ops.block(), vx = ops.block();
+  for (std::size_t j = 0; j < std::size_t(s); ++j)  // column-major (the API's) to row-major (the ops')
+    for (std::size_t i = 0; i < m; ++i) {
+      vb(i * s + j) = B[j * m + i];
+      vx(i * s + j) = X[j * m + i];
+    }
+  BlockSolveReport rep;
+  rep.setup_seconds = since(t0);
+  static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, global_cap(o.cg, A.global_rows()));
+  for (std::size_t j = 0; j < std::size_t(s); ++j)
+    for (std::size_t i = 0; i < m; ++i) X[j * m + i] = vx(i * s + j);
+  rep.preconditioner = to_string(o.precond.kind);
+  rep.backend = "host";
+  rep.device = "host";
+  rep.spmm_kernel = "host-reference, " + std::to_string(A.comm().size()) + " ranks";
+  return rep;
+}
+
+}  // namespace krysp

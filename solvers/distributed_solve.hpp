@@ -1,0 +1,31 @@
+#pragma once
+/// \file distributed_solve.hpp
+/// CG and block CG on a DistCsrMatrix (docs/distributed.md): the algorithms of solvers/cg.hpp
+/// and solvers/block_cg.hpp as they are, over the host ops with A as the distributed operator and
+/// every dot product and Gram matrix summed over its communicator. Every rank calls with its own
+/// rows of b and x and the same options; every rank gets the same report (the statuses and
+/// residuals come from reduced scalars, bitwise equal on all ranks).
+///
+/// Host backend only for now (Backend::Cuda is an InputError saying so; Auto runs on the host).
+/// Preconditioners: none, jacobi, and block-jacobi on each rank's diagonal block (its local
+/// block: blocks never straddle ranks); chebyshev and amg are refused until they are distributed.
+/// Bad input on any rank (sizes, non-finite b or x0, a zero diagonal) is an InputError on all.
+#include <vector>
+
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/dist_csr.hpp"
+
+namespace krysp {
+
+/// Solves A·x = b by PCG. b: this rank's A.rows() entries; x: the initial guess (resized to them
+/// and zeroed if empty), receives this rank's part of the solution. Collective.
+SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>& b, std::vector<double>& x,
+                              const SolveOptions& options = {});
+
+/// Solves A·X = B for s right-hand sides at once by block PCG (as solve_block). B and X are this
+/// rank's A.rows() × s rows, column-major; X is the initial guess (zero-filled if empty).
+/// SolveOptions::block_group must be 0 (groups are not distributed yet). Collective.
+BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vector<double>& B, index_t s,
+                                         std::vector<double>& X, const SolveOptions& options = {});
+
+}  // namespace krysp
