@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/cli/amg_args.hpp"
 #include "krysp/cli/args.hpp"
 #include "krysp/cli/commands.hpp"
 #include "krysp/cli/throttle.hpp"
@@ -39,7 +41,8 @@ const char* const kEigsUsage =
     "                       abs:  |A x - lambda B x| <= T with x'Bx = 1 (SciPy's and CuPy's test)\n"
     "  --inner-iters m      precondition LOBPCG by up to m PCG steps on A (fewer once the residual\n"
     "                       fell 10x), each preconditioned by --precond\n"
-    "                       (0: --precond alone; default: 8 with --precond auto for smallest, else 0)\n"
+    "                       (0: --precond alone; default: 8 with --precond auto or amg for\n"
+    "                       smallest, else 0)\n"
     "  --no-verify          skip the check that no eigenvalue beyond the K-th was missed\n"
     "  --no-refine          smallest pairs: do not refine a stagnated run by inverse iteration\n"
     "  --max-iters N        iteration limit                    (default 5000)\n"
@@ -63,12 +66,14 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   std::vector<std::string> argv = argv_in;
   for (auto& a : argv)  // -k K is the usual spelling; the parser knows --name value
     if (a == "-k") a = "--k";
-  const Args args(argv,
-                  {"k", "which", "B", "precond", "cheb-degree", "tol", "max-iters", "block-size", "x0", "constraints",
-                   "seed", "backend", "out", "conv", "inner-iters"},
-                  {"quiet", "help", "no-verify", "no-refine"});
+  std::set<std::string> valued{"k",     "which",       "B",    "precond", "cheb-degree", "tol",
+                                "max-iters", "block-size", "x0", "constraints", "seed", "backend",
+                                "out",   "conv",        "inner-iters"};
+  valued.insert(amg_option_names().begin(), amg_option_names().end());
+  const Args args(argv, valued, {"quiet", "help", "no-verify", "no-refine"});
   if (args.has("help")) {
     std::fputs(kEigsUsage, stdout);
+    std::fputs(amg_option_help(), stdout);
     return kExitOk;
   }
   KRYSP_REQUIRE(args.positional().size() == 1, "eigs expects exactly one matrix file, got ",
@@ -105,6 +110,12 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     opt.precond.kind = parse_precond(pc);
   }
   opt.precond.cheb_degree = int(args.get_int("cheb-degree", kDefaultChebyshevDegree, 1, 32));
+  opt.precond.amg = read_amg_options(args);
+  validate(opt.precond);
+  // AMG for the smallest pairs serves as the inner solve's preconditioner, as Chebyshev does under
+  // --precond auto: a V-cycle alone is a weaker approximate inverse at the low end of the spectrum.
+  if (opt.precond.kind == PrecondKind::Amg && opt.lobpcg.which == EigWhich::Smallest)
+    opt.inner_iters = kDefaultInnerIters;
 
   const auto t_read = std::chrono::steady_clock::now();
   const CsrMatrix<double> A = io::read_matrix_market<double>(path);

@@ -2,10 +2,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/cli/amg_args.hpp"
 #include "krysp/cli/args.hpp"
 #include "krysp/cli/commands.hpp"
 #include "krysp/cli/throttle.hpp"
@@ -104,6 +106,7 @@ int solve_single(const std::string& path, const CsrMatrix<double>& A, const std:
       std::printf("krysp: the recursive residual drifted from b-Ax: replaced by it and restarted %d time(s)\n",
                   rep.residual_replacements);
     if (!exact.empty()) std::printf("krysp: error |x-x*|/|x*| = %.3e\n", column_error(x, exact, A.rows(), 0));
+    if (opt.precond.kind == PrecondKind::Amg) std::printf("krysp: preconditioner %s\n", rep.preconditioner.c_str());
     std::printf("krysp: solve %.4f s (%.1f us/iteration), setup %.4f s, backend %s, device %s, spmv %s\n",
                 rep.seconds, rep.iterations > 0 ? 1e6 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
                 rep.backend.c_str(), rep.device.c_str(), rep.spmv_kernel.c_str());
@@ -152,6 +155,7 @@ int solve_many(const std::string& path, const CsrMatrix<double>& A, const std::v
       if (!exact.empty()) std::printf(" %12.3e", column_error(X, exact, n, j));
       std::printf("\n");
     }
+    if (opt.precond.kind == PrecondKind::Amg) std::printf("krysp: preconditioner %s\n", rep.preconditioner.c_str());
     std::printf("krysp: solve %.4f s (%.1f us/block iteration), setup %.4f s, backend %s, device %s, spmm %s\n",
                 rep.seconds, rep.iterations > 0 ? 1e6 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
                 rep.backend.c_str(), rep.device.c_str(), rep.spmm_kernel.c_str());
@@ -198,12 +202,14 @@ int solve_many(const std::string& path, const CsrMatrix<double>& A, const std::v
 }  // namespace
 
 int solve_command(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"rhs", "nrhs", "block-group", "x0", "rtol", "atol", "max-iters", "check-every", "precond", "backend", "out",
-                   "cheb-degree", "cheb-ratio", "block-size"},
-                  {"quiet", "help", "cheb-single"});
+  std::set<std::string> valued{"rhs",         "nrhs",    "block-group", "x0",  "rtol",        "atol",
+                                "max-iters",   "check-every", "precond", "backend", "out", "cheb-degree",
+                                "cheb-ratio",  "block-size"};
+  valued.insert(amg_option_names().begin(), amg_option_names().end());
+  const Args args(argv, valued, {"quiet", "help", "cheb-single"});
   if (args.has("help")) {
     std::fputs(kSolveUsage, stdout);
+    std::fputs(amg_option_help(), stdout);
     return kExitOk;
   }
   KRYSP_REQUIRE(args.positional().size() == 1, "solve expects exactly one matrix file, got ",
@@ -222,6 +228,7 @@ int solve_command(const std::vector<std::string>& argv) {
   opt.precond.cheb_ratio = args.get_double("cheb-ratio", kDefaultChebyshevRatio);
   opt.precond.cheb_single = args.has("cheb-single");
   opt.precond.block_size = int(args.get_int("block-size", 0, 0, kMaxBlockSize));
+  opt.precond.amg = read_amg_options(args);
   validate(opt.precond);
   opt.backend = parse_backend(args.get("backend", "auto"));
   opt.block_group = index_t(args.get_int("block-group", kDefaultBlockGroup, 0, 64));

@@ -45,7 +45,8 @@ struct CgSolver::Impl {
   /// The report fields every solve fills the same way.
   void describe(SolveReport& rep) const {
     rep.backend = to_string(options.backend);
-    rep.preconditioner = to_string(options.precond.kind);
+    const Preconditioner<double>* M = options.backend == Backend::Cuda ? dev_M.get() : host_M.get();
+    rep.preconditioner = M ? M->summary() : "none";
     rep.setup_seconds = setup_seconds;
   }
 

@@ -488,8 +488,8 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
       return make(po);
     }
   };
-  auto name = [&] {
-    const std::string m = std::string(to_string(po.kind)) + (o.precond_from_b && po.kind != PrecondKind::None ? "(B)" : "");
+  auto name = [&](const Preconditioner<double>* M) {
+    const std::string m = (M ? M->summary() : std::string("none")) + (o.precond_from_b && M ? "(B)" : "");
     return o.inner_iters > 0 ? detail::concat("inner-cg(", o.inner_iters, " steps, ", m, ")") : m;
   };
   if (resolve_backend(o.backend) == Backend::Cuda) {
@@ -514,7 +514,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     ops_phase.reset();
     cuda_synchronize();
     rep.setup_seconds = since(t0);
-    rep.preconditioner = name();
+    rep.preconditioner = name(M.get());
     run(ops, refinement, o, st, rep);
     rep.backend = "cuda";
     rep.device = cuda_device_name();
@@ -526,7 +526,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     }();
     HostEigOps ops(A, B, M.get());
     rep.setup_seconds = since(t0);
-    rep.preconditioner = name();
+    rep.preconditioner = name(M.get());
     run(ops, refinement, o, st, rep);
     rep.backend = "host";
     rep.device = "host";

@@ -68,6 +68,7 @@ BlockSolveReport run_block_host(const CsrMatrix<double>& A, const std::vector<do
   BlockSolveReport rep;
   rep.setup_seconds = since(t0);
   static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, o.cg);
+  rep.preconditioner = M ? M->summary() : "none";
   to_col_major(vx.data(), A.rows(), s, X);
   rep.backend = "host";
   rep.device = "host";
@@ -96,6 +97,7 @@ BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<do
   cuda_synchronize();
   rep.setup_seconds = since(t0);
   static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, o.cg);
+  rep.preconditioner = M ? M->summary() : "none";
   if (sized) sized->wait();
   DeviceArray<double> cmaj(X.size());
   detail::transpose(vx.data(), A.rows(), s, cmaj.data());
@@ -158,9 +160,7 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   // The GPU path sizes a zero X itself, while the device iterates; the others need it now.
   if (zero_x0 && (backend != Backend::Cuda || grouped)) X.assign(ns, 0.0);
   if (grouped) return solve_block_groups(A, B, s, X, zero_x0, o);
-  BlockSolveReport rep = backend == Backend::Cuda ? run_block_cuda(A, B, s, X, zero_x0, o, t0) : run_block_host(A, B, s, X, o, t0);
-  rep.preconditioner = to_string(o.precond.kind);
-  return rep;
+  return backend == Backend::Cuda ? run_block_cuda(A, B, s, X, zero_x0, o, t0) : run_block_host(A, B, s, X, o, t0);
 }
 
 SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std::vector<double>& x,

@@ -1,0 +1,46 @@
+#include "krysp/cli/amg_args.hpp"
+
+#include "krysp/base/error.hpp"
+
+namespace krysp::cli {
+
+const std::set<std::string>& amg_option_names() {
+  static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
+                                           "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
+                                           "amg-block-size"};
+  return names;
+}
+
+const char* amg_option_help() {
+  return "  AMG (--precond amg; docs/amg.md):\n"
+         "  --amg-theta T        strength threshold on level 0, halved per level (default 0.08)\n"
+         "  --amg-max-levels L   levels at most, A included                       (default 10)\n"
+         "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
+         "  --amg-smoother S     chebyshev | l1-jacobi                            (default chebyshev)\n"
+         "  --amg-degree D       Chebyshev smoother degree                        (default 2)\n"
+         "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
+         "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
+         "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A); 0: plain aggregation\n"
+         "                       (default 1.333)\n"
+         "  --amg-block-size B   unknowns per node (near-nullspace: their unit vectors); 0 detects\n"
+         "                       (default 0)\n";
+}
+
+AmgOptions read_amg_options(const Args& args) {
+  AmgOptions a;
+  a.theta = args.get_double("amg-theta", a.theta);
+  a.max_levels = int(args.get_int("amg-max-levels", a.max_levels, -1000000, 1000000));
+  a.coarse_size = index_t(args.get_int("amg-coarse-size", a.coarse_size, -1000000000, 1000000000));
+  const std::string s = args.get("amg-smoother", to_string(a.smoother));
+  if (s == "chebyshev") a.smoother = AmgSmoother::Chebyshev;
+  else if (s == "l1-jacobi") a.smoother = AmgSmoother::L1Jacobi;
+  else KRYSP_THROW(InputError, "unknown --amg-smoother '", s, "' (expected chebyshev or l1-jacobi)");
+  a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
+  a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);
+  a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));
+  a.prolongation_weight = args.get_double("amg-omega", a.prolongation_weight);
+  a.block_size = int(args.get_int("amg-block-size", a.block_size, -1000000, 1000000));
+  return a;
+}
+
+}  // namespace krysp::cli
