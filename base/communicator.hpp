@@ -29,7 +29,8 @@ class Communicator {
   /// The serial communicator: one rank, reductions are no-ops.
   Communicator();
   /// MPI_COMM_WORLD (duplicated, so that krysp's messages never meet the caller's) when krysp was
-  /// built with MPI; MPI must be initialised (InputError otherwise). The serial one without MPI.
+  /// built with MPI; MPI must be initialised (InputError otherwise). Collective: every rank makes
+  /// it at the same point (make it once and copy it). The serial one without MPI.
   static Communicator world();
   /// An MPI communicator given by its Fortran handle (MPI_Comm_c2f(comm) in the caller's code:
   /// an int, so that this header needs no <mpi.h>); duplicated like world(). Collective.

@@ -5,9 +5,35 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/eig_random.hpp"
-#include "krysp/sparse/host/spmm_reference.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 
 namespace krysp {
+
+namespace {
+std::shared_ptr<const LinearOperator<double>> not_owned(const LinearOperator<double>* op) {
+  return op ? std::shared_ptr<const LinearOperator<double>>(std::shared_ptr<void>(), op) : nullptr;
+}
+std::shared_ptr<const LinearOperator<double>> host_operator(const CsrMatrix<double>* A) {
+  return A ? std::make_shared<MatrixOperator<double>>(MatrixOperator<double>::host(*A)) : nullptr;
+}
+}  // namespace
+
+HostEigOps::HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M)
+    : A_(host_operator(&A)), B_(host_operator(B)), M_(M) {
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "HostEigOps: a ", to_string(M->space()),
+                " preconditioner given to the host backend");
+}
+
+HostEigOps::HostEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B,
+                       const Preconditioner<double>* M, const Communicator& comm, std::int64_t first_row)
+    : A_(not_owned(&A)), B_(not_owned(B)), M_(M), comm_(comm), first_row_(first_row) {
+  KRYSP_REQUIRE(A.space() == MemorySpace::Host && (!B || B->space() == MemorySpace::Host),
+                "HostEigOps: a device operator given to the host backend");
+  KRYSP_REQUIRE(!B || (B->rows() == A.rows() && B->cols() == A.cols()), "HostEigOps: B is ", B->rows(), "x",
+                B->cols(), ", A ", A.rows(), "x", A.cols());
+  KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "HostEigOps: a ", to_string(M->space()),
+                " preconditioner given to the host backend");
+}
 
 void HostEigOps::gram(const double* X, index_t ldx, index_t bx, const double* Y, index_t ldy, index_t by,
                       double* C) const {
@@ -35,6 +61,7 @@ void HostEigOps::gram(const double* X, index_t ldx, index_t bx, const double* Y,
       for (index_t i = 0; i < bx; ++i) c[i] += x[i] * yj;
     }
   }
+  comm_.sum(C, std::size_t(bx) * by);
 }
 
 void HostEigOps::combine(const double* X, index_t ldx, index_t bx, const double* C, double alpha, double beta,
@@ -61,12 +88,12 @@ void HostEigOps::combine(const double* X, index_t ldx, index_t bx, const double*
 }
 
 void HostEigOps::apply_a(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const {
-  if (N > 0) spmm_host(A_, N, 1.0, X, ldx, 0.0, Y, ldy);
+  if (N > 0) A_->apply_block(N, X, ldx, Y, ldy);
 }
 
 void HostEigOps::apply_b(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const {
   KRYSP_REQUIRE(B_ != nullptr, "HostEigOps::apply_b: the problem is not generalized");
-  if (N > 0) spmm_host(*B_, N, 1.0, X, ldx, 0.0, Y, ldy);
+  if (N > 0) B_->apply_block(N, X, ldx, Y, ldy);
 }
 
 void HostEigOps::precondition(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) const {
@@ -94,11 +121,18 @@ void HostEigOps::residuals(index_t b, const double* AX, index_t ldax, const doub
       if (dest[j] >= 0) r[dest[j]] = e;
     }
   }
+  if (comm_.size() > 1) {  // one message for both norms
+    std::vector<double> both(rr, rr + b);
+    both.insert(both.end(), xx, xx + b);
+    comm_.sum(both.data(), both.size());
+    std::copy(both.begin(), both.begin() + b, rr);
+    std::copy(both.begin() + b, both.end(), xx);
+  }
 }
 
 void HostEigOps::fill_random(index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) const {
   for (index_t i = 0; i < size(); ++i)
-    for (index_t j = 0; j < cols; ++j) X[std::size_t(i) * ldx + j] = random_block_entry(seed, i, first_col + j);
+    for (index_t j = 0; j < cols; ++j) X[std::size_t(i) * ldx + j] = random_block_entry(seed, first_row_ + i, first_col + j);
 }
 
 }  // namespace krysp

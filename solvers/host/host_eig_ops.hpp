@@ -1,12 +1,18 @@
 #pragma once
 /// \file host_eig_ops.hpp
 /// LOBPCG's operations on the host (see solvers/lobpcg.hpp for the contract): blocks are
-/// std::vector<double>, tall products by HostBlockOps, A·X and B·X by the host SpMM. The
-/// reference the GPU backend is tested against, and the no-GPU path.
+/// std::vector<double>, tall products by HostBlockOps, A·X and B·X through host LinearOperators
+/// (a CsrMatrix through MatrixOperator: the host SpMM). The reference the GPU backend is tested
+/// against, and the no-GPU path. With a communicator, blocks hold one rank's rows (the first
+/// being global row first_row), and Gram matrices and column norms are summed over the ranks
+/// (docs/distributed.md; a no-op on one rank).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "krysp/base/communicator.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/base/linear_operator.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/host/host_block_ops.hpp"
 #include "krysp/sparse/csr.hpp"
@@ -25,14 +31,14 @@ class HostEigOps {
     const double* data() const { return v.data(); }
   };
   /// B null: the standard problem (B = I). M null: no preconditioner. A, B and M must outlive the ops.
-  HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M)
-      : A_(A), B_(B), M_(M) {
-    KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "HostEigOps: a ", to_string(M->space()),
-                  " preconditioner given to the host backend");
-  }
+  HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M);
+  /// A and B (null: B = I) as host operators on this rank's rows, whose first is global row
+  /// first_row; sums over comm. A, B and M must outlive the ops.
+  HostEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B, const Preconditioner<double>* M,
+             const Communicator& comm, std::int64_t first_row = 0);
 
-  /// n, the order of A.
-  index_t size() const { return A_.rows(); }
+  /// n, the order of A (this rank's rows when distributed).
+  index_t size() const { return A_->rows(); }
   /// True for A·x = λ·B·x (a B was given).
   bool generalized() const { return B_ != nullptr; }
   /// True when a preconditioner was given.
@@ -73,9 +79,10 @@ class HostEigOps {
   void fill_random(index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) const;
 
  private:
-  const CsrMatrix<double>& A_;
-  const CsrMatrix<double>* B_;
+  std::shared_ptr<const LinearOperator<double>> A_, B_;  ///< own the MatrixOperators made for CsrMatrices
   const Preconditioner<double>* M_;
+  Communicator comm_;
+  std::int64_t first_row_ = 0;
   HostBlockOps<double> blk_;
 };
 
