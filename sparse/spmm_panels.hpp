@@ -3,14 +3,13 @@
 /// Column panels for SpMM (plain host code, testable without a GPU). When X (cols × N) is larger
 /// than the L2 cache and the columns of the rows are scattered (a power-law graph), every
 /// nonzero gathers its row of X from DRAM, 32 bytes at random, and SpMM runs several times
-/// slower than the matrix stream alone (H100, 3 M rows, 8 per row, N = 2: 0.70 ms against 0.25
-/// for SpMV, whose x fits in L2). Split into P panels of equal column ranges, each panel's rows
-/// of X fit in L2: the panels are applied one after another (Y = αA₀X + βY, then
-/// Y = αA_pX + Y), paying every row's cost P times instead (its offsets, its pass over Y, and the
-/// kernel's per-row work, which dominates on the panels' short rows). Measured on that matrix
-/// (bench_spmm --panel-sweep): N = 2 took 0.53 ms in 2 panels against 0.70 unsplit; N = 4 and 8
-/// gained nothing with any panel count (1.05 and 1.29 ms unsplit), so the model below splits
-/// only N = 2 there.
+/// slower than the matrix stream alone (a power-law graph of 3 M rows at N = 2: 2.8x an SpMV,
+/// whose x fits in L2). Split into P panels of equal column ranges, each panel's rows of X fit in
+/// L2: the panels are applied one after another (Y = αA₀X + βY, then Y = αA_pX + Y), paying every
+/// row's cost P times instead (its offsets, its pass over Y, and the kernel's per-row work, which
+/// dominates on the panels' short rows). On that graph (bench_spmm --panel-sweep) N = 2 took 0.76x
+/// the time in 2 panels, and N = 4 and 8 gained nothing with any panel count, so the model below
+/// splits only N = 2 there (docs/tuning.md, "Column panels", has the measurements).
 ///
 /// The split costs device memory: a copy of the structure and values (nnz·(8 + sizeof(T)) bytes)
 /// and P row offset arrays; the plan's rule splits only where that takes at most a quarter of the
@@ -31,20 +30,20 @@ namespace krysp {
 
 namespace spmm_rule {
 /// Share of the L2 cache one panel's rows of X may take (the rest holds the streamed matrix and
-/// Y). H100, power-law 3 M rows, N = 2 (X 48 MB, L2 50 MB): 2 panels 0.53 ms, 3 panels 0.54, 4
-/// panels 0.60. Retune from bench_spmm --panel-sweep.
+/// Y): on the power-law graph, with X about the size of L2, 2 panels were fastest, 3 as fast, 4
+/// slower. Retune from bench_spmm --panel-sweep.
 inline constexpr double kPanelL2Share = 1.0 / 2.0;
 /// Cost of a byte gathered at random from DRAM (32-byte sectors that miss L2), in bytes streamed.
-/// Fitted on that matrix unsplit: 4.7 at N = 2 and 4.8 at N = 4. Retune from bench_spmm --panel-sweep.
+/// Fitted on the power-law graph unsplit at N = 2 and 4. Retune from bench_spmm --panel-sweep.
 inline constexpr double kRandomByteCost = 4.75;
 /// A row's cost in one pass, in bytes streamed, besides its offsets and its values of Y: the
-/// kernel's per-row work. Fitted on that matrix split: 174 bytes at N = 2 (2 panels), 186 at N = 4
-/// (4 panels). Retune from bench_spmm --panel-sweep.
+/// kernel's per-row work. Fitted on the power-law graph split (N = 2 in 2 panels, N = 4 in 4).
+/// Retune from bench_spmm --panel-sweep.
 inline constexpr double kPanelRowBytes = 180.0;
 /// A gather counts as scattered when its column lies farther from the row's diagonal position
 /// than this share of the columns one panel holds (stencils and bands stay well inside; a
-/// power-law graph's uniform columns mostly do not). The H100 run above: with half the panel's
-/// columns the window took in half the power-law gathers and the rule kept N = 2 unsplit.
+/// power-law graph's uniform columns mostly do not). With half the panel's columns the window
+/// took in half the power-law graph's gathers, and the rule kept its N = 2 unsplit.
 inline constexpr double kPanelLocalShare = 1.0 / 16.0;
 /// Panels are used when their modelled traffic is below this fraction of the unsplit one.
 inline constexpr double kPanelMinGain = 0.8;

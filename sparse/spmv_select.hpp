@@ -3,10 +3,10 @@
 /// The rule-based kernel choice and the tuning candidates: plain host code, testable without a GPU.
 ///
 /// Every threshold is a named constant in `spmv_rule` below, so that a benchmark run can retune
-/// them in one place. They come from bench/bench_spmv runs (fp64, CUDA 13.0) on an H200 during
-/// development and are provisional until retuned from an H100 run: bench_spmv prints, for every
-/// matrix, the rule's pick next to the tuned one, and `bench_spmv --sweep` the time of every
-/// candidate across sizes.
+/// them in one place. They come from bench/bench_spmv runs (fp64, CUDA 13.0) during development
+/// (docs/tuning.md, "The SpMV rule", has the measurements) and are provisional: bench_spmv prints,
+/// for every matrix, the rule's pick next to the tuned one, and `bench_spmv --sweep` the time of
+/// every candidate across sizes.
 #include <cstddef>
 #include <vector>
 
@@ -20,9 +20,8 @@ namespace spmv_rule {
 /// per-thread runs (NnzSequential, k = kNnzPerLaneLarge) was fastest on every large matrix of
 /// bench/bench_spmv (2-D/3-D Laplacians, banded, power-law: 1.3-1.7x the best row kernel), even
 /// at a coefficient of variation near 0. Below it an SpMV is close to one launch's latency, and
-/// the row kernels, which need no partition, win (H200: row kernels best up to ~1.8e6
-/// nonzeros on 3-D Laplacians, nonzero-balanced from ~3.5e6; provisional, retune on the H100 with
-/// bench_spmv --sweep).
+/// the row kernels, which need no partition, win (the crossover on 3-D Laplacians lay between
+/// ~1.8e6 and ~3.5e6 nonzeros; provisional, retune with bench_spmv --sweep).
 inline constexpr double kLargeNnz = 2e6;
 inline constexpr int kNnzPerLaneLarge = 8;
 /// Mean row length from which a sub-warp per row (parallel reduction) beats one thread per row
@@ -40,23 +39,21 @@ inline constexpr double kMaxRowTripsWarp = 32;
 /// Small skewed matrices: nonzeros per lane of NnzSequential (smaller tiles: more warps).
 inline constexpr int kNnzPerLaneSmall = 8;
 /// Nonzero-balanced kernels: below this many nonzeros, rows split between blocks are completed by
-/// look-back inside the launch (saves a launch, ~5 us on an SpMV of ~6 us: hangGlider_2 went
-/// from 11 to 5.8 us); above, by a second tiny kernel (waiting blocks cost bandwidth: the 3-D
-/// Laplacian went from 149 to 209 us with look-back). From bench/bench_spmv (H200).
+/// look-back inside the launch (saves a launch, nearly halving a small SpMV); above, by a second
+/// tiny kernel (waiting blocks cost bandwidth: look-back made the large 3-D Laplacian 1.4x
+/// slower). From bench/bench_spmv (docs/tuning.md).
 inline constexpr double kLookBackMaxNnz = 1e6;
 /// Tuning: after the first timed round, candidates slower than this factor times the fastest are
-/// not run again. With kTuneFinalists = 3 plan creation with profiling took a median of 43 and at
-/// most 50.7 SpMV-equivalents on the small matrices (H100, bench/results/spmv_h100_2026-11-22.json);
-/// 2 finalists, 2 rounds (SpmvPlanOptions::tune_reps) and only the tile shapes a candidate can
-/// use are meant to bring it under 50.
+/// not run again. With 2 finalists, 2 rounds (SpmvPlanOptions::tune_reps) and only the tile
+/// shapes a candidate can use, this is meant to keep plan creation with profiling under 50
+/// SpMV-equivalents on small matrices (it came to at most 51 with 3 finalists: docs/tuning.md).
 inline constexpr double kTunePruneFactor = 1.5;
 /// Tuning: at most this many candidates (the fastest of the first round) are timed again.
 inline constexpr std::size_t kTuneFinalists = 2;
 /// Tuning: no second round when the fastest candidate of the first took less than this: every
 /// candidate is then at the launch floor, where more rounds separate noise rather than kernels.
-/// Once overlapped launches made a small SpMV 3.4 µs instead of 4.2, the same plan times
-/// (0.13-0.16 ms) came to a median of 35 and at most 65 SpMV-equivalents on the small matrices
-/// (H100, spmv_h100_2026-11-25_session8_overlap); one round leaves out two launches, four events
+/// Overlapped launches made small SpMVs faster, so the same plan times came to more
+/// SpMV-equivalents (up to 65: docs/tuning.md); one round leaves out two launches, four events
 /// and a synchronisation of each plan.
 inline constexpr double kTuneOneRoundMaxMs = 0.01;
 /// Tuning: RowSequential is a candidate only up to this mean row length.
@@ -81,7 +78,7 @@ SpmvConfig choose_spmv_rule(const RowStats& s);
 ///    width when the rule is nonzero-balanced) while the longest row needs at most
 ///    4·kMaxRowTripsWarp trips, NnzSequential k=8 and NnzSegmented k=4;
 ///  - large matrices: NnzSequential k=4, 8, 16, NnzSegmented k=4, 8, both with k=8 and 8 warps per
-///    block (bench_spmv, H200: 8 warps won on the banded matrix, 4 on the Laplacians), and
+///    block (bench_spmv: 8 warps won on the banded matrix, 4 on the Laplacians), and
 ///    RowSubwarp at the mean's width if its longest row needs at most 4·kMaxRowTripsWarp trips.
 /// No duplicates; all valid.
 std::vector<SpmvConfig> spmv_candidates(const RowStats& s);

@@ -136,10 +136,10 @@ namespace detail {
 namespace {
 // Large host<->device copies go through pinned buffers: the host copies chunk k into one while the
 // DMA engine moves the chunks before it from the others. A plain cudaMemcpy from pageable memory
-// moved 1.9 GB/s on the H100 machines (a 4 M x 8 block took 139 ms), which made uploading right-hand
-// sides cost more than solving. With two 8 MiB buffers and a single-threaded memcpy the host side
-// was the limit (~6.5 GB/s, 40 ms for that block), so each chunk's memcpy is split over a few
-// threads (parallel_copy.hpp), and four buffers let the DMA run ahead of (d2h) or behind (h2d) the
+// was several times slower than that, which made uploading right-hand sides cost more than
+// solving (docs/tuning.md, "Staged host-device copies"). With two buffers and a single-threaded
+// memcpy the host side was the limit, so each chunk's memcpy is split over a few threads
+// (parallel_copy.hpp), and four buffers let the DMA run ahead of (d2h) or behind (h2d) the
 // host by three chunks, absorbing the jitter of either side. 64 MiB pinned per device, made once
 // per device and kept until exit.
 constexpr std::size_t kStageChunk = std::size_t(16) << 20;  // bytes per pinned buffer

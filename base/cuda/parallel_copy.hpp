@@ -2,8 +2,8 @@
 /// \file parallel_copy.hpp
 /// A host memcpy split over a few threads (internal; no CUDA types, so that the host tests can
 /// include it). The staged host<->device copies (device_memory.cu) use it to fill and empty their
-/// pinned buffers: one thread's memcpy moved ~6.5 GB/s on the H100 machines, a third of what the
-/// DMA engine moves from pinned memory.
+/// pinned buffers: one thread's memcpy moves about a third of what the DMA engine moves from
+/// pinned memory (docs/tuning.md, "Staged host-device copies").
 #include <cstddef>
 
 namespace krysp::detail {

@@ -18,10 +18,9 @@ constexpr int kFusedBlock = 256;
 constexpr int kStreamWarps = kFusedBlock / 32;
 /// Stream kernel: products staged per warp and pass (8 coalesced loads of values and indices per
 /// lane in flight before the gathers), and in fp32 at least 6 blocks per SM (40 registers, no
-/// spills; fp64 keeps 4 blocks and 64 registers, where 6 would spill 80 bytes). Measured on the
-/// H100, 3-D Laplacian 160³, fp32 CG-Chebyshev degree 8, time to solution / Jacobi-CG
-/// (bench_precond): 256 products and no register cap (58 registers, 4 blocks per SM): 0.624;
-/// 256 and 6 blocks: 0.584; 128 and 6: 0.607; 128 and 8: 0.604.
+/// spills; fp64 keeps 4 blocks and 64 registers, where 6 would spill 80 bytes). 256 products and
+/// 6 blocks were the fastest of the shapes timed with bench_precond, 6% ahead of no register cap
+/// (docs/tuning.md, "Fused Chebyshev step").
 constexpr int kStreamChunk = 256;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 constexpr int kStreamMinBlocks = 4;  // at most 1,024 threads per SM before sm_80

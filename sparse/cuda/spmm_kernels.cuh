@@ -3,8 +3,7 @@
 /// The SpMM kernels (templates) and the launchers the dispatcher calls. Lane layouts, the
 /// reduce-scatter and the merge-path partition are described in spmm_common.hpp; the host tests
 /// emulate them with the same index functions.
-/// Runs named in this file's comments (spmm_h100_..., spmm_h200_...) are bench_spmm summaries;
-/// those no longer in bench/results are in the git history: `git show 7141786:bench/results/NAME`.
+/// The measurements behind the choices in this file's comments are in docs/tuning.md.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -323,13 +322,10 @@ __device__ __forceinline__ Vdl1Pair<T> vdl1_first_pair(const CsrView<T>& A, inde
 /// compile-time. Same lane layout, order of additions and reduce-scatter as vdl_segment
 /// (spmm_common.hpp), with a fraction of its instructions: for short rows (N = 2 on a stencil) the
 /// kernels are bound by instructions per row, not by memory. Every lane of the sub-warp must call
-/// it (with FIRST, `first` from vdl1_first_pair). Tried and dropped: an ELL copy of the matrix
-/// read without the row offsets (one dependent trip to memory less) took 1.02x / 1.01x the time of
-/// this kernel at N = 2 / 4 on the rule's picks of the small matrices (H100, graph-timed candidates,
-/// spmm_h100_2026-11-25_session7_ell, kernel version 15). Also dropped: one thread a row (S = 1, no
-/// reduction, 4 nonzeros' loads issued together); the best other candidate took 0.35 / 0.31 / 0.20
-/// of its time at N = 2 / 4 / 8 (geomean over 94 matrices, never slower; H100,
-/// spmm_h100_2026-11-25_session9_s1, kernel version 18).
+/// it (with FIRST, `first` from vdl1_first_pair). Tried and dropped (docs/tuning.md, "Lean VDL:
+/// variants dropped"): an ELL copy of the matrix read without the row offsets (one dependent trip
+/// to memory less), no faster; and one thread a row (S = 1, no reduction, 4 nonzeros' loads issued
+/// together), which the best other candidate beat 3-5x.
 template <class T, int NV, int S, bool VEC, int LOG2Q = 0, bool FIRST = false>
 __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, index_t e, index_t N, int lane,
                                              unsigned mask, const T* __restrict__ X, index_t ldx, T* dst, bool axpby,
@@ -368,7 +364,7 @@ __device__ __forceinline__ void vdl1_segment(const CsrView<T>& A, index_t b, ind
   // This lane's nonzeros: b + p, b + p + P, ...; n counts down (no index overflow). FIRST: the
   // first two were loaded already (vdl1_first_pair). Without FIRST the loop is the one from
   // before early loads: taking the first pair apart in every call cost 3.7% without early loads
-  // (geomean of 39 small cases, up to 15% on bips98_606; H200, spmm_h200_2026-11-26_gate_v1).
+  // (geomean of the small cases, up to 15%: docs/tuning.md).
   index_t n = e - b - p;
   const index_t* cp = A.col_idx + b + p;
   const T* vp = A.values + b + p;
@@ -432,7 +428,7 @@ __device__ void vdl1_long_piece(index_t p, const CsrView<T>& A, index_t N, const
 /// and first two nonzeros while that kernel finishes, and only X (and Y under beta) after the wait.
 /// It also lets the next kernel launch once every block has passed its wait (release_next_kernel).
 /// Two instantiations, not a runtime switch: with the release instruction present but skipped,
-/// the CSC row kernel took 1-3% longer than without it (H200, small matrices).
+/// the CSC row kernel took 1-3% longer than without it on small matrices.
 template <class T, int NV, int S, bool VEC, bool LONG, int LOG2Q, bool EARLY>
 __global__ void __launch_bounds__(kSpmmBlock)
     spmm_vdl1_row_kernel(CsrView<T> A, index_t N, T alpha, const T* __restrict__ X, index_t ldx, T beta,
@@ -602,8 +598,8 @@ __device__ __forceinline__ void csc_walk(T (&acc)[NC], const index_t* sc, const 
     // One loop for all batches: a separate one for full batches would diverge between the
     // sub-warps of a warp, whose rows differ in length (N = 8: 5-12% slower on rows of 5-15).
     // Full batches only where the sub-warp is the whole warp (a runtime switch) were 2-3% faster
-    // at N = 32 / 64 but made the S < 32 code slower too (aft01 N = 16: 5.5 -> 6.7 µs), with the
-    // same geometric means (graph replays, spmm_h100_2026-11-25_session4_wave96 / _whole_warp).
+    // at N = 32 / 64 but made the S < 32 code slower too (aft01 at N = 16: 1.2x), with the same
+    // geometric means (docs/tuning.md).
     for (int t0 = 0; t0 < cnt; t0 += B) {
       T a[B], x[B][NC];
       index_t ci[B];

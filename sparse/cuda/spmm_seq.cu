@@ -73,8 +73,8 @@ __device__ __forceinline__ void seq_put(T* dst, int m, bool axpby, T alpha, cons
 /// Units of at most kSeqStaged items (the derived sizes) take the staged path: the unit's row
 /// offsets and (column, value) pairs are copied to shared memory with coalesced loads, the lanes'
 /// searches run there, and each lane issues the gathers of all its nonzeros (at most
-/// kSeqStaged / 32) before it walks them, instead of one dependent load chain per nonzero
-/// (H100, power-law 3 M rows, N = 2: 1.14 ms walking global memory, against 0.70 for VDL).
+/// kSeqStaged / 32) before it walks them, instead of one dependent load chain per nonzero (which
+/// took 1.6x the time of VDL on a power-law graph: docs/tuning.md).
 constexpr int kSeqStaged = 256;
 constexpr int kSeqLaneMax = kSeqStaged / 32;
 
