@@ -219,26 +219,25 @@ struct Panels {
 
 /// Per-call times of the tuning candidates. Several back-to-back calls per sample where one call
 /// is short, as a solver issues them (one call per event pair measured latency, which ranked
-/// latency-bound candidates differently: spmm_rule::kTuneSampleMs), replayed from a CUDA graph
-/// (spmm_rule::kTuneGraphMaxCalls) so that host submission does not hide the GPU time; the
+/// latency-bound candidates differently: SpmmRuleParams::tune_sample_ms), replayed from a CUDA graph
+/// (SpmmRuleParams::tune_graph_max_calls) so that host submission does not hide the GPU time; the
 /// candidates round-robin. Plain launches when a capture fails.
 std::vector<double> time_candidates(const std::vector<std::function<void(DeviceStream)>>& runs, int reps, int warmup) {
   std::vector<std::function<void()>> plain;
   for (const auto& r : runs) plain.push_back([&r] { r(DeviceStream{}); });
+  const SpmmRuleParams p{};  // the tuned defaults
   const double first_ms = time_device_ms(plain.front(), 1, 1);
-  const int calls =
-      int(std::clamp(spmm_rule::kTuneSampleMs / std::max(first_ms, 1e-4), 1.0, double(spmm_rule::kTuneGraphMaxCalls)));
+  const int calls = int(std::clamp(p.tune_sample_ms / std::max(first_ms, 1e-4), 1.0, double(p.tune_graph_max_calls)));
   std::vector<std::unique_ptr<CapturedCalls>> graphs;
   std::vector<std::function<void()>> replays;
   for (const auto& r : runs) {
     graphs.push_back(std::make_unique<CapturedCalls>(r, calls));
     if (!graphs.back()->ok())
-      return time_device_auto_interleaved_ms(plain, spmm_rule::kTuneSampleMs, reps, warmup,
-                                             spmm_rule::kTunePruneFactor);
+      return time_device_auto_interleaved_ms(plain, p.tune_sample_ms, reps, warmup, p.tune_prune_factor);
     replays.push_back([g = graphs.back().get()] { g->launch(); });
   }
   std::vector<double> ms =
-      time_device_auto_interleaved_ms(replays, spmm_rule::kTuneSampleMs, reps, warmup, spmm_rule::kTunePruneFactor);
+      time_device_auto_interleaved_ms(replays, p.tune_sample_ms, reps, warmup, p.tune_prune_factor);
   for (double& m : ms) m /= calls;
   return ms;
 }

@@ -68,7 +68,7 @@ struct SpmmPlanOptions {
   std::string cache_dir;     ///< empty: default_tune_cache_dir() (tune_cache.hpp)
   int tune_warmup = 1;       ///< untimed runs per candidate
   int tune_reps = 5;  ///< timed samples per candidate (CUDA events; a sample repeats a short call
-                      ///< back to back: spmm_rule::kTuneSampleMs); the median counts
+                      ///< back to back: SpmmRuleParams::tune_sample_ms); the median counts
 };
 
 /// How the plan's configuration was chosen and what tuning measured.

@@ -56,8 +56,7 @@ double resident_threads(const DevicePolicy& device) { return double(device.resid
 
 }  // namespace
 
-SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const RowStats& s) {
-  using namespace spmm_rule;
+SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const RowStats& s, const SpmmRuleParams& p) {
   N = std::max<index_t>(N, 1);
   if (c.algorithm == SpmmAlgorithm::SeqNnz) {  // one warp per unit, a lane walks all columns
     if (c.subwarp == 0) c.subwarp = 32;
@@ -66,22 +65,22 @@ SpmmConfig complete_spmm_config(SpmmConfig c, index_t N, int value_bytes, const 
     const index_t nvec = ceil_div(N, vec_width(value_bytes));
     if (c.per_lane == 0)
       c.per_lane = c.col_lanes > 0 ? int(std::min<index_t>(2, ceil_div(nvec, c.col_lanes)))
-                                   : int(std::min<index_t>(kVdlVectorsPerLane, nvec));
+                                   : int(std::min<index_t>(p.vdl_vectors_per_lane, nvec));
     if (c.col_lanes == 0 && c.per_lane > 0) {
       int q = spmm_pow2_at_least(double(ceil_div(nvec, c.per_lane)), 1, 32);
       if (c.subwarp > 0) q = std::min(q, c.subwarp);
       c.col_lanes = q;
     }
     if (c.subwarp == 0) {
-      const int p = spmm_pow2_at_least(s.mean / kVdlNnzPerLane, 1, 32);
-      c.subwarp = std::min(32, std::max(2, std::max(c.col_lanes, 1) * p));
+      const int lanes = spmm_pow2_at_least(s.mean / p.vdl_nnz_per_lane, 1, 32);  // nonzero lanes P
+      c.subwarp = std::min(32, std::max(2, std::max(c.col_lanes, 1) * lanes));
     }
   } else {
     if (c.subwarp == 0) c.subwarp = csc_subwarp(N);
     if (c.per_lane == 0) c.per_lane = N > c.subwarp ? 2 : 1;
   }
   if (is_nnz_balanced(c.algorithm) && c.items_per_warp == 0)
-    c.items_per_warp = double(s.rows) + double(s.nnz) < kSmallItems ? kItemsPerWarpSmall : kItemsPerWarp;
+    c.items_per_warp = double(s.rows) + double(s.nnz) < p.small_items ? p.items_per_warp_small : p.items_per_warp;
   return c;
 }
 
@@ -131,10 +130,9 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
   return true;
 }
 
-index_t spmm_long_row_threshold(const DevicePolicy& device, const RowStats& s) {
-  using namespace spmm_rule;
-  if (!spmm_latency_bound(device, s)) return 0;
-  const index_t t = std::max<index_t>(kLongRowMin, index_t(std::ceil(kLongRowMeanFactor * s.mean)));
+index_t spmm_long_row_threshold(const DevicePolicy& device, const RowStats& s, const SpmmRuleParams& p) {
+  if (!spmm_latency_bound(device, s, p)) return 0;
+  const index_t t = std::max<index_t>(p.long_row_min, index_t(std::ceil(p.long_row_mean_factor * s.mean)));
   return s.max_len > t ? t : 0;
 }
 
@@ -148,64 +146,64 @@ bool spmm_runs_at(const SpmmConfig& c, index_t N, int value_bytes) {
 }
 
 namespace {
-double trips(const SpmmConfig& c, double len) {
+double trips(const SpmmConfig& c, double len, const SpmmRuleParams& p) {
   const double t = is_vdl(c.algorithm) ? len / (c.subwarp / c.col_lanes)
-                                       : len / c.split_count() / spmm_rule::kCscPairsPerTrip;
+                                       : len / c.split_count() / p.csc_pairs_per_trip;
   return std::max(1.0, t);
 }
 }  // namespace
 
-double spmm_max_row_trips(const RowStats& s, const SpmmConfig& c) { return trips(c, double(s.max_len)); }
+double spmm_max_row_trips(const RowStats& s, const SpmmConfig& c, const SpmmRuleParams& p) {
+  return trips(c, double(s.max_len), p);
+}
 
-double spmm_mean_trips_per_slot(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c) {
+double spmm_mean_trips_per_slot(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c,
+                                const SpmmRuleParams& p) {
   const double slots = resident_threads(device) / (c.subwarp * c.split_count());
-  return double(s.rows) * trips(c, s.mean) / slots;
+  return double(s.rows) * trips(c, s.mean, p) / slots;
 }
 
-bool spmm_long_row(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c) {
-  using namespace spmm_rule;
-  return spmm_max_row_trips(s, c) >
-         kLongRowFactor * std::max(kMinLongRowTrips, spmm_mean_trips_per_slot(device, s, c));
+bool spmm_long_row(const DevicePolicy& device, const RowStats& s, const SpmmConfig& c, const SpmmRuleParams& p) {
+  return spmm_max_row_trips(s, c, p) >
+         p.long_row_factor * std::max(p.min_long_row_trips, spmm_mean_trips_per_slot(device, s, c, p));
 }
 
-bool spmm_latency_bound(const DevicePolicy& device, const RowStats& s) {
-  using namespace spmm_rule;
-  return double(s.rows) * 32 <= kLatencyBoundWaves * resident_threads(device);
+bool spmm_latency_bound(const DevicePolicy& device, const RowStats& s, const SpmmRuleParams& p) {
+  return double(s.rows) * 32 <= p.latency_bound_waves * resident_threads(device);
 }
 
 namespace {
-/// The cost model of kSmallCscMinN: CscRow with `lanes` lanes and `per_lane` columns a lane, rows
+/// The cost model of SpmmRuleParams::split_wave_cost: CscRow with `lanes` lanes and `per_lane` columns a lane, rows
 /// shared by KS sub-warps.
-double small_csc_cost(const DevicePolicy& device, const RowStats& s, index_t N, int lanes, int per_lane, int ks) {
-  using namespace spmm_rule;
+double small_csc_cost(const DevicePolicy& device, const RowStats& s, index_t N, int lanes, int per_lane, int ks,
+                      const SpmmRuleParams& p) {
   const double tiles = std::ceil(double(N) / (double(lanes) * per_lane));
-  const double chain = std::ceil(double(s.max_len) / ks) * (per_lane == 2 ? kCscTwoColumnChain : 1.0);
-  return chain + kSplitWaveCost * double(s.rows) * lanes * ks * tiles / resident_threads(device);
+  const double chain = std::ceil(double(s.max_len) / ks) * (per_lane == 2 ? p.csc_two_column_chain : 1.0);
+  return chain + p.split_wave_cost * double(s.rows) * lanes * ks * tiles / resident_threads(device);
 }
 }  // namespace
 
-int spmm_split_rule(const DevicePolicy& device, const RowStats& s, index_t N) {
-  using namespace spmm_rule;
+int spmm_split_rule(const DevicePolicy& device, const RowStats& s, index_t N, const SpmmRuleParams& p) {
   const int S = csc_subwarp(N);
   int best = 1;
   double best_cost = 0;
   for (int ks = 1; ks <= 8; ks *= 2) {
-    if (ks > 1 && double(s.max_len) / ks > kSplitMaxSlice) continue;
-    const double cost = small_csc_cost(device, s, N, S, 1, ks);
+    if (ks > 1 && double(s.max_len) / ks > p.split_max_slice) continue;
+    const double cost = small_csc_cost(device, s, N, S, 1, ks, p);
     if (ks == 1 || cost < best_cost) best = ks, best_cost = cost;
   }
   return best;
 }
 
-SpmmConfig spmm_small_csc_rule(const DevicePolicy& device, const RowStats& s, index_t N) {
-  const int S = csc_subwarp(N), ks = spmm_split_rule(device, s, N);
+SpmmConfig spmm_small_csc_rule(const DevicePolicy& device, const RowStats& s, index_t N, const SpmmRuleParams& p) {
+  const int S = csc_subwarp(N), ks = spmm_split_rule(device, s, N, p);
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::CscRow;
   c.subwarp = S;
   c.per_lane = 1;
   c.ksplit = ks > 1 ? ks : 0;
   const int lanes2 = N > S ? S : S / 2;  // two columns a lane: one tile
-  if ((N > S || S >= 16) && small_csc_cost(device, s, N, lanes2, 2, 1) < small_csc_cost(device, s, N, S, 1, ks)) {
+  if ((N > S || S >= 16) && small_csc_cost(device, s, N, lanes2, 2, 1, p) < small_csc_cost(device, s, N, S, 1, ks, p)) {
     c.subwarp = lanes2;
     c.per_lane = 2;
     c.ksplit = 0;
@@ -218,19 +216,19 @@ int spmm_lean_vdl_vectors(index_t N, int value_bytes) {
   return nvec > 4 ? 0 : spmm_pow2_at_least(double(nvec), 1, 4);
 }
 
-int spmm_small_vdl_subwarp(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes, int per_lane) {
-  using namespace spmm_rule;
+int spmm_small_vdl_subwarp(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes, int per_lane,
+                           const SpmmRuleParams& p) {
   const double resident = resident_threads(device);
-  if (double(s.rows) * 32 <= kVdlWideWaves * resident) return 32;
+  if (double(s.rows) * 32 <= p.vdl_wide_waves * resident) return 32;
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::VdlRow;
   c.per_lane = per_lane;
-  const int Q = complete_spmm_config(c, N, value_bytes, s).col_lanes;
+  const int Q = complete_spmm_config(c, N, value_bytes, s, p).col_lanes;
   int best = 32;
   double best_cost = 0;
   for (int S = std::max(2, Q); S <= 32; S *= 2) {
     const double cost =
-        std::ceil(double(s.max_len) / (S / Q)) + kVdlSubwarpWaveCost * double(s.rows) * S / resident;
+        std::ceil(double(s.max_len) / (S / Q)) + p.vdl_subwarp_wave_cost * double(s.rows) * S / resident;
     if (S == std::max(2, Q) || cost < best_cost) best = S, best_cost = cost;
   }
   return best;
@@ -239,18 +237,18 @@ int spmm_small_vdl_subwarp(const DevicePolicy& device, const RowStats& s, index_
 namespace {
 /// The lean VDL kernel for a latency-bound matrix (not complete), with the sub-warp of
 /// spmm_small_vdl_subwarp: with `column_lanes`, a vector a lane on pow2 >= N / VW column lanes
-/// where the mean row is at most kVdlColumnLanesMaxMean; otherwise all columns a lane (the layout
+/// where the mean row is at most p.vdl_column_lanes_max_mean; otherwise all columns a lane (the layout
 /// that cuts long rows); nullopt where N is too wide for it (spmm_lean_vdl_vectors).
 std::optional<SpmmConfig> small_lean_vdl(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes,
-                                         bool column_lanes) {
+                                         bool column_lanes, const SpmmRuleParams& p) {
   const int vectors = spmm_lean_vdl_vectors(N, value_bytes);
   if (vectors == 0) return std::nullopt;
-  const bool lanes = column_lanes && vectors > 1 && s.mean <= spmm_rule::kVdlColumnLanesMaxMean;
+  const bool lanes = column_lanes && vectors > 1 && s.mean <= p.vdl_column_lanes_max_mean;
   SpmmConfig c;
   c.algorithm = SpmmAlgorithm::VdlRow;
   c.per_lane = lanes ? 1 : vectors;
   c.col_lanes = lanes ? vectors : 1;
-  c.subwarp = spmm_small_vdl_subwarp(device, s, N, value_bytes, c.per_lane);
+  c.subwarp = spmm_small_vdl_subwarp(device, s, N, value_bytes, c.per_lane, p);
   return c;
 }
 
@@ -266,11 +264,12 @@ RowStats rows_up_to(const RowStats& s, index_t t) {
 /// for rows that short), with the longer ones cut (long_row = t); nullopt when that pick cannot cut
 /// rows.
 std::optional<SpmmConfig> rule_with_cut(const DevicePolicy& device, const RowStats& s, index_t t, index_t N,
-                                        int value_bytes) {
+                                        int value_bytes, const SpmmRuleParams& p) {
   const RowStats cut = rows_up_to(s, t);
-  const auto lean = small_lean_vdl(device, cut, N, value_bytes, false);  // one column lane: the layout that cuts rows
+  // one column lane: the layout that cuts rows
+  const auto lean = small_lean_vdl(device, cut, N, value_bytes, false, p);
   SpmmConfig c =
-      lean ? complete_spmm_config(*lean, N, value_bytes, cut) : spmm_uncut_rule(device, cut, N, value_bytes);
+      lean ? complete_spmm_config(*lean, N, value_bytes, cut, p) : spmm_uncut_rule(device, cut, N, value_bytes, p);
   c.ksplit = 0;
   c.long_row = int(t);
   if (!is_valid(c) || !spmm_runs_at(c, N, value_bytes)) return std::nullopt;
@@ -278,65 +277,66 @@ std::optional<SpmmConfig> rule_with_cut(const DevicePolicy& device, const RowSta
 }
 }  // namespace
 
-SpmmConfig choose_spmm_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes) {
-  if (const index_t t = spmm_long_row_threshold(device, s);
-      t > 0 && s.max_len >= spmm_rule::kLongRowRuleMinCut * double(t))
-    if (const auto c = rule_with_cut(device, s, t, N, value_bytes)) return *c;
-  return spmm_uncut_rule(device, s, N, value_bytes);
+SpmmConfig choose_spmm_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes,
+                            const SpmmRuleParams& p) {
+  if (const index_t t = spmm_long_row_threshold(device, s, p);
+      t > 0 && s.max_len >= p.long_row_rule_min_cut * double(t))
+    if (const auto c = rule_with_cut(device, s, t, N, value_bytes, p)) return *c;
+  return spmm_uncut_rule(device, s, N, value_bytes, p);
 }
 
-SpmmConfig spmm_uncut_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes) {
-  using namespace spmm_rule;
+SpmmConfig spmm_uncut_rule(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes,
+                           const SpmmRuleParams& p) {
   SpmmConfig c;
   if (s.rows == 0 || s.nnz == 0) {
-    c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-    return complete_spmm_config(c, N, value_bytes, s);
+    c.algorithm = N <= p.vdl_max_n ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
+    return complete_spmm_config(c, N, value_bytes, s, p);
   }
-  const bool small = spmm_latency_bound(device, s);
+  const bool small = spmm_latency_bound(device, s, p);
   int ks = 1;
-  if (const auto lean = small ? small_lean_vdl(device, s, N, value_bytes, true) : std::nullopt) {
+  if (const auto lean = small ? small_lean_vdl(device, s, N, value_bytes, true, p) : std::nullopt) {
     c = *lean;
-  } else if (small && N >= kSmallCscMinN) {  // long rows shared by sub-warps, or two columns a lane
-    c = spmm_small_csc_rule(device, s, N);
+  } else if (small && N >= p.small_csc_min_n()) {  // long rows shared by sub-warps, or two columns a lane
+    c = spmm_small_csc_rule(device, s, N, p);
     ks = c.split_count();
   } else {
-    c.algorithm = N <= kVdlMaxN ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
-    if (N >= kHalfLanesMinN && N <= kHalfLanesMaxN && N % 2 == 0) {  // not latency-bound (small_lean_vdl above)
+    c.algorithm = N <= p.vdl_max_n ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow;
+    if (N >= p.half_lanes_min_n && N <= p.half_lanes_max_n && N % 2 == 0) {  // not latency-bound (small_lean_vdl above)
       c.subwarp = csc_subwarp(N) / 2;
       c.per_lane = 2;
     }
   }
-  c = complete_spmm_config(c, N, value_bytes, s);
-  const bool small_seq = small && N <= kTuneSeqMaxN &&
-                         (N > kVdlMaxN ? s.max_len >= kSmallSeqMinMaxRow
-                                       : s.max_len >= kSmallSeqNarrowMinMaxRow && s.mean <= kSeqMaxMeanRow);
-  const bool small_stream = small && N > kTuneSeqMaxN && ks == 1 && s.max_len >= kSmallStreamMinMaxRow &&
-                            s.mean < kSmallStreamMaxMean &&
-                            double(s.rows) * 32 > kSmallStreamMinWaves * resident_threads(device);
-  if ((!small && s.cv() > kNnzBalanceMinCv) || spmm_long_row(device, s, c) || small_seq || small_stream) {
+  c = complete_spmm_config(c, N, value_bytes, s, p);
+  const bool small_seq = small && N <= p.tune_seq_max_n &&
+                         (N > p.vdl_max_n ? s.max_len >= p.small_seq_min_max_row
+                                       : s.max_len >= p.small_seq_narrow_min_max_row && s.mean <= p.seq_max_mean_row);
+  const bool small_stream = small && N > p.tune_seq_max_n && ks == 1 && s.max_len >= p.small_stream_min_max_row &&
+                            s.mean < p.small_stream_max_mean &&
+                            double(s.rows) * 32 > p.small_stream_min_waves * resident_threads(device);
+  if ((!small && s.cv() > p.nnz_balance_min_cv) || spmm_long_row(device, s, c, p) || small_seq || small_stream) {
     c = SpmmConfig();
-    c.algorithm = small_seq || (!small && N <= kSeqMaxN && s.mean <= kSeqMaxMeanRow) ? SpmmAlgorithm::SeqNnz
-                  : N <= kVdlMaxN                                                     ? SpmmAlgorithm::VdlNnz
+    c.algorithm = small_seq || (!small && N <= p.seq_max_n && s.mean <= p.seq_max_mean_row) ? SpmmAlgorithm::SeqNnz
+                  : N <= p.vdl_max_n                                                     ? SpmmAlgorithm::VdlNnz
                                                                                       : SpmmAlgorithm::CscNnz;
     // CscNnz keeps the derived columns a lane (two above S) on latency-bound matrices too: since
     // pairs are loaded together two are faster than one (docs/tuning.md, "CscNnz columns a lane").
-    c = complete_spmm_config(c, N, value_bytes, s);
+    c = complete_spmm_config(c, N, value_bytes, s, p);
   }
   return c;
 }
 
-std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes) {
-  using namespace spmm_rule;
+std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowStats& s, index_t N, int value_bytes,
+                                        const SpmmRuleParams& p) {
   std::vector<SpmmConfig> out;
   // c completed for the rows of `rows` (s, or those left when long rows are cut), if it can run
   auto add_for = [&](SpmmConfig c, const RowStats& rows) {
-    c = complete_spmm_config(c, N, value_bytes, rows);
+    c = complete_spmm_config(c, N, value_bytes, rows, p);
     if (!is_valid(c) || !spmm_runs_at(c, N, value_bytes)) return;
-    if (!is_nnz_balanced(c.algorithm) && spmm_max_row_trips(rows, c) > kTuneMaxRowTrips) return;
+    if (!is_nnz_balanced(c.algorithm) && spmm_max_row_trips(rows, c, p) > p.tune_max_row_trips) return;
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   auto add = [&](const SpmmConfig& c) { add_for(c, s); };
-  out.push_back(choose_spmm_rule(device, s, N, value_bytes));
+  out.push_back(choose_spmm_rule(device, s, N, value_bytes, p));
   auto make = [](SpmmAlgorithm a, int subwarp = 0, int per_lane = 0) {
     SpmmConfig c;
     c.algorithm = a;
@@ -344,8 +344,8 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
     c.per_lane = per_lane;
     return c;
   };
-  if (N <= kTuneVdlMaxN) {
-    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::VdlRow), N, value_bytes, s);
+  if (N <= p.tune_vdl_max_n) {
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::VdlRow), N, value_bytes, s, p);
     for (int w : {base.subwarp / 2, base.subwarp, base.subwarp * 2, 32})
       if (w >= 2 && w <= 32) add(make(SpmmAlgorithm::VdlRow, w));
     for (int w : {base.subwarp / 2, base.subwarp, base.subwarp * 2, 32})  // one vector a lane: more column lanes
@@ -355,7 +355,7 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
   // the lean VDL kernel with four vectors a lane, where the derived layout needs column lanes
   const bool lean4 = spmm_lean_vdl_vectors(N, value_bytes) == 4;
   if (lean4) {
-    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::VdlRow, 0, 4), N, value_bytes, s);
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::VdlRow, 0, 4), N, value_bytes, s, p);
     for (int w : {base.subwarp / 2, base.subwarp, base.subwarp * 2, 32})
       if (w >= 2 && w <= 32) add(make(SpmmAlgorithm::VdlRow, w, 4));
   }
@@ -363,9 +363,9 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
   add(make(SpmmAlgorithm::CscRow, 32));
   // one column per lane (more column tiles) and rows shared by 2..8 sub-warps: shorter chains
   // where the launch is latency-bound
-  const bool small = spmm_latency_bound(device, s);
+  const bool small = spmm_latency_bound(device, s, p);
   if (small) {
-    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s, p);
     add(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
     for (int w : {2, 4, 8})
       if (s.max_len >= 2 * w) {
@@ -376,20 +376,20 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
   }
   {  // half the lanes with two columns each: a pair's shared-memory reads and address serve two
      // columns; not from S = 8, where it never won (docs/tuning.md, "Half the CSC lanes")
-    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s);
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, s, p);
     if (base.subwarp >= 16) add(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
   }
   add(make(SpmmAlgorithm::CscNnz));
   if (small) add(make(SpmmAlgorithm::CscNnz, 0, 1));  // one column per lane: more tiles
-  if (N <= kTuneSeqMaxN) add(make(SpmmAlgorithm::SeqNnz));
-  if (const index_t t = spmm_long_row_threshold(device, s); t > 0) {  // long rows cut into pieces
+  if (N <= p.tune_seq_max_n) add(make(SpmmAlgorithm::SeqNnz));
+  if (const index_t t = spmm_long_row_threshold(device, s, p); t > 0) {  // long rows cut into pieces
     const RowStats cut = rows_up_to(s, t);                    // the row kernels' geometry for the rows left
     auto add_long = [&](SpmmConfig c) {
       c.long_row = int(t);
       add_for(c, cut);
     };
-    if (const auto c = rule_with_cut(device, s, t, N, value_bytes)) add_long(*c);
-    if (N <= kTuneVdlMaxN) {
+    if (const auto c = rule_with_cut(device, s, t, N, value_bytes, p)) add_long(*c);
+    if (N <= p.tune_vdl_max_n) {
       add_long(make(SpmmAlgorithm::VdlRow));
       add_long(make(SpmmAlgorithm::VdlRow, 32));
     }
@@ -397,7 +397,7 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
       add_long(make(SpmmAlgorithm::VdlRow, 0, 4));
       add_long(make(SpmmAlgorithm::VdlRow, 32, 4));
     }
-    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, cut);
+    const SpmmConfig base = complete_spmm_config(make(SpmmAlgorithm::CscRow), N, value_bytes, cut, p);
     add_long(base);
     add_long(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
     if (base.subwarp >= 16) add_long(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));

@@ -121,10 +121,10 @@ NnzSet<T> make_nnz_set(const CsrView<T>& dA, const std::vector<NnzKey>& keys, Sp
     std::memcpy(&any, header + kRowStatsBytes + 4 * i, 4);
     d.any_carry = any != 0;
     d.carry = !d.any_carry ? SpmvWorkspaceView::Carry::None
-              : carry == SpmvPlanOptions::Carry::LookBack ? SpmvWorkspaceView::Carry::LookBack
-              : carry == SpmvPlanOptions::Carry::FixUp    ? SpmvWorkspaceView::Carry::FixUp
-              : dA.nnz < spmv_rule::kLookBackMaxNnz       ? SpmvWorkspaceView::Carry::LookBack
-                                                          : SpmvWorkspaceView::Carry::FixUp;
+              : carry == SpmvPlanOptions::Carry::LookBack   ? SpmvWorkspaceView::Carry::LookBack
+              : carry == SpmvPlanOptions::Carry::FixUp      ? SpmvWorkspaceView::Carry::FixUp
+              : dA.nnz < SpmvRuleParams{}.look_back_max_nnz ? SpmvWorkspaceView::Carry::LookBack
+                                                            : SpmvWorkspaceView::Carry::FixUp;
   }
   return set;
 }
@@ -213,8 +213,8 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
       // use, then one copy back.
       // Only the tile shapes spmv_candidates() can use at this size (small: two; fewer launches).
       const std::vector<detail::NnzKey> keys =
-          A.nnz() >= spmv_rule::kLargeNnz ? std::vector<detail::NnzKey>{{4, 4}, {8, 4}, {16, 4}, {8, 8}}
-                                          : std::vector<detail::NnzKey>{{4, 4}, {8, 4}};
+          A.nnz() >= SpmvRuleParams{}.large_nnz ? std::vector<detail::NnzKey>{{4, 4}, {8, 4}, {16, 4}, {8, 8}}
+                                                : std::vector<detail::NnzKey>{{4, 4}, {8, 4}};
       s->nnz = detail::make_nnz_set(dA, keys, options.carry, &s->stats);
       have_stats = true;
       have_nnz_data = true;  // kept whatever wins: a few bytes per tile
@@ -236,10 +236,12 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
       }
       // Round 1 times every candidate; at most kTuneFinalists within kTunePruneFactor of the
       // fastest get tune_reps - 1 more rounds (median), unless the fastest is at the launch floor
-      // (kTuneOneRoundMaxMs).
-      const std::vector<double> ms =
-          time_device_interleaved_ms(runs, options.tune_warmup, options.tune_reps, spmv_rule::kTunePruneFactor,
-                                     spmv_rule::kTuneFinalists, spmv_rule::kTuneOneRoundMaxMs);
+      // (SpmvRuleParams::tune_one_round_max_ms).
+      const SpmvRuleParams rule_params{};  // the tuned defaults
+      const std::vector<double> ms = time_device_interleaved_ms(runs, options.tune_warmup, options.tune_reps,
+                                                                rule_params.tune_prune_factor,
+                                                                rule_params.tune_finalists,
+                                                                rule_params.tune_one_round_max_ms);
       std::size_t best = 0;
       for (std::size_t i = 0; i < cands.size(); ++i) {
         sel.candidates.push_back({cands[i], ms[i]});

@@ -33,7 +33,7 @@ struct SpmvPlanOptions {
   bool force = false;  ///< use `forced` as is (tests and benchmarks); InputError if it is invalid
   SpmvConfig forced;
   /// Nonzero-balanced kernels, rows split between blocks: Auto = LookBack below
-  /// spmv_rule::kLookBackMaxNnz nonzeros (one launch: latency matters there), FixUp above (a
+  /// SpmvRuleParams::look_back_max_nnz nonzeros (one launch: latency matters there), FixUp above (a
   /// second tiny kernel: waiting blocks would cost bandwidth). Both are deterministic; forcing one
   /// is for tests and benchmarks.
   enum class Carry { Auto, LookBack, FixUp } carry = Carry::Auto;
@@ -42,8 +42,9 @@ struct SpmvPlanOptions {
   std::string cache_dir;  ///< tuning-cache folder; empty: default_tune_cache_dir() (tune_cache.hpp)
   int tune_warmup = 0;    ///< untimed rounds over all candidates before timing (kernels are preloaded)
   int tune_reps = 2;      ///< timed rounds (CUDA events, median); after the first, candidates slower
-                          ///< than spmv_rule::kTunePruneFactor × the fastest are not run again, and
-                          ///< none is when the fastest took less than spmv_rule::kTuneOneRoundMaxMs
+                          ///< than SpmvRuleParams::tune_prune_factor × the fastest are not run
+                          ///< again, and none is when the fastest took less than
+                          ///< SpmvRuleParams::tune_one_round_max_ms
 };
 
 /// How a plan's configuration was chosen, and what tuning measured (for `krysp tune`).

@@ -37,27 +37,25 @@ SpmvConfig nnz(SpmvAlgorithm a, int k, int block_warps = 4) {
 double max_trips(const RowStats& s, int lanes) { return double(s.max_len) / lanes; }
 }  // namespace
 
-SpmvConfig choose_spmv_rule(const RowStats& s) {
-  using namespace spmv_rule;
+SpmvConfig choose_spmv_rule(const RowStats& s, const SpmvRuleParams& p) {
   if (s.rows == 0 || s.nnz == 0) return row_sequential();
-  if (s.nnz >= kLargeNnz) return nnz(SpmvAlgorithm::NnzSequential, kNnzPerLaneLarge);
-  int lanes = s.mean < kSubwarpMinMean ? 1 : subwarp_for_mean(s.mean);
-  while (lanes < 32 && max_trips(s, lanes) > kMaxRowTrips) lanes = lanes == 1 ? 2 : 2 * lanes;
-  if (max_trips(s, lanes) > kMaxRowTripsWarp) return nnz(SpmvAlgorithm::NnzSequential, kNnzPerLaneSmall);
+  if (s.nnz >= p.large_nnz) return nnz(SpmvAlgorithm::NnzSequential, p.nnz_per_lane_large);
+  int lanes = s.mean < p.subwarp_min_mean ? 1 : subwarp_for_mean(s.mean);
+  while (lanes < 32 && max_trips(s, lanes) > p.max_row_trips) lanes = lanes == 1 ? 2 : 2 * lanes;
+  if (max_trips(s, lanes) > p.max_row_trips_warp) return nnz(SpmvAlgorithm::NnzSequential, p.nnz_per_lane_small);
   return lanes == 1 ? row_sequential() : row_subwarp(lanes);
 }
 
-std::vector<SpmvConfig> spmv_candidates(const RowStats& s) {
-  using namespace spmv_rule;
+std::vector<SpmvConfig> spmv_candidates(const RowStats& s, const SpmvRuleParams& p) {
   std::vector<SpmvConfig> out;
   auto add = [&](const SpmvConfig& c) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
-  const SpmvConfig rule = choose_spmv_rule(s);
+  const SpmvConfig rule = choose_spmv_rule(s, p);
   add(rule);
-  const double max_tune_trips = 4 * kMaxRowTripsWarp;
+  const double max_tune_trips = 4 * p.max_row_trips_warp;
   const int mean_w = subwarp_for_mean(s.mean);
-  if (s.nnz >= kLargeNnz) {
+  if (s.nnz >= p.large_nnz) {
     for (int k : {4, 8, 16}) add(nnz(SpmvAlgorithm::NnzSequential, k));
     for (int k : {4, 8}) add(nnz(SpmvAlgorithm::NnzSegmented, k));
     add(nnz(SpmvAlgorithm::NnzSequential, 8, 8));
@@ -65,7 +63,7 @@ std::vector<SpmvConfig> spmv_candidates(const RowStats& s) {
     if (max_trips(s, mean_w) <= max_tune_trips) add(row_subwarp(mean_w));
     return out;
   }
-  if (s.mean <= kTuneRowSequentialMaxMean && max_trips(s, 1) <= max_tune_trips) add(row_sequential());
+  if (s.mean <= p.tune_row_sequential_max_mean && max_trips(s, 1) <= max_tune_trips) add(row_sequential());
   const int w = rule.algorithm == SpmvAlgorithm::RowSubwarp ? rule.subwarp : mean_w;
   for (int v : {w / 2, w, w * 2})
     if (v >= 2 && v <= 32 && max_trips(s, v) <= max_tune_trips) add(row_subwarp(v));

@@ -327,7 +327,7 @@ TEST_CASE("SpMV plan: carries only when a row crosses a block; look-back on smal
   CHECK(std::string(SpmvPlan<double>(split, opt).carry_mode()) == "fix-up");
   opt.carry = SpmvPlanOptions::Carry::Auto;
   const auto big = random_banded(200000, 6, 20, 3);  // > kLookBackMaxNnz nonzeros
-  REQUIRE(big.nnz() >= spmv_rule::kLookBackMaxNnz);
+  REQUIRE(big.nnz() >= SpmvRuleParams{}.look_back_max_nnz);
   CHECK(std::string(SpmvPlan<double>(big, opt).carry_mode()) == "fix-up");
   opt.forced = {SpmvAlgorithm::RowSubwarp, 8, 0};
   CHECK(std::string(SpmvPlan<double>(split, opt).carry_mode()) == "none");

@@ -461,12 +461,12 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   const auto P = random_power_law(40000, 8.0, 20000, 1);
   const RowStats s = stats_of(P);
   INFO(s.to_string());
-  REQUIRE(s.cv() > spmm_rule::kNnzBalanceMinCv);
+  REQUIRE(s.cv() > SpmmRuleParams{}.nnz_balance_min_cv);
   // short rows, N <= kSeqMaxN: a lane per slice of the merge path; above, VDL with 4 lanes per row (mean 8.36)
-  CHECK(choose_spmm_rule(kH100, s, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
+  CHECK(choose_spmm_rule(kH100, s, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, SpmmRuleParams{}.items_per_warp));
   CHECK(choose_spmm_rule(kH100, s, 4).algorithm == SpmmAlgorithm::SeqNnz);
   CHECK(choose_spmm_rule(kH100, s, 8).algorithm == SpmmAlgorithm::CscNnz);
-  CHECK(choose_spmm_rule(kH100, s, 32) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, spmm_rule::kItemsPerWarp));
+  CHECK(choose_spmm_rule(kH100, s, 32) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 1, SpmmRuleParams{}.items_per_warp));
   // fewer than kSmallItems rows + nonzeros: the small units
   RowStats m;
   m.rows = 40000;
@@ -474,7 +474,7 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   m.mean = 5;
   m.stddev = 10;
   m.max_len = 500;
-  CHECK(choose_spmm_rule(kH100, m, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(choose_spmm_rule(kH100, m, 2) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, SpmmRuleParams{}.items_per_warp_small));
   m.mean = 40;  // long rows: lanes share them
   m.stddev = 100;
   m.nnz = 1600000;
@@ -483,12 +483,12 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   // at N <= 4; it reaches kSmallSeqMinMaxRow: SeqNnz for 4 < N <= 8
   const RowStats small = stats_of(random_power_law(3000, 8.0, 1000, 3));
   INFO(small.to_string());
-  REQUIRE(small.cv() > spmm_rule::kNnzBalanceMinCv);
+  REQUIRE(small.cv() > SpmmRuleParams{}.nnz_balance_min_cv);
   REQUIRE(spmm_latency_bound(kH100, small));
-  REQUIRE(small.max_len >= spmm_rule::kSmallSeqMinMaxRow);
+  REQUIRE(small.max_len >= SpmmRuleParams{}.small_seq_min_max_row);
   CHECK(spmm_uncut_rule(kH100, small, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
   CHECK(spmm_uncut_rule(kH100, small, 4).algorithm == SpmmAlgorithm::VdlRow);
-  CHECK(spmm_uncut_rule(kH100, small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+  CHECK(spmm_uncut_rule(kH100, small, 5) == cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, SpmmRuleParams{}.items_per_warp_small));
   CHECK(spmm_uncut_rule(kH100, small, 8).algorithm == SpmmAlgorithm::SeqNnz);
   CHECK(spmm_uncut_rule(kH100, small, 9).algorithm != SpmmAlgorithm::SeqNnz);
   // one dense row among short ones
@@ -499,7 +499,7 @@ TEST_CASE("SpMM rule: skewed rows are balanced by nonzeros") {
   // latency-bound: the row of 100 k is cut into pieces (spmm_long_row_threshold) for the row
   // kernels; at N = 8 the lean VDL kernel with four vectors a lane
   const index_t t = spmm_long_row_threshold(kH100, d);
-  CHECK(t == index_t(std::ceil(spmm_rule::kLongRowMeanFactor * d.mean)));
+  CHECK(t == index_t(std::ceil(SpmmRuleParams{}.long_row_mean_factor * d.mean)));
   CHECK(choose_spmm_rule(kH100, d, 4) ==
         with_long(complete_spmm_config(cfg(SpmmAlgorithm::VdlRow, 32), 4, 8, d), int(t)));
   CHECK(choose_spmm_rule(kH100, d, 8).algorithm == SpmmAlgorithm::VdlRow);
@@ -550,7 +550,7 @@ TEST_CASE("SpMM rule: the longest row against the average work per resident sub-
   s.max_len = 520;
   CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscNnz);
   // latency-bound CscNnz: two columns a lane at N = 64 (one tile)
-  CHECK(spmm_uncut_rule(kH100, s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, spmm_rule::kItemsPerWarpSmall));
+  CHECK(spmm_uncut_rule(kH100, s, 64) == cfg(SpmmAlgorithm::CscNnz, 32, 0, 2, SpmmRuleParams{}.items_per_warp_small));
 }
 
 TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared by sub-warps where long") {
@@ -651,7 +651,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
   // with two column tiles, 4 would cost less but leave slices of 85 > kSplitMaxSlice)
   const RowStats r = stats_of(test::load("rajat19"));
   INFO(r.to_string());
-  REQUIRE(r.cv() > spmm_rule::kNnzBalanceMinCv);
+  REQUIRE(r.cv() > SpmmRuleParams{}.nnz_balance_min_cv);
   REQUIRE(spmm_latency_bound(kH100, r));
   REQUIRE(r.max_len == 338);
   CHECK(spmm_uncut_rule(kH100, r, 2) == cfg(SpmmAlgorithm::VdlRow, 32, 1, 1));
@@ -666,7 +666,7 @@ TEST_CASE("SpMM rule: latency-bound matrices get wide sub-warps, and rows shared
     CHECK(choose_spmm_rule(kH100, h, N).algorithm == (N <= 8 ? SpmmAlgorithm::VdlRow : SpmmAlgorithm::CscRow));
     CHECK(choose_spmm_rule(kH100, h, N).long_row == 36);
   }
-  h.max_len = index_t(spmm_rule::kLongRowRuleMinCut * 36);  // long enough to cut
+  h.max_len = index_t(SpmmRuleParams{}.long_row_rule_min_cut * 36);  // long enough to cut
   CHECK(choose_spmm_rule(kH100, h, 16).long_row == 36);
   h.max_len -= 1;  // not
   CHECK(choose_spmm_rule(kH100, h, 16).long_row == 0);
@@ -709,7 +709,7 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
     INFO("N = " << N);
     REQUIRE(spmm_split_rule(kH100, s, N) == 1);
     CHECK(spmm_uncut_rule(kH100, s, N) ==
-          cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, spmm_rule::kItemsPerWarpSmall));
+          cfg(SpmmAlgorithm::CscNnz, 32, 0, N > 32 ? 2 : 1, SpmmRuleParams{}.items_per_warp_small));
   }
   {  // the same rows, but only 5242 of them (ca-GrQc-like: 5242·32 lanes < one wave): row kernels
     RowStats g = s;
@@ -727,11 +727,11 @@ TEST_CASE("SpMM rule: latency-bound graphs with unsplit long rows and short rows
   CHECK(spmm_split_rule(kH100, s, 16) == 1);
   CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscNnz);
   CHECK(spmm_uncut_rule(kH100, s, 4).algorithm == SpmmAlgorithm::VdlRow);  // below kSmallCscMinN
-  s.max_len = spmm_rule::kSmallStreamMinMaxRow - 1;  // no long row
+  s.max_len = SpmmRuleParams{}.small_stream_min_max_row - 1;  // no long row
   CHECK(spmm_uncut_rule(kH100, s, 16).algorithm == SpmmAlgorithm::CscRow);
   CHECK(spmm_uncut_rule(kH100, s, 64).algorithm == SpmmAlgorithm::CscRow);
   s.max_len = 205;
-  s.mean = spmm_rule::kSmallStreamMaxMean;  // rows long enough to walk one by one
+  s.mean = SpmmRuleParams{}.small_stream_max_mean;  // rows long enough to walk one by one
   s.nnz = index_t(s.mean * s.rows);
   CHECK(spmm_uncut_rule(kH100, s, 64).algorithm == SpmmAlgorithm::CscRow);
 }
@@ -761,7 +761,7 @@ TEST_CASE("SpMM config: completion keeps given fields and derives the rest") {
   // column lanes given → vectors per lane derived
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::VdlRow, 16, 8), 16, 8, s) == cfg(SpmmAlgorithm::VdlRow, 16, 8, 1));
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::VdlNnz), 2, 8, s) ==
-        cfg(SpmmAlgorithm::VdlNnz, 4, 1, 1, spmm_rule::kItemsPerWarpSmall));
+        cfg(SpmmAlgorithm::VdlNnz, 4, 1, 1, SpmmRuleParams{}.items_per_warp_small));
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::CscRow), 3, 8, s) == cfg(SpmmAlgorithm::CscRow, 4, 0, 1));
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::CscRow, 8), 64, 8, s) == cfg(SpmmAlgorithm::CscRow, 8, 0, 2));
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::CscNnz, 0, 0, 0, 99), 1, 8, s) ==
@@ -1039,7 +1039,7 @@ TEST_CASE("SpMM partition: merge_path_search on a hand-made example") {
 TEST_CASE("SpMM seq-nnz: configuration, candidates and the unit-bounded merge-path search") {
   const RowStats s = stats_of(random_power_law(1500, 8.0, 1000, 14));
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::SeqNnz), 2, 8, s) ==
-        cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, spmm_rule::kItemsPerWarpSmall));
+        cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, SpmmRuleParams{}.items_per_warp_small));
   CHECK(complete_spmm_config(cfg(SpmmAlgorithm::SeqNnz, 0, 0, 0, 37), 70, 4, s) ==
         cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 37));
   CHECK(is_valid(cfg(SpmmAlgorithm::SeqNnz, 32, 0, 1, 4)));
@@ -1056,9 +1056,9 @@ TEST_CASE("SpMM seq-nnz: configuration, candidates and the unit-bounded merge-pa
   for (index_t N : {1, 2, 3, 8, 9, 16}) {
     bool seq = false;
     for (const auto& c : spmm_candidates(kH100, s, N)) seq = seq || c.algorithm == SpmmAlgorithm::SeqNnz;
-    CHECK(seq == (N <= spmm_rule::kTuneSeqMaxN));
+    CHECK(seq == (N <= SpmmRuleParams{}.tune_seq_max_n));
     CHECK((choose_spmm_rule(kH100, s, N).algorithm == SpmmAlgorithm::SeqNnz) ==
-          (s.cv() > spmm_rule::kNnzBalanceMinCv && !spmm_latency_bound(kH100, s) && N <= spmm_rule::kSeqMaxN));
+          (s.cv() > SpmmRuleParams{}.nnz_balance_min_cv && !spmm_latency_bound(kH100, s) && N <= SpmmRuleParams{}.seq_max_n));
   }
   {  // a tuning-cache line with the new algorithm reads back
     SpmmTuneEntry e;
@@ -1378,7 +1378,7 @@ TEST_CASE("SpMM rules: the wave comes from the device policy; the H100's gives t
   CHECK_FALSE(spmm_early_launch(1, false, kH100));
   // A GPU of half the size: latency-bound up to half the rows, the same rule otherwise.
   const DevicePolicy half = {66, 2048, kH100.l2_bytes};
-  const index_t edge = index_t(spmm_rule::kLatencyBoundWaves * double(kH100.resident_threads()) / 32);
+  const index_t edge = index_t(SpmmRuleParams{}.latency_bound_waves * double(kH100.resident_threads()) / 32);
   const RowStats s = made_up_stats(edge, edge * 5, 5.0, 0.5, 7);
   CHECK(spmm_latency_bound(kH100, s));
   CHECK_FALSE(spmm_latency_bound(half, s));

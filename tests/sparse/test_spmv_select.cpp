@@ -75,21 +75,21 @@ TEST_CASE("rule: specific matrices, specific kernels") {
     CHECK(choose_spmv_rule(stats(100'000, 1.5, 4, 2'000)) == cfg(A::NnzSequential, 32, 8));
   }
   SUBCASE("thresholds are the named constants") {
-    using namespace spmv_rule;
-    CHECK(choose_spmv_rule(stats(100'000, kSubwarpMinMean - 0.01, 0, 3)).algorithm == A::RowSequential);
-    CHECK(choose_spmv_rule(stats(100'000, kSubwarpMinMean + 0.01, 0, 3)).algorithm == A::RowSubwarp);
-    // mean 10: 16 lanes, widened to 32 only when the longest row needs more than kMaxRowTrips trips
-    const index_t at = index_t(kMaxRowTrips * 16);
+    const SpmvRuleParams p{};
+    CHECK(choose_spmv_rule(stats(100'000, p.subwarp_min_mean - 0.01, 0, 3)).algorithm == A::RowSequential);
+    CHECK(choose_spmv_rule(stats(100'000, p.subwarp_min_mean + 0.01, 0, 3)).algorithm == A::RowSubwarp);
+    // mean 10: 16 lanes, widened to 32 only when the longest row needs more than p.max_row_trips trips
+    const index_t at = index_t(p.max_row_trips * 16);
     CHECK(choose_spmv_rule(stats(10'000, 10, 1, at)) == cfg(A::RowSubwarp, 16, 0));
     CHECK(choose_spmv_rule(stats(10'000, 10, 1, at + 1)) == cfg(A::RowSubwarp, 32, 0));
-    const index_t warp_at = index_t(kMaxRowTripsWarp * 32);
+    const index_t warp_at = index_t(p.max_row_trips_warp * 32);
     CHECK(choose_spmv_rule(stats(10'000, 10, 1, warp_at)) == cfg(A::RowSubwarp, 32, 0));
     CHECK(is_nnz_balanced(choose_spmv_rule(stats(10'000, 10, 1, warp_at + 1)).algorithm));
     RowStats below = stats(100'000, 7, 0.5, 8), at_large = below;
-    below.nnz = index_t(kLargeNnz) - 1;
-    at_large.nnz = index_t(kLargeNnz);
+    below.nnz = index_t(p.large_nnz) - 1;
+    at_large.nnz = index_t(p.large_nnz);
     CHECK(choose_spmv_rule(below) == cfg(A::RowSubwarp, 8, 0));
-    CHECK(choose_spmv_rule(at_large) == cfg(A::NnzSequential, 32, kNnzPerLaneLarge));
+    CHECK(choose_spmv_rule(at_large) == cfg(A::NnzSequential, 32, p.nnz_per_lane_large));
   }
   SUBCASE("rule on generated matrices") {
     const CsrMatrix<double> lap = laplacian_3d(20, 20, 20);
