@@ -1,13 +1,14 @@
 #include "krysp/cli/amg_args.hpp"
 
 #include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
 
 namespace krysp::cli {
 
 const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
-                                           "amg-block-size"};
+                                           "amg-block-size", "coordinates"};
   return names;
 }
 
@@ -23,7 +24,9 @@ const char* amg_option_help() {
          "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A); 0: plain aggregation\n"
          "                       (default 1.333)\n"
          "  --amg-block-size B   unknowns per node (near-nullspace: their unit vectors); 0 detects\n"
-         "                       (default 0)\n";
+         "                       (default 0)\n"
+         "  --coordinates X.mtx  node coordinates, nodes x 2 or 3 (dense Matrix Market), unknowns\n"
+         "                       node-major: the near-nullspace becomes the rigid-body modes\n";
 }
 
 AmgOptions read_amg_options(const Args& args) {
@@ -40,6 +43,17 @@ AmgOptions read_amg_options(const Args& args) {
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));
   a.prolongation_weight = args.get_double("amg-omega", a.prolongation_weight);
   a.block_size = int(args.get_int("amg-block-size", a.block_size, -1000000, 1000000));
+  if (args.has("coordinates")) {
+    const std::string path = args.get("coordinates", "");
+    const io::DenseBlock<double> c = io::read_dense_matrix_market<double>(path);
+    KRYSP_REQUIRE(c.cols == 2 || c.cols == 3, path, ": coordinates are ", c.rows, "x", c.cols,
+                  "; expected one row per node with 2 or 3 columns");
+    a.coordinate_dim = int(c.cols);
+    a.coordinates.resize(std::size_t(c.rows) * std::size_t(c.cols));
+    for (index_t i = 0; i < c.rows; ++i)  // column-major file block to row-major nodes
+      for (index_t d = 0; d < c.cols; ++d)
+        a.coordinates[std::size_t(i) * c.cols + d] = c.values[std::size_t(d) * c.rows + i];
+  }
   return a;
 }
 

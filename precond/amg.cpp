@@ -106,15 +106,22 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     validate(po);
   }
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
-  const int b = resolve_block_size(A, o.block_size);
+  const bool rigid = !o.coordinates.empty();
+  const int b = rigid ? o.coordinate_dim : resolve_block_size(A, o.block_size);
   rp0_ = A.row_ptr();
   ci0_ = A.col_idx();
   va0_ = A.values();
 
   amg::Csr<double> Al = amg::to_csr(A);
-  // The near-nullspace: constant (b = 1) or the unit vectors of each node's unknowns.
-  std::vector<double> B(std::size_t(A.rows()) * b, 0.0);
-  for (index_t i = 0; i < A.rows(); ++i) B[std::size_t(i) * b + std::size_t(i % b)] = 1.0;
+  // The near-nullspace, K vectors: constant (b = 1), the unit vectors of each node's unknowns, or
+  // the rigid-body modes from the coordinates (centred, so the rotations are not dominated by
+  // the translations far from the origin).
+  const int K = rigid ? (b == 3 ? 6 : 3) : b;
+  std::vector<double> B = rigid ? amg::rigid_body_modes(o.coordinates, b, A.rows())
+                                : std::vector<double>(std::size_t(A.rows()) * b, 0.0);
+  if (!rigid)
+    for (index_t i = 0; i < A.rows(); ++i) B[std::size_t(i) * b + std::size_t(i % b)] = 1.0;
+  int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
 
   for (std::size_t l = 0;; ++l) {
     const index_t n = Al.rows;
@@ -140,7 +147,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     AmgLevelInfo li;
     li.rows = n;
     li.nnz = Al.nnz();
-    li.block_size = b;
+    li.block_size = bl;
     li.gershgorin = gershgorin;
     LevelLanczos lanczos(Al, dinv);
     const LanczosResult lr = lanczos_largest(lanczos, n, kLanczosSteps);
@@ -160,9 +167,9 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
       info_.stop_reason = detail::concat("max_levels (", o.max_levels, ") reached at ", n, " rows");
     } else {
       li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
-      const amg::Graph G = amg::strength_graph(Al, b, li.theta);
+      const amg::Graph G = amg::strength_graph(Al, bl, li.theta);
       const amg::Aggregation agg = amg::aggregate(G);
-      const index_t nc = agg.count * b;
+      const index_t nc = agg.count * K;
       li.isolated = agg.isolated;
       if (nc == 0 || double(n) < kStallRatio * double(nc)) {
         last = true;
@@ -171,7 +178,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
                                            " (shrinking by less than ", kStallRatio, "x)");
       } else {
         li.aggregates = agg.count;
-        tent = amg::tentative_prolongator(agg, b, b, B);
+        tent = amg::tentative_prolongator(agg, bl, K, B);
       }
     }
 
@@ -209,6 +216,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
       amg::Csr<double> R = amg::transpose(P);
       Ac = amg::multiply(R, amg::multiply(Al, P));
       Ac = amg::add(0.5, Ac, 0.5, amg::transpose(Ac));  // symmetric to rounding: now exactly
+      Ac = amg::unit_diagonal_on_empty_rows(Ac);  // coarse unknowns an aggregate was too small for
       L.P = convert<T>(std::move(P));
       L.R = convert<T>(std::move(R));
     } else if (n <= kAmgMaxDenseRows) {
@@ -245,6 +253,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     if (last) break;
     Al = std::move(Ac);
     B = std::move(tent.coarse_B);
+    bl = K;
   }
   // Moving a Level moves its vectors' buffers, so the pointers stay right; set them again from the
   // stored levels all the same, so that nothing depends on it.

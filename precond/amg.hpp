@@ -107,9 +107,21 @@ struct Tentative {
   Csr<double> P;                  ///< n × (count·K), orthonormal columns per aggregate
   std::vector<double> coarse_B;   ///< (count·K) × K row-major: R of each aggregate's QR
 };
-/// The tentative prolongator of `agg` for near-nullspace B (n × K row-major, n = nodes·b; K = b):
-/// aggregate a's coarse unknowns are a·K .. a·K + K − 1.
+/// The tentative prolongator of `agg` for near-nullspace B (n × K row-major, n = nodes·b; K = b
+/// for unit vectors, K > b for rigid-body modes): aggregate a's coarse unknowns are
+/// a·K .. a·K + K − 1. Where an aggregate has fewer unknowns than K, its extra columns are zero.
 Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std::vector<double>& B);
+
+/// The rigid-body modes of nodes at `coordinates` (nodes × dim, row-major; dim 2 or 3) as an
+/// n × K row-major block (n = nodes·dim unknowns, node-major; K = 3 in 2-D, 6 in 3-D): the
+/// translations, then the rotations about the coordinates' centroid. InputError when n does not
+/// match.
+std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int dim, index_t n);
+/// A with 1 on the diagonal of every row that has no nonzero entry: the coarse unknowns of an
+/// aggregate with fewer unknowns than near-nullspace vectors get a zero column of P_tent, and so
+/// an empty row and column of Pᵀ·A·P; the unit diagonal keeps the coarse matrix SPD without
+/// coupling them to anything (the coarse correction never reaches them).
+Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A);
 
 /// Dense Cholesky of the symmetric n×n matrix in `a` (row-major; only the lower triangle is
 /// read), in place: L in the lower triangle. Returns −1, or the 0-based index of the first pivot

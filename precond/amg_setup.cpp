@@ -196,7 +196,7 @@ Aggregation aggregate(const Graph& G) {
 
 Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std::vector<double>& B) {
   const index_t nodes = index_t(agg.of_node.size()), n = nodes * b;
-  KRYSP_REQUIRE(K >= 1 && K <= b, "AMG: near-nullspace of ", K, " vectors for block size ", b);
+  KRYSP_REQUIRE(K >= 1 && K <= 6 * b, "AMG: near-nullspace of ", K, " vectors for block size ", b);
   KRYSP_REQUIRE(B.size() == std::size_t(n) * std::size_t(K), "AMG: near-nullspace has ", B.size(),
                 " entries, expected ", n, "x", K);
   // The nodes of each aggregate, in node order (counting sort).
@@ -215,7 +215,7 @@ Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std:
   std::vector<double> Q, R;
   for (index_t g = 0; g < agg.count; ++g) {
     const index_t first = start[std::size_t(g)], count = start[std::size_t(g) + 1] - first;
-    const index_t m = count * b;  // rows of the aggregate (≥ b ≥ K)
+    const index_t m = count * b;  // rows of the aggregate (fewer than K: columns beyond m are zero)
     auto row_of = [&](index_t r) { return members[std::size_t(first + r / b)] * b + r % b; };
     Q.assign(std::size_t(m) * K, 0.0);  // column-major m × K
     R.assign(std::size_t(K) * K, 0.0);
@@ -253,6 +253,7 @@ Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std:
         if (s > best_norm + 1e-12) best_norm = s, best = e;
       }
       std::fill(q, q + m, 0.0);
+      if (!(best_norm > 1e-8)) continue;  // no unit vector left: the aggregate holds fewer than K
       q[best] = 1;
       for (int pass = 0; pass < 2; ++pass)
         for (int c = 0; c < k; ++c) {
@@ -287,6 +288,53 @@ Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std:
     P.row_ptr[std::size_t(i) + 1] = P.nnz();
   }
   return t;
+}
+
+std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int dim, index_t n) {
+  KRYSP_REQUIRE(dim == 2 || dim == 3, "AMG: rigid-body modes need 2 or 3 coordinates per node, not ", dim);
+  const std::size_t nodes = coordinates.size() / std::size_t(dim);
+  KRYSP_REQUIRE(nodes * std::size_t(dim) == std::size_t(n), "AMG: ", nodes, " nodes of ", dim,
+                " coordinates give ", nodes * std::size_t(dim), " unknowns, but the matrix has ", n, " rows");
+  double centre[3] = {0, 0, 0};
+  for (std::size_t p = 0; p < nodes; ++p)
+    for (int d = 0; d < dim; ++d) centre[d] += coordinates[p * dim + std::size_t(d)] / double(nodes);
+  const int K = dim == 3 ? 6 : 3;
+  std::vector<double> B(std::size_t(n) * K, 0.0);
+  for (std::size_t p = 0; p < nodes; ++p) {
+    const double x = coordinates[p * dim] - centre[0], y = coordinates[p * dim + 1] - centre[1],
+                 z = dim == 3 ? coordinates[p * dim + 2] - centre[2] : 0.0;
+    auto at = [&](int c, int k) -> double& { return B[(p * dim + std::size_t(c)) * K + std::size_t(k)]; };
+    for (int c = 0; c < dim; ++c) at(c, c) = 1;  // translations
+    if (dim == 2) {
+      at(0, 2) = -y, at(1, 2) = x;  // rotation in the plane
+    } else {
+      at(1, 3) = -z, at(2, 3) = y;  // about x
+      at(0, 4) = z, at(2, 4) = -x;  // about y
+      at(0, 5) = -y, at(1, 5) = x;  // about z
+    }
+  }
+  return B;
+}
+
+Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A) {
+  Csr<double> C;
+  C.rows = A.rows;
+  C.cols = A.cols;
+  C.row_ptr.assign(std::size_t(A.rows) + 1, 0);
+  for (index_t i = 0; i < A.rows; ++i) {
+    const index_t begin = A.row_ptr[std::size_t(i)], end = A.row_ptr[std::size_t(i) + 1];
+    bool empty = true;
+    for (index_t k = begin; k < end; ++k) empty = empty && A.values[std::size_t(k)] == 0;
+    if (empty) {
+      C.col_idx.push_back(i);
+      C.values.push_back(1.0);
+    } else {
+      C.col_idx.insert(C.col_idx.end(), A.col_idx.begin() + begin, A.col_idx.begin() + end);
+      C.values.insert(C.values.end(), A.values.begin() + begin, A.values.begin() + end);
+    }
+    C.row_ptr[std::size_t(i) + 1] = C.nnz();
+  }
+  return C;
 }
 
 index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {

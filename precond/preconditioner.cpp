@@ -78,6 +78,18 @@ void validate(const PrecondOptions& o) {
     KRYSP_REQUIRE(a.sweeps >= 1 && a.sweeps <= 10, "AMG: amg.sweeps = ", a.sweeps, " is out of range (1 to 10)");
     KRYSP_REQUIRE(a.block_size >= 0 && a.block_size <= kMaxBlockSize, "AMG: amg.block_size = ", a.block_size,
                   " is out of range (0 = detect, or 1 to ", kMaxBlockSize, ")");
+    if (!a.coordinates.empty() || a.coordinate_dim != 0) {
+      KRYSP_REQUIRE(a.coordinate_dim == 2 || a.coordinate_dim == 3, "AMG: amg.coordinate_dim = ", a.coordinate_dim,
+                    " (coordinates need 2 or 3 per node)");
+      KRYSP_REQUIRE(!a.coordinates.empty() && a.coordinates.size() % std::size_t(a.coordinate_dim) == 0,
+                    "AMG: amg.coordinates has ", a.coordinates.size(), " entries, not a positive multiple of ",
+                    a.coordinate_dim);
+      for (std::size_t i = 0; i < a.coordinates.size(); ++i)
+        KRYSP_REQUIRE(std::isfinite(a.coordinates[i]), "AMG: coordinate ", i % a.coordinate_dim + 1, " of node ",
+                      i / a.coordinate_dim + 1, " is ", a.coordinates[i]);
+      KRYSP_REQUIRE(a.block_size == 0 || a.block_size == a.coordinate_dim, "AMG: amg.block_size = ", a.block_size,
+                    " but the coordinates give ", a.coordinate_dim, " unknowns per node");
+    }
     KRYSP_REQUIRE(std::isfinite(a.prolongation_weight) && a.prolongation_weight >= 0 && a.prolongation_weight < 2,
                   "AMG: amg.prolongation_weight = ", a.prolongation_weight,
                   " is out of range (0 to 2, 2 excluded; 0: unsmoothed aggregation)");

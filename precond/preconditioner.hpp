@@ -19,6 +19,7 @@
 /// up again (matches() compares the structure only, like the plans).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "krysp/base/types.hpp"
 #include "krysp/base/linear_operator.hpp"
@@ -100,6 +101,12 @@ struct AmgOptions {
   /// ω·ρ(D⁻¹A) of the prolongator smoothing P = (I − ω·D⁻¹A)·P_tent; 4/3 is the classical choice,
   /// 0 gives unsmoothed (plain) aggregation. [0, 2).
   double prolongation_weight = 4.0 / 3.0;
+  /// Node coordinates for elasticity (nodes × coordinate_dim, row-major; unknowns node-major,
+  /// coordinate_dim per node): the near-nullspace becomes the rigid-body modes (2 translations
+  /// and a rotation in 2-D, 3 and 3 in 3-D) instead of the unit vectors. Empty: not used.
+  std::vector<double> coordinates;
+  /// Entries per node in `coordinates`: 2 or 3 (and the unknowns per node); 0 when empty.
+  int coordinate_dim = 0;
 };
 
 /// Everything needed to set a preconditioner up. Fields of other kinds are ignored.

@@ -156,3 +156,90 @@ CsrMatrix<double> random_banded(index_t n, index_t mean_row, index_t half_band, 
 }
 
 }  // namespace krysp
+
+namespace krysp {
+
+CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu, std::vector<double>* coordinates) {
+  KRYSP_REQUIRE(nx > 0 && ny > 0 && nz > 0 && 3 * std::int64_t(nx) * (ny + 1) * (nz + 1) <= kMaxIndex,
+                "elasticity_3d: bad grid ", nx, "x", ny, "x", nz);
+  KRYSP_REQUIRE(nu > -1 && nu < 0.5, "elasticity_3d: Poisson ratio ", nu, " is outside (-1, 0.5)");
+  // Isotropic D (Voigt: xx, yy, zz, xy, yz, xz) for E = 1.
+  const double lam = nu / ((1 + nu) * (1 - 2 * nu)), mu = 1 / (2 * (1 + nu));
+  double D[6][6] = {};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) D[i][j] = lam;
+    D[i][i] = lam + 2 * mu;
+    D[3 + i][3 + i] = mu;
+  }
+  // The element stiffness of a unit cube (the same for every element): Σ_gauss Bᵀ·D·B·det J.
+  double Ke[24][24] = {};
+  const double g = 1 / std::sqrt(3.0);
+  for (int gp = 0; gp < 8; ++gp) {
+    const double xi[3] = {(gp & 1) ? g : -g, (gp & 2) ? g : -g, (gp & 4) ? g : -g};
+    double dN[8][3];  // ∂N_a/∂x = 2·∂N_a/∂ξ on the unit cube (x = (ξ + 1)/2)
+    for (int a = 0; a < 8; ++a) {
+      const double s[3] = {(a & 1) ? 1.0 : -1.0, (a & 2) ? 1.0 : -1.0, (a & 4) ? 1.0 : -1.0};
+      for (int d = 0; d < 3; ++d) {
+        double v = s[d] / 8;
+        for (int e = 0; e < 3; ++e)
+          if (e != d) v *= 1 + s[e] * xi[e];
+        dN[a][d] = 2 * v;
+      }
+    }
+    double B[6][24] = {};
+    for (int a = 0; a < 8; ++a) {
+      const double x = dN[a][0], y = dN[a][1], z = dN[a][2];
+      B[0][3 * a] = x, B[1][3 * a + 1] = y, B[2][3 * a + 2] = z;
+      B[3][3 * a] = y, B[3][3 * a + 1] = x;
+      B[4][3 * a + 1] = z, B[4][3 * a + 2] = y;
+      B[5][3 * a] = z, B[5][3 * a + 2] = x;
+    }
+    const double detJ = 1.0 / 8;  // (h/2)³
+    for (int i = 0; i < 24; ++i)
+      for (int j = 0; j < 24; ++j) {
+        double v = 0;
+        for (int p = 0; p < 6; ++p)
+          for (int q = 0; q < 6; ++q) v += B[p][i] * D[p][q] * B[q][j];
+        Ke[i][j] += v * detJ;
+      }
+  }
+  for (int i = 0; i < 24; ++i)  // exactly symmetric (the sums above ran in different orders)
+    for (int j = 0; j < i; ++j) Ke[i][j] = Ke[j][i] = 0.5 * (Ke[i][j] + Ke[j][i]);
+  // Free nodes: every node with x index ≥ 1, numbered x fastest.
+  const index_t px = nx, py = ny + 1, pz = nz + 1;  // free nodes per direction
+  auto free_node = [&](index_t i, index_t j, index_t k) { return (k * py + j) * px + (i - 1); };
+  const index_t nodes = px * py * pz, n = 3 * nodes;
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  I.reserve(std::size_t(nx) * ny * nz * 576);
+  J.reserve(I.capacity());
+  V.reserve(I.capacity());
+  for (index_t k = 0; k < nz; ++k)
+    for (index_t j = 0; j < ny; ++j)
+      for (index_t i = 0; i < nx; ++i) {
+        index_t dof[24];
+        for (int a = 0; a < 8; ++a) {
+          const index_t ii = i + (a & 1), jj = j + ((a >> 1) & 1), kk = k + ((a >> 2) & 1);
+          for (int c = 0; c < 3; ++c) dof[3 * a + c] = ii == 0 ? -1 : 3 * free_node(ii, jj, kk) + c;
+        }
+        for (int r = 0; r < 24; ++r)
+          for (int c = 0; c < 24; ++c)
+            if (dof[r] >= 0 && dof[c] >= 0 && Ke[r][c] != 0) {
+              I.push_back(dof[r]);
+              J.push_back(dof[c]);
+              V.push_back(Ke[r][c]);
+            }
+      }
+  if (coordinates) {
+    coordinates->assign(std::size_t(nodes) * 3, 0.0);
+    for (index_t k = 0; k < pz; ++k)
+      for (index_t j = 0; j < py; ++j)
+        for (index_t i = 1; i <= nx; ++i) {
+          double* c = coordinates->data() + std::size_t(free_node(i, j, k)) * 3;
+          c[0] = double(i), c[1] = double(j), c[2] = double(k);
+        }
+  }
+  return CsrMatrix<double>::from_triplets(n, n, I, J, V);
+}
+
+}  // namespace krysp

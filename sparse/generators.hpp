@@ -3,6 +3,7 @@
 /// Generated test and benchmark matrices (the shared SuiteSparse set is small; the bandwidth-bound
 /// regime needs tens of millions of nonzeros).
 #include <cstdint>
+#include <vector>
 
 #include "krysp/sparse/csr.hpp"
 
@@ -22,6 +23,12 @@ CsrMatrix<double> laplacian_1d(index_t n);
 /// Symmetric, weakly diagonally dominant and strictly so on the boundary: SPD. With jump 1e4 and
 /// anisotropy 100 it is the held-out kind of problem on which Jacobi-CG needs thousands of steps.
 CsrMatrix<double> diffusion_3d(index_t n, double kx, double ky, double kz, double jump);
+/// Linear elasticity (E = 1, Poisson ratio nu) on a box of nx × ny × nz unit trilinear hexahedra,
+/// 2×2×2 Gauss quadrature, clamped on the face x = 0: SPD, 3 unknowns per node (x, y, z
+/// displacement, node-major), the node order x fastest. When `coordinates` is not null it receives
+/// the free nodes' positions (nodes × 3, row-major): what AMG needs for its rigid-body modes.
+CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu,
+                                std::vector<double>* coordinates = nullptr);
 /// D·A·D with d_i = 10^u, u uniform in [−decades/2, decades/2] (reproducible from `seed`): SPD
 /// when A is, with the same sparsity, and badly scaled (Jacobi undoes it; nothing else does).
 CsrMatrix<double> scaled_symmetric(const CsrMatrix<double>& A, double decades, std::uint64_t seed);

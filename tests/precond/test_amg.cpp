@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/block_jacobi.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
@@ -492,5 +494,133 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   CHECK(text.find("amg(") != std::string::npos);
   CHECK(text.find("converged") != std::string::npos);
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --nrhs 3") == 0);  // block CG
+  // Elasticity with its node coordinates: the hierarchy takes six rigid-body modes a node.
+  std::vector<double> xyz;
+  const auto E = elasticity_3d(4, 4, 4, 0.3, &xyz);
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string mtx = (dir / "krysp_amg_elasticity.mtx").string(), crd = (dir / "krysp_amg_xyz.mtx").string();
+  io::write_matrix_market(mtx, E);
+  const index_t nodes = E.rows() / 3;
+  std::vector<double> colmajor(xyz.size());
+  for (index_t i = 0; i < nodes; ++i)
+    for (index_t d = 0; d < 3; ++d) colmajor[std::size_t(d) * nodes + i] = xyz[std::size_t(i) * 3 + d];
+  io::write_dense_matrix_market(crd, nodes, 3, colmajor.data());
+  CHECK(run(mtx + " --precond amg --backend host --coordinates " + crd) == 0);
+  {
+    std::ifstream in2(log);
+    const std::string t2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+    CAPTURE(t2);
+    CHECK(t2.find("b 3") != std::string::npos);
+    CHECK(t2.find("rows " + std::to_string(E.rows()) + "/") != std::string::npos);
+  }
+  CHECK(run(mtx + " --precond amg --backend host --coordinates " + data + "/bcsstk06.mtx") == 2);  // not nodes × 3
+  std::remove(mtx.c_str());
+  std::remove(crd.c_str());
   std::remove(log.c_str());
+}
+
+TEST_CASE("AMG: rigid-body modes are in the kernel of the elasticity operator's interior rows") {
+  std::vector<double> xyz;
+  const auto A = elasticity_3d(4, 3, 3, 0.3, &xyz);
+  const index_t n = A.rows(), nx = 4;
+  REQUIRE(xyz.size() == std::size_t(n));  // 3 coordinates and 3 unknowns per node
+  const std::vector<double> B = amg::rigid_body_modes(xyz, 3, n);
+  double scale = 0;
+  for (index_t k = 0; k < A.nnz(); ++k) scale = std::max(scale, std::abs(A.values()(k)));
+  for (int mode = 0; mode < 6; ++mode) {
+    CAPTURE(mode);
+    std::vector<double> v(static_cast<std::size_t>(n)), Av(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) v[i] = B[std::size_t(i) * 6 + std::size_t(mode)];
+    A.multiply_host(v.data(), Av.data());
+    double interior = 0, next_to_clamp = 0;
+    for (index_t i = 0; i < n; ++i) {
+      const index_t node = i / 3, x = node % nx + 1;  // x = 1 touches the clamped face x = 0
+      double& worst = x >= 2 ? interior : next_to_clamp;
+      worst = std::max(worst, std::abs(Av[i]));
+    }
+    CHECK(interior <= 1e-11 * scale);  // a rigid motion has no strain
+    CHECK(next_to_clamp > 1e-3 * scale);    // the clamp resists it
+  }
+  CHECK_THROWS_AS(amg::rigid_body_modes(xyz, 3, n + 3), InputError);
+  CHECK_THROWS_AS(amg::rigid_body_modes(xyz, 4, n), InputError);
+}
+
+TEST_CASE("AMG set-up: K > b near-nullspace vectors, zero columns for small aggregates") {
+  // 3 nodes of 2 unknowns, 3 modes: aggregate 0 holds nodes 0 and 1 (4 rows), aggregate 1 node 2
+  // alone (2 rows, fewer than 3 modes: its third column is zero).
+  amg::Aggregation agg;
+  agg.count = 2;
+  agg.of_node = {0, 0, 1};
+  const std::vector<double> xy{0, 0, 1, 0, 0, 1};
+  const std::vector<double> B = amg::rigid_body_modes(xy, 2, 6);
+  const amg::Tentative t = amg::tentative_prolongator(agg, 2, 3, B);
+  REQUIRE(t.P.rows == 6);
+  REQUIRE(t.P.cols == 6);
+  const std::vector<double> P = dense(t.P);  // row-major 6 × 6
+  for (index_t a = 0; a < 6; ++a)
+    for (index_t c = 0; c < 6; ++c) {
+      double dot = 0;
+      for (index_t r = 0; r < 6; ++r) dot += P[std::size_t(r) * 6 + a] * P[std::size_t(r) * 6 + c];
+      const bool zero_column = a == 5 || c == 5;  // aggregate 1's third mode
+      CHECK(std::abs(dot - (a == c && !zero_column ? 1.0 : 0.0)) <= 1e-14);
+    }
+  // The coarse matrix's empty rows get a unit diagonal and nothing else.
+  amg::Csr<double> E;
+  E.rows = E.cols = 3;
+  E.row_ptr = {0, 2, 2, 4};
+  E.col_idx = {0, 2, 0, 2};
+  E.values = {4, 1, 1, 5};
+  const amg::Csr<double> F = amg::unit_diagonal_on_empty_rows(E);
+  CHECK(F.row_ptr == std::vector<index_t>{0, 2, 3, 5});
+  CHECK(F.col_idx == std::vector<index_t>{0, 2, 1, 0, 2});
+  CHECK(F.values == std::vector<double>{4, 1, 1, 1, 5});
+}
+
+TEST_CASE("AMG: rigid-body modes from coordinates on 3-D elasticity (true residuals checked)") {
+  PrecondOptions unit = amg_options(3), rigid = amg_options(0);
+  index_t last = 0;
+  for (index_t m : {8, 16}) {
+    CAPTURE(m);
+    std::vector<double> xyz;
+    const auto A = elasticity_3d(m, m, m, 0.3, &xyz);
+    rigid.amg.coordinates = xyz;
+    rigid.amg.coordinate_dim = 3;
+    const Solved j = pcg(A, test::precond(PrecondKind::Jacobi));
+    const Solved u = pcg(A, unit);
+    const Solved r = pcg(A, rigid);
+    const HostAmg<double> M(A, rigid.amg);
+    std::printf("  elasticity_3d %2d^3 n %6d: jacobi %4d it, amg unit vectors %3d it, rigid-body modes %3d it\n"
+                "    %s\n",
+                int(m), int(A.rows()), int(j.iterations), int(u.iterations), int(r.iterations), M.summary().c_str());
+    CHECK(u.converged);
+    CHECK(r.converged);
+    CHECK(r.true_residual <= 1e-8);
+    CHECK(u.true_residual <= 1e-8);
+    CHECK(double(r.iterations) <= 0.6 * double(u.iterations));  // the modes the unit vectors miss
+    CHECK(M.levels()[1].rows % 6 == 0);                         // six coarse unknowns an aggregate
+    CHECK(M.levels()[1].block_size == 6);
+    if (last > 0) CHECK(double(r.iterations) <= 1.3 * double(last));  // nearly mesh-independent
+    last = r.iterations;
+    const test::ApplyFn f = [&](const double* x, double* z) { M.apply(x, z); };
+    test::check_symmetric_positive_random(A.rows(), f, 1e-12);
+  }
+  // Bad coordinates: an InputError naming what is wrong.
+  std::vector<double> xyz;
+  const auto A = elasticity_3d(3, 3, 3, 0.3, &xyz);
+  AmgOptions o;
+  o.coordinates = xyz;
+  o.coordinate_dim = 4;
+  CHECK_THROWS_WITH_AS(HostAmg<double>(A, o), doctest::Contains("coordinate_dim = 4"), InputError);
+  o.coordinate_dim = 3;
+  o.coordinates.pop_back();
+  CHECK_THROWS_WITH_AS(HostAmg<double>(A, o), doctest::Contains("not a positive multiple of 3"), InputError);
+  o.coordinates = xyz;
+  o.coordinates.resize(o.coordinates.size() - 3);
+  CHECK_THROWS_WITH_AS(HostAmg<double>(A, o), doctest::Contains("the matrix has"), InputError);
+  o.coordinates = xyz;
+  o.coordinates[4] = std::nan("");
+  CHECK_THROWS_WITH_AS(HostAmg<double>(A, o), doctest::Contains("coordinate 2 of node 2"), InputError);
+  o.coordinates = xyz;
+  o.block_size = 2;
+  CHECK_THROWS_WITH_AS(HostAmg<double>(A, o), doctest::Contains("3 unknowns per node"), InputError);
 }
