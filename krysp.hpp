@@ -5,7 +5,8 @@
 /// solve_block, CgSolver, eigensolve), their options and reports (preconditioners included), the
 /// exceptions, the device controls (memory cache, streams, overlapped launches, SpMV/SpMM plans),
 /// the operator interface (LinearOperator, MatrixOperator, Preconditioner), and the distributed
-/// solvers (Communicator, DistCsrMatrix, solve_distributed: docs/distributed.md). docs/guide.md
+/// solvers (Communicator, DistCsrMatrix, solve_distributed,
+/// eigensolve_distributed: docs/distributed.md). docs/guide.md
 /// walks through them; docs/architecture.md says how they fit.
 #include "krysp/base/communicator.hpp"
 #include "krysp/base/device_memory.hpp"
@@ -18,6 +19,7 @@
 #include "krysp/io/matrix_market.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/distributed_eigensolve.hpp"
 #include "krysp/solvers/distributed_solve.hpp"
 #include "krysp/solvers/eigensolve.hpp"
 #include "krysp/solvers/solve.hpp"

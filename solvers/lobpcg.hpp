@@ -62,6 +62,9 @@
 ///
 /// Ops (pointers to host or device memory; blocks row-major with a leading dimension):
 ///   using Block (owning, .data()); Block block(count); size(); generalized(); has_preconditioner();
+///   optional: global_size()  the problem's order when size() is one rank's rows (distributed ops,
+///        whose gram() and residuals() sum over the ranks); default size(). The block-size checks
+///        (3b + constraints ≤ n) and the default iteration cap use it.
 ///   upload(host, dst, count); download(src, host, count);
 ///   gram(X, ldx, bx, Y, ldy, by, C)                 C (bx × by, host, column-major) = Xᵀ·Y
 ///   gram2(X, ldx, bx, Y1, ldy1, Y2, ldy2, by, C1, C2) C1 = Xᵀ·Y1, C2 = Xᵀ·Y2 (one wait on a GPU)
@@ -165,7 +168,12 @@ class Lobpcg {
   ProfiledOps<Ops> ops_;
   const LobpcgOptions& opt_;
   const LobpcgStart& st_;
-  const index_t n_, k_, cin_;  ///< order, wanted pairs, constraint columns given
+  const index_t n_;            ///< rows of the blocks (this rank's rows when distributed)
+  /// The problem's order: Ops::global_size() where the backend has it (distributed: all ranks'
+  /// rows), else size(). The block size and the iteration cap are taken from it, so every rank
+  /// of a distributed run makes the same choices.
+  const std::int64_t ng_;
+  const index_t k_, cin_;      ///< wanted pairs, constraint columns given
   const index_t b_;            ///< block size
   const bool gen_, largest_;   ///< B ≠ I; the largest pairs are wanted
   const index_t max_iters_;
@@ -214,12 +222,14 @@ Lobpcg<Ops>::Lobpcg(Ops& backend_ops, const LobpcgOptions& opt, const LobpcgStar
       opt_(opt),
       st_(st),
       n_(ops_.size()),
+      ng_(global_order(backend_ops)),
       k_(opt.k),
       cin_(st.constraint_cols),
-      b_(lobpcg_block_size(opt, n_, st.x0_cols, cin_)),
+      b_(lobpcg_block_size(opt, ng_, st.x0_cols, cin_)),
       gen_(ops_.generalized()),
       largest_(opt.which == EigWhich::Largest),
-      max_iters_(opt.max_iters > 0 ? opt.max_iters : default_max_iters(n_)),
+      max_iters_(opt.max_iters > 0 ? opt.max_iters
+                                   : default_max_iters(index_t(std::min<std::int64_t>(ng_, kMaxIndex)))),
       tols_(opt.basis),
       oX_(b_ + (b_ & 1)),
       L_((oX_ + 2 * b_ + 1) / 2 * 2),

@@ -2,6 +2,7 @@
 /// \file lobpcg_profiled_ops.hpp
 /// LOBPCG's backend operations (the contract in lobpcg.hpp) with each call timed as an "op:"
 /// phase of a PhaseProfile, and the optional gram_pair supplied where a backend lacks it.
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -20,12 +21,30 @@ struct has_gram_pair<Ops, std::void_t<decltype(std::declval<Ops&>().gram_pair(
                               index_t(), std::declval<const double*>(), index_t(), index_t(),
                               std::declval<double*>()))>> : std::true_type {};
 
+/// Whether Ops has the optional global_size() (the problem's order over all ranks).
+template <class Ops, class = void>
+struct has_global_size : std::false_type {};
+template <class Ops>
+struct has_global_size<Ops, std::void_t<decltype(std::declval<const Ops&>().global_size())>> : std::true_type {};
+
+/// The order of the problem: ops.global_size() where the backend has it (a distributed one,
+/// whose size() is one rank's rows), else ops.size().
+template <class Ops>
+std::int64_t global_order(const Ops& ops) {
+  if constexpr (has_global_size<Ops>::value)
+    return std::int64_t(ops.global_size());
+  else
+    return std::int64_t(ops.size());
+}
+
 /// The backend's operations, each timed as an "op:" phase of `p` (nothing when p is null).
 template <class Ops>
 struct ProfiledOps {
   Ops& o;
   PhaseProfile* p;
   index_t size() const { return o.size(); }
+  /// The problem's order over all ranks (global_order of the backend).
+  std::int64_t global_size() const { return global_order(o); }
   bool generalized() const { return o.generalized(); }
   bool has_preconditioner() const { return o.has_preconditioner(); }
   auto block(std::size_t count) const { return o.block(count); }

@@ -3,6 +3,7 @@
 /// What a LOBPCG run starts from besides its options (LobpcgStart: starting vectors, constraints,
 /// norm floors, the spectral flip), and the check of the options and shapes against n that gives
 /// the block size (lobpcg_block_size). The solver itself is in lobpcg.hpp.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -32,13 +33,13 @@ struct LobpcgStart {
   double stop_beyond = std::numeric_limits<double>::quiet_NaN();
 };
 
-/// Checks k, the block size, tol and the shapes against n; InputError naming the numbers.
-/// Returns the block size to use.
-inline index_t lobpcg_block_size(const LobpcgOptions& o, index_t n, index_t x0_cols, index_t constraint_cols) {
+/// Checks k, the block size, tol and the shapes against n (the problem's global order: all ranks'
+/// rows when distributed); InputError naming the numbers. Returns the block size to use.
+inline index_t lobpcg_block_size(const LobpcgOptions& o, std::int64_t n, index_t x0_cols, index_t constraint_cols) {
   KRYSP_REQUIRE(o.k >= 1, "LOBPCG: k = ", o.k, " eigenpairs requested; k must be at least 1");
   KRYSP_REQUIRE(std::isfinite(o.tol) && o.tol > 0, "LOBPCG: tol = ", o.tol, " must be a positive number");
   KRYSP_REQUIRE(constraint_cols >= 0 && x0_cols >= 0, "LOBPCG: negative column counts");
-  const index_t b = o.block_size > 0 ? o.block_size : default_block_size(o.k, n, constraint_cols);
+  const index_t b = o.block_size > 0 ? o.block_size : default_block_size(o.k, index_t(std::min<std::int64_t>(n, kMaxIndex)), constraint_cols);
   KRYSP_REQUIRE(b >= o.k, "LOBPCG: block size ", b, " is smaller than k = ", o.k);
   KRYSP_REQUIRE(b <= kMaxBlockSize, "LOBPCG: block size ", b, " exceeds the maximum ", kMaxBlockSize);
   KRYSP_REQUIRE(3 * std::int64_t(b) + constraint_cols <= n, "LOBPCG: block size ", b, " is too large for n = ", n,

@@ -19,14 +19,19 @@ std::shared_ptr<const LinearOperator<double>> host_operator(const CsrMatrix<doub
 }  // namespace
 
 HostEigOps::HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M)
-    : A_(host_operator(&A)), B_(host_operator(B)), M_(M) {
+    : A_(host_operator(&A)), B_(host_operator(B)), M_(M), global_rows_(A.rows()) {
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Host, "HostEigOps: a ", to_string(M->space()),
                 " preconditioner given to the host backend");
 }
 
 HostEigOps::HostEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B,
                        const Preconditioner<double>* M, const Communicator& comm, std::int64_t first_row)
-    : A_(not_owned(&A)), B_(not_owned(B)), M_(M), comm_(comm), first_row_(first_row) {
+    : A_(not_owned(&A)),
+      B_(not_owned(B)),
+      M_(M),
+      comm_(comm),
+      first_row_(first_row),
+      global_rows_(comm.sum(std::int64_t(A.rows()))) {
   KRYSP_REQUIRE(A.space() == MemorySpace::Host && (!B || B->space() == MemorySpace::Host),
                 "HostEigOps: a device operator given to the host backend");
   KRYSP_REQUIRE(!B || (B->rows() == A.rows() && B->cols() == A.cols()), "HostEigOps: B is ", B->rows(), "x",

@@ -33,12 +33,15 @@ class HostEigOps {
   /// B null: the standard problem (B = I). M null: no preconditioner. A, B and M must outlive the ops.
   HostEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M);
   /// A and B (null: B = I) as host operators on this rank's rows, whose first is global row
-  /// first_row; sums over comm. A, B and M must outlive the ops.
+  /// first_row; sums over comm. A, B and M must outlive the ops. Collective (sums the rows).
   HostEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B, const Preconditioner<double>* M,
              const Communicator& comm, std::int64_t first_row = 0);
 
   /// n, the order of A (this rank's rows when distributed).
   index_t size() const { return A_->rows(); }
+  /// The order of the problem: all ranks' rows (size() on one rank). LOBPCG takes its block size
+  /// and iteration cap from it.
+  std::int64_t global_size() const { return global_rows_; }
   /// True for A·x = λ·B·x (a B was given).
   bool generalized() const { return B_ != nullptr; }
   /// True when a preconditioner was given.
@@ -83,6 +86,7 @@ class HostEigOps {
   const Preconditioner<double>* M_;
   Communicator comm_;
   std::int64_t first_row_ = 0;
+  std::int64_t global_rows_ = 0;
   HostBlockOps<double> blk_;
 };
 

@@ -1,6 +1,6 @@
 // LOBPCG's host ops on a distributed matrix: the random block is the global one's rows, and the
-// Gram matrices and column norms are the global ones (summed over the ranks). The distributed
-// LOBPCG driver is not built yet (docs/distributed.md); these are the ops it will run on.
+// Gram matrices and column norms are the global ones (summed over the ranks), and the order is
+// the global one. eigensolve_distributed runs LOBPCG on these ops (test_dist_eigensolve.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -22,6 +22,8 @@ TEST_CASE("distributed eig ops: random block by global row, global Gram matrices
   std::vector<double> Xg(std::size_t(n) * b), Xl(std::size_t(m) * b);
   global.fill_random(b, Xg.data(), b, 42, 0);
   local.fill_random(b, Xl.data(), b, 42, 0);
+  CHECK(local.global_size() == n);
+  CHECK(global.global_size() == n);
   CHECK(Xl == std::vector<double>(Xg.begin() + D.first_row() * b, Xg.begin() + (D.first_row() + m) * b));
 
   std::vector<double> AXg(Xg.size()), AXl(Xl.size()), Cg(b * b), Cl(b * b);
