@@ -15,10 +15,9 @@
 namespace krysp {
 
 /// `krysp eigs --precond auto` (and bench_lobpcg) flip the largest pairs of a standard problem
-/// only from this many rows on. Measured at k = 8, tol 1e-6 (H100, bench/results/lobpcg_all_h100_2026-11-24.json):
-/// the 2-D Laplacian 1024² needs the flip (not converged in 600 iterations without, 449 with);
-/// the 25 small SuiteSparse SPD matrices (n ≤ 20k) converge in at most 95 iterations without,
-/// where the flip's setup (σI − A, Chebyshev) costs more than it saves on half of them.
+/// only from this many rows on: large 2-D Laplacians need the flip, while on the small SuiteSparse
+/// SPD matrices its setup (σI − A, Chebyshev) costs more than it saves (docs/eigensolver.md,
+/// "Spectral flip").
 inline constexpr index_t kSpectralFlipMinRows = 100000;
 
 /// Default EigOptions::refine_direct_max_flops: factoring takes a few seconds on one core.
@@ -54,7 +53,6 @@ struct EigOptions {
   /// largest row 2-norm of A (≤ ‖A‖₂), which makes its test imply A's; relative_residuals are
   /// then A's measure with ‖A‖ₑ = a (an underestimate of ‖A‖₂, so they overstate, never
   /// understate); `history` stays the flipped run's.
-  /// 2-D Laplacian 1024², k = 8: not converged in 600 iterations without it (H100).
   bool spectral_flip = false;
   /// > 0: LOBPCG's preconditioner is `inner_iters` PCG steps on A per application, each
   /// preconditioned by `precond` (solvers/inner_solve.hpp): an approximate A⁻¹ that reaches the

@@ -37,11 +37,9 @@ struct SolveOptions {
   bool check_symmetry = true;
   /// solve_block() solves s > block_group right-hand sides as consecutive block CG solves of at
   /// most block_group columns (0, the default: all s at once). A trade-off that depends on the
-  /// matrix: the CUDA backend's kernels for up to 8 columns move 60-79% of the copy bandwidth, the
-  /// wider ones 11-38% (H100, 2026-11-25, s = 16 against sixteen sequential CG solves: 3-D
-  /// Laplacian 160³ 1.11× at once, 0.72× in groups of 8; bodyy6 0.34× at once, 0.40× in groups;
-  /// bcsstk28 0.08-0.09× either way); a wider block needs fewer iterations, on ill-conditioned
-  /// matrices far fewer (bcsstk06, s = 12: 41 iterations at once, 119 in groups of 8).
+  /// matrix: the CUDA backend's kernels for up to 8 columns move far more of the copy bandwidth
+  /// than the wider ones, while a wider block needs fewer iterations, on ill-conditioned matrices
+  /// far fewer (docs/block_cg.md, "Block width", has the measurements).
   /// Each group is an independent block CG; columns keep their own results.
   index_t block_group = kDefaultBlockGroup;
 };

@@ -218,9 +218,9 @@ void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index
                 variant.cols, "/b", variant.min_blocks, variant.prefetch ? "/prefetch" : "", " does not serve width ", w,
                 " with ld ", ld);
   if (A.rows == 0) return;
-  // One full wave: every block takes the same share of the tiles. Blocks taking runs of 4 or 16
-  // tiles, the grid covering all (as the SpMM kernels do), measured 0.63-0.73 ms against 0.536 on
-  // the 3-D Laplacian 160³ at w = 8; one contiguous share of the tiles per block 0.79 (H100).
+  // One full wave: every block takes the same share of the tiles, which measured faster than
+  // runs of 4 or 16 tiles per block or one contiguous share per block (docs/tuning.md, "Fused
+  // SpMM and Gram").
   const std::int64_t tiles = (std::int64_t(A.rows) + kThreads / variant.lanes - 1) / (kThreads / variant.lanes);
   const std::int64_t grid64 = std::min<std::int64_t>(wave_blocks(k), tiles);
   KRYSP_REQUIRE(grid64 * w * w <= std::int64_t(ws.partials_room), "tall_spmm_gram: ", grid64, " blocks' partials of ",

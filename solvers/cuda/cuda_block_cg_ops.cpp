@@ -92,9 +92,8 @@ std::optional<detail::SpmmGramVariant> spmm_gram_rule(const RowStats& stats, con
   const auto v = detail::spmm_gram_variants(w, ld);
   if (v.empty()) return std::nullopt;
   // A lane per column, the row bounds and pairs loaded ahead, registers capped for 4 blocks per
-  // SM: on the 3-D Laplacian 160³ at w = 8 (H100) 0.490 ms, against 0.516 without loading ahead
-  // (capped for 6 blocks; 0.568 uncapped), 0.600 with two columns a lane; loading ahead capped
-  // for 5 or 6 blocks spills (0.70, 1.55 ms). The SpMM and Gram passes apart took 0.435 + 0.220.
+  // SM: the fastest of the variants measured (docs/tuning.md, "Fused SpMM and Gram"); capped for
+  // 5 or 6 blocks, loading ahead spills.
   auto rank = [](const detail::SpmmGramVariant& x) {
     return (x.cols == 1 ? 4 : 0) + (x.prefetch ? 2 : 0) + (x.min_blocks == 4 ? 1 : 0);
   };

@@ -76,8 +76,8 @@ void CudaEigOps::residuals(index_t b, const double* AX, index_t ldax, const doub
 
 void CudaEigOps::warm_up_block_products(index_t N) {
   // CUDA loads a kernel on its first launch (lazy module loading): the first Gram matrices and
-  // combinations of a process took 30-40 ms (H100, n = 48 and 2000) and fell into the first
-  // iterations. Running the shapes of a block of N here moves that into the setup.
+  // combinations of a process took tens of milliseconds and fell into the first iterations.
+  // Running the shapes of a block of N here moves that into the setup.
   if (N < 1 || size() == 0) return;
   const index_t L = 3 * N;
   Block S(std::size_t(size()) * L), T(std::size_t(size()) * L);
