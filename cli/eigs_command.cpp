@@ -1,6 +1,7 @@
 // krysp eigs: the k extreme eigenpairs of a symmetric matrix (or pencil) with LOBPCG, to HDF5.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -11,9 +12,12 @@
 #include "krysp/cli/amg_args.hpp"
 #include "krysp/cli/args.hpp"
 #include "krysp/cli/commands.hpp"
+#include "krysp/cli/distributed_io.hpp"
+#include "krysp/cli/mpi_session.hpp"
 #include "krysp/cli/throttle.hpp"
 #include "krysp/io/hdf5_result.hpp"
 #include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/distributed_eigensolve.hpp"
 #include "krysp/solvers/eigensolve.hpp"
 
 namespace krysp::cli {
@@ -61,6 +65,162 @@ const char* const kEigsUsage =
     "            still written),\n"
     "            2 bad input or usage (including B not positive definite), 3 device error\n";
 
+
+namespace {
+/// The report of an eigensolve (eigenvectors: all n rows) and the HDF5 file when `out` is given;
+/// returns the exit code.
+int report_eigs(const EigReport& rep, const EigOptions& opt, const std::string& path, const std::string& bpath,
+                std::int64_t n, std::int64_t nnz, const std::string& out, bool quiet) {
+  const index_t k = opt.lobpcg.k;
+  const bool have_pairs = rep.eigenvalues.size() == std::size_t(k);
+
+  if (!quiet) {
+    if (!rep.precond_note.empty())
+      std::printf("krysp: %s; used %s instead\n", rep.precond_note.c_str(), rep.preconditioner.c_str());
+    std::printf("krysp: %s after %d iterations (block size %d, preconditioner %s)\n", to_string(rep.status),
+                rep.iterations, rep.block_size, rep.preconditioner.c_str());
+    if (have_pairs) {
+      std::printf("  %4s  %24s  %12s  %12s\n", "i", "eigenvalue", "|Ax-lBx|",
+                  rep.convergence == EigConvergence::Relative ? "relres(rel)"
+                  : rep.convergence == EigConvergence::Norm   ? "relres(norm)"
+                                                              : "res(abs)");
+      for (index_t i = 0; i < k; ++i)
+        std::printf("  %4d  %24.16e  %12.4e  %12.4e%s\n", i, rep.eigenvalues[i], rep.residual_norms[i],
+                    rep.relative_residuals[i], rep.relative_residuals[i] <= opt.lobpcg.tol ? "" : "  (not converged)");
+    }
+    std::printf("krysp: solve %.4f s (%.2f ms/iteration), setup %.4f s, backend %s, device %s, spmm %s\n",
+                rep.solve_seconds, rep.iterations > 0 ? 1e3 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
+                rep.backend.c_str(), rep.device.c_str(), rep.spmm_kernel.c_str());
+    if (!rep.converged() && opt.lobpcg.convergence == EigConvergence::Relative && rep.accuracy_floor > 0.1 * opt.lobpcg.tol)
+      std::printf("krysp: note: tol %g is near or below what double precision allows for these pairs "
+                  "(eps*|A|/|lambda| = %.1e): ask for a larger --tol, or --conv norm\n",
+                  opt.lobpcg.tol, rep.accuracy_floor);
+    if (rep.refine_sweeps > 0)
+      std::printf("krysp: LOBPCG stagnated; refined by inverse iteration: %d sweeps, solves by %s%s\n",
+                  rep.refine_sweeps, rep.refine_method.c_str(),
+                  rep.refine_inner_iterations > 0
+                      ? detail::concat(" (", rep.refine_inner_iterations, " iterations)").c_str()
+                      : "");
+    std::printf("krysp: missed-eigenvalue check: %s", rep.verification.c_str());
+    if (rep.verify_iterations > 0)
+      std::printf(" (%d iterations, %d restarts)", rep.verify_iterations, rep.verify_restarts);
+    std::printf("\n");
+    if (rep.p_restarts + rep.svqb_passes + rep.reduced_rr > 0)
+      std::printf("krysp: basis repairs: %d P restarts, %d SVQB passes, %d directions dropped, %d reduced RR\n",
+                  rep.p_restarts, rep.svqb_passes, rep.dropped_directions, rep.reduced_rr);
+  }
+  if (!out.empty() && have_pairs) {
+    const std::size_t kk = std::size_t(k);
+    io::write_hdf5(out,
+                   {{"/eigenvalues", {kk}, rep.eigenvalues},
+                    {"/eigenvectors", {std::size_t(n), kk}, rep.eigenvectors},
+                    {"/residual_norms", {kk}, rep.residual_norms},
+                    {"/relative_residuals", {kk}, rep.relative_residuals},
+                    {"/history", {std::size_t(rep.history_rows), kk}, rep.history}},
+                   {{"solver", rep.solver},
+                    {"converged", std::int64_t(rep.converged() ? 1 : 0)},
+                    {"status", std::string(to_string(rep.status))},
+                    {"iterations", std::int64_t(rep.iterations)},
+                    {"k", std::int64_t(k)},
+                    {"block_size", std::int64_t(rep.block_size)},
+                    {"tol", opt.lobpcg.tol},
+                    {"convergence_test", std::string(to_string(rep.convergence))},
+                    {"verification", rep.verification},
+                    {"complement_bound", rep.complement_bound},
+                    {"accuracy_floor", rep.accuracy_floor},
+                    {"verify_iterations", std::int64_t(rep.verify_iterations)},
+                    {"verify_restarts", std::int64_t(rep.verify_restarts)},
+                    {"refine_sweeps", std::int64_t(rep.refine_sweeps)},
+                    {"refine_inner_iterations", std::int64_t(rep.refine_inner_iterations)},
+                    {"refine_method", rep.refine_method},
+                    {"which", rep.which},
+                    {"preconditioner", rep.preconditioner},
+                    {"backend", rep.backend},
+                    {"device", rep.device},
+                    {"spmm_kernel", rep.spmm_kernel},
+                    {"matrix", path},
+                    {"b_matrix", bpath},
+                    {"n", n},
+                    {"nnz", nnz},
+                    {"constraints", std::int64_t(rep.constraints)},
+                    {"a_norm_estimate", rep.a_norm_estimate},
+                    {"b_norm_estimate", rep.b_norm_estimate},
+                    {"p_restarts", std::int64_t(rep.p_restarts)},
+                    {"svqb_passes", std::int64_t(rep.svqb_passes)},
+                    {"dropped_directions", std::int64_t(rep.dropped_directions)},
+                    {"elapsed_seconds", rep.solve_seconds},
+                    {"setup_seconds", rep.setup_seconds}});
+    if (!quiet) std::printf("krysp: wrote %s\n", out.c_str());
+  }
+  if (rep.status == EigStatus::NotPositiveDefinite) {
+    std::fprintf(stderr,
+                 "krysp: error: %s: the B-Gram matrices of the basis stayed indefinite or singular: B is not "
+                 "symmetric positive definite\n",
+                 bpath.empty() ? path.c_str() : bpath.c_str());
+    return kExitBadInput;
+  }
+  return rep.converged() ? kExitOk : kExitNotConverged;
+}
+
+/// `mpirun -np P krysp eigs` (P > 1): rank 0 reads A (and B) and scatters them (B on A's rows),
+/// eigensolve_distributed solves with none or Jacobi (auto: Jacobi for the smallest pairs, of B for
+/// the largest of a pencil, none otherwise), rank 0 gathers the eigenvectors, prints and writes the
+/// file (the same layout as one process); the others are silent and return the same exit code.
+int eigs_mpi(const Communicator& world, const Args& args, const std::string& path, const std::string& bpath,
+             EigOptions& opt, bool auto_precond, const std::string& out, bool quiet) {
+  KRYSP_REQUIRE(opt.backend != Backend::Cuda, "--backend cuda under mpirun (", world.size(),
+                " ranks): the GPU path of the distributed eigensolver is not built yet; use --backend host");
+  KRYSP_REQUIRE(!args.has("x0") && !args.has("constraints"),
+                "--x0 and --constraints are not supported under mpirun yet (one process takes them)");
+  opt.backend = Backend::Host;
+  const auto t_read = std::chrono::steady_clock::now();
+  const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path);
+  std::optional<DistCsrMatrix> B;
+  if (!bpath.empty()) {
+    CsrMatrix<double> whole;
+    world.collective([&] {
+      if (world.rank() != 0) return;
+      whole = io::read_matrix_market<double>(bpath);
+      KRYSP_REQUIRE(whole.rows() == A.global_rows() && whole.cols() == A.global_rows(), bpath, ": B is ",
+                    whole.rows(), "x", whole.cols(), " but A is ", A.global_rows(), "x", A.global_rows());
+    });
+    B.emplace(DistCsrMatrix::scatter(world, whole, 0, A.row_starts()));
+  }
+  const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
+  KRYSP_REQUIRE(A.global_rows() <= kMaxIndex, path, ": ", A.global_rows(),
+                " rows: the command line gathers the eigenvectors on rank 0, which holds at most 2^31-1 rows");
+  if (auto_precond) {
+    opt.precond.kind = opt.lobpcg.which == EigWhich::Smallest || B ? PrecondKind::Jacobi : PrecondKind::None;
+    opt.precond_from_b = opt.lobpcg.which == EigWhich::Largest && B;
+    opt.precond_fallback = true;  // a zero diagonal: none instead
+  }
+  if (args.has("inner-iters")) opt.inner_iters = int(args.get_int("inner-iters", 0, 0, 1000));
+  if (!quiet) {
+    std::printf("krysp: %s: %lld x %lld, %lld nonzeros (read in %.2f s)%s%s\n", path.c_str(),
+                (long long)A.global_rows(), (long long)A.global_rows(), (long long)A.global_nnz(), read_seconds,
+                bpath.empty() ? "" : ", B = ", bpath.c_str());
+    std::printf("krysp: backend host, %d MPI ranks (rows balanced by nonzeros)\n", world.size());
+    std::printf("krysp: LOBPCG, %d %s eigenpairs, preconditioner %s%s, tol %g (test %s)\n", opt.lobpcg.k,
+                to_string(opt.lobpcg.which), to_string(opt.precond.kind), opt.precond_from_b ? " of B" : "",
+                opt.lobpcg.tol, to_string(opt.lobpcg.convergence));
+  }
+  Throttle throttle;
+  if (!quiet)
+    opt.lobpcg.progress = [&](const EigProgress& p) {
+      if (p.iteration > 1 && !throttle.due()) return;
+      std::printf("  iter %6d  converged %4d/%d  max relres %.3e  %.0f it/s\n", p.iteration, p.converged, p.k,
+                  p.max_residual, p.seconds > 0 ? p.iteration / p.seconds : 0.0);
+      std::fflush(stdout);
+    };
+  EigReport rep = eigensolve_distributed(A, B ? &*B : nullptr, opt);
+  const bool have_pairs = rep.eigenvalues.size() == std::size_t(opt.lobpcg.k);
+  std::vector<double> X = have_pairs ? gather_to_root(A, rep.eigenvectors, opt.lobpcg.k, true) : std::vector<double>();
+  if (world.rank() != 0)
+    return rep.status == EigStatus::NotPositiveDefinite ? kExitBadInput : rep.converged() ? kExitOk : kExitNotConverged;
+  rep.eigenvectors = std::move(X);
+  return report_eigs(rep, opt, path, bpath, A.global_rows(), A.global_nnz(), out, quiet);
+}
+}  // namespace
 
 int eigs_command(const std::vector<std::string>& argv_in) {
   std::vector<std::string> argv = argv_in;
@@ -116,6 +276,8 @@ int eigs_command(const std::vector<std::string>& argv_in) {
   // --precond auto: a V-cycle alone is a weaker approximate inverse at the low end of the spectrum.
   if (opt.precond.kind == PrecondKind::Amg && opt.lobpcg.which == EigWhich::Smallest)
     opt.inner_iters = kDefaultInnerIters;
+  if (const Communicator* world = distributed_world())
+    return eigs_mpi(*world, args, path, bpath, opt, auto_precond, out, quiet || world->rank() != 0);
 
   const auto t_read = std::chrono::steady_clock::now();
   const CsrMatrix<double> A = io::read_matrix_market<double>(path);
@@ -166,95 +328,7 @@ int eigs_command(const std::vector<std::string>& argv_in) {
 
   const EigReport rep = eigensolve(A, bpath.empty() ? nullptr : &B, opt, {x0.rows, x0.cols, x0.values.data()},
                                    {Y.rows, Y.cols, Y.values.data()});
-  const index_t k = opt.lobpcg.k;
-  const bool have_pairs = rep.eigenvalues.size() == std::size_t(k);
-
-  if (!quiet) {
-    if (!rep.precond_note.empty())
-      std::printf("krysp: %s; used %s instead\n", rep.precond_note.c_str(), rep.preconditioner.c_str());
-    std::printf("krysp: %s after %d iterations (block size %d, preconditioner %s)\n", to_string(rep.status),
-                rep.iterations, rep.block_size, rep.preconditioner.c_str());
-    if (have_pairs) {
-      std::printf("  %4s  %24s  %12s  %12s\n", "i", "eigenvalue", "|Ax-lBx|",
-                  rep.convergence == EigConvergence::Relative ? "relres(rel)"
-                  : rep.convergence == EigConvergence::Norm   ? "relres(norm)"
-                                                              : "res(abs)");
-      for (index_t i = 0; i < k; ++i)
-        std::printf("  %4d  %24.16e  %12.4e  %12.4e%s\n", i, rep.eigenvalues[i], rep.residual_norms[i],
-                    rep.relative_residuals[i], rep.relative_residuals[i] <= opt.lobpcg.tol ? "" : "  (not converged)");
-    }
-    std::printf("krysp: solve %.4f s (%.2f ms/iteration), setup %.4f s, backend %s, device %s, spmm %s\n",
-                rep.solve_seconds, rep.iterations > 0 ? 1e3 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
-                rep.backend.c_str(), rep.device.c_str(), rep.spmm_kernel.c_str());
-    if (!rep.converged() && opt.lobpcg.convergence == EigConvergence::Relative && rep.accuracy_floor > 0.1 * opt.lobpcg.tol)
-      std::printf("krysp: note: tol %g is near or below what double precision allows for these pairs "
-                  "(eps*|A|/|lambda| = %.1e): ask for a larger --tol, or --conv norm\n",
-                  opt.lobpcg.tol, rep.accuracy_floor);
-    if (rep.refine_sweeps > 0)
-      std::printf("krysp: LOBPCG stagnated; refined by inverse iteration: %d sweeps, solves by %s%s\n",
-                  rep.refine_sweeps, rep.refine_method.c_str(),
-                  rep.refine_inner_iterations > 0
-                      ? detail::concat(" (", rep.refine_inner_iterations, " iterations)").c_str()
-                      : "");
-    std::printf("krysp: missed-eigenvalue check: %s", rep.verification.c_str());
-    if (rep.verify_iterations > 0)
-      std::printf(" (%d iterations, %d restarts)", rep.verify_iterations, rep.verify_restarts);
-    std::printf("\n");
-    if (rep.p_restarts + rep.svqb_passes + rep.reduced_rr > 0)
-      std::printf("krysp: basis repairs: %d P restarts, %d SVQB passes, %d directions dropped, %d reduced RR\n",
-                  rep.p_restarts, rep.svqb_passes, rep.dropped_directions, rep.reduced_rr);
-  }
-  if (!out.empty() && have_pairs) {
-    const std::size_t n = std::size_t(A.rows()), kk = std::size_t(k);
-    io::write_hdf5(out,
-                   {{"/eigenvalues", {kk}, rep.eigenvalues},
-                    {"/eigenvectors", {n, kk}, rep.eigenvectors},
-                    {"/residual_norms", {kk}, rep.residual_norms},
-                    {"/relative_residuals", {kk}, rep.relative_residuals},
-                    {"/history", {std::size_t(rep.history_rows), kk}, rep.history}},
-                   {{"solver", rep.solver},
-                    {"converged", std::int64_t(rep.converged() ? 1 : 0)},
-                    {"status", std::string(to_string(rep.status))},
-                    {"iterations", std::int64_t(rep.iterations)},
-                    {"k", std::int64_t(k)},
-                    {"block_size", std::int64_t(rep.block_size)},
-                    {"tol", opt.lobpcg.tol},
-                    {"convergence_test", std::string(to_string(rep.convergence))},
-                    {"verification", rep.verification},
-                    {"complement_bound", rep.complement_bound},
-                    {"accuracy_floor", rep.accuracy_floor},
-                    {"verify_iterations", std::int64_t(rep.verify_iterations)},
-                    {"verify_restarts", std::int64_t(rep.verify_restarts)},
-                    {"refine_sweeps", std::int64_t(rep.refine_sweeps)},
-                    {"refine_inner_iterations", std::int64_t(rep.refine_inner_iterations)},
-                    {"refine_method", rep.refine_method},
-                    {"which", rep.which},
-                    {"preconditioner", rep.preconditioner},
-                    {"backend", rep.backend},
-                    {"device", rep.device},
-                    {"spmm_kernel", rep.spmm_kernel},
-                    {"matrix", path},
-                    {"b_matrix", bpath},
-                    {"n", std::int64_t(A.rows())},
-                    {"nnz", std::int64_t(A.nnz())},
-                    {"constraints", std::int64_t(rep.constraints)},
-                    {"a_norm_estimate", rep.a_norm_estimate},
-                    {"b_norm_estimate", rep.b_norm_estimate},
-                    {"p_restarts", std::int64_t(rep.p_restarts)},
-                    {"svqb_passes", std::int64_t(rep.svqb_passes)},
-                    {"dropped_directions", std::int64_t(rep.dropped_directions)},
-                    {"elapsed_seconds", rep.solve_seconds},
-                    {"setup_seconds", rep.setup_seconds}});
-    if (!quiet) std::printf("krysp: wrote %s\n", out.c_str());
-  }
-  if (rep.status == EigStatus::NotPositiveDefinite) {
-    std::fprintf(stderr,
-                 "krysp: error: %s: the B-Gram matrices of the basis stayed indefinite or singular: B is not "
-                 "symmetric positive definite\n",
-                 bpath.empty() ? path.c_str() : bpath.c_str());
-    return kExitBadInput;
-  }
-  return rep.converged() ? kExitOk : kExitNotConverged;
+  return report_eigs(rep, opt, path, bpath, A.rows(), A.nnz(), out, quiet);
 }
 
 }  // namespace krysp::cli

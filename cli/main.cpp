@@ -6,6 +6,7 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/cli/commands.hpp"
+#include "krysp/cli/mpi_session.hpp"
 
 namespace {
 const char* const kUsage =
@@ -23,9 +24,27 @@ const char* const kUsage =
     "exit codes: 0 converged/ok, 1 not converged, 2 bad input or usage, 3 device or runtime error\n";
 }
 
+namespace {
+int run(const std::vector<std::string>& all);
+}
+
 int main(int argc, char** argv) {
+  // Under mpirun (and only then) MPI runs; with more than one rank, solve and eigs take their
+  // distributed paths, rank 0 prints and writes, the others stay silent (errors are agreed on
+  // every rank, so printing them once loses nothing).
+  krysp::cli::MpiSession mpi(argc, argv);
+  if (krysp::cli::silent_rank()) {
+    if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr)) {
+      // a failure leaves the stream as it was: the rank may print, nothing worse
+    }
+  }
+  return run(std::vector<std::string>(argv, argv + argc));
+}
+
+namespace {
+int run(const std::vector<std::string>& all) {
   using namespace krysp::cli;
-  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args(all.begin() + 1, all.end());
   if (args.empty()) {
     std::fputs(kUsage, stderr);
     return kExitBadInput;
@@ -64,3 +83,4 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
 }
+}  // namespace

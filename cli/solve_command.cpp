@@ -10,10 +10,13 @@
 #include "krysp/cli/amg_args.hpp"
 #include "krysp/cli/args.hpp"
 #include "krysp/cli/commands.hpp"
+#include "krysp/cli/distributed_io.hpp"
+#include "krysp/cli/mpi_session.hpp"
 #include "krysp/cli/throttle.hpp"
 #include "krysp/io/hdf5_result.hpp"
 #include "krysp/io/matrix_market.hpp"
 #include "krysp/precond/spd_block.hpp"
+#include "krysp/solvers/distributed_solve.hpp"
 #include "krysp/solvers/solve.hpp"
 
 namespace krysp::cli {
@@ -69,11 +72,13 @@ std::vector<double> known_solutions(index_t n, index_t s) {
   return x;
 }
 
-void print_setup(const std::string& path, const CsrMatrix<double>& A, double read_seconds, Backend backend,
+void print_setup(const std::string& path, std::int64_t n, std::int64_t nnz, double read_seconds, Backend backend,
                  const std::string& requested, const SolveOptions& opt, index_t s) {
-  std::printf("krysp: %s: %d x %d, %d nonzeros (read in %.2f s)\n", path.c_str(), A.rows(), A.cols(), A.nnz(),
-              read_seconds);
-  if (backend == Backend::Cuda)
+  std::printf("krysp: %s: %lld x %lld, %lld nonzeros (read in %.2f s)\n", path.c_str(), (long long)n, (long long)n,
+              (long long)nnz, read_seconds);
+  if (const Communicator* world = distributed_world())
+    std::printf("krysp: backend host, %d MPI ranks (rows balanced by nonzeros)\n", world->size());
+  else if (backend == Backend::Cuda)
     std::printf("krysp: backend cuda on %s\n", cuda_device_name().c_str());
   else if (requested == "auto")
     std::printf("krysp: no CUDA device found: running on the host backend (slower; --backend cuda to insist)\n");
@@ -94,10 +99,10 @@ double column_error(const std::vector<double>& x, const std::vector<double>& exa
   return std::sqrt(e / r);
 }
 
-int solve_single(const std::string& path, const CsrMatrix<double>& A, const std::vector<double>& b,
-                 std::vector<double>& x, const std::vector<double>& exact, SolveOptions& opt, const std::string& out,
-                 bool quiet) {
-  const SolveReport rep = solve(A, b, x, opt);
+// The report of one solve (x: all n entries); the HDF5 file when `out` is given.
+int report_single(const std::string& path, std::int64_t n, std::int64_t nnz, const SolveReport& rep,
+                  const std::vector<double>& x, const std::vector<double>& exact, const SolveOptions& opt,
+                  const std::string& out, bool quiet) {
   if (!quiet) {
     std::printf("krysp: %s after %d iterations\n", to_string(rep.status), rep.iterations);
     std::printf("krysp: true relative residual |b-Ax|/|b| = %.3e (recursive %.3e)\n", rep.true_relative_residual,
@@ -105,7 +110,7 @@ int solve_single(const std::string& path, const CsrMatrix<double>& A, const std:
     if (rep.residual_replacements > 0)
       std::printf("krysp: the recursive residual drifted from b-Ax: replaced by it and restarted %d time(s)\n",
                   rep.residual_replacements);
-    if (!exact.empty()) std::printf("krysp: error |x-x*|/|x*| = %.3e\n", column_error(x, exact, A.rows(), 0));
+    if (!exact.empty()) std::printf("krysp: error |x-x*|/|x*| = %.3e\n", column_error(x, exact, index_t(n), 0));
     if (opt.precond.kind == PrecondKind::Amg) std::printf("krysp: preconditioner %s\n", rep.preconditioner.c_str());
     std::printf("krysp: solve %.4f s (%.1f us/iteration), setup %.4f s, backend %s, device %s, spmv %s\n",
                 rep.seconds, rep.iterations > 0 ? 1e6 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,
@@ -130,8 +135,8 @@ int solve_single(const std::string& path, const CsrMatrix<double>& A, const std:
                     {"device", rep.device},
                     {"spmv_kernel", rep.spmv_kernel},
                     {"matrix", path},
-                    {"n", std::int64_t(A.rows())},
-                    {"nnz", std::int64_t(A.nnz())},
+                    {"n", n},
+                    {"nnz", nnz},
                     {"nrhs", std::int64_t(1)},
                     {"elapsed_seconds", rep.seconds},
                     {"setup_seconds", rep.setup_seconds}});
@@ -140,11 +145,10 @@ int solve_single(const std::string& path, const CsrMatrix<double>& A, const std:
   return rep.converged() ? kExitOk : kExitNotConverged;
 }
 
-int solve_many(const std::string& path, const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
-               std::vector<double>& X, const std::vector<double>& exact, SolveOptions& opt, const std::string& out,
-               bool quiet) {
-  const BlockSolveReport rep = solve_block(A, B, s, X, opt);
-  const index_t n = A.rows();
+// The report of a block solve (X: all n × s entries, column-major); the HDF5 file when `out` is given.
+int report_many(const std::string& path, index_t n, std::int64_t nnz, const BlockSolveReport& rep, index_t s,
+                const std::vector<double>& X, const std::vector<double>& exact, const SolveOptions& opt,
+                const std::string& out, bool quiet) {
   if (!quiet) {
     std::printf("krysp: block CG %s after %d block iterations\n", rep.converged() ? "converged" : "did not converge",
                 rep.iterations);
@@ -191,13 +195,78 @@ int solve_many(const std::string& path, const CsrMatrix<double>& A, const std::v
                     {"spmm_kernel", rep.spmm_kernel},
                     {"matrix", path},
                     {"n", std::int64_t(n)},
-                    {"nnz", std::int64_t(A.nnz())},
+                    {"nnz", nnz},
                     {"nrhs", std::int64_t(s)},
                     {"elapsed_seconds", rep.seconds},
                     {"setup_seconds", rep.setup_seconds}});
     if (!quiet) std::printf("krysp: wrote %s\n", out.c_str());
   }
   return rep.converged() ? kExitOk : kExitNotConverged;
+}
+
+int solve_single(const std::string& path, const CsrMatrix<double>& A, const std::vector<double>& b,
+                 std::vector<double>& x, const std::vector<double>& exact, SolveOptions& opt, const std::string& out,
+                 bool quiet) {
+  const SolveReport rep = solve(A, b, x, opt);
+  return report_single(path, A.rows(), A.nnz(), rep, x, exact, opt, out, quiet);
+}
+
+int solve_many(const std::string& path, const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
+               std::vector<double>& X, const std::vector<double>& exact, SolveOptions& opt, const std::string& out,
+               bool quiet) {
+  const BlockSolveReport rep = solve_block(A, B, s, X, opt);
+  return report_many(path, A.rows(), A.nnz(), rep, s, X, exact, opt, out, quiet);
+}
+
+/// `mpirun -np P krysp solve` (P > 1): rank 0 reads A and scatters it, every rank reads the
+/// small --rhs/--x0 files and keeps its rows, solve_distributed / solve_block_distributed solve,
+/// rank 0 gathers x, prints and writes the file (the same layout as one process); the others are
+/// silent. Every rank returns the same exit code (the reports are the same on all ranks).
+int solve_mpi(const Communicator& world, const Args& args, const std::string& path, SolveOptions& opt,
+              const std::string& out, bool quiet) {
+  KRYSP_REQUIRE(opt.backend != Backend::Cuda, "--backend cuda under mpirun (", world.size(),
+                " ranks): the GPU path of the distributed solvers is not built yet; use --backend host");
+  opt.backend = Backend::Host;
+  const auto t_read = std::chrono::steady_clock::now();
+  const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path);
+  const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
+  KRYSP_REQUIRE(A.global_rows() <= kMaxIndex, path, ": ", A.global_rows(),
+                " rows: the command line gathers x on rank 0, which holds at most 2^31-1 rows");
+  const index_t n = index_t(A.global_rows()), m = A.rows();
+  index_t s = index_t(args.get_int("nrhs", 1, 1, 64));
+  std::vector<double> B, X, exact;
+  if (args.has("rhs")) {
+    s = 0;
+    std::vector<double> all;
+    world.collective([&] { all = read_block(args.get("rhs", ""), n, s, "right-hand side"); });
+    KRYSP_REQUIRE(s <= 64, args.get("rhs", ""), ": ", s, " right-hand sides; at most 64 are solved at once");
+    B = rows_of_block(A, all, s);
+  } else {  // B = A·X* for known X*, so the error can be printed
+    exact = known_solutions(n, s);
+    const std::vector<double> mine = rows_of_block(A, exact, s);
+    B.resize(mine.size());
+    for (index_t j = 0; j < s; ++j) A.apply(mine.data() + std::size_t(j) * m, B.data() + std::size_t(j) * m);
+  }
+  if (args.has("x0")) {
+    std::vector<double> all;
+    world.collective([&] { all = read_block(args.get("x0", ""), n, s, "initial guess"); });
+    X = rows_of_block(A, all, s);
+  }
+  KRYSP_REQUIRE(s == 1 || opt.block_group == 0 || s <= opt.block_group, "--block-group ", opt.block_group,
+                " under mpirun: block groups are not distributed yet (0 solves all ", s, " columns at once)");
+  opt.block_group = 0;
+  if (!quiet) print_setup(path, n, A.global_nnz(), read_seconds, Backend::Host, "host", opt, s);
+  const std::string root_out = world.rank() == 0 ? out : std::string();
+  if (s == 1) {
+    const SolveReport rep = solve_distributed(A, B, X, opt);
+    const std::vector<double> x = gather_to_root(A, X, 1, false);
+    if (world.rank() != 0) return rep.converged() ? kExitOk : kExitNotConverged;
+    return report_single(path, n, A.global_nnz(), rep, x, exact, opt, root_out, quiet);
+  }
+  const BlockSolveReport rep = solve_block_distributed(A, B, s, X, opt);
+  const std::vector<double> Xg = gather_to_root(A, X, s, false);
+  if (world.rank() != 0) return rep.converged() ? kExitOk : kExitNotConverged;
+  return report_many(path, n, A.global_nnz(), rep, s, Xg, exact, opt, root_out, quiet);
 }
 }  // namespace
 
@@ -233,6 +302,18 @@ int solve_command(const std::vector<std::string>& argv) {
   opt.backend = parse_backend(args.get("backend", "auto"));
   opt.block_group = index_t(args.get_int("block-group", kDefaultBlockGroup, 0, 64));
   const std::string out = args.get("out", "");
+  if (const Communicator* world = distributed_world()) {
+    const bool silent = quiet || world->rank() != 0;
+    Throttle throttle;
+    if (!silent)
+      opt.cg.progress = [&](const SolveProgress& p) {
+        if (!throttle.due()) return;
+        std::printf("  iter %8d  relres %.3e  %.0f it/s\n", p.iteration, p.relative_residual,
+                    p.seconds > 0 ? p.iteration / p.seconds : 0.0);
+        std::fflush(stdout);
+      };
+    return solve_mpi(*world, args, path, opt, out, silent);
+  }
 
   const auto t_read = std::chrono::steady_clock::now();
   const CsrMatrix<double> A = io::read_matrix_market<double>(path);
@@ -255,7 +336,7 @@ int solve_command(const std::vector<std::string>& argv) {
 
   const Backend backend = resolve_backend(opt.backend);
   opt.backend = backend;
-  if (!quiet) print_setup(path, A, read_seconds, backend, args.get("backend", "auto"), opt, s);
+  if (!quiet) print_setup(path, A.rows(), A.nnz(), read_seconds, backend, args.get("backend", "auto"), opt, s);
   Throttle throttle;
   if (!quiet)
     opt.cg.progress = [&](const SolveProgress& p) {
