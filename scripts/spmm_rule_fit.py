@@ -10,7 +10,7 @@ back-to-back calls, kernel version >= 6). The row statistics come from the Matri
 in DIR (default .deps/matrices, where scripts/gpu_check.sh finds them).
 
 Default: for every small matrix and N > 4 it takes the CSC configuration the cost model of
-sparse/spmm_select.hpp (kSmallCscMinN, spmm_small_csc_rule) picks -- KS sub-warps per row with
+sparse/spmm_select.hpp (SpmmRuleParams::small_csc_min_n, spmm_small_csc_rule) picks -- KS sub-warps per row with
 one column a lane, or two columns a lane with S lanes above S columns or S / 2 lanes from S = 16,
 minimising ceil(longest / KS) * (two_column_chain if two columns) + wave_cost * rows * lanes * KS
 * tiles / (132 * 2048) -- and prints, per N, the geometric mean of (its candidate time / the
@@ -102,7 +102,7 @@ def main():
             if r['name'] not in stats:
                 stats[r['name']] = row_stats(path)
             rows, longest = stats[r['name']]
-            if rows * 32 > 4 * WAVE:  # not latency-bound (kLatencyBoundWaves)
+            if rows * 32 > 4 * WAVE:  # not latency-bound (SpmmRuleParams::latency_bound_waves)
                 continue
             if a.vdl and not r['rule'].startswith('vdl-row'):
                 continue

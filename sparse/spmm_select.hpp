@@ -80,7 +80,7 @@ struct SpmmRuleParams {
   /// row").
   index_t small_seq_min_max_row = 200;
   /// The same for N <= vdl_max_n, among rows of at most seq_max_mean_row on average (a 32-lane
-  /// VDL sub-warp needs more than 32 trips; "The same for N <= kVdlMaxN").
+  /// VDL sub-warp needs more than 32 trips; "The same for N <= vdl_max_n").
   index_t small_seq_narrow_min_max_row = 1024;
 
   // ---- matrices that fill the GPU
