@@ -15,3 +15,8 @@ cmake -S "$here" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix;$kokko
 cmake --build "$scratch/build" >/dev/null
 "$scratch/build/consumer"
 "$scratch/build/lowest_modes" 4
+# Built when the installed krysp has MPI: run it on 2 ranks (mpiexec flags from MPIEXEC_FLAGS).
+if [ -x "$scratch/build/distributed_heat" ]; then
+  # shellcheck disable=SC2086
+  mpiexec ${MPIEXEC_FLAGS:---allow-run-as-root --oversubscribe} -np 2 "$scratch/build/distributed_heat" 8 2
+fi
