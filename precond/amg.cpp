@@ -93,6 +93,16 @@ amg::Csr<T> convert(amg::Csr<double>&& A) {
   }
 }
 
+/// dst = src converted to T, into dst's existing storage where it has the room.
+template <class T>
+void copy_into(amg::Csr<T>& dst, const amg::Csr<double>& src) {
+  dst.rows = src.rows;
+  dst.cols = src.cols;
+  dst.row_ptr.assign(src.row_ptr.begin(), src.row_ptr.end());
+  dst.col_idx.assign(src.col_idx.begin(), src.col_idx.end());
+  dst.values.assign(src.values.begin(), src.values.end());
+}
+
 }  // namespace
 
 template <class T>
@@ -106,6 +116,43 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     validate(po);
   }
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  set_up(A, false);
+  info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class T>
+bool HostAmg<T>::update_values(const CsrMatrix<T>& A) {
+  KRYSP_REQUIRE(matches(A), "AMG: update_values needs the structure the hierarchy was set up for (",
+                A.fingerprint().to_string(), " is not ", fingerprint_.to_string(), ")");
+  const auto t0 = std::chrono::steady_clock::now();
+  const AmgInfo before = info_;
+  if (set_up(A, true)) {
+    info_.setup_seconds = before.setup_seconds;
+    info_.resetups = before.resetups + 1;
+    info_.resetup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return true;
+  }
+  set_up(A, false);  // a coarse pattern changed: aggregate again
+  info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+template <class T>
+bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
+  const AmgOptions& o = opt_;
+  // A numeric re-set-up refills the levels' vectors in place: fresh allocations (and their page
+  // faults) cost as much as the arithmetic there.
+  std::vector<Level> old;
+  if (reuse) old = std::move(levels_);
+  levels_.clear();
+  chol_.clear();
+  const double setup_seconds = info_.setup_seconds, resetup_seconds = info_.resetup_seconds;
+  const int resetups = info_.resetups;
+  info_ = AmgInfo{};
+  info_.setup_seconds = setup_seconds;
+  info_.resetup_seconds = resetup_seconds;
+  info_.resetups = resetups;
+  if (!reuse) plans_.clear();
   const bool rigid = !o.coordinates.empty();
   const int b = rigid ? o.coordinate_dim : resolve_block_size(A, o.block_size);
   rp0_ = A.row_ptr();
@@ -158,8 +205,17 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
 
     // Does the hierarchy end here?
     bool last = false;
-    amg::Tentative tent;
-    if (n <= o.coarse_size) {
+    if (!reuse) plans_.emplace_back();
+    Plan& plan = plans_[l];
+    amg::Tentative& tent = plan.tent;
+    if (reuse) {
+      last = !plan.next;
+      if (!last) li.aggregates = plan.tent.P.cols / K;
+      li.isolated = plan.isolated;
+      li.theta = last ? 0 : o.theta * std::pow(kAmgThetaDecay, double(l));
+      info_.stop_reason = before_stop_reason_;
+      info_.stalled = before_stalled_;
+    } else if (n <= o.coarse_size) {
       last = true;
       info_.stop_reason = detail::concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
     } else if (int(l) + 1 >= o.max_levels) {
@@ -170,7 +226,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
       const amg::Graph G = amg::strength_graph(Al, bl, li.theta);
       const amg::Aggregation agg = amg::aggregate(G);
       const index_t nc = agg.count * K;
-      li.isolated = agg.isolated;
+      li.isolated = plan.isolated = agg.isolated;
       if (nc == 0 || double(n) < kStallRatio * double(nc)) {
         last = true;
         info_.stalled = true;
@@ -181,8 +237,9 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
         tent = amg::tentative_prolongator(agg, bl, K, B);
       }
     }
+    plan.next = !last;
 
-    Level L;
+    Level L = reuse && l < old.size() ? std::move(old[l]) : Level{};
     L.n = n;
     if (o.smoother == AmgSmoother::Chebyshev) {
       const double lmax = lr.converged ? std::min(kLambdaBoost * lr.theta, gershgorin) : gershgorin;
@@ -199,26 +256,41 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
 
     amg::Csr<double> Ac;
     if (!last) {
-      amg::Csr<double> P;
       if (o.prolongation_weight > 0) {
         // S = I − ω·D⁻¹A, then P = S·P_tent.
         li.omega = o.prolongation_weight / rho;
-        amg::Csr<double> S = Al;
+        amg::Csr<double>& S = plan.S;  // A's pattern, kept for a re-set-up
+        if (!reuse) S = Al;
+        else S.values.assign(Al.values.begin(), Al.values.end());
         for (index_t i = 0; i < n; ++i)
           for (index_t k = S.row_ptr[std::size_t(i)]; k < S.row_ptr[std::size_t(i) + 1]; ++k) {
             double& v = S.values[std::size_t(k)];
             v = (S.col_idx[std::size_t(k)] == i ? 1.0 : 0.0) - li.omega * dinv[std::size_t(i)] * v;
           }
-        P = amg::multiply(S, tent.P);
+        if (!reuse) plan.P = amg::multiply(S, tent.P);
+        else if (!amg::multiply_numeric(S, tent.P, plan.P)) return false;
       } else {
-        P = std::move(tent.P);
+        plan.P = tent.P;
       }
+      const amg::Csr<double>& P = plan.P;
       amg::Csr<double> R = amg::transpose(P);
-      Ac = amg::multiply(R, amg::multiply(Al, P));
-      Ac = amg::add(0.5, Ac, 0.5, amg::transpose(Ac));  // symmetric to rounding: now exactly
+      if (!reuse) {
+        plan.AP = amg::multiply(Al, P);
+        plan.Ac = amg::multiply(R, plan.AP);
+      } else if (!amg::multiply_numeric(Al, P, plan.AP) || !amg::multiply_numeric(R, plan.AP, plan.Ac)) {
+        return false;
+      }
+      Ac = amg::add(0.5, plan.Ac, 0.5, amg::transpose(plan.Ac));  // symmetric to rounding: now exactly
       Ac = amg::unit_diagonal_on_empty_rows(Ac);  // coarse unknowns an aggregate was too small for
-      L.P = convert<T>(std::move(P));
-      L.R = convert<T>(std::move(R));
+      if (reuse && (Ac.row_ptr != plan.coarse.row_ptr || Ac.col_idx != plan.coarse.col_idx)) return false;
+      if (!reuse) {  // the coarse pattern, to check a reuse against (values are not needed)
+        plan.coarse.rows = Ac.rows;
+        plan.coarse.cols = Ac.cols;
+        plan.coarse.row_ptr = Ac.row_ptr;
+        plan.coarse.col_idx = Ac.col_idx;
+      }
+      copy_into(L.P, P);
+      copy_into(L.R, R);
     } else if (n <= kAmgMaxDenseRows) {
       // Dense Cholesky of the coarsest level.
       std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
@@ -252,7 +324,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     info_.levels.push_back(li);
     if (last) break;
     Al = std::move(Ac);
-    B = std::move(tent.coarse_B);
+    if (!reuse) B = tent.coarse_B;
     bl = K;
   }
   // Moving a Level moves its vectors' buffers, so the pointers stay right; set them again from the
@@ -267,7 +339,9 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
   for (const auto& li : info_.levels) nnz += double(li.nnz), rows += double(li.rows);
   info_.operator_complexity = info_.levels[0].nnz > 0 ? nnz / double(info_.levels[0].nnz) : 1.0;
   info_.grid_complexity = info_.levels[0].rows > 0 ? rows / double(info_.levels[0].rows) : 1.0;
-  info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  before_stop_reason_ = info_.stop_reason;
+  before_stalled_ = info_.stalled;
+  return true;
 }
 
 template <class T>
@@ -283,6 +357,11 @@ std::string HostAmg<T>::summary() const {
   s << ", b " << info_.levels[0].block_size << ", coarsest " << info_.levels.back().rows << " rows by "
     << (info_.coarse_direct ? "cholesky" : "smoothing");
   if (info_.stalled) s << "; " << info_.stop_reason;
+  if (info_.resetups > 0) {
+    std::snprintf(buf, sizeof buf, "; numeric re-set-up %.3g s, full set-up %.3g s", info_.resetup_seconds,
+                  info_.setup_seconds);
+    s << buf;
+  }
   s << ")";
   return s.str();
 }

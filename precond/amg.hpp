@@ -78,6 +78,10 @@ Csr<double> transpose(const Csr<double>& A);
 /// product a_ik·b_kj is added in the order of k along A's row, then j along B's row: the result
 /// is the same bit for bit from run to run. InputError when nnz(A·B) does not fit index_t.
 Csr<double> multiply(const Csr<double>& A, const Csr<double>& B);
+/// C = A·B into C's existing pattern (that of multiply(A', B') for A', B' with the patterns of A
+/// and B): the numeric phase alone, bit for bit the values multiply() gives. False, with C's
+/// values unspecified, when a product falls outside C's pattern or the shapes differ.
+bool multiply_numeric(const Csr<double>& A, const Csr<double>& B, Csr<double>& C);
 /// α·A + β·B (same shape); the pattern is the union.
 Csr<double> add(double alpha, const Csr<double>& A, double beta, const Csr<double>& B);
 
@@ -151,7 +155,11 @@ struct AmgInfo {
   bool coarse_direct = true;       ///< coarsest level solved by dense Cholesky (false: smoothed)
   bool stalled = false;            ///< coarsening stopped because a level shrank by < 1.2×
   std::string stop_reason;         ///< why the hierarchy ends where it does
-  double setup_seconds = 0;
+  double setup_seconds = 0;        ///< the full set-up (strength, aggregation, products)
+  /// The last numeric re-set-up (update_values: the aggregates and product patterns kept); 0 before
+  /// one.
+  double resetup_seconds = 0;
+  int resetups = 0;                ///< numeric re-set-ups since the full one
 };
 
 /// Smoothed-aggregation AMG on the host (see the file comment). T = double or float: the set-up
@@ -169,6 +177,13 @@ class HostAmg final : public Preconditioner<T> {
   /// The V-cycle column by column.
   void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
   bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
+  /// New values of the same structure (time stepping): keeps the aggregates, the tentative
+  /// prolongators and every product's pattern, and redoes only the numbers (smoother bounds, the
+  /// prolongator smoothing, the Galerkin products by multiply_numeric, the coarse factor). Bit for
+  /// bit the hierarchy a full set-up with the old aggregates would give. A coarse level whose
+  /// pattern changes (a row that became exactly zero) falls back to a full set-up. InputError for
+  /// another structure. Returns true (the preconditioner was updated in place).
+  bool update_values(const CsrMatrix<T>& A) override;
   /// e.g. "amg(3 levels, rows 32768/2197/84, operator complexity 1.31, grid complexity 1.07,
   /// chebyshev 2, coarsest 84 rows by cholesky)".
   std::string summary() const override;
@@ -192,6 +207,17 @@ class HostAmg final : public Preconditioner<T> {
     /// z and r), residual, smoother correction, and the Chebyshev recurrence's vectors.
     mutable std::vector<T> x, b, r, e, u, v, w;
   };
+  /// What a numeric re-set-up keeps of a level (its structure); `next` is false on the coarsest.
+  struct Plan {
+    bool next = false;
+    amg::Tentative tent;
+    amg::Csr<double> S;          ///< I − ω·D⁻¹A (A's pattern)
+    amg::Csr<double> P, AP, Ac;  ///< patterns (and last values) of S·P_tent, A·P, Pᵀ·(A·P)
+    amg::Csr<double> coarse;     ///< the next level's matrix as built (pattern checked on reuse)
+    index_t isolated = 0;        ///< the aggregation's isolated nodes (AmgLevelInfo)
+  };
+  /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
+  bool set_up(const CsrMatrix<T>& A, bool reuse);
   void multiply(const Level& L, const T* x, T* y) const;
   void residual(const Level& L, const T* b, const T* x, T* r) const;
   void smooth_correction(const Level& L, const T* r, T* e) const;  // e = S·r
@@ -205,6 +231,9 @@ class HostAmg final : public Preconditioner<T> {
   typename CsrMatrix<T>::IndexView rp0_, ci0_;
   typename CsrMatrix<T>::ValueView va0_;
   std::vector<Level> levels_;
+  std::vector<Plan> plans_;
+  std::string before_stop_reason_;  ///< the full set-up's stop_reason and stalled, for reuses
+  bool before_stalled_ = false;
   std::vector<double> chol_;           ///< coarsest level's Cholesky factor (row-major lower)
   mutable std::vector<double> chol_work_;
   mutable std::vector<T> col_r_, col_z_;  ///< apply_block's column buffers

@@ -79,6 +79,33 @@ Csr<double> multiply(const Csr<double>& A, const Csr<double>& B) {
   return C;
 }
 
+bool multiply_numeric(const Csr<double>& A, const Csr<double>& B, Csr<double>& C) {
+  if (A.cols != B.rows || C.rows != A.rows || C.cols != B.cols) return false;
+  std::vector<index_t> mark(std::size_t(B.cols), -1);
+  std::vector<double> acc(std::size_t(B.cols), 0.0);
+  for (index_t i = 0; i < A.rows; ++i) {
+    const index_t c0 = C.row_ptr[std::size_t(i)], c1 = C.row_ptr[std::size_t(i) + 1];
+    for (index_t p = c0; p < c1; ++p) mark[std::size_t(C.col_idx[std::size_t(p)])] = i;
+    // The same order of additions as multiply(): a first product lands on 0 exactly, so the values
+    // are bit for bit those of multiply() on the same inputs.
+    for (index_t p = A.row_ptr[std::size_t(i)]; p < A.row_ptr[std::size_t(i) + 1]; ++p) {
+      const index_t k = A.col_idx[std::size_t(p)];
+      const double a = A.values[std::size_t(p)];
+      for (index_t q = B.row_ptr[std::size_t(k)]; q < B.row_ptr[std::size_t(k) + 1]; ++q) {
+        const index_t j = B.col_idx[std::size_t(q)];
+        if (mark[std::size_t(j)] != i) return false;  // a product outside C's pattern
+        acc[std::size_t(j)] += a * B.values[std::size_t(q)];
+      }
+    }
+    for (index_t p = c0; p < c1; ++p) {
+      double& v = acc[std::size_t(C.col_idx[std::size_t(p)])];
+      C.values[std::size_t(p)] = v;
+      v = 0;
+    }
+  }
+  return true;
+}
+
 Csr<double> add(double alpha, const Csr<double>& A, double beta, const Csr<double>& B) {
   KRYSP_REQUIRE(A.rows == B.rows && A.cols == B.cols, "AMG: sum of ", A.rows, "x", A.cols, " and ", B.rows, "x",
                 B.cols);

@@ -161,6 +161,12 @@ class Preconditioner : public LinearOperator<T> {
   virtual bool matches(const CsrMatrix<T>& A) const = 0;
   /// What was set up, in one line (AMG: its levels and complexities); by default the kind's name.
   virtual std::string summary() const { return to_string(kind()); }
+  /// New values of the matrix it was set up for, same structure: update in place and return true,
+  /// or return false when this preconditioner cannot (the caller sets a new one up).
+  virtual bool update_values(const CsrMatrix<T>& A) {
+    (void)A;
+    return false;
+  }
   /// n, the order of the matrix it was set up for.
   index_t rows() const final { return n_; }
   /// n, as rows().

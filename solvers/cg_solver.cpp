@@ -58,6 +58,9 @@ struct CgSolver::Impl {
       dev_M = make_device_preconditioner(A, *plan, options.precond);
       dev_ops = std::make_unique<CudaCgOps<double>>(A, *plan, dev_M.get());
     } else {
+      // A preconditioner that can redo only its numbers for new values of the same structure
+      // (AMG: aggregates and product patterns kept) does so; the ops keep pointing at it.
+      if (host_M && host_ops && precond_setups > 1 && host_M->matches(A) && host_M->update_values(A)) return;
       host_ops.reset();
       host_M = make_host_preconditioner(A, options.precond);
       host_ops = std::make_unique<HostCgOps<double>>(A, host_M.get());

@@ -49,7 +49,8 @@ class CgSolver {
   /// The matrix this solver is bound to (shares storage with the one given to the constructor).
   const CsrMatrix<double>& matrix() const;
   /// How many times the preconditioner was set up: 1 after construction, one more per values
-  /// change seen (update_values, or a solve() after A.values_version() moved on).
+  /// change seen (update_values, or a solve() after A.values_version() moved on). A preconditioner
+  /// that can (host AMG) redoes only its numbers then (Preconditioner::update_values).
   int preconditioner_setups() const;
 
  private:
