@@ -11,6 +11,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
 #include "krysp/solvers/lobpcg.hpp"
+#include "krysp/solvers/missed_eigenvalue_check.hpp"
 
 namespace krysp {
 
@@ -69,93 +70,6 @@ double check_b_diagonal(const DistCsrMatrix& B) {
   return B.comm().max(m);
 }
 
-// Row-major m × (ca + cb): the columns of a (m × ca) then those of b (m × cb).
-std::vector<double> side_by_side(index_t m, const double* a, index_t ca, const double* b, index_t cb) {
-  std::vector<double> out(static_cast<std::size_t>(m) * static_cast<std::size_t>(ca + cb));
-  for (index_t i = 0; i < m; ++i) {
-    double* row = out.data() + std::size_t(i) * (ca + cb);
-    if (ca > 0) std::copy(a + std::size_t(i) * ca, a + std::size_t(i + 1) * ca, row);
-    std::copy(b + std::size_t(i) * cb, b + std::size_t(i + 1) * cb, row + ca);
-  }
-  return out;
-}
-
-// The check for missed eigenvalues (EigOptions::verify) after a converged run, as eigensolve()
-// does it: LOBPCG for one pair on the B-complement of the returned vectors, through the same
-// (distributed) ops; a Rayleigh quotient beyond λ_k restarts the main run from the vector found.
-// The constraint block and the restart's start are this rank's rows; the room for the check's
-// basis is counted in the global order n.
-void verify_extreme(HostEigOps& ops, std::int64_t n, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
-  const index_t m = ops.size(), k = rep.k;
-  const bool largest = o.lobpcg.which == EigWhich::Largest;
-  for (int round = 0; rep.converged(); ++round) {
-    const std::int64_t room = (n - k) / 3;  // the check's basis: 3·block + k ≤ n
-    if (room < 1) {
-      rep.verification = detail::concat("skipped: n = ", n, " leaves no room beside the ", k, " returned vectors");
-      return;
-    }
-    const double lk = rep.eigenvalues[k - 1], tol = o.lobpcg.tol;
-    const double margin = 10 * tol *
-                          (o.lobpcg.convergence == EigConvergence::Relative ? std::abs(lk)
-                           : o.lobpcg.convergence == EigConvergence::Norm
-                               ? rep.a_norm_estimate + std::abs(lk) * rep.b_norm_estimate
-                               : 1.0);
-    const double threshold = largest ? lk + margin : lk - margin;
-    const std::vector<double> Y = side_by_side(m, nullptr, 0, rep.eigenvectors.data(), k);
-    LobpcgOptions co = o.lobpcg;
-    co.k = 1;
-    co.block_size = index_t(std::min<std::int64_t>(rep.block_size, room));
-    co.tol = kVerifyTol;
-    co.convergence = EigConvergence::Relative;
-    co.max_iters = std::max(kVerifyMinIters, rep.iterations);
-    co.seed = o.lobpcg.seed + 0x9e3779b97f4a7c15ull * std::uint64_t(round + 1);
-    co.progress = nullptr;
-    LobpcgStart cs = st;
-    cs.constraints = Y.data();
-    cs.constraint_cols = k;
-    cs.stop_beyond = threshold;
-    const EigResult cr = lobpcg(ops, co, cs);
-    rep.verify_iterations += cr.iterations;
-    const double theta = cr.eigenvalues.empty() ? std::numeric_limits<double>::quiet_NaN() : cr.eigenvalues[0];
-    rep.complement_bound = theta;
-    const bool beyond = cr.stopped_beyond || (largest ? theta > threshold : theta < threshold);
-    if (!beyond) {
-      if (cr.status == EigStatus::NonFinite || cr.status == EigStatus::NotPositiveDefinite) {
-        rep.status = EigStatus::Unverified;
-        rep.verification = detail::concat("inconclusive: the check broke down (", to_string(cr.status), ")");
-      } else {
-        rep.verification = detail::concat(
-            "passed: in ", cr.iterations, " iterations on the complement of the returned vectors the ",
-            largest ? "largest" : "smallest", " Rayleigh quotient came to ", theta,
-            cr.converged() ? " (settled)" : " (still moving)", ", not beyond lambda_k = ", lk);
-      }
-      return;
-    }
-    if (round == kVerifyRestarts) {
-      rep.status = EigStatus::Unverified;
-      rep.verification = detail::concat("failed: an eigenvalue near ", theta, " lies beyond lambda_k = ", lk,
-                                        " after ", round, " restarts");
-      return;
-    }
-    // Restart from the vector the check found, then as many returned ones as the block holds.
-    const index_t cols = std::min(rep.block_size, k + 1);
-    std::vector<double> x0(static_cast<std::size_t>(m) * static_cast<std::size_t>(cols));
-    for (index_t i = 0; i < m; ++i) {
-      x0[std::size_t(i) * cols] = cr.eigenvectors[i];
-      const auto row = rep.eigenvectors.begin() + std::size_t(i) * k;
-      std::copy(row, row + (cols - 1), x0.begin() + std::size_t(i) * cols + 1);
-    }
-    LobpcgStart rs = st;
-    rs.x0 = x0.data();
-    rs.x0_cols = cols;
-    const index_t before = rep.iterations;
-    const double seconds_before = rep.seconds;
-    static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, rs);
-    rep.iterations += before;
-    rep.seconds += seconds_before;
-    ++rep.verify_restarts;
-  }
-}
 }  // namespace
 
 EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
@@ -185,7 +99,9 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
 
   const auto t1 = Clock::now();
   static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, st);
-  if (o.verify) verify_extreme(ops, A.global_rows(), o, st, rep);
+  if (o.verify)
+    check_missed_eigenvalues(ops, A.global_rows(), o, st, rep,
+                             [&](const LobpcgStart& rs) { return lobpcg(ops, o.lobpcg, rs); });
   rep.solve_seconds = since(t1);
   rep.n = index_t(std::min<std::int64_t>(A.global_rows(), kMaxIndex));
   rep.backend = "host";

@@ -18,6 +18,7 @@
 #include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/inverse_refine.hpp"
 #include "krysp/solvers/lobpcg.hpp"
+#include "krysp/solvers/missed_eigenvalue_check.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
@@ -132,17 +133,6 @@ std::vector<double> to_row_major(const ColumnBlock& blk) {
   return out;
 }
 
-/// Row-major n × (ca + cb): the columns of a (n × ca) then those of b (n × cb), both row-major.
-std::vector<double> side_by_side(index_t n, const double* a, index_t ca, const double* b, index_t cb) {
-  std::vector<double> out(std::size_t(n) * (ca + cb));
-  for (index_t i = 0; i < n; ++i) {
-    double* row = out.data() + std::size_t(i) * (ca + cb);
-    std::copy(a + std::size_t(i) * ca, a + std::size_t(i + 1) * ca, row);
-    std::copy(b + std::size_t(i) * cb, b + std::size_t(i + 1) * cb, row + ca);
-  }
-  return out;
-}
-
 /// The direct solver of the refinement (EigOptions::refine): A's envelope Cholesky factor, made
 /// on first use when its cost is within `max_flops` and kRefineDirectMaxEntries and A is
 /// numerically positive definite; otherwise the refinement solves by PCG.
@@ -197,94 +187,14 @@ EigResult lobpcg_refined(Ops& ops, Base& base, const Refinement& rf, const EigOp
   return r;
 }
 
-/// The check for missed eigenvalues (EigOptions::verify, eigensolve.hpp) after a converged run,
-/// with restarts from the vector it finds. Sets rep.status to Unverified when it cannot pass.
-template <class Ops, class Base>
-void verify_extreme(Ops& ops, Base& base, const Refinement& rf, const EigOptions& o, const LobpcgStart& st,
-                    EigReport& rep) {
-  const index_t n = rep.n, k = rep.k, c = st.constraint_cols;
-  const bool largest = o.lobpcg.which == EigWhich::Largest;
-  for (int round = 0; rep.converged(); ++round) {
-    const index_t room = (n - c - k) / 3;  // the check's basis: 3·block + constraints ≤ n
-    if (room < 1) {
-      rep.verification = detail::concat("skipped: n = ", n, " leaves no room beside the ", k + c,
-                                        " returned and constraint vectors");
-      return;
-    }
-    // The error λ_k may have under the test it met: a Rayleigh quotient of the complement beyond
-    // λ_k by more than 10 times that is an eigenvalue the run missed.
-    const double lk = rep.eigenvalues[k - 1], lk_user = st.flipped ? st.flip_sigma - lk : lk, tol = o.lobpcg.tol;
-    const double margin = 10 * tol *
-                          (o.lobpcg.convergence == EigConvergence::Relative ? std::abs(lk_user)
-                           : o.lobpcg.convergence == EigConvergence::Norm
-                               ? rep.a_norm_estimate + std::abs(lk) * rep.b_norm_estimate
-                               : 1.0);
-    const double threshold = largest ? lk + margin : lk - margin;
-    const std::vector<double> Y = side_by_side(n, st.constraints, c, rep.eigenvectors.data(), k);
-    LobpcgOptions co = o.lobpcg;
-    co.k = 1;
-    co.block_size = std::min<index_t>(rep.block_size, room);
-    co.tol = kVerifyTol;
-    co.convergence = EigConvergence::Relative;
-    co.max_iters = std::max(kVerifyMinIters, rep.iterations);
-    co.seed = o.lobpcg.seed + 0x9e3779b97f4a7c15ull * std::uint64_t(round + 1);
-    co.progress = nullptr;
-    LobpcgStart cs = st;
-    cs.x0 = nullptr;
-    cs.x0_cols = 0;
-    cs.constraints = Y.data();
-    cs.constraint_cols = c + k;
-    cs.stop_beyond = threshold;
-    const EigResult cr = lobpcg(ops, co, cs);
-    rep.verify_iterations += cr.iterations;
-    const double theta = cr.eigenvalues.empty() ? std::numeric_limits<double>::quiet_NaN() : cr.eigenvalues[0];
-    rep.complement_bound = st.flipped ? st.flip_sigma - theta : theta;
-    const bool beyond = cr.stopped_beyond || (largest ? theta > threshold : theta < threshold);
-    if (!beyond) {
-      if (cr.status == EigStatus::NonFinite || cr.status == EigStatus::NotPositiveDefinite) {
-        rep.status = EigStatus::Unverified;
-        rep.verification = detail::concat("inconclusive: the check broke down (", to_string(cr.status), ")");
-      } else {
-        rep.verification = detail::concat(
-            "passed: in ", cr.iterations, " iterations on the complement of the returned vectors the ",
-            largest || st.flipped ? "largest" : "smallest", " Rayleigh quotient came to ", rep.complement_bound,
-            cr.converged() ? " (settled)" : " (still moving)", ", not beyond lambda_k = ", lk_user);
-      }
-      return;
-    }
-    if (round == kVerifyRestarts) {
-      rep.status = EigStatus::Unverified;
-      rep.verification = detail::concat("failed: an eigenvalue near ", rep.complement_bound, " lies beyond lambda_k = ",
-                                        lk_user, " after ", round, " restarts");
-      return;
-    }
-    // Restart from the vector the check found, then as many returned ones as the block holds.
-    const index_t cols = std::min(rep.block_size, k + 1);
-    std::vector<double> x0(std::size_t(n) * cols);
-    for (index_t i = 0; i < n; ++i) {
-      x0[std::size_t(i) * cols] = cr.eigenvectors[i];
-      const auto row = rep.eigenvectors.begin() + std::size_t(i) * k;
-      std::copy(row, row + (cols - 1), x0.begin() + std::size_t(i) * cols + 1);
-    }
-    LobpcgStart rs = st;
-    rs.x0 = x0.data();
-    rs.x0_cols = cols;
-    const index_t before = rep.iterations;
-    const double seconds_before = rep.seconds;
-    static_cast<EigResult&>(rep) = lobpcg_refined(ops, base, rf, o, rs, rep);
-    rep.iterations += before;
-    rep.seconds += seconds_before;
-    ++rep.verify_restarts;
-  }
-}
-
 template <class Ops, class Base>
 void run_verified(Ops& ops, Base& base, const Refinement& rf, const EigOptions& o, const LobpcgStart& st,
                   EigReport& rep) {
   static_cast<EigResult&>(rep) = lobpcg_refined(ops, base, rf, o, st, rep);
   if (!o.verify) return;
   auto ph = phase(st.profile, "verify: check for missed eigenvalues");
-  verify_extreme(ops, base, rf, o, st, rep);
+  check_missed_eigenvalues(ops, rep.n, o, st, rep,
+                           [&](const LobpcgStart& rs) { return lobpcg_refined(ops, base, rf, o, rs, rep); });
 }
 
 template <class Ops>
