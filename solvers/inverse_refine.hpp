@@ -11,10 +11,10 @@
 /// so the Rayleigh–Ritz pencil (Yᵀ·B·X, Yᵀ·B·Y) has no ‖A‖-sized term, and the error A·Y − B·X
 /// of the inner solve enters the eigen-residual relative to |λ| at about the inner tolerance.
 ///
-/// One sweep: F = B·X; Y ≈ A⁻¹·F by PCG on each column (the backend's M, true-residual
-/// restarts); Ritz pairs of (Yᵀ·F, Yᵀ·B·Y), smallest first; X = Y·C. The rate per sweep is
-/// λ_i/λ_{m+1} for a block of m columns; starting from LOBPCG's vectors a few sweeps suffice.
-/// The verdict comes from fresh products r = A·x − λ·B·x, as everywhere else.
+/// One sweep: F = B·X; Y ≈ A⁻¹·F (InverseSolver: a sparse Cholesky factor where affordable, which
+/// is backward stable; else PCG with the backend's M and true-residual restarts); Ritz pairs of
+/// (Yᵀ·F, Yᵀ·B·Y), smallest first, while far from converged on [Y_prev | Y] (refine_smallest);
+/// X = Y·C. The verdict comes from fresh products r = A·x − λ·B·x, as everywhere else.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -38,11 +38,12 @@ struct RefineOutcome {
 
 namespace refine_detail {
 
-/// Y ≈ A⁻¹·F for the N columns of F (ld N) by PCG with the backend's M, from Y = 0, until every
+/// Y ≈ A⁻¹·F for the N columns of F by PCG with the backend's M, from Y = 0, until every
 /// column's TRUE residual ‖f_j − A·y_j‖ ≤ rtol·‖f_j‖, at most max_iters iterations in all. When the
 /// recursive residuals say done but the true ones do not, PCG restarts from the true residual;
 /// it gives up once a restart no longer halves the worst true residual (the rounding floor).
-/// All blocks have leading dimension ld ≥ N; `work` holds 4 blocks of n × ld. Returns the iterations taken.
+/// All blocks have leading dimension ld ≥ N; `work` holds 4 blocks of n × ld. Returns the
+/// iterations taken.
 template <class Ops, class Block>
 index_t pcg_columns(Ops& ops, index_t N, index_t ld, const double* F, double* Y, double rtol, index_t max_iters,
                     std::vector<Block>& work) {
