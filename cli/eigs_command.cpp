@@ -3,6 +3,7 @@
 #include <chrono>
 #include <optional>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,6 +68,16 @@ const char* const kEigsUsage =
 
 
 namespace {
+/// LOBPCG's progress lines (the first iteration, then at most as often as `throttle` allows).
+std::function<void(const EigProgress&)> progress_printer(Throttle& throttle) {
+  return [&throttle](const EigProgress& p) {
+    if (p.iteration > 1 && !throttle.due()) return;
+    std::printf("  iter %6d  converged %4d/%d  max relres %.3e  %.0f it/s\n", p.iteration, p.converged, p.k,
+                p.max_residual, p.seconds > 0 ? p.iteration / p.seconds : 0.0);
+    std::fflush(stdout);
+  };
+}
+
 /// The report of an eigensolve (eigenvectors: all n rows) and the HDF5 file when `out` is given;
 /// returns the exit code.
 int report_eigs(const EigReport& rep, const EigOptions& opt, const std::string& path, const std::string& bpath,
@@ -205,13 +216,7 @@ int eigs_mpi(const Communicator& world, const Args& args, const std::string& pat
                 opt.lobpcg.tol, to_string(opt.lobpcg.convergence));
   }
   Throttle throttle;
-  if (!quiet)
-    opt.lobpcg.progress = [&](const EigProgress& p) {
-      if (p.iteration > 1 && !throttle.due()) return;
-      std::printf("  iter %6d  converged %4d/%d  max relres %.3e  %.0f it/s\n", p.iteration, p.converged, p.k,
-                  p.max_residual, p.seconds > 0 ? p.iteration / p.seconds : 0.0);
-      std::fflush(stdout);
-    };
+  if (!quiet) opt.lobpcg.progress = progress_printer(throttle);
   EigReport rep = eigensolve_distributed(A, B ? &*B : nullptr, opt);
   const bool have_pairs = rep.eigenvalues.size() == std::size_t(opt.lobpcg.k);
   std::vector<double> X = have_pairs ? gather_to_root(A, rep.eigenvectors, opt.lobpcg.k, true) : std::vector<double>();
@@ -318,13 +323,7 @@ int eigs_command(const std::vector<std::string>& argv_in) {
                 opt.precond_from_b ? " of B" : "", opt.lobpcg.tol, to_string(opt.lobpcg.convergence));
   }
   Throttle throttle;
-  if (!quiet)
-    opt.lobpcg.progress = [&](const EigProgress& p) {
-      if (p.iteration > 1 && !throttle.due()) return;
-      std::printf("  iter %6d  converged %4d/%d  max relres %.3e  %.0f it/s\n", p.iteration, p.converged, p.k,
-                  p.max_residual, p.seconds > 0 ? p.iteration / p.seconds : 0.0);
-      std::fflush(stdout);
-    };
+  if (!quiet) opt.lobpcg.progress = progress_printer(throttle);
 
   const EigReport rep = eigensolve(A, bpath.empty() ? nullptr : &B, opt, {x0.rows, x0.cols, x0.values.data()},
                                    {Y.rows, Y.cols, Y.values.data()});
