@@ -10,6 +10,7 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
+#include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/lobpcg.hpp"
 #include "krysp/solvers/missed_eigenvalue_check.hpp"
 
@@ -29,8 +30,6 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi, who, ": preconditioner ", to_string(k),
                   " is not distributed yet (none or jacobi)");
-    KRYSP_REQUIRE(o.inner_iters == 0, who, ": inner PCG steps (inner_iters = ", o.inner_iters,
-                  ") are not distributed yet (0: the preconditioner itself)");
     KRYSP_REQUIRE(!o.spectral_flip, who, ": the spectral flip is not distributed yet");
     KRYSP_REQUIRE(!o.precond_from_b || B, who, ": a preconditioner from B needs the generalized problem");
     if (B)
@@ -96,12 +95,23 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   HostEigOps ops(A, B, M.get(), comm, A.first_row());
   rep.setup_seconds = since(t0);
   rep.preconditioner = (M ? M->summary() : std::string("none")) + (o.precond_from_b && M ? "(B)" : "");
+  if (o.inner_iters > 0) rep.preconditioner = detail::concat("inner-cg(", o.inner_iters, " steps, ", rep.preconditioner, ")");
 
   const auto t1 = Clock::now();
-  static_cast<EigResult&>(rep) = lobpcg(ops, o.lobpcg, st);
-  if (o.verify)
-    check_missed_eigenvalues(ops, A.global_rows(), o, st, rep,
-                             [&](const LobpcgStart& rs) { return lobpcg(ops, o.lobpcg, rs); });
+  // The inner solve (EigOptions::inner_iters) is written over the same ops, so its dot products
+  // are summed over the ranks too.
+  auto run = [&](auto& eig_ops) {
+    static_cast<EigResult&>(rep) = lobpcg(eig_ops, o.lobpcg, st);
+    if (o.verify)
+      check_missed_eigenvalues(eig_ops, A.global_rows(), o, st, rep,
+                               [&](const LobpcgStart& rs) { return lobpcg(eig_ops, o.lobpcg, rs); });
+  };
+  if (o.inner_iters > 0) {
+    InnerSolveOps<HostEigOps> inner(ops, o.inner_iters, o.inner_rtol);
+    run(inner);
+  } else {
+    run(ops);
+  }
   rep.solve_seconds = since(t1);
   rep.n = index_t(std::min<std::int64_t>(A.global_rows(), kMaxIndex));
   rep.backend = "host";

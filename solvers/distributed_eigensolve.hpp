@@ -7,8 +7,9 @@
 /// from reduced scalars, bitwise equal on all ranks) and its own rows of the eigenvectors.
 ///
 /// Host backend only for now (Backend::Cuda is an InputError saying so; Auto runs on the host).
-/// Preconditioners: none and jacobi (of A, or of B with precond_from_b); chebyshev, amg, inner
-/// PCG (inner_iters > 0) and the spectral flip are refused until they are distributed. The check
+/// Preconditioners: none and jacobi (of A, or of B with precond_from_b), alone or inside the inner
+/// PCG solve (inner_iters > 0); chebyshev, amg and the spectral flip are refused until they are
+/// distributed. The check
 /// for missed eigenvalues (EigOptions::verify) runs as in eigensolve(), through the same ops. The
 /// refinement of stagnated pairs by inverse iteration (EigOptions::refine) needs a direct solver
 /// and is not done here: a stagnated run stays Stagnated. Bad input on any rank (B on another

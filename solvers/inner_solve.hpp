@@ -14,11 +14,13 @@
 /// (their diagonals are the per-column dot products). A column whose step would break down
 /// (pᵀAp ≤ 0, rᵀz ≤ 0, not finite) stops moving: the result is still the last good iterate.
 #include <cmath>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/block_ops.hpp"
+#include "krysp/solvers/lobpcg_profiled_ops.hpp"
 
 namespace krysp {
 
@@ -34,6 +36,8 @@ class InnerSolveOps {
   }
 
   index_t size() const { return o_.size(); }  ///< as Ops
+  /// The problem's order over all ranks (Ops::global_size() where the ops are distributed).
+  std::int64_t global_size() const { return lobpcg_detail::global_order(o_); }
   bool generalized() const { return o_.generalized(); }  ///< as Ops
   bool has_preconditioner() const { return true; }  ///< always: the inner solve
   Block block(std::size_t count) const { return o_.block(count); }  ///< as Ops

@@ -155,6 +155,17 @@ TEST_CASE("distributed LOBPCG: the one-rank and LAPACK eigenvalues on every part
   }
 }
 
+TEST_CASE("distributed LOBPCG: the inner PCG solve reaches the smallest pairs Jacobi alone does not") {
+  // 1138_bus's smallest pairs stagnate with Jacobi alone (see cases()); eight inner PCG steps over
+  // Jacobi, whose dot products are summed over the ranks like LOBPCG's, converge them.
+  for (const char* name : {"1138_bus", "bcsstk06"}) {
+    CAPTURE(name);
+    auto o = options(8, EigWhich::Smallest, PrecondKind::Jacobi, 1e-8);
+    o.inner_iters = kDefaultInnerIters;
+    check_against_one_rank(load(name), nullptr, o);
+  }
+}
+
 TEST_CASE("distributed LOBPCG: the generalized problem A x = lambda B x") {
   const auto A = laplacian_3d(8, 7, 6);
   std::vector<index_t> I, J;
@@ -201,9 +212,6 @@ TEST_CASE("distributed LOBPCG: refusals are agreed on every rank") {
     for (PrecondKind p : {PrecondKind::Chebyshev, PrecondKind::Amg, PrecondKind::BlockJacobi})
       CHECK_THROWS_WITH_AS(eigensolve_distributed(D, nullptr, options(4, EigWhich::Smallest, p, 1e-6)),
                            doctest::Contains("is not distributed yet (none or jacobi)"), InputError);
-    auto o = options(4, EigWhich::Smallest, PrecondKind::Jacobi, 1e-6);
-    o.inner_iters = 8;
-    CHECK_THROWS_WITH_AS(eigensolve_distributed(D, nullptr, o), doctest::Contains("inner PCG"), InputError);
   }
   SUBCASE("the CUDA backend is not built yet") {
     auto o = options(4, EigWhich::Smallest, PrecondKind::None, 1e-6);
