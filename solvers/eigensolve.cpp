@@ -147,7 +147,7 @@ class Refinement {
       if (c.flops > max_flops_ || double(c.entries) > kRefineDirectMaxEntries)
         why_ = detail::concat("the envelope Cholesky factor would take ", c.entries, " entries and ", c.flops,
                               " multiply-adds");
-      else if (!(chol_ = EnvelopeCholesky::factor(A_)))
+      else if (!(chol_ = EnvelopeCholesky::factor(A_, c)))
         why_ = "the envelope Cholesky factorization found A not numerically positive definite";
     }
     return chol_ ? &*chol_ : nullptr;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "krysp/base/error.hpp"
+
 namespace krysp {
 
 namespace {
@@ -122,24 +124,27 @@ std::vector<index_t> envelope_first(const CsrMatrix<double>& A, const std::vecto
 
 EnvelopeCholesky::Cost EnvelopeCholesky::cost(const CsrMatrix<double>& A) {
   std::vector<index_t> inverse;
-  const std::vector<index_t> order = reverse_cuthill_mckee(A);
-  const std::vector<index_t> first = envelope_first(A, order, inverse);
   Cost c;
+  c.order = reverse_cuthill_mckee(A);
+  c.first = envelope_first(A, c.order, inverse);
   for (index_t i = 0; i < A.rows(); ++i) {
-    const double len = double(i - first[i]) + 1;
+    const double len = double(i - c.first[i]) + 1;
     c.entries += std::int64_t(len);
     c.flops += 0.5 * len * len;
   }
   return c;
 }
 
-std::optional<EnvelopeCholesky> EnvelopeCholesky::factor(const CsrMatrix<double>& A) {
+std::optional<EnvelopeCholesky> EnvelopeCholesky::factor(const CsrMatrix<double>& A, const Cost& c) {
   EnvelopeCholesky f;
   const index_t n = A.rows();
   f.n_ = n;
-  f.order_ = reverse_cuthill_mckee(A);
-  std::vector<index_t> inverse;
-  f.first_ = envelope_first(A, f.order_, inverse);
+  KRYSP_REQUIRE(c.order.size() == std::size_t(n) && c.first.size() == std::size_t(n), "envelope Cholesky: a cost of ",
+                c.order.size(), " rows for a matrix of ", n);
+  f.order_ = c.order;
+  f.first_ = c.first;
+  std::vector<index_t> inverse(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) inverse[f.order_[i]] = i;
   f.start_.assign(std::size_t(n) + 1, 0);
   for (index_t i = 0; i < n; ++i) f.start_[std::size_t(i) + 1] = f.start_[i] + (i - f.first_[i] + 1);
   f.val_.assign(std::size_t(f.start_[n]), 0.0);

@@ -26,17 +26,21 @@ std::vector<index_t> reverse_cuthill_mckee(const CsrMatrix<double>& A);
 /// L·Lᵀ = P·A·Pᵀ in envelope storage.
 class EnvelopeCholesky {
  public:
-  /// The envelope's entries and the factorization's multiply-adds for A under RCM, without
-  /// factoring: what factor() would cost.
+  /// A's RCM ordering and envelope, with the envelope's entries and the factorization's
+  /// multiply-adds: what factor() would cost, known before factoring.
   struct Cost {
     std::int64_t entries = 0;
     double flops = 0;
+    std::vector<index_t> order;  ///< order[new] = old
+    std::vector<index_t> first;  ///< first column of each row's envelope (new numbering)
   };
   /// Cost of factoring A (pattern only).
   static Cost cost(const CsrMatrix<double>& A);
   /// Factors A (symmetric; only its lower triangle is read), or returns nothing when A is not
   /// numerically positive definite (a pivot ≤ 0 or not finite).
-  static std::optional<EnvelopeCholesky> factor(const CsrMatrix<double>& A);
+  static std::optional<EnvelopeCholesky> factor(const CsrMatrix<double>& A) { return factor(A, cost(A)); }
+  /// The same, with `c` = cost(A) already computed (its ordering is reused).
+  static std::optional<EnvelopeCholesky> factor(const CsrMatrix<double>& A, const Cost& c);
 
   /// Y = A⁻¹·F for N columns of row-major blocks (leading dimensions ldf, ldy ≥ N) in host memory;
   /// F and Y may be the same block.

@@ -253,13 +253,9 @@ RefineOutcome refine_smallest(Ops& ops, const LobpcgOptions& opt, EigResult& res
     }
     double worst = 0;
     for (index_t j = 0; j < k; ++j) {
-      double scale = 1.0;
-      if (opt.convergence == EigConvergence::Norm)
-        scale = (res.a_norm_estimate + std::abs(lambda[j]) * res.b_norm_estimate) * std::sqrt(xx[j]);
-      if (opt.convergence == EigConvergence::Relative) scale = std::abs(lambda[j]) * std::sqrt(bxx[j]);
-      rel[j] = scale > 0 ? std::sqrt(rr[j]) / scale : std::numeric_limits<double>::infinity();
-      if (!std::isfinite(rel[j])) worst = std::numeric_limits<double>::infinity();
-      worst = std::max(worst, rel[j]);
+      rel[j] = convergence_measure(opt.convergence, rr[j], xx[j], bxx[j], lambda[j], lambda[j], res.a_norm_estimate,
+                                   res.b_norm_estimate);
+      worst = std::isfinite(rel[j]) ? std::max(worst, rel[j]) : std::numeric_limits<double>::infinity();
     }
     if (!std::isfinite(worst)) break;
     idle = worst < 0.75 * best ? 0 : idle + 1;

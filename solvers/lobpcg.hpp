@@ -149,6 +149,13 @@ class Lobpcg {
   void evaluate_residuals();  // R, ‖r‖², ‖x‖², ‖B·x‖² of all b pairs
   bool update_norm_estimates();  // ‖A‖ₑ, ‖B‖ₑ from the current pairs; false if not finite
   double measure(index_t j) const;  // the convergence measure of pair j
+  /// After ortho() returned r: true, with the status set, when it met non-finite values (r < 0)
+  /// or a B-inner product that is not definite.
+  bool ortho_failed(index_t r) {
+    if (r < 0) res_.status = EigStatus::NonFinite;
+    else if (saw_indefinite_) res_.status = EigStatus::NotPositiveDefinite;
+    return r < 0 || saw_indefinite_;
+  }
   Check check_convergence();  // measures, history, progress
   bool stagnated(double worst);  // the worst wanted residual has stopped halving
   index_t expand();           // W = M⁻¹·R of the active pairs, B-orthonormal, off Y and [X P]
@@ -298,14 +305,7 @@ bool Lobpcg<Ops>::constrain() {
     if (gen_) ops_.apply_b(cin_, Tb_[0], cin_, BTb_[0], cin_);
     const index_t r = ortho(Tb_, BTb_, 0, cin_, cin_, 0,
                             [&](index_t) { return std::pair<double*, index_t>(Y(), ldy_); });
-    if (r < 0) {
-      res_.status = EigStatus::NonFinite;
-      return false;
-    }
-    if (saw_indefinite_) {
-      res_.status = EigStatus::NotPositiveDefinite;
-      return false;
-    }
+    if (ortho_failed(r)) return false;
     c_ = r;
     if (gen_ && c_ > 0) ops_.apply_b(c_, Y(), ldy_, BY_.data(), ldy_);
   }
@@ -346,14 +346,7 @@ bool Lobpcg<Ops>::start() {
       if (gen_) ops_.apply_b(want, Tb_[0], b_, BTb_[0], b_);
       const index_t r = ortho(Tb_, BTb_, 0, b_, want, have,
                               [&](index_t) { return std::pair<double*, index_t>(X() + have, L_); });
-      if (r < 0) {
-        res_.status = EigStatus::NonFinite;
-        return false;
-      }
-      if (saw_indefinite_) {
-        res_.status = EigStatus::NotPositiveDefinite;
-        return false;
-      }
+      if (ortho_failed(r)) return false;
       if (gen_ && r > 0) ops_.apply_b(r, X() + have, L_, BX() + have, L_);  // B·X for the next projection
       have += r;
     }
@@ -625,10 +618,7 @@ bool Lobpcg<Ops>::update_norm_estimates() {
 template <class Ops>
 double Lobpcg<Ops>::measure(index_t j) const {
   const double lam = st_.flipped ? st_.flip_sigma - lambda_[j] : lambda_[j];
-  double scale = 1.0;  // Absolute
-  if (opt_.convergence == EigConvergence::Norm) scale = (anorm_ + std::abs(lambda_[j]) * bnorm_) * std::sqrt(xx_[j]);
-  if (opt_.convergence == EigConvergence::Relative) scale = std::abs(lam) * std::sqrt(bxx_[j]);
-  return scale > 0 ? std::sqrt(rr_[j]) / scale : (rr_[j] > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  return convergence_measure(opt_.convergence, rr_[j], xx_[j], bxx_[j], lambda_[j], lam, anorm_, bnorm_);
 }
 
 /// The measures of all b pairs into rel_; the wanted ones' into the history (a check right after
@@ -690,14 +680,7 @@ index_t Lobpcg<Ops>::expand() {
   const index_t aw = ortho(
       Tb_, BTb_, v, b_, a, b_ + p_, [&](index_t r) { return std::pair<double*, index_t>(Sb_[cur_] + oX_ - r, L_); },
       true);
-  if (aw < 0) {
-    res_.status = EigStatus::NonFinite;
-    return 0;
-  }
-  if (saw_indefinite_) {
-    res_.status = EigStatus::NotPositiveDefinite;
-    return 0;
-  }
+  if (ortho_failed(aw)) return 0;
   if (aw == 0) {  // every new direction lies in span[X P] already: no progress is possible
     res_.status = EigStatus::Stagnated;
     return 0;

@@ -4,6 +4,8 @@
 /// here, never exceptions; bad input (sizes, block size) is an InputError.
 #include <cstdint>
 #include <functional>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,18 @@ enum class EigConvergence { Relative, Norm, Absolute };
 const char* to_string(EigConvergence c);
 /// Parses "rel", "norm" or "abs"; InputError naming the value otherwise.
 EigConvergence parse_convergence(const std::string& name);
+
+/// The convergence measure of a pair under test `c` (≤ tol when converged; lobpcg.hpp defines the
+/// tests): rr = ‖A·x − λ·B·x‖², xx = ‖x‖², bxx = ‖B·x‖², `lambda` the value the run computes
+/// with, `lambda_user` the user's (they differ under the spectral flip), anorm and bnorm the
+/// norm estimates of the Norm test. A zero scale gives 0 for a zero residual, else infinity.
+inline double convergence_measure(EigConvergence c, double rr, double xx, double bxx, double lambda,
+                                  double lambda_user, double anorm, double bnorm) {
+  double scale = 1.0;  // Absolute
+  if (c == EigConvergence::Norm) scale = (anorm + std::abs(lambda) * bnorm) * std::sqrt(xx);
+  if (c == EigConvergence::Relative) scale = std::abs(lambda_user) * std::sqrt(bxx);
+  return scale > 0 ? std::sqrt(rr) / scale : (rr > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+}
 
 /// How an eigensolve ended. Only Converged is success; none of these is an exception.
 enum class EigStatus {
