@@ -4,9 +4,17 @@
 #include <cstring>
 
 #include "krysp/base/comm_backend.hpp"
+#include "krysp/base/device_transport.hpp"
 #include "krysp/base/error.hpp"
 
 namespace krysp {
+
+namespace detail {
+/// The device transport of a communicator and its copies; empty until the first device call.
+struct DeviceTransportSlot {
+  std::unique_ptr<DeviceTransport> transport;
+};
+}  // namespace detail
 
 namespace {
 /// One rank: collectives copy, exchanges have no peer to talk to.
@@ -41,9 +49,10 @@ std::shared_ptr<const detail::CommBackend> serial_backend() {
 }
 }  // namespace
 
-Communicator::Communicator() : impl_(serial_backend()) {}
+Communicator::Communicator() : impl_(serial_backend()), device_(std::make_shared<detail::DeviceTransportSlot>()) {}
 
-Communicator::Communicator(std::shared_ptr<const detail::CommBackend> backend) : impl_(std::move(backend)) {
+Communicator::Communicator(std::shared_ptr<const detail::CommBackend> backend)
+    : impl_(std::move(backend)), device_(std::make_shared<detail::DeviceTransportSlot>()) {
   KRYSP_REQUIRE(impl_ != nullptr, "Communicator: null backend");
 }
 
@@ -98,6 +107,18 @@ void Communicator::sum(double* values, std::size_t count) const {
     for (int r = 1; r < P; ++r) s += all[static_cast<std::size_t>(r) * count + i];
     values[i] = s;
   }
+}
+
+detail::DeviceTransport& Communicator::device_transport() const {
+  if (!device_->transport) device_->transport = detail::make_device_transport(*this);
+  return *device_->transport;
+}
+
+std::string Communicator::device_kind() const { return device_transport().kind(); }
+
+void Communicator::sum_device(double* values, std::size_t count) const {
+  if (size() == 1 || count == 0) return;  // as sum(): one rank's partials are the sums
+  device_transport().sum(values, count);
 }
 
 double Communicator::sum(double v) const {

@@ -2,8 +2,9 @@
 /// \file communicator.hpp
 /// The ranks a distributed solve runs on (docs/distributed.md), behind an MPI-free interface: a
 /// serial communicator (one rank) always, MPI's when krysp was built with it (KRYSP_WITH_MPI).
-/// The transport is a backend (base/comm_backend.hpp) so that a device one (NCCL, or MPI staged
-/// through pinned memory) can plug in later without touching the solvers.
+/// The transport is a backend (base/comm_backend.hpp); device buffers travel through a device
+/// transport (base/device_transport.hpp: NCCL, or MPI staged through pinned host memory), made
+/// at the first device call.
 ///
 /// Reductions are deterministic: every rank gathers all ranks' partial sums and adds them in rank
 /// order, so the same ranks and the same input give bitwise the same answer, on every rank (the
@@ -21,6 +22,8 @@ namespace krysp {
 
 namespace detail {
 class CommBackend;
+class DeviceTransport;
+struct DeviceTransportSlot;
 }
 
 /// A group of ranks (see the file comment). Cheap to copy: copies share one backend.
@@ -55,6 +58,16 @@ class Communicator {
   std::int64_t sum(std::int64_t v) const;
   /// The largest v over the ranks.
   double max(double v) const;
+  /// values[i] = Σ over ranks of values[i] for `count` doubles in device memory of the current
+  /// GPU, added in rank order as sum() does (bitwise the same result as sum() of the same
+  /// partials). The result stays on the device, ordered on the default stream after the work that
+  /// wrote the partials. Carried by the device transport (NCCL, or MPI staged through pinned host
+  /// memory; docs/distributed.md), made at the first device call with the GPU then current.
+  /// Collective; a no-op on one rank.
+  void sum_device(double* values, std::size_t count) const;
+  /// The device transport's name: "nccl", "mpi-staged" or "serial". Makes it at the first call
+  /// (collective then: every rank calls it at the same point, with its GPU current).
+  std::string device_kind() const;
   /// Copies `bytes` bytes at data from rank `root` to every rank. Collective.
   void broadcast(void* data, std::size_t bytes, int root) const;
   /// Every rank's value, in rank order (trivially copyable T). Collective.
@@ -105,6 +118,9 @@ class Communicator {
 
   /// The transport (internal: base/comm_backend.hpp).
   const detail::CommBackend& backend() const { return *impl_; }
+  /// The device transport (internal: base/device_transport.hpp), made at the first call
+  /// (collective then, as device_kind()). Copies of this communicator share it.
+  detail::DeviceTransport& device_transport() const;
   /// Makes a communicator on a given transport (a backend of base/comm_backend.hpp).
   explicit Communicator(std::shared_ptr<const detail::CommBackend> backend);
 
@@ -112,6 +128,7 @@ class Communicator {
   void allgather_bytes(const void* in, std::size_t bytes, void* out) const;
   void all_to_all_bytes(const std::vector<std::vector<char>>& out, std::vector<std::vector<char>>& in) const;
   std::shared_ptr<const detail::CommBackend> impl_;
+  std::shared_ptr<detail::DeviceTransportSlot> device_;  // shared by copies, filled at first use
 };
 
 }  // namespace krysp

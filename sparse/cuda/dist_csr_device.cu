@@ -1,0 +1,159 @@
+// The device operator of a distributed matrix (sparse/dist_csr_device.hpp).
+#include <cuda_runtime.h>
+
+#include <map>
+#include <vector>
+
+#include "krysp/base/comm_backend.hpp"
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/device_transport.hpp"
+#include "krysp/sparse/dist_csr_device.hpp"
+
+namespace krysp {
+
+namespace {
+// send[k·N + j] = X[rows[k]·ldx + j]: the entries the neighbours need, in their halo-slot order.
+__global__ void pack_halo_kernel(const index_t* rows, std::int64_t count, index_t N, const double* X, index_t ldx,
+                                 double* send) {
+  const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count * N) return;
+  const std::int64_t k = t / N, j = t % N;
+  send[t] = X[std::int64_t(rows[k]) * ldx + j];
+}
+}  // namespace
+
+struct DeviceDistCsr::State {
+  SpmmPlanOptions spmm_options;
+  SpmvPlan<double> local_plan, off_plan;
+  std::map<index_t, SpmmPlan<double>> local_spmm, off_spmm;  // by block width
+  DeviceArray<index_t> send_rows;                            // all neighbours', concatenated
+  std::vector<std::size_t> send_at;                          // per neighbour: first entry in send_rows
+  std::size_t sent = 0;                                      // entries of send_rows
+  mutable DeviceArray<double> send_buf, halo_buf;
+  bool timing = false;
+  cudaEvent_t local_done = nullptr, halo_in = nullptr;
+  double wait_ms = 0;
+  std::int64_t products = 0;
+};
+
+DeviceDistCsr::DeviceDistCsr(const DistCsrMatrix& A, const SpmvPlanOptions& spmv, const SpmmPlanOptions& spmm)
+    : A_(A), s_(std::make_unique<State>()) {
+  s_->spmm_options = spmm;
+  // Plans and uploads may fail on one rank (out of memory): agreed, so that no rank is left
+  // waiting in the transport's making below.
+  A.comm().collective([&] {
+    if (A.local_block().nnz() > 0) s_->local_plan = SpmvPlan<double>(A.local_block(), spmv);
+    if (A.off_block().nnz() > 0) s_->off_plan = SpmvPlan<double>(A.off_block(), spmv);
+    std::vector<index_t> rows;
+    for (const auto& nb : A.neighbours()) {
+      s_->send_at.push_back(rows.size());
+      rows.insert(rows.end(), nb.send_rows.begin(), nb.send_rows.end());
+    }
+    s_->sent = rows.size();
+    if (!rows.empty()) {
+      s_->send_rows = DeviceArray<index_t>(rows.size());
+      s_->send_rows.upload(rows.data(), rows.size());
+    }
+  });
+  if (A.comm().size() > 1) A.comm().device_transport();  // collective: made here, not mid-product
+}
+
+DeviceDistCsr::~DeviceDistCsr() {
+  if (s_->local_done) cudaEventDestroy(s_->local_done);
+  if (s_->halo_in) cudaEventDestroy(s_->halo_in);
+}
+
+std::string DeviceDistCsr::transport() const { return A_.comm().device_kind(); }
+
+const SpmvPlan<double>& DeviceDistCsr::local_plan() const { return s_->local_plan; }
+
+void DeviceDistCsr::set_timing(bool on) const {
+  if (on && !s_->local_done) {
+    KRYSP_CUDA_CHECK(cudaEventCreate(&s_->local_done));
+    KRYSP_CUDA_CHECK(cudaEventCreate(&s_->halo_in));
+  }
+  s_->timing = on;
+  s_->wait_ms = 0;
+  s_->products = 0;
+}
+
+double DeviceDistCsr::halo_wait_ms() const { return s_->wait_ms; }
+std::int64_t DeviceDistCsr::timed_products() const { return s_->products; }
+
+void DeviceDistCsr::product(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const {
+  State& s = *s_;
+  const auto& nbs = A_.neighbours();
+  const std::size_t w = std::size_t(N);
+  const index_t m = rows();
+  const bool exchange = A_.comm().size() > 1 && !nbs.empty();
+  detail::DeviceTransport* transport = exchange ? &A_.comm().device_transport() : nullptr;
+  if (exchange) {
+    if (s.send_buf.size() < s.sent * w) s.send_buf = DeviceArray<double>(s.sent * w);
+    if (s.halo_buf.size() < A_.halo_columns().size() * w) s.halo_buf = DeviceArray<double>(A_.halo_columns().size() * w);
+    if (s.sent > 0) {
+      const std::int64_t total = std::int64_t(s.sent) * N;
+      constexpr int kBlock = 256;
+      pack_halo_kernel<<<unsigned((total + kBlock - 1) / kBlock), kBlock>>>(s.send_rows.data(), std::int64_t(s.sent), N,
+                                                                            X, ldx, s.send_buf.data());
+      KRYSP_CUDA_CHECK_LAUNCH("pack_halo_kernel");
+    }
+    std::vector<detail::CommMessage> sends, recvs;
+    for (std::size_t q = 0; q < nbs.size(); ++q) {
+      const auto& nb = nbs[q];
+      if (!nb.send_rows.empty())
+        sends.push_back({nb.rank, s.send_buf.data() + s.send_at[q] * w, nb.send_rows.size() * w * sizeof(double)});
+      if (nb.recv_end > nb.recv_begin)
+        recvs.push_back({nb.rank, s.halo_buf.data() + std::size_t(nb.recv_begin) * w,
+                         std::size_t(nb.recv_end - nb.recv_begin) * w * sizeof(double)});
+    }
+    transport->start_exchange(sends, recvs);
+  }
+  // The local block while the halo travels.
+  if (m > 0) {
+    if (!s.local_plan.valid()) {
+      KRYSP_CUDA_CHECK(cudaMemset2DAsync(Y, std::size_t(ldy) * sizeof(double), 0, w * sizeof(double), std::size_t(m)));
+    } else if (N == 1 && ldx == 1 && ldy == 1) {
+      s.local_plan.apply(A_.local_block(), 1.0, X, 0.0, Y);
+    } else {
+      auto it = s.local_spmm.find(N);
+      if (it == s.local_spmm.end()) it = s.local_spmm.emplace(N, SpmmPlan<double>(A_.local_block(), N, s.spmm_options)).first;
+      it->second.apply(A_.local_block(), 1.0, X, ldx, 0.0, Y, ldy);
+    }
+  }
+  if (exchange) {
+    if (s.timing) KRYSP_CUDA_CHECK(cudaEventRecord(s.local_done, 0));
+    transport->finish_exchange();
+    if (s.timing) KRYSP_CUDA_CHECK(cudaEventRecord(s.halo_in, 0));
+  }
+  // Then the off-rank block adds the halo's share.
+  if (s.off_plan.valid()) {
+    if (N == 1 && ldy == 1) {
+      s.off_plan.apply(A_.off_block(), 1.0, s.halo_buf.data(), 1.0, Y);
+    } else {
+      auto it = s.off_spmm.find(N);
+      if (it == s.off_spmm.end()) it = s.off_spmm.emplace(N, SpmmPlan<double>(A_.off_block(), N, s.spmm_options)).first;
+      it->second.apply(A_.off_block(), 1.0, s.halo_buf.data(), N, 1.0, Y, ldy);
+    }
+  }
+  if (s.timing && exchange) {
+    KRYSP_CUDA_CHECK(cudaEventSynchronize(s.halo_in));
+    float ms = 0;
+    KRYSP_CUDA_CHECK(cudaEventElapsedTime(&ms, s.local_done, s.halo_in));
+    s.wait_ms += ms;
+    ++s.products;
+  }
+}
+
+void DeviceDistCsr::apply(const double* x, double* y) const {
+  KRYSP_REQUIRE(rows() == 0 || (x && y), "DeviceDistCsr::apply: null vector");
+  product(1, x, 1, y, 1);
+}
+
+void DeviceDistCsr::apply_block(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const {
+  KRYSP_REQUIRE(N >= 1 && ldx >= N && ldy >= N && (rows() == 0 || (X && Y)), "DeviceDistCsr: block of ", N,
+                " columns with ld ", ldx, " and ", ldy);
+  product(N, X, ldx, Y, ldy);
+}
+
+}  // namespace krysp
