@@ -32,7 +32,7 @@ const char* const kEigsUsage =
     "  -k K, --k K          number of eigenpairs (required)\n"
     "  --which W            smallest | largest                 (default smallest)\n"
     "  --B M.mtx            B of the generalized problem (same size as A, SPD)\n"
-    "  --precond P          auto | none | jacobi | chebyshev | block-jacobi | amg (host backend only)\n"
+    "  --precond P          auto | none | jacobi | chebyshev | block-jacobi | amg\n"
     "                       | jacobi-b (Jacobi of B)\n"
     "                       (default auto: smallest: 8 inner PCG steps on A with chebyshev, falling\n"
     "                       back to jacobi or none when it cannot be set up; largest: none, from\n"

@@ -41,7 +41,7 @@ const char* const kSolveUsage =
     "  --precond P          none | jacobi | chebyshev | block-jacobi | amg (default jacobi)\n"
     "                         chebyshev: polynomial in D^-1 A on [lmax/ratio, lmax], lmax by Lanczos\n"
     "                         block-jacobi: b x b diagonal blocks, b detected from the pattern or given\n"
-    "                         amg: smoothed-aggregation V-cycle (host backend only: --backend host)\n"
+    "                         amg: smoothed-aggregation V-cycle (set up on the host; V-cycle on either backend)\n"
     "  --cheb-degree D      Chebyshev degree, D-1 SpMVs per application  (default 4)\n"
     "  --cheb-ratio R       Chebyshev lmax/lmin                           (default 30)\n"
     "  --cheb-single        run the Chebyshev polynomial in fp32 (CG stays fp64)\n"

@@ -367,6 +367,28 @@ std::string HostAmg<T>::summary() const {
 }
 
 template <class T>
+std::vector<AmgLevelData<T>> HostAmg<T>::level_data() const {
+  std::vector<AmgLevelData<T>> out;
+  for (std::size_t l = 0; l < levels_.size(); ++l) {
+    const Level& L = levels_[l];
+    AmgLevelData<T> d;
+    d.n = L.n;
+    d.row_ptr = L.rp;
+    d.col_idx = L.ci;
+    d.values = L.va;
+    d.nnz = L.rp ? L.rp[L.n] : 0;
+    if (l + 1 < levels_.size()) {
+      d.P = &L.P;
+      d.R = &L.R;
+    }
+    d.dinv = &L.dinv;
+    d.coef = &L.coef;
+    out.push_back(d);
+  }
+  return out;
+}
+
+template <class T>
 void HostAmg<T>::multiply(const Level& L, const T* x, T* y) const {
   for (index_t i = 0; i < L.n; ++i) {
     T s = 0;

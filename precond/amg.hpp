@@ -1,9 +1,11 @@
 #pragma once
 /// \file amg.hpp
 /// Smoothed-aggregation algebraic multigrid (Vaněk, Mandel, Brezina 1996) as a preconditioner:
-/// M⁻¹·r is one symmetric V-cycle from a zero initial guess. Host backend only for now (issue
-/// 26's first step): the set-up and the V-cycle are plain loops, deterministic (fixed orders, no
-/// threads), so two set-ups of one matrix give bitwise equal hierarchies and results.
+/// M⁻¹·r is one symmetric V-cycle from a zero initial guess. The set-up runs on the host: plain
+/// loops, deterministic (fixed orders, no threads), so two set-ups of one matrix give bitwise
+/// equal hierarchies and results. HostAmg runs the V-cycle on the host too; DeviceAmg
+/// (precond/cuda/device_amg.hpp) uploads HostAmg's hierarchy (level_data(), coarse_factor()) and
+/// runs the same V-cycle on the GPU.
 ///
 /// Set-up, level by level (level 0 is A; amg_setup.cpp holds the sparse pieces):
 ///  1. Strength graph on nodes (b unknowns each): i, j strongly connected when
@@ -42,7 +44,7 @@
 /// The tests check xᵀM⁻¹y = yᵀM⁻¹x to 1e-12 and xᵀM⁻¹x > 0.
 ///
 /// HostAmg holds all of it; apply() uses work vectors kept in the object: not thread-safe (as
-/// HostChebyshev). A values change needs a new set-up (CgSolver does that).
+/// HostChebyshev). A values change of the same structure: update_values() (CgSolver calls it).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -162,6 +164,21 @@ struct AmgInfo {
   int resetups = 0;                ///< numeric re-set-ups since the full one
 };
 
+/// One level of a HostAmg hierarchy as its V-cycle reads it: what DeviceAmg uploads. Pointers
+/// into the HostAmg (level 0's matrix arrays are A's own), valid until its next set-up.
+template <class T>
+struct AmgLevelData {
+  index_t n = 0;                     ///< rows of the level matrix A_l
+  const index_t* row_ptr = nullptr;  ///< A_l's n + 1 row offsets
+  const index_t* col_idx = nullptr;  ///< A_l's column indices (nnz entries)
+  const T* values = nullptr;         ///< A_l's values
+  index_t nnz = 0;                   ///< A_l's stored entries
+  const amg::Csr<T>* P = nullptr;    ///< prolongator from level l + 1 (n × n_{l+1}); null on the coarsest
+  const amg::Csr<T>* R = nullptr;    ///< Pᵀ, stored; null on the coarsest
+  const std::vector<T>* dinv = nullptr;  ///< D⁻¹ (Chebyshev) or D_l1⁻¹ (l1-Jacobi), n entries
+  const ChebyshevCoefficients* coef = nullptr;  ///< the Chebyshev smoother's recurrence
+};
+
 /// Smoothed-aggregation AMG on the host (see the file comment). T = double or float: the set-up
 /// computes in double, the V-cycle in T.
 template <class T>
@@ -191,6 +208,14 @@ class HostAmg final : public Preconditioner<T> {
   const AmgInfo& info() const { return info_; }
   /// The levels, finest (A) first.
   const std::vector<AmgLevelInfo>& levels() const { return info_.levels; }
+  /// The options it was set up with.
+  const AmgOptions& options() const { return opt_; }
+  /// The hierarchy as the V-cycle reads it, finest first (for a copy on another backend).
+  std::vector<AmgLevelData<T>> level_data() const;
+  /// The coarsest level's dense Cholesky factor L (n × n row-major, L in the lower triangle, the
+  /// strict upper triangle holds A_c's entries, not zeros); empty when that level is smoothed
+  /// (info().coarse_direct false).
+  const std::vector<double>& coarse_factor() const { return chol_; }
 
  private:
   struct Level {

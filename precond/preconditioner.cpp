@@ -8,6 +8,7 @@
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/precond/cuda/device_block_jacobi.hpp"
 #include "krysp/precond/cuda/device_chebyshev.hpp"
 #include "krysp/precond/cuda/device_jacobi.hpp"
@@ -156,11 +157,7 @@ std::unique_ptr<Preconditioner<T>> make_device_preconditioner(const CsrMatrix<T>
         if (o.cheb_single) return std::make_unique<DeviceChebyshev<double, float>>(A, plan, o);
       return std::make_unique<DeviceChebyshev<T, T>>(A, plan, o);
     case PrecondKind::BlockJacobi: return std::make_unique<DeviceBlockJacobi<T>>(A, o.block_size);
-    case PrecondKind::Amg:
-      // The GPU set-up and V-cycle are not written yet (issue 26): refuse rather than fall back to
-      // the host behind the user's back.
-      KRYSP_THROW(InputError, "AMG runs on the host backend only for now: use --backend host "
-                              "(SolveOptions::backend = Backend::Host); the GPU V-cycle is not written yet");
+    case PrecondKind::Amg: return std::make_unique<DeviceAmg<T>>(A, plan, o.amg);
   }
   KRYSP_THROW(InputError, "preconditioner ", int(o.kind), " is not available on the GPU");
 }

@@ -12,8 +12,9 @@
 ///    by cutting CG iterations (each with its dots and vector updates).
 ///  - block-jacobi: M = the b×b diagonal blocks of A, b from the matrix's node structure or given
 ///    (block_jacobi.hpp). Blocks factored once, applied in one kernel.
-///  - amg: one V-cycle of smoothed-aggregation algebraic multigrid (amg.hpp): host backend only
-///    for now (the GPU factory refuses it with an InputError saying so).
+///  - amg: one V-cycle of smoothed-aggregation algebraic multigrid (amg.hpp). Set up on the host
+///    on both backends; on the GPU the hierarchy is uploaded and the V-cycle runs there
+///    (precond/cuda/device_amg.hpp).
 /// Every kind is symmetric positive definite for an SPD A (see each header for why), as CG needs.
 /// A preconditioner holds what it derived from A's values at setup: after A.set_values(), set it
 /// up again (matches() compares the structure only, like the plans).

@@ -54,6 +54,8 @@ struct CgSolver::Impl {
     precond_version = A.values_version();
     ++precond_setups;
     if (options.backend == Backend::Cuda) {
+      // As on the host below: AMG redoes only its numbers (and uploads only values); the ops keep it.
+      if (dev_M && dev_ops && precond_setups > 1 && dev_M->matches(A) && dev_M->update_values(A)) return;
       dev_ops.reset();
       dev_M = make_device_preconditioner(A, *plan, options.precond);
       dev_ops = std::make_unique<CudaCgOps<double>>(A, *plan, dev_M.get());

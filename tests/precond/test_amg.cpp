@@ -448,9 +448,9 @@ TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
   // A zero diagonal entry on level 0.
   const auto Z = CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 0}, {1.0, 1.0});
   CHECK_THROWS_WITH_AS(HostAmg<double>(Z, AmgOptions{}), doctest::Contains("AMG: diagonal entry A(2,2)"), InputError);
-  // The GPU factory refuses AMG (no silent fallback to the host).
+  // The GPU factory makes DeviceAmg, which needs A's SpMV plan (checked before any device call).
   CHECK_THROWS_WITH_AS(make_device_preconditioner(A, SpmvPlan<double>{}, amg_options(3)),
-                       doctest::Contains("AMG runs on the host backend only for now: use --backend host"), InputError);
+                       doctest::Contains("AMG: the SpMV plan was not made for this matrix"), InputError);
 }
 
 TEST_CASE("AMG: names, options and the factory") {

@@ -1,0 +1,333 @@
+#include "krysp/precond/cuda/device_amg.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/amg_kernels.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+
+namespace krysp {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Leading dimension of the work blocks: N rounded up to 4 entries, so every row starts on a
+/// 16-byte boundary (the SpMM plans' vector loads need it), as DeviceChebyshev's.
+index_t work_ld(index_t N) { return (N + 3) / 4 * 4; }
+
+/// Work arrays a level's V-cycle pass uses: r, e, u, v, w, and x, b below level 0.
+constexpr int kWorkArrays = 7;
+int work_arrays(std::size_t l) { return l == 0 ? kWorkArrays - 2 : kWorkArrays; }
+
+template <class T>
+CsrMatrix<T> to_matrix(const amg::Csr<T>& C) {
+  return CsrMatrix<T>::from_arrays(C.rows, C.cols, C.row_ptr, C.col_idx, C.values);
+}
+
+template <class T>
+std::size_t matrix_bytes(index_t rows, index_t nnz) {
+  return (std::size_t(rows) + 1 + std::size_t(nnz)) * sizeof(index_t) + std::size_t(nnz) * sizeof(T);
+}
+}  // namespace
+
+template <class T>
+DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const AmgOptions& o)
+    : Preconditioner<T>(A.rows(), MemorySpace::Device) {
+  KRYSP_REQUIRE(plan.valid() && plan.matches(A), "AMG: the SpMV plan was not made for this matrix");
+  host_ = std::make_unique<HostAmg<T>>(A, o);  // the set-up, on the host
+  plan0_ = plan;
+  upload(A);
+}
+
+template <class T>
+DeviceAmg<T>::~DeviceAmg() = default;
+
+template <class T>
+std::size_t DeviceAmg<T>::bytes_needed() const {
+  const auto data = host_->level_data();
+  std::size_t bytes = 0;
+  for (std::size_t l = 0; l < data.size(); ++l) {
+    const auto& d = data[l];
+    if (l > 0) bytes += matrix_bytes<T>(d.n, d.nnz);
+    if (d.P) bytes += matrix_bytes<T>(d.P->rows, d.P->nnz()) + matrix_bytes<T>(d.R->rows, d.R->nnz());
+    bytes += std::size_t(d.n) * sizeof(T) * std::size_t(1 + work_arrays(l));
+  }
+  const std::size_t nc = std::size_t(data.back().n);
+  if (!host_->coarse_factor().empty()) bytes += (nc * nc + nc) * sizeof(double);
+  return bytes;
+}
+
+template <class T>
+void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
+  const auto t0 = Clock::now();
+  levels_.clear();
+  chol_ = DeviceArray<double>();
+  coarse_work_ = DeviceArray<double>();
+  block_ld_ = 0;
+  block_bytes_ = 0;
+  upload_bytes_ = 0;
+  // Counted against the GPU's memory before anything is allocated: a clear error, not a failure
+  // halfway through the levels.
+  const std::size_t need = bytes_needed();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cuda_memory_info(free_bytes, total_bytes);
+  const std::size_t avail = free_bytes + device_bytes_cached();
+  if (need > avail)
+    KRYSP_THROW(DeviceError, "AMG: the hierarchy (", host_->levels().size(), " levels, operator complexity ",
+                host_->info().operator_complexity, ") needs ", need, " bytes of GPU memory, but only ", avail,
+                " are free (of ", total_bytes, "); use --backend host, a larger coarse_size, or a smaller problem");
+  const std::size_t before = device_bytes_allocated();
+  try {
+    const auto data = host_->level_data();
+    A.device_view();  // the copy below shares A's device mirror instead of making its own
+    for (std::size_t l = 0; l < data.size(); ++l) {
+      const AmgLevelData<T>& d = data[l];
+      Level L;
+      L.n = d.n;
+      if (l == 0) {
+        L.A.A = A;
+        L.A.plan = plan0_;
+      } else {
+        L.A.A = CsrMatrix<T>::from_arrays(d.n, d.n, std::vector<index_t>(d.row_ptr, d.row_ptr + d.n + 1),
+                                          std::vector<index_t>(d.col_idx, d.col_idx + d.nnz),
+                                          std::vector<T>(d.values, d.values + d.nnz));
+        L.A.plan = SpmvPlan<T>(L.A.A);
+      }
+      if (d.P) {
+        L.P.A = to_matrix(*d.P);
+        L.P.plan = SpmvPlan<T>(L.P.A);
+        L.R.A = to_matrix(*d.R);
+        L.R.plan = SpmvPlan<T>(L.R.A);
+      }
+      L.dinv = DeviceArray<T>(d.dinv->size());
+      L.dinv.upload(d.dinv->data(), d.dinv->size());
+      L.coef = *d.coef;
+      L.vec = DeviceArray<T>(std::size_t(d.n) * std::size_t(work_arrays(l)));
+      levels_.push_back(std::move(L));
+    }
+    const std::vector<double>& f = host_->coarse_factor();
+    if (!f.empty()) {
+      chol_ = DeviceArray<double>(f.size());
+      chol_.upload(f.data(), f.size());
+      coarse_work_ = DeviceArray<double>(std::size_t(levels_.back().n));
+      if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
+    }
+  } catch (const DeviceError& e) {
+    levels_.clear();
+    chol_ = DeviceArray<double>();
+    coarse_work_ = DeviceArray<double>();
+    KRYSP_THROW(DeviceError, "AMG: uploading the hierarchy (", need, " bytes estimated) failed: ", e.what());
+  }
+  const std::size_t after = device_bytes_allocated();
+  upload_bytes_ = after > before ? after - before : 0;
+  cuda_synchronize();
+  upload_seconds_ = since(t0);
+}
+
+template <class T>
+void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
+  const auto t0 = Clock::now();
+  const auto data = host_->level_data();
+  levels_[0].A.A = A;  // A may be another matrix object of the same structure
+  A.device_view();
+  for (std::size_t l = 0; l < data.size(); ++l) {
+    const AmgLevelData<T>& d = data[l];
+    Level& L = levels_[l];
+    if (l > 0) L.A.A.set_values(std::vector<T>(d.values, d.values + d.nnz));
+    if (d.P) {
+      L.P.A.set_values(d.P->values);
+      L.R.A.set_values(d.R->values);
+    }
+    L.dinv.upload(d.dinv->data(), d.dinv->size());
+    L.coef = *d.coef;
+  }
+  const std::vector<double>& f = host_->coarse_factor();
+  if (!f.empty()) chol_.upload(f.data(), f.size());
+  cuda_synchronize();
+  upload_seconds_ = since(t0);
+}
+
+template <class T>
+bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
+  KRYSP_REQUIRE(matches(A), "AMG: update_values needs the structure the hierarchy was set up for");
+  const int resetups = host_->info().resetups;
+  host_->update_values(A);
+  // The numeric path keeps every pattern; a fallback to a full set-up (a coarse pattern changed)
+  // may change the levels themselves: then upload everything again.
+  bool same = host_->info().resetups == resetups + 1 && host_->levels().size() == levels_.size() &&
+              host_->coarse_factor().size() == chol_.size();
+  if (same) {
+    const auto data = host_->level_data();
+    for (std::size_t l = 0; same && l < data.size(); ++l) {
+      const Level& L = levels_[l];
+      same = data[l].n == L.n && (l == 0 || data[l].nnz == L.A.A.nnz()) && bool(data[l].P) == L.P.plan.valid() &&
+             (!data[l].P || (data[l].P->nnz() == L.P.A.nnz() && data[l].R->nnz() == L.R.A.nnz()));
+    }
+  }
+  if (same)
+    upload_values(A);
+  else
+    upload(A);
+  return true;
+}
+
+template <class T>
+std::string DeviceAmg<T>::summary() const {
+  std::string s = host_->summary();
+  if (!s.empty() && s.back() == ')') s.pop_back();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; set up on the host, V-cycle on the GPU, %zu bytes of GPU memory)", device_bytes());
+  return s + buf;
+}
+
+template <class T>
+typename DeviceAmg<T>::Work DeviceAmg<T>::work(std::size_t l, T* base, index_t ld) const {
+  const std::size_t stride = std::size_t(levels_[l].n) * std::size_t(ld);
+  Work W;
+  W.ld = ld;
+  T** slots[kWorkArrays] = {&W.r, &W.e, &W.u, &W.v, &W.w, &W.x, &W.b};
+  for (int k = 0; k < work_arrays(l); ++k) *slots[k] = base + std::size_t(k) * stride;
+  return W;
+}
+
+template <class T>
+void DeviceAmg<T>::mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy) const {
+  if (N == 1 && ldx == 1 && ldy == 1) {
+    M.plan.apply(M.A, alpha, x, beta, y);
+    return;
+  }
+  auto it = M.spmm.find(N);
+  if (it == M.spmm.end()) it = M.spmm.emplace(N, SpmmPlan<T>(M.A, N)).first;  // once per width
+  it->second.apply(M.A, alpha, x, ldx, beta, y, ldy);
+}
+
+template <class T>
+void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e,
+                                     index_t lde) const {
+  const AmgOptions& o = host_->options();
+  const T* dinv = L.dinv.data();
+  if (o.smoother == AmgSmoother::L1Jacobi) {
+    detail::cheb_first<T, T, T>(L.n, N, T(1), dinv, r, ldr, e, lde);  // e = D_l1⁻¹·r
+    return;
+  }
+  // Chebyshev from a zero guess, HostAmg::smooth_correction's recurrence.
+  const int d = o.smoother_degree;
+  const T c0 = T(L.coef.c0);
+  if (d == 1) {
+    detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, e, lde);
+    return;
+  }
+  const index_t ld = W.ld;
+  T* cur = W.u;
+  T* prev = nullptr;
+  detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, cur, ld);
+  for (int k = 1; k < d; ++k) {
+    mul(L.A, N, T(1), cur, ld, T(0), W.w, ld);  // w = A·x_k
+    const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
+    if (k == d - 1) {
+      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, e, lde);
+    } else {
+      T* out = prev ? prev : W.v;  // x_{k+1} overwrites x_{k−1}, or goes to the spare array
+      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, out, ld);
+      prev = cur;
+      cur = out;
+    }
+  }
+}
+
+template <class T>
+void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx) const {
+  detail::amg_copy<T, T>(L.n, N, b, ldb, W.r, W.ld);
+  mul(L.A, N, T(-1), x, ldx, T(1), W.r, W.ld);  // r = b − A·x
+  smooth_correction(L, W, N, W.r, W.ld, W.e, W.ld);
+  detail::amg_add<T>(L.n, N, W.e, W.ld, x, ldx);
+}
+
+template <class T>
+void DeviceAmg<T>::coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x,
+                                index_t ldx) const {
+  const Level& L = levels_[l];
+  if (chol_.size() == 0) {  // smoothed: two sweeps from zero, as on the host
+    smooth_correction(L, W, N, b, ldb, x, ldx);
+    sweep(L, W, N, b, ldb, x, ldx);
+    return;
+  }
+  // In double, as the host: b converted, two triangular solves, the result converted back.
+  double* w = coarse_work_.data();
+  detail::amg_copy<T, double>(L.n, N, b, ldb, w, N);
+  coarse_->solve(L.n, chol_.data(), N, w, N);
+  detail::amg_copy<double, T>(L.n, N, w, N, x, ldx);
+}
+
+template <class T>
+void DeviceAmg<T>::vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x,
+                          index_t ldx) const {
+  const Level& L = levels_[l];
+  const Work& w = W[l];
+  if (l + 1 == levels_.size()) {
+    coarse_solve(l, w, N, b, ldb, x, ldx);
+    return;
+  }
+  const int sweeps = host_->options().sweeps;
+  const Work& wc = W[l + 1];
+  smooth_correction(L, w, N, b, ldb, x, ldx);  // pre-smoothing from x = 0: the first sweep is S·b
+  for (int s = 1; s < sweeps; ++s) sweep(L, w, N, b, ldb, x, ldx);
+  detail::amg_copy<T, T>(L.n, N, b, ldb, w.r, w.ld);
+  mul(L.A, N, T(-1), x, ldx, T(1), w.r, w.ld);             // r = b − A·x
+  mul(L.R, N, T(1), w.r, w.ld, T(0), wc.b, wc.ld);         // b_c = R·r
+  vcycle(l + 1, W, N, wc.b, wc.ld, wc.x, wc.ld);
+  mul(L.P, N, T(1), wc.x, wc.ld, T(1), x, ldx);            // x += P·x_c
+  for (int s = 0; s < sweeps; ++s) sweep(L, w, N, b, ldb, x, ldx);  // the same sweeps: M⁻¹ symmetric
+}
+
+template <class T>
+void DeviceAmg<T>::apply(const T* r, T* z) const {
+  if (levels_.empty() || levels_[0].n == 0) return;
+  std::vector<Work> W;
+  for (std::size_t l = 0; l < levels_.size(); ++l) W.push_back(work(l, levels_[l].vec.data(), 1));
+  vcycle(0, W, 1, r, 1, z, 1);
+}
+
+template <class T>
+void DeviceAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const {
+  KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "AMG: apply_block with N = ", N, ", ldr = ", ldr, ", ldz = ", ldz);
+  if (N == 0 || levels_.empty() || levels_[0].n == 0) return;
+  if (N == 1 && ldr == 1 && ldz == 1) return apply(R, Z);
+  const index_t ld = work_ld(N);
+  if (ld > block_ld_) {  // the widest block so far: grow every level's work block (free first)
+    std::size_t bytes = 0;
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      levels_[l].block = DeviceArray<T>();
+      bytes += std::size_t(levels_[l].n) * std::size_t(ld) * std::size_t(work_arrays(l)) * sizeof(T);
+    }
+    const std::size_t nc = std::size_t(levels_.back().n);
+    if (chol_.size() > 0) bytes += nc * std::size_t(ld - 1) * sizeof(double);  // n_c doubles are counted already
+    coarse_work_ = DeviceArray<double>();
+    block_ld_ = 0;
+    block_bytes_ = 0;
+    try {
+      for (std::size_t l = 0; l < levels_.size(); ++l)
+        levels_[l].block = DeviceArray<T>(std::size_t(levels_[l].n) * std::size_t(ld) * std::size_t(work_arrays(l)));
+      if (chol_.size() > 0) coarse_work_ = DeviceArray<double>(nc * std::size_t(ld));
+    } catch (const DeviceError& e) {
+      for (const Level& L : levels_) L.block = DeviceArray<T>();
+      if (chol_.size() > 0) coarse_work_ = DeviceArray<double>(nc);  // the vector path's, back
+      KRYSP_THROW(DeviceError, "AMG: the work blocks of apply_block for ", N, " columns (", bytes,
+                  " bytes of GPU memory) do not fit: ", e.what());
+    }
+    block_ld_ = ld;
+    block_bytes_ = bytes;
+  }
+  std::vector<Work> W;
+  for (std::size_t l = 0; l < levels_.size(); ++l)
+    W.push_back(work(l, levels_[l].block.data(), block_ld_));
+  vcycle(0, W, N, R, ldr, Z, ldz);
+}
+
+template class DeviceAmg<double>;
+template class DeviceAmg<float>;
+
+}  // namespace krysp

@@ -1,0 +1,127 @@
+#pragma once
+/// \file device_amg.hpp
+/// Smoothed-aggregation AMG on the GPU (the method, and why M⁻¹ is SPD: amg.hpp).
+///
+/// Set-up: the host set-up (a HostAmg, kept: it owns the hierarchy and does the numeric
+/// re-set-up), then one upload. Each level's A_l becomes a CsrMatrix with its device mirror and
+/// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),
+/// P_l and R_l = P_lᵀ likewise (R stored explicitly, so restriction is an SpMV, not a transposed
+/// product with atomics); D⁻¹ (or D_l1⁻¹) per level; the coarse Cholesky factor, solved by
+/// cuBLAS triangular solves (trsv for a vector, trsm for a block). apply_block makes an SpMM plan
+/// per block width and matrix on first use (as DeviceChebyshev).
+///
+/// The V-cycle is HostAmg's, step for step: the same smoother sweeps in the same order (the
+/// Chebyshev recurrence in D⁻¹A through the Chebyshev preconditioner's vector kernels, or
+/// l1-Jacobi), restriction, recursion, prolongation. So M⁻¹ is the host's to rounding (the
+/// device SpMV sums in another order). Deterministic: every kernel has a fixed summation order
+/// and cuBLAS runs without atomics.
+///
+/// update_values(A): the host's numeric re-set-up (aggregates and patterns kept), then only the
+/// values go up again (set_values on each level matrix: the plans stay). When the host falls back
+/// to a full set-up (a coarse pattern changed), the hierarchy is uploaded anew.
+///
+/// Device memory (device_bytes(), in summary()): the level matrices from level 1 on, P_l, R_l,
+/// the smoother's D⁻¹, seven work vectors a level (five on level 0), the coarse factor (n_c²
+/// doubles) and its work, the plans' own workspaces (measured: krysp's live device bytes before
+/// and after the upload), plus the work blocks of apply_block (seven n_l × ⌈N⌉₄ blocks a level for
+/// the widest N seen). A's own device mirror is not counted (the solver holds it anyway). Before
+/// the upload the bytes needed are checked against the GPU's free memory: DeviceError naming
+/// both when they do not fit. Not thread-safe (work arrays and plans, as DeviceChebyshev).
+/// CUDA-free header.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/preconditioner.hpp"
+#include "krysp/sparse/spmm_plan.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+
+namespace krysp {
+
+namespace detail {
+class AmgCoarseSolver;
+}
+
+/// Smoothed-aggregation AMG with the V-cycle on the GPU (see the file comment).
+template <class T>
+class DeviceAmg final : public Preconditioner<T> {
+ public:
+  /// `plan` must be A's SpMV plan (InputError otherwise); it is kept for level 0. InputError as
+  /// for HostAmg (options, diagonal, a coarse matrix that is not positive definite); DeviceError
+  /// when the hierarchy does not fit in the GPU's free memory (naming the bytes).
+  DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const AmgOptions& o);
+  ~DeviceAmg() override;
+  DeviceAmg(const DeviceAmg&) = delete;
+  DeviceAmg& operator=(const DeviceAmg&) = delete;
+  PrecondKind kind() const override { return PrecondKind::Amg; }
+  /// z = one V-cycle applied to r (device vectors).
+  void apply(const T* r, T* z) const override;
+  /// The V-cycle on an n × N row-major device block (ldr, ldz ≥ N), all columns at once (SpMM).
+  void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
+  bool matches(const CsrMatrix<T>& A) const override { return host_->matches(A); }
+  /// The host's numeric re-set-up, then the new values uploaded into the same device structure
+  /// (plans kept). Returns true.
+  bool update_values(const CsrMatrix<T>& A) override;
+  /// The host's summary, plus where it was set up and the device bytes the hierarchy holds.
+  std::string summary() const override;
+  /// The host hierarchy's levels, complexities, stop reason and set-up times.
+  const AmgInfo& info() const { return host_->info(); }
+  /// The host hierarchy this object was uploaded from.
+  const HostAmg<T>& host() const { return *host_; }
+  /// Device bytes the hierarchy holds now (see the file comment).
+  std::size_t device_bytes() const { return upload_bytes_ + block_bytes_; }
+  /// Wall time of the last upload (full, or values only after update_values), seconds.
+  double upload_seconds() const { return upload_seconds_; }
+
+ private:
+  struct Mat {
+    CsrMatrix<T> A;
+    SpmvPlan<T> plan;
+    mutable std::map<index_t, SpmmPlan<T>> spmm;  ///< one per block width N > 1 seen
+  };
+  /// Work arrays of one V-cycle pass: x and b (levels ≥ 1), r, e, u, v, w; leading dimension ld.
+  struct Work {
+    T *x = nullptr, *b = nullptr, *r = nullptr, *e = nullptr, *u = nullptr, *v = nullptr, *w = nullptr;
+    index_t ld = 1;
+  };
+  struct Level {
+    index_t n = 0;
+    Mat A, P, R;  ///< P, R: not made on the coarsest level
+    DeviceArray<T> dinv;
+    ChebyshevCoefficients coef;
+    mutable DeviceArray<T> vec;    ///< the vector path's work: 7 n-vectors (5 on level 0)
+    mutable DeviceArray<T> block;  ///< apply_block's work: 7 n × block_ld_ blocks (5 on level 0)
+  };
+
+  void upload(const CsrMatrix<T>& A);
+  void upload_values(const CsrMatrix<T>& A);
+  std::size_t bytes_needed() const;
+  Work work(std::size_t l, T* base, index_t ld) const;
+  void mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy) const;
+  void smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e,
+                         index_t lde) const;
+  void sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx) const;
+  void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx) const;
+  void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x,
+              index_t ldx) const;
+
+  std::unique_ptr<HostAmg<T>> host_;
+  SpmvPlan<T> plan0_;
+  std::vector<Level> levels_;
+  DeviceArray<double> chol_;   ///< the coarse Cholesky factor, row-major lower (read by cuBLAS as upper)
+  mutable DeviceArray<double> coarse_work_;  ///< n_c × max(1, block_ld_) doubles
+  std::unique_ptr<detail::AmgCoarseSolver> coarse_;
+  mutable index_t block_ld_ = 0;  ///< the block work arrays' leading dimension (0: none yet)
+  std::size_t upload_bytes_ = 0;
+  mutable std::size_t block_bytes_ = 0;
+  double upload_seconds_ = 0;
+};
+
+extern template class DeviceAmg<double>;
+extern template class DeviceAmg<float>;
+
+}  // namespace krysp
