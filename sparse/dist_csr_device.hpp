@@ -48,11 +48,12 @@ class DeviceDistCsr final : public LinearOperator<double> {
   /// The local block's SpMV plan (invalid when the block has no entries).
   const SpmvPlan<double>& local_plan() const;
 
-  /// Halo timing, for benchmarks: while on, every product records CUDA events around the wait
-  /// for the halo and waits for them at its end (which costs the overlap between products).
+  /// Halo timing, for benchmarks: while on, every product with a halo records a pair of CUDA
+  /// events around the default stream's wait for it (no synchronisation: the overlap stays). On
+  /// or off, the count restarts.
   void set_timing(bool on) const;
-  /// Milliseconds the default stream stood waiting for halos (after the local block was done)
-  /// since timing was switched on, and the products counted.
+  /// Milliseconds the default stream stood waiting for halos, after the local block was done,
+  /// over the products timed since set_timing(true) (waits for the last of them).
   double halo_wait_ms() const;
   /// Products timed since timing was switched on.
   std::int64_t timed_products() const;

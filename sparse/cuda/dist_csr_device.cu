@@ -32,9 +32,8 @@ struct DeviceDistCsr::State {
   std::size_t sent = 0;                                      // entries of send_rows
   mutable DeviceArray<double> send_buf, halo_buf;
   bool timing = false;
-  cudaEvent_t local_done = nullptr, halo_in = nullptr;
-  double wait_ms = 0;
-  std::int64_t products = 0;
+  std::vector<cudaEvent_t> events;  // pairs: local block done, halo in; reused after set_timing
+  std::size_t used = 0;              // events recorded since set_timing
 };
 
 DeviceDistCsr::DeviceDistCsr(const DistCsrMatrix& A, const SpmvPlanOptions& spmv, const SpmmPlanOptions& spmm)
@@ -60,8 +59,7 @@ DeviceDistCsr::DeviceDistCsr(const DistCsrMatrix& A, const SpmvPlanOptions& spmv
 }
 
 DeviceDistCsr::~DeviceDistCsr() {
-  if (s_->local_done) cudaEventDestroy(s_->local_done);
-  if (s_->halo_in) cudaEventDestroy(s_->halo_in);
+  for (cudaEvent_t e : s_->events) cudaEventDestroy(e);
 }
 
 std::string DeviceDistCsr::transport() const { return A_.comm().device_kind(); }
@@ -69,17 +67,22 @@ std::string DeviceDistCsr::transport() const { return A_.comm().device_kind(); }
 const SpmvPlan<double>& DeviceDistCsr::local_plan() const { return s_->local_plan; }
 
 void DeviceDistCsr::set_timing(bool on) const {
-  if (on && !s_->local_done) {
-    KRYSP_CUDA_CHECK(cudaEventCreate(&s_->local_done));
-    KRYSP_CUDA_CHECK(cudaEventCreate(&s_->halo_in));
-  }
   s_->timing = on;
-  s_->wait_ms = 0;
-  s_->products = 0;
+  s_->used = 0;
 }
 
-double DeviceDistCsr::halo_wait_ms() const { return s_->wait_ms; }
-std::int64_t DeviceDistCsr::timed_products() const { return s_->products; }
+double DeviceDistCsr::halo_wait_ms() const {
+  double total = 0;
+  for (std::size_t k = 0; k + 1 < s_->used; k += 2) {
+    KRYSP_CUDA_CHECK(cudaEventSynchronize(s_->events[k + 1]));
+    float ms = 0;
+    KRYSP_CUDA_CHECK(cudaEventElapsedTime(&ms, s_->events[k], s_->events[k + 1]));
+    total += ms;
+  }
+  return total;
+}
+
+std::int64_t DeviceDistCsr::timed_products() const { return std::int64_t(s_->used / 2); }
 
 void DeviceDistCsr::product(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const {
   State& s = *s_;
@@ -122,9 +125,19 @@ void DeviceDistCsr::product(index_t N, const double* X, index_t ldx, double* Y, 
     }
   }
   if (exchange) {
-    if (s.timing) KRYSP_CUDA_CHECK(cudaEventRecord(s.local_done, 0));
+    const bool timed = s.timing;
+    if (timed) {
+      while (s.events.size() < s.used + 2) {
+        s.events.emplace_back();
+        KRYSP_CUDA_CHECK(cudaEventCreate(&s.events.back()));
+      }
+      KRYSP_CUDA_CHECK(cudaEventRecord(s.events[s.used], 0));
+    }
     transport->finish_exchange();
-    if (s.timing) KRYSP_CUDA_CHECK(cudaEventRecord(s.halo_in, 0));
+    if (timed) {
+      KRYSP_CUDA_CHECK(cudaEventRecord(s.events[s.used + 1], 0));
+      s.used += 2;
+    }
   }
   // Then the off-rank block adds the halo's share.
   if (s.off_plan.valid()) {
@@ -135,13 +148,6 @@ void DeviceDistCsr::product(index_t N, const double* X, index_t ldx, double* Y, 
       if (it == s.off_spmm.end()) it = s.off_spmm.emplace(N, SpmmPlan<double>(A_.off_block(), N, s.spmm_options)).first;
       it->second.apply(A_.off_block(), 1.0, s.halo_buf.data(), N, 1.0, Y, ldy);
     }
-  }
-  if (s.timing && exchange) {
-    KRYSP_CUDA_CHECK(cudaEventSynchronize(s.halo_in));
-    float ms = 0;
-    KRYSP_CUDA_CHECK(cudaEventElapsedTime(&ms, s.local_done, s.halo_in));
-    s.wait_ms += ms;
-    ++s.products;
   }
 }
 

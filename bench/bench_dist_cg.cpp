@@ -1,0 +1,250 @@
+// Distributed CG on the GPUs (docs/distributed.md): time per iteration of a textbook CG on a 3-D
+// Laplacian (7-point) that each rank assembles as its own slab of z-planes (no global matrix
+// anywhere), with the share of each iteration the default stream spends waiting for halos and
+// for reductions. One rank per GPU (rank r on GPU local-rank mod the device count).
+//
+// usage: mpirun -np P bench_dist_cg [--mode strong|weak] [--n N] [--iters I] [--warmup W]
+//                                   [--reps R] [--json out.json]
+//   strong: an N³ grid over all ranks (default N = 384: 56.6 M rows);
+//   weak:   an N × N × (N·P) grid, N³ rows per rank (default N = 256: 16.8 M rows a rank).
+//   I iterations a sample (default 100), W untimed ones first (default 20), R samples (default 5);
+//   the median sample counts. The device transport is NCCL when built, else MPI staged through
+//   pinned host memory; KRYSP_COMM=mpi|nccl forces one.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dist_cg_kernels.hpp"
+#include "krysp/base/communicator.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/device_transport.hpp"
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/sparse/dist_csr.hpp"
+#include "krysp/sparse/dist_csr_device.hpp"
+
+using namespace krysp;
+
+#define CK(call)                                                                                \
+  do {                                                                                          \
+    auto e_ = (call);                                                                           \
+    if (e_ != 0) {                                                                              \
+      std::fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, int(e_)); \
+      MPI_Abort(MPI_COMM_WORLD, 3);                                                             \
+    }                                                                                           \
+  } while (0)
+
+namespace {
+
+// Rows of planes [z0, z1) of the nx × ny × nz 7-point Laplacian (6 on the diagonal), global ids.
+DistCsrMatrix slab(const Communicator& comm, std::int64_t nx, std::int64_t ny, std::int64_t nz, std::int64_t z0,
+                   std::int64_t z1) {
+  const std::int64_t plane = nx * ny, m = plane * (z1 - z0);
+  std::vector<index_t> row_ptr;
+  row_ptr.reserve(static_cast<std::size_t>(m) + 1);
+  row_ptr.push_back(0);
+  std::vector<std::int64_t> cols;
+  std::vector<double> vals;
+  cols.reserve(static_cast<std::size_t>(m) * 7);
+  vals.reserve(static_cast<std::size_t>(m) * 7);
+  for (std::int64_t z = z0; z < z1; ++z)
+    for (std::int64_t y = 0; y < ny; ++y)
+      for (std::int64_t x = 0; x < nx; ++x) {
+        const std::int64_t g = z * plane + y * nx + x;
+        auto add = [&](std::int64_t c, double v) {
+          cols.push_back(c);
+          vals.push_back(v);
+        };
+        if (z > 0) add(g - plane, -1);
+        if (y > 0) add(g - nx, -1);
+        if (x > 0) add(g - 1, -1);
+        add(g, 6);
+        if (x + 1 < nx) add(g + 1, -1);
+        if (y + 1 < ny) add(g + nx, -1);
+        if (z + 1 < nz) add(g + plane, -1);
+        row_ptr.push_back(index_t(cols.size()));
+      }
+  return DistCsrMatrix::from_local_rows(comm, plane * nz, row_ptr, cols, vals, false);
+}
+
+// A pool of CUDA event pairs around the reductions, read after the run (no synchronisation in it).
+struct ReductionTimer {
+  std::vector<cudaEvent_t> events;
+  std::size_t used = 0;
+  void around(const Communicator& comm, double* slot) {
+    while (events.size() < used + 2) {
+      events.emplace_back();
+      CK(cudaEventCreate(&events.back()));
+    }
+    CK(cudaEventRecord(events[used], 0));
+    comm.sum_device(slot, 1);
+    CK(cudaEventRecord(events[used + 1], 0));
+    used += 2;
+  }
+  double ms() const {
+    double t = 0;
+    for (std::size_t k = 0; k + 1 < used; k += 2) {
+      float e = 0;
+      CK(cudaEventSynchronize(events[k + 1]));
+      CK(cudaEventElapsedTime(&e, events[k], events[k + 1]));
+      t += e;
+    }
+    return t;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int world_rank = 0, world_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  std::string mode = "strong", json;
+  std::int64_t n = 0;
+  int iters = 100, warmup = 20, reps = 5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        if (world_rank == 0) std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+      }
+      return argv[++i];
+    };
+    if (a == "--mode") mode = next();
+    else if (a == "--n") n = std::atoll(next().c_str());
+    else if (a == "--iters") iters = std::atoi(next().c_str());
+    else if (a == "--warmup") warmup = std::atoi(next().c_str());
+    else if (a == "--reps") reps = std::atoi(next().c_str());
+    else if (a == "--json") json = next();
+    else {
+      if (world_rank == 0) std::fprintf(stderr, "unknown option %s (see the file comment)\n", a.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  if ((mode != "strong" && mode != "weak") || iters < 1 || warmup < 0 || reps < 1) {
+    if (world_rank == 0) std::fprintf(stderr, "bad arguments (see the file comment)\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int have = cuda_device_available() ? 1 : 0, all = 0;
+  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    if (world_rank == 0) std::printf("bench_dist_cg: no CUDA device on every rank, nothing to measure\n");
+    MPI_Finalize();
+    return 0;
+  }
+  const int gpu = detail::use_local_gpu(world_rank);
+  int status = 0;
+  {
+    const Communicator comm = Communicator::world();
+    const int P = comm.size(), me = comm.rank();
+    if (n <= 0) n = mode == "strong" ? 384 : 256;
+    const std::int64_t nx = n, ny = n, nz = mode == "strong" ? n : n * P;
+    const std::int64_t z0 = nz * me / P, z1 = nz * (me + 1) / P;
+    const DistCsrMatrix A = slab(comm, nx, ny, nz, z0, z1);
+    const DeviceDistCsr op(A);
+    const std::int64_t m = A.rows();
+    const std::size_t mz = static_cast<std::size_t>(m);
+    DeviceArray<double> x(mz), r(mz), p(mz), q(mz), partials(bench::kDotPartials), slots(3);
+    double* rr = slots.data();
+    double* rr_new = slots.data() + 1;
+    double* pq = slots.data() + 2;
+
+    ReductionTimer red;
+    auto restart = [&] {  // x = 0, r = p = b = 1, rr = rᵀr
+      bench::dist_fill(x.data(), m, 0.0);
+      bench::dist_fill(r.data(), m, 1.0);
+      bench::dist_fill(p.data(), m, 1.0);
+      bench::dist_dot(r.data(), r.data(), m, partials.data(), rr);
+      comm.sum_device(rr, 1);
+    };
+    auto iterate = [&](int count) {
+      for (int k = 0; k < count; ++k) {
+        op.apply(p.data(), q.data());
+        bench::dist_dot(p.data(), q.data(), m, partials.data(), pq);
+        red.around(comm, pq);
+        bench::dist_cg_update(m, rr, pq, p.data(), q.data(), x.data(), r.data(), partials.data(), rr_new);
+        red.around(comm, rr_new);
+        bench::dist_cg_direction(m, rr_new, rr, r.data(), p.data());
+        std::swap(rr, rr_new);
+      }
+    };
+    cudaEvent_t start, stop;
+    CK(cudaEventCreate(&start));
+    CK(cudaEventCreate(&stop));
+    restart();
+    iterate(warmup);
+    std::vector<double> per_iter, halo_share, red_share;
+    for (int s = 0; s < reps; ++s) {
+      restart();
+      CK(cudaDeviceSynchronize());
+      MPI_Barrier(MPI_COMM_WORLD);
+      op.set_timing(true);
+      red.used = 0;
+      CK(cudaEventRecord(start, 0));
+      iterate(iters);
+      CK(cudaEventRecord(stop, 0));
+      CK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, start, stop));
+      // The slowest rank sets the pace of a collective loop.
+      const double t = comm.max(double(ms) / iters);
+      per_iter.push_back(t);
+      halo_share.push_back(comm.max(op.halo_wait_ms() / ms));
+      red_share.push_back(comm.max(red.ms() / ms));
+      op.set_timing(false);
+    }
+    double rr_end = 0;
+    detail::copy_to_host(&rr_end, rr, sizeof rr_end);  // rr: the slot the last swap left current
+    const double t = bench::median(per_iter), hs = bench::median(halo_share), rs = bench::median(red_share);
+    const std::int64_t rows = A.global_rows();
+    const std::int64_t rows_max = static_cast<std::int64_t>(comm.max(double(m)));
+    if (me == 0) {
+      std::printf("bench_dist_cg: %s scaling, %d rank(s), %lld x %lld x %lld grid = %lld rows (%lld nnz), transport %s\n",
+                  mode.c_str(), P, (long long)nx, (long long)ny, (long long)nz, (long long)rows,
+                  (long long)A.global_nnz(), P > 1 ? op.transport().c_str() : "none");
+      std::printf("  device %s (GPU %d of rank 0), %d iterations x %d samples after %d warm-up\n",
+                  cuda_device_name().c_str(), gpu, iters, reps, warmup);
+      std::printf("  time per iteration %.4f ms (median), waiting for halos %.1f%%, for reductions %.1f%%\n", t,
+                  100 * hs, 100 * rs);
+      std::printf("  ||r||^2 after the last sample: %.6e\n", rr_end);
+      if (!json.empty()) {
+        std::FILE* f = std::fopen(json.c_str(), "w");
+        if (!f) {
+          std::fprintf(stderr, "cannot write %s\n", json.c_str());
+          status = 2;
+        } else {
+          std::fprintf(f,
+                       "{\n  \"benchmark\": \"bench_dist_cg\",\n  \"date\": \"%s\",\n  \"device\": \"%s\",\n"
+                       "  \"ranks\": %d,\n  \"transport\": \"%s\",\n  \"mode\": \"%s\",\n"
+                       "  \"grid\": [%lld, %lld, %lld],\n  \"rows\": %lld,\n  \"nnz\": %lld,\n"
+                       "  \"rows_per_rank_max\": %lld,\n  \"iterations\": %d,\n  \"warmup\": %d,\n  \"samples\": %d,\n"
+                       "  \"ms_per_iteration\": %.6f,\n  \"ms_per_iteration_samples\": [",
+                       bench::utc_now().c_str(), bench::json_escape(cuda_device_name()).c_str(), P,
+                       P > 1 ? op.transport().c_str() : "none", mode.c_str(), (long long)nx, (long long)ny,
+                       (long long)nz, (long long)rows, (long long)A.global_nnz(), (long long)rows_max, iters, warmup,
+                       reps, t);
+          for (std::size_t k = 0; k < per_iter.size(); ++k) std::fprintf(f, "%s%.6f", k ? ", " : "", per_iter[k]);
+          std::fprintf(f,
+                       "],\n  \"halo_wait_share\": %.6f,\n  \"reduction_wait_share\": %.6f,\n"
+                       "  \"residual_norm2_end\": %.6e\n}\n",
+                       hs, rs, rr_end);
+          std::fclose(f);
+        }
+      }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  MPI_Finalize();
+  return status;
+}
