@@ -42,6 +42,40 @@ inline constexpr int kSpmmKernelVersion = 20;
 /// Most column panels a plan may use.
 inline constexpr int kMaxSpmmPanels = 64;
 
+/// Thresholds of the choices the SpMM launchers make from the size of the grid they launch (the
+/// kernel variant, not the configuration's algorithm and geometry). Kept in the configuration, so
+/// that a forced or tuned configuration and the tuning cache can carry other values; the defaults
+/// are the measured ones (docs/tuning.md, sections named). Sizes are in waves: the threads resident
+/// on the GPU at once (DevicePolicy::resident_threads). The kernels' compile-time sizes (staged
+/// units, stream batches, long-row slices: sparse/cuda/spmm_common.hpp) are not here: they size
+/// shared memory and unrolled loops, so changing one is a kernel change.
+struct SpmmLaunchParams {
+  /// Early matrix loads (the row kernels that may load A before waiting for the kernel ahead) only
+  /// in grids of at most this many waves: larger grids lost more to the early release than they
+  /// gained ("Early launches").
+  double early_max_waves = 0.5;
+  /// Row-balanced CSC: rounds of consecutive rows a block takes (1: none), so that X rows shared by
+  /// neighbouring rows are reused from L1 ("CSC row rounds") ...
+  int csc_row_rounds = 4;
+  /// ... only in launches of at least this many waves (rows·S): on small matrices the rounds only
+  /// add latency.
+  double csc_rounds_min_waves = 8;
+  /// CSC kernels walk the cached pairs 8 at a time with all their X loads in flight in launches of
+  /// fewer than this many waves (rows·S·ksplit, or units·32) ("CSC batched walk"); split rows,
+  /// long-row pieces, the merge path and rows of at least S nonzeros on average always do ...
+  double csc_batch_max_waves = 1;
+  /// ... when the sub-warp has at least this many lanes (fewer pairs a round waste most of a batch).
+  int csc_batch_min_subwarp = 8;
+  /// Every field equal.
+  bool operator==(const SpmmLaunchParams& o) const {
+    return early_max_waves == o.early_max_waves && csc_row_rounds == o.csc_row_rounds &&
+           csc_rounds_min_waves == o.csc_rounds_min_waves && csc_batch_max_waves == o.csc_batch_max_waves &&
+           csc_batch_min_subwarp == o.csc_batch_min_subwarp;
+  }
+  /// Some field differs.
+  bool operator!=(const SpmmLaunchParams& o) const { return !(*this == o); }
+};
+
 /// Launch parameters of an SpMM kernel (tuning kept as data, not in kernels). Zero fields are
 /// "derive from N and the matrix" (complete_spmm_config in spmm_select.hpp fills them in).
 struct SpmmConfig {
@@ -66,14 +100,18 @@ struct SpmmConfig {
   /// finish adds the pieces' sums in a fixed order (deterministic) into Y, in the same launch. For
   /// latency-bound matrices whose few long rows are the longest chain.
   int long_row = 0;
+  /// Thresholds of the launchers' own choices (defaults: the measured ones).
+  SpmmLaunchParams launch;
   /// A compact name with the parameters, e.g. "vdl-row/s8/q2/v1" ("/p3" with 3 panels, "/w4"
-  /// with ksplit 4, "/l36" with long_row 36; SeqNnz: "seq-nnz/k256").
+  /// with ksplit 4, "/l36" with long_row 36; SeqNnz: "seq-nnz/k256"; launch thresholds other than
+  /// the defaults: "/e0.25" early_max_waves, "/r2@4" csc_row_rounds from csc_rounds_min_waves,
+  /// "/b2@16" csc_batch_max_waves for sub-warps from csc_batch_min_subwarp).
   std::string to_string() const;
   /// Every field equal.
   bool operator==(const SpmmConfig& o) const {
     return algorithm == o.algorithm && subwarp == o.subwarp && col_lanes == o.col_lanes && per_lane == o.per_lane &&
            items_per_warp == o.items_per_warp && split_count() == o.split_count() && panel_count() == o.panel_count() &&
-           long_row == o.long_row;
+           long_row == o.long_row && launch == o.launch;
   }
   /// Sub-warps per row: max(1, ksplit).
   int split_count() const { return ksplit > 1 ? ksplit : 1; }

@@ -7,9 +7,10 @@
 
 namespace krysp {
 
-double spmm_far_fraction(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, double window) {
+double spmm_far_fraction(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, double window,
+                         index_t sample_rows) {
   if (rows == 0) return 0.0;
-  const index_t step = std::max<index_t>(1, rows / spmm_rule::kPanelSampleRows);
+  const index_t step = std::max<index_t>(1, rows / std::max<index_t>(1, sample_rows));
   std::int64_t far = 0, seen = 0;
   const double scale = double(cols) / double(rows);
   for (index_t i = 0; i < rows; i += step) {
@@ -21,21 +22,20 @@ double spmm_far_fraction(const index_t* row_ptr, const index_t* col_idx, index_t
 }
 
 int choose_spmm_panels(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, index_t N,
-                       int value_bytes, std::int64_t l2_bytes) {
-  using namespace spmm_rule;
-  const double budget = kPanelL2Share * double(l2_bytes);
+                       int value_bytes, std::int64_t l2_bytes, const SpmmPanelParams& p) {
+  const double budget = p.l2_share * double(l2_bytes);
   const double row_bytes = double(N) * value_bytes, x_bytes = double(cols) * row_bytes;
   if (budget <= 0 || rows == 0 || x_bytes <= budget) return 0;
   const int P = int(std::ceil(x_bytes / budget));
   if (P > kMaxSpmmPanels || P > cols) return 0;
   const double nnz = double(row_ptr[rows]);
-  const double far = spmm_far_fraction(row_ptr, col_idx, rows, cols, kPanelLocalShare * budget / row_bytes);
+  const double far = spmm_far_fraction(row_ptr, col_idx, rows, cols, p.local_share * budget / row_bytes, p.sample_rows);
   const double sector = 32.0 * std::ceil(row_bytes / 32.0);  // bytes a gather of one row of X moves
   const double miss = 1.0 - budget / x_bytes;
-  const double matrix = nnz * (4.0 + value_bytes), per_row = 4.0 + 2.0 * row_bytes + kPanelRowBytes;
-  const double unsplit = matrix + double(rows) * per_row + x_bytes + kRandomByteCost * nnz * far * sector * miss;
+  const double matrix = nnz * (4.0 + value_bytes), per_row = 4.0 + 2.0 * row_bytes + p.row_bytes;
+  const double unsplit = matrix + double(rows) * per_row + x_bytes + p.random_byte_cost * nnz * far * sector * miss;
   const double split = matrix + double(rows) * P * per_row + x_bytes;
-  return split < kPanelMinGain * unsplit ? P : 0;
+  return split < p.min_gain * unsplit ? P : 0;
 }
 
 RowStats spmm_first_panel_stats(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols,

@@ -28,40 +28,41 @@
 
 namespace krysp {
 
-namespace spmm_rule {
-/// Share of the L2 cache one panel's rows of X may take (the rest holds the streamed matrix and
-/// Y): on the power-law graph, with X about the size of L2, 2 panels were fastest, 3 as fast, 4
-/// slower. Retune from bench_spmm --panel-sweep.
-inline constexpr double kPanelL2Share = 1.0 / 2.0;
-/// Cost of a byte gathered at random from DRAM (32-byte sectors that miss L2), in bytes streamed.
-/// Fitted on the power-law graph unsplit at N = 2 and 4. Retune from bench_spmm --panel-sweep.
-inline constexpr double kRandomByteCost = 4.75;
-/// A row's cost in one pass, in bytes streamed, besides its offsets and its values of Y: the
-/// kernel's per-row work. Fitted on the power-law graph split (N = 2 in 2 panels, N = 4 in 4).
-/// Retune from bench_spmm --panel-sweep.
-inline constexpr double kPanelRowBytes = 180.0;
-/// A gather counts as scattered when its column lies farther from the row's diagonal position
-/// than this share of the columns one panel holds (stencils and bands stay well inside; a
-/// power-law graph's uniform columns mostly do not). With half the panel's columns the window
-/// took in half the power-law graph's gathers, and the rule kept its N = 2 unsplit.
-inline constexpr double kPanelLocalShare = 1.0 / 16.0;
-/// Panels are used when their modelled traffic is below this fraction of the unsplit one.
-inline constexpr double kPanelMinGain = 0.8;
-/// Rows sampled (evenly spaced) to measure how scattered the columns are.
-inline constexpr index_t kPanelSampleRows = 8192;
-}  // namespace spmm_rule
+/// The panel rule's parameters (choose_spmm_panels's traffic model), as data; the defaults are the
+/// values fitted on a power-law graph. Retune from bench_spmm --panel-sweep (docs/tuning.md,
+/// "Column panels").
+struct SpmmPanelParams {
+  /// Share of the L2 cache one panel's rows of X may take (the rest holds the streamed matrix and
+  /// Y): with X about the size of L2, 2 panels were fastest, 3 as fast, 4 slower.
+  double l2_share = 1.0 / 2.0;
+  /// Cost of a byte gathered at random from DRAM (32-byte sectors that miss L2), in bytes streamed
+  /// (fitted unsplit at N = 2 and 4).
+  double random_byte_cost = 4.75;
+  /// A row's cost in one pass, in bytes streamed, besides its offsets and its values of Y: the
+  /// kernel's per-row work (fitted split: N = 2 in 2 panels, N = 4 in 4).
+  double row_bytes = 180.0;
+  /// A gather counts as scattered when its column lies farther from the row's diagonal position
+  /// than this share of the columns one panel holds (stencils and bands stay well inside; a
+  /// power-law graph's uniform columns mostly do not).
+  double local_share = 1.0 / 16.0;
+  /// Panels are used when their modelled traffic is below this fraction of the unsplit one.
+  double min_gain = 0.8;
+  /// Rows sampled (evenly spaced) to measure how scattered the columns are.
+  index_t sample_rows = 8192;
+};
 
-/// Fraction of A's nonzeros (rows sampled evenly, at most kPanelSampleRows) whose column lies more
-/// than `window` columns from the row's diagonal position i·cols/rows: the gathers that a cache
-/// of 2·window rows of X around the diagonal would miss.
-double spmm_far_fraction(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, double window);
+/// Fraction of A's nonzeros (rows sampled evenly, about `sample_rows`) whose column lies more than
+/// `window` columns from the row's diagonal position i·cols/rows: the gathers that a cache of
+/// 2·window rows of X around the diagonal would miss.
+double spmm_far_fraction(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, double window,
+                         index_t sample_rows = SpmmPanelParams{}.sample_rows);
 
 /// The rule: panels for Y = A·X with N columns of value_bytes each on a device with l2_bytes of
-/// L2 cache (0 for none), from a traffic model: matrix + P · rows · (offsets + Y read and written
-/// + kPanelRowBytes) + X, plus, unsplit (P = 1), the scattered gathers that miss L2 at
-/// kRandomByteCost each.
+/// L2 cache (0 for none), from a traffic model (field names: SpmmPanelParams): matrix + P · rows ·
+/// (offsets + Y read and written + row_bytes) + X, plus, unsplit (P = 1), the scattered gathers
+/// that miss L2 at random_byte_cost each.
 int choose_spmm_panels(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t cols, index_t N,
-                       int value_bytes, std::int64_t l2_bytes);
+                       int value_bytes, std::int64_t l2_bytes, const SpmmPanelParams& p = SpmmPanelParams{});
 
 /// Row statistics of the first of `panels` column panels (what the rule picks the panels' kernel
 /// from), without splitting.

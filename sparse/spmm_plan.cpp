@@ -208,12 +208,16 @@ struct Panels {
     gathered_stamp = stamp;
     return true;
   }
-  /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it).
-  void apply(const SpmmConfig& c, index_t N, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec,
-             bool early, const DevicePolicy& device, DeviceStream stream) const {
-    for (std::size_t p = 0; p < views.size(); ++p)
-      detail::spmm_device(c, views[p], N, ws[p]->view, alpha, X, ldx, p == 0 ? beta : T(1), Y, ldy, x_vec, early,
-                          device, stream);
+  /// Y = alpha·A·X + beta·Y, panel after panel (the first scales Y by beta, the others add to it);
+  /// `a` without its matrix and workspace (each panel's own).
+  void apply(const SpmmConfig& c, detail::SpmmArgs<T> a, DeviceStream stream) const {
+    const T beta = a.beta;
+    for (std::size_t p = 0; p < views.size(); ++p) {
+      a.A = views[p];
+      a.ws = ws[p]->view;
+      a.beta = p == 0 ? beta : T(1);
+      detail::spmm_device(c, a, stream);
+    }
   }
 };
 
@@ -360,7 +364,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         ws.push_back(make_workspace(c, A, N));
         const detail::SpmmWorkspaceView view = ws.back()->view;
         runs.push_back([&, c, view](DeviceStream st) {
-          detail::spmm_device<T>(c, dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early, s->device,
+          detail::spmm_device<T>(c, {dA, N, view, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early, s->device},
                                  st);
         });
       }
@@ -371,7 +375,7 @@ SpmmPlan<T>::SpmmPlan(const CsrMatrix<T>& A, index_t N, const SpmmPlanOptions& o
         pn.set_config(c, N);
         runs.push_back([&, c](DeviceStream st) {
           const bool gathered = pn.refresh(A, A.values_stamp(), tracked, st);
-          pn.apply(c, N, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early && !gathered, s->device, st);
+          pn.apply(c, {{}, N, {}, T(1), X.data(), ldx, T(0), Y.data(), ldy, x_vec, early && !gathered, s->device}, st);
         });
       }
       // With early loads, the split's gather (panels_of) must be complete before the first
@@ -431,11 +435,13 @@ void SpmmPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* X, index_t ldx,
   if (state_->panels) {
     // the gather kernel, when it runs, has just written the panels' values: no early loads
     if (state_->panels->refresh(A, stamp, tracked, stream)) early = false;
-    state_->panels->apply(state_->config, N, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early,
-                          state_->device, stream);
+    state_->panels->apply(
+        state_->config, {{}, N, {}, alpha, X, ldx, beta, Y, ldy, vector_aligned(X, ldx), early, state_->device}, stream);
   } else {
-    detail::spmm_device(state_->config, A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
-                        vector_aligned(X, ldx), early, state_->device, stream);
+    detail::spmm_device<T>(state_->config,
+                           {A.device_view(), N, state_->workspace->view, alpha, X, ldx, beta, Y, ldy,
+                            vector_aligned(X, ldx), early, state_->device},
+                           stream);
   }
   state_->last_stamp.store(stamp, std::memory_order_relaxed);
   state_->last_stream.store(stream.handle, std::memory_order_relaxed);

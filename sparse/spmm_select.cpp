@@ -35,6 +35,12 @@ std::string SpmmConfig::to_string() const {
   if (split_count() > 1) os << "/w" << ksplit;
   if (long_row > 0) os << "/l" << long_row;
   if (panel_count() > 1) os << "/p" << panels;
+  const SpmmLaunchParams d{};
+  if (launch.early_max_waves != d.early_max_waves) os << "/e" << launch.early_max_waves;
+  if (launch.csc_row_rounds != d.csc_row_rounds || launch.csc_rounds_min_waves != d.csc_rounds_min_waves)
+    os << "/r" << launch.csc_row_rounds << "@" << launch.csc_rounds_min_waves;
+  if (launch.csc_batch_max_waves != d.csc_batch_max_waves || launch.csc_batch_min_subwarp != d.csc_batch_min_subwarp)
+    os << "/b" << launch.csc_batch_max_waves << "@" << launch.csc_batch_min_subwarp;
   return os.str();
 }
 
@@ -51,6 +57,8 @@ index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 int csc_subwarp(index_t N) { return spmm_pow2_at_least(double(N), 2, 32); }
 int vec_width(int value_bytes) { return value_bytes == 4 ? 4 : 2; }
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+/// Largest launch threshold in waves accepted (far beyond any launch; keeps the products finite).
+constexpr double kMaxLaunchWaves = 1e6;
 /// One wave of `device`: the threads the rules' wave constants are counted in.
 double resident_threads(const DevicePolicy& device) { return double(device.resident_threads()); }
 
@@ -127,6 +135,16 @@ bool is_valid(const SpmmConfig& c, std::string* why) {
     return fail("long_row and ksplit " + std::to_string(c.ksplit) + " do not go together");
   if (c.panels < 0 || c.panels > kMaxSpmmPanels)
     return fail("panels " + std::to_string(c.panels) + " is not in [0, " + std::to_string(kMaxSpmmPanels) + "]");
+  const SpmmLaunchParams& l = c.launch;
+  // finite, non-negative waves (a NaN compares false everywhere); rounds and sub-warps the kernels have
+  if (!(l.early_max_waves >= 0 && l.early_max_waves <= kMaxLaunchWaves) ||
+      !(l.csc_rounds_min_waves >= 0 && l.csc_rounds_min_waves <= kMaxLaunchWaves) ||
+      !(l.csc_batch_max_waves >= 0 && l.csc_batch_max_waves <= kMaxLaunchWaves))
+    return fail("launch thresholds in waves must be in [0, " + std::to_string(int(kMaxLaunchWaves)) + "]");
+  if (l.csc_row_rounds < 1 || l.csc_row_rounds > 64)
+    return fail("csc_row_rounds " + std::to_string(l.csc_row_rounds) + " is not in [1, 64]");
+  if (l.csc_batch_min_subwarp < 1 || l.csc_batch_min_subwarp > 64)
+    return fail("csc_batch_min_subwarp " + std::to_string(l.csc_batch_min_subwarp) + " is not in [1, 64]");
   return true;
 }
 
@@ -448,8 +466,22 @@ std::string format_spmm_tune_line(const SpmmTuneEntry& e) {
      << "\txvec=" << (e.key.x_vec ? 1 : 0) << "\talgorithm=" << static_cast<int>(e.config.algorithm)
      << "\tsubwarp=" << e.config.subwarp << "\tcol_lanes=" << e.config.col_lanes << "\tper_lane=" << e.config.per_lane
      << "\titems_per_warp=" << e.config.items_per_warp << "\tksplit=" << e.config.split_count()
-     << "\tpanels=" << e.config.panel_count() << "\tlong_row=" << e.config.long_row
-     << format_tune_tail(e.ms, e.key.gpu);
+     << "\tpanels=" << e.config.panel_count() << "\tlong_row=" << e.config.long_row;
+  // Launch thresholds only where they are not the defaults: lines of default ones stay readable by
+  // earlier versions, which reject unknown fields.
+  const SpmmLaunchParams& l = e.config.launch;
+  const SpmmLaunchParams d{};
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return std::string(b);
+  };
+  if (l.early_max_waves != d.early_max_waves) os << "\tearly_max_waves=" << num(l.early_max_waves);
+  if (l.csc_row_rounds != d.csc_row_rounds) os << "\tcsc_row_rounds=" << l.csc_row_rounds;
+  if (l.csc_rounds_min_waves != d.csc_rounds_min_waves) os << "\tcsc_rounds_min_waves=" << num(l.csc_rounds_min_waves);
+  if (l.csc_batch_max_waves != d.csc_batch_max_waves) os << "\tcsc_batch_max_waves=" << num(l.csc_batch_max_waves);
+  if (l.csc_batch_min_subwarp != d.csc_batch_min_subwarp) os << "\tcsc_batch_min_subwarp=" << l.csc_batch_min_subwarp;
+  os << format_tune_tail(e.ms, e.key.gpu);
   return os.str();
 }
 
@@ -462,7 +494,10 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
                                                    "hash",     "n",         "xvec",      "algorithm", "subwarp",
                                                    "col_lanes", "per_lane", "items_per_warp", "ms",   "gpu"};
   // lines of version 1 have no panels, of versions up to 3 no ksplit
-  auto f = split_tune_fields(line, kFields, why, {"panels", "ksplit", "long_row"});
+  // launch thresholds only where not the defaults (a missing one takes the default)
+  auto f = split_tune_fields(line, kFields, why,
+                             {"panels", "ksplit", "long_row", "early_max_waves", "csc_row_rounds",
+                              "csc_rounds_min_waves", "csc_batch_max_waves", "csc_batch_min_subwarp"});
   if (!f) return std::nullopt;
   TuneKeyFields k;
   if (!parse_tune_key_head(*f, &k, why)) return std::nullopt;
@@ -498,6 +533,30 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   if (m.count("panels")) {
     if (!parse_tune_int(m["panels"], 0, kMaxSpmmPanels, &v)) return fail("bad panels '" + m["panels"] + "'");
     e.config.panels = int(v);
+  }
+  auto waves = [&](const char* name, double* out) {
+    if (!m.count(name)) return true;
+    const std::string& t = m[name];
+    char* end = nullptr;
+    const double w = t.empty() ? -1.0 : std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !(w >= 0 && w <= kMaxLaunchWaves)) return false;
+    *out = w;
+    return true;
+  };
+  SpmmLaunchParams& l = e.config.launch;
+  if (!waves("early_max_waves", &l.early_max_waves)) return fail("bad early_max_waves '" + m["early_max_waves"] + "'");
+  if (!waves("csc_rounds_min_waves", &l.csc_rounds_min_waves))
+    return fail("bad csc_rounds_min_waves '" + m["csc_rounds_min_waves"] + "'");
+  if (!waves("csc_batch_max_waves", &l.csc_batch_max_waves))
+    return fail("bad csc_batch_max_waves '" + m["csc_batch_max_waves"] + "'");
+  if (m.count("csc_row_rounds")) {
+    if (!parse_tune_int(m["csc_row_rounds"], 1, 64, &v)) return fail("bad csc_row_rounds '" + m["csc_row_rounds"] + "'");
+    l.csc_row_rounds = int(v);
+  }
+  if (m.count("csc_batch_min_subwarp")) {
+    if (!parse_tune_int(m["csc_batch_min_subwarp"], 1, 64, &v))
+      return fail("bad csc_batch_min_subwarp '" + m["csc_batch_min_subwarp"] + "'");
+    l.csc_batch_min_subwarp = int(v);
   }
   std::string bad;
   if (!is_valid(e.config, &bad)) return fail("invalid configuration: " + bad);

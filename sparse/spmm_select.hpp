@@ -21,6 +21,7 @@
 #include "krysp/sparse/csr.hpp"
 #include "krysp/sparse/row_stats.hpp"
 #include "krysp/sparse/spmm_config.hpp"
+#include "krysp/sparse/spmm_panels.hpp"
 
 namespace krysp {
 
@@ -135,6 +136,10 @@ struct SpmmRuleParams {
   /// ... replayed from a CUDA graph of at most this many calls, so host submission does not make
   /// candidates tie ("Tuning samples").
   int tune_graph_max_calls = 16;
+
+  // ---- column panels (choose_spmm_panels)
+  /// The panel rule's traffic model ("Column panels").
+  SpmmPanelParams panel;
 };
 
 /// The smallest power of two >= v, clamped to [lo, hi] (lo, hi powers of two).
@@ -243,7 +248,9 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
 // of tab-separated name=value fields, `#` comments, every field validated on reading (bad lines
 // ignored with a warning), atomic rewrite on store (io/atomic_file.hpp).
 //   version=1 precision=double rows= cols= nnz= hash=<16 hex> n=<N> xvec=<0|1>
-//   algorithm=<0..4> subwarp= col_lanes= per_lane= items_per_warp= ms= gpu=<name>
+//   algorithm=<0..4> subwarp= col_lanes= per_lane= items_per_warp= ksplit= panels= long_row= ms= gpu=<name>
+//   and, only where not the defaults, the launch thresholds (SpmmLaunchParams): early_max_waves=
+//   csc_row_rounds= csc_rounds_min_waves= csc_batch_max_waves= csc_batch_min_subwarp= (missing: default)
 // Key: fingerprint, precision, GPU name, kSpmmKernelVersion, N and whether X was vector-aligned.
 
 /// What an SpMM tuning entry is looked up by.

@@ -2,9 +2,9 @@
 /// \file spmm_common.hpp
 /// Index rules of the SpMM kernels shared by the device code and the host tests (KRYSP_HD: one
 /// definition of each rule). No CUDA headers: the host tests emulate the kernels' lane layout,
-/// reduction and merge-path partition with these same functions. Launch thresholds are in waves
-/// of the device (DevicePolicy, base/device_policy.hpp); the measurements that set them are in
-/// docs/tuning.md.
+/// reduction and merge-path partition with these same functions. Launch thresholds are data
+/// (SpmmLaunchParams in the configuration), in waves of the device (DevicePolicy,
+/// base/device_policy.hpp); the measurements that set them are in docs/tuning.md.
 ///
 /// Layout of X and Y: row-major, X[k, j] = X[k·ldx + j], Y[i, j] = Y[i·ldy + j].
 ///
@@ -56,48 +56,67 @@
 #include "krysp/base/device_policy.hpp"
 #include "krysp/base/host_device.hpp"
 #include "krysp/base/types.hpp"
+#include "krysp/sparse/spmm_config.hpp"
 
 namespace krysp::detail {
 
 /// Threads per block of every SpMM kernel.
 inline constexpr int kSpmmBlock = 256;
 inline constexpr int kSpmmWarpsPerBlock = kSpmmBlock / 32;
-/// Early launches (the EARLY row kernels: spmm_vdl1_row_kernel, the CSC row kernel of small
-/// launches) load the matrix before their wait and let the next kernel launch right after it,
-/// only in grids of at most this many waves: larger grids lost more to the early release than
-/// they gained (docs/tuning.md, "Early launches").
-inline constexpr double kSpmmEarlyMaxWaves = 0.5;
-/// Threads of the largest early launch on `device` (kSpmmEarlyMaxWaves).
-inline std::int64_t spmm_early_max_threads(const DevicePolicy& device) {
-  return std::int64_t(kSpmmEarlyMaxWaves * double(device.resident_threads()));
+/// The launchers' own choices, from the size of the grid and the thresholds of the configuration
+/// (SpmmLaunchParams, sparse/spmm_config.hpp; the reasons are there).
+
+/// Threads of the largest early launch on `device` (SpmmLaunchParams::early_max_waves).
+inline std::int64_t spmm_early_max_threads(const DevicePolicy& device, const SpmmLaunchParams& lp = {}) {
+  return std::int64_t(lp.early_max_waves * double(device.resident_threads()));
 }
-/// Whether a launch of `blocks` blocks takes the EARLY kernel (`early` from the plan: the matrix
+/// Whether a launch of `blocks` blocks takes the EARLY kernel (the EARLY row kernels:
+/// spmm_vdl1_row_kernel, the CSC row kernel of batched launches; `early` from the plan: the matrix
 /// unchanged since the last product, sparse/early_loads.hpp).
-inline bool spmm_early_launch(std::int64_t blocks, bool early, const DevicePolicy& device) {
-  return early && blocks * kSpmmBlock <= spmm_early_max_threads(device);
+inline bool spmm_early_launch(std::int64_t blocks, bool early, const DevicePolicy& device,
+                              const SpmmLaunchParams& lp = {}) {
+  return early && blocks * kSpmmBlock <= spmm_early_max_threads(device, lp);
 }
 
-/// Row-balanced CSC: rounds of consecutive rows per block (block b takes the
-/// kSpmmCscRowRounds·(256/S) rows from there; in each round its sub-warps work on consecutive
-/// rows, so X rows shared by neighbouring rows are reused from L1), only in launches of at least
-/// kSpmmCscRoundsMinWaves waves (rows·S): on small matrices the rounds only add latency
-/// (docs/tuning.md, "CSC row rounds").
-inline constexpr int kSpmmCscRowRounds = 4;
-inline constexpr double kSpmmCscRoundsMinWaves = 8;
-/// Threads from which a row-balanced CSC launch on `device` takes rounds (kSpmmCscRoundsMinWaves).
-inline std::int64_t spmm_csc_rounds_min_threads(const DevicePolicy& device) {
-  return std::int64_t(kSpmmCscRoundsMinWaves * double(device.resident_threads()));
+/// Threads from which a row-balanced CSC launch on `device` takes rounds
+/// (SpmmLaunchParams::csc_rounds_min_waves).
+inline std::int64_t spmm_csc_rounds_min_threads(const DevicePolicy& device, const SpmmLaunchParams& lp = {}) {
+  return std::int64_t(lp.csc_rounds_min_waves * double(device.resident_threads()));
+}
+/// Rounds of consecutive rows a block of the row-balanced, unsplit CSC kernel takes (block b takes
+/// R·(256/S) rows from there; in each round its sub-warps work on consecutive rows): csc_row_rounds
+/// in launches of rows·S >= spmm_csc_rounds_min_threads, else 1.
+inline int spmm_csc_row_rounds(index_t rows, int log2s, const DevicePolicy& device, const SpmmLaunchParams& lp = {}) {
+  return (std::int64_t(rows) << log2s) >= spmm_csc_rounds_min_threads(device, lp) ? lp.csc_row_rounds : 1;
 }
 
-/// CSC kernels: launches of fewer than kSpmmCscBatchMaxWaves waves of threads (rows·S·ksplit, or
-/// units·32) walk the cached pairs 8 at a time with all their X loads in flight
-/// (csc_accumulate), as do split rows, the merge path and rows of at least S nonzeros on average
-/// (spmm_csc.cu, launch_b): the batch helps where loads are few per thread, and costs short rows
-/// in large launches (docs/tuning.md, "CSC batched walk").
-inline constexpr double kSpmmCscBatchMaxWaves = 1;
-/// Threads below which a CSC launch on `device` walks 8 pairs at a time (kSpmmCscBatchMaxWaves).
-inline std::int64_t spmm_csc_batch_max_threads(const DevicePolicy& device) {
-  return std::int64_t(kSpmmCscBatchMaxWaves * double(device.resident_threads()));
+/// Threads below which a CSC launch on `device` walks 8 pairs at a time
+/// (SpmmLaunchParams::csc_batch_max_waves).
+inline std::int64_t spmm_csc_batch_max_threads(const DevicePolicy& device, const SpmmLaunchParams& lp = {}) {
+  return std::int64_t(lp.csc_batch_max_waves * double(device.resident_threads()));
+}
+/// The shape of a CSC launch that decides its walk: sub-warp 2^log2s, 2^log2k sub-warps a row,
+/// merge-path units (nonzero-balanced) or long-row pieces.
+struct SpmmCscShape {
+  bool nnz_balanced = false;
+  int log2s = 0;
+  int log2k = 0;
+  index_t rows = 0;
+  index_t nnz = 0;
+  index_t units = 0;       ///< merge-path units (nonzero-balanced)
+  index_t num_pieces = 0;  ///< long-row pieces (row kernel)
+};
+/// Does a CSC launch walk the cached pairs 8 at a time with all their X loads in flight
+/// (csc_accumulate B = 8)? Sub-warps of at least csc_batch_min_subwarp lanes, and split rows,
+/// long-row pieces, the merge path, rows of at least S nonzeros on average, or launches of fewer
+/// than spmm_csc_batch_max_threads threads (rows·S·ksplit, or units·32).
+inline bool spmm_csc_batched(const SpmmCscShape& l, const DevicePolicy& device, const SpmmLaunchParams& lp = {}) {
+  const std::int64_t threads =
+      l.nnz_balanced ? std::int64_t(l.units) * 32 : (std::int64_t(l.rows) << l.log2s) << l.log2k;
+  const bool long_rows = std::int64_t(l.nnz) >= (std::int64_t(l.rows) << l.log2s);
+  return (1 << l.log2s) >= lp.csc_batch_min_subwarp &&
+         (l.log2k > 0 || l.nnz_balanced || l.num_pieces > 0 || long_rows ||
+          threads < spmm_csc_batch_max_threads(device, lp));
 }
 
 /// CscNnz in those small launches: units of at most this many items (rows + nonzeros) are staged

@@ -73,30 +73,23 @@ void spmm_gather_values(const T* src, const index_t* source, index_t n, T* dst, 
 }
 
 template <class T>
-void spmm_device(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X,
-                 index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early, const DevicePolicy& device,
-                 DeviceStream stream) {
-  if (A.rows == 0 || N <= 0) return;
+void spmm_device(const SpmmConfig& c, const SpmmArgs<T>& a, DeviceStream stream) {
+  if (a.A.rows == 0 || a.N <= 0) return;
   const cudaStream_t st = cuda_stream(stream);
-  const bool nnz = is_nnz_balanced(c.algorithm);
   switch (c.algorithm) {
     case SpmmAlgorithm::VdlRow:
-    case SpmmAlgorithm::VdlNnz:
-      spmm_vdl_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, device, st);
-      break;
+    case SpmmAlgorithm::VdlNnz: spmm_vdl_launch<T>(c, a, st); break;
     case SpmmAlgorithm::CscRow:
-    case SpmmAlgorithm::CscNnz:
-      spmm_csc_launch<T>(nnz, c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, early, device, st);
-      break;
-    case SpmmAlgorithm::SeqNnz:
-      spmm_seq_launch<T>(c, A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-      break;
+    case SpmmAlgorithm::CscNnz: spmm_csc_launch<T>(c, a, st); break;
+    case SpmmAlgorithm::SeqNnz: spmm_seq_launch<T>(c, a, st); break;
     default: KRYSP_THROW(InputError, "SpMM algorithm ", int(c.algorithm), " does not exist");
   }
-  if (nnz && ws.num_splits > 0) {
+  if (is_nnz_balanced(c.algorithm) && a.ws.num_splits > 0) {
+    const SpmmWorkspaceView& ws = a.ws;
     const std::int64_t grid = (std::int64_t(ws.num_splits) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
     launch_overlapped("spmm_fixup_kernel", spmm_fixup_kernel<T>, static_cast<unsigned>(grid), kSpmmBlock, st,
-                      ws.num_splits, ws.splits, ws.units, N, static_cast<const T*>(ws.carries), alpha, beta, Y, ldy);
+                      ws.num_splits, ws.splits, ws.units, a.N, static_cast<const T*>(ws.carries), a.alpha, a.beta, a.Y,
+                      a.ldy);
   }
 }
 
@@ -108,12 +101,8 @@ void spmm_fill_device(T* p, std::size_t n, std::uint64_t seed) {
   KRYSP_CUDA_CHECK_LAUNCH("spmm_fill_kernel");
 }
 
-template void spmm_device(const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&, double,
-                          const double*, index_t, double, double*, index_t, bool, bool, const DevicePolicy&,
-                          DeviceStream);
-template void spmm_device(const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                          const float*, index_t, float, float*, index_t, bool, bool, const DevicePolicy&,
-                          DeviceStream);
+template void spmm_device(const SpmmConfig&, const SpmmArgs<double>&, DeviceStream);
+template void spmm_device(const SpmmConfig&, const SpmmArgs<float>&, DeviceStream);
 template void spmm_gather_values(const double*, const index_t*, index_t, double*, DeviceStream);
 template void spmm_gather_values(const float*, const index_t*, index_t, float*, DeviceStream);
 template void spmm_fill_device(double*, std::size_t, std::uint64_t);

@@ -992,17 +992,12 @@ inline void spmm_require_long_launch(std::int64_t grid, unsigned tiles, index_t 
 // ---- launchers (defined in spmm_vdl.cu / spmm_csc.cu / spmm_seq.cu; all on stream st) ---------------
 
 template <class T>
-void spmm_vdl_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
-                     const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, bool early, const DevicePolicy& dev, cudaStream_t st);
+void spmm_vdl_launch(const SpmmConfig& c, const SpmmArgs<T>& a, cudaStream_t st);
 /// x_vec: X is vector-aligned (csc_paired: two columns a lane are then loaded together).
 template <class T>
-void spmm_csc_launch(bool nnz_balanced, const SpmmConfig& c, const CsrView<T>& A, index_t N,
-                     const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y, index_t ldy,
-                     bool x_vec, bool early, const DevicePolicy& dev, cudaStream_t st);
+void spmm_csc_launch(const SpmmConfig& c, const SpmmArgs<T>& a, cudaStream_t st);
 /// SeqNnz (thread-sequential merge path, spmm_common.hpp); x_vec: 16-byte loads of X allowed.
 template <class T>
-void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                     const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, cudaStream_t st);
+void spmm_seq_launch(const SpmmConfig& c, const SpmmArgs<T>& a, cudaStream_t st);
 
 }  // namespace krysp::detail

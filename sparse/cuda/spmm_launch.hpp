@@ -50,18 +50,35 @@ struct SpmmWorkspaceView {
   void* piece_sums = nullptr;  ///< T[num_pieces·N]: each piece's sums
 };
 
-/// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see
-/// complete_spmm_config), on `stream` (asynchronous). A is a device view. `x_vec`: X is 16-byte
-/// aligned and ldx a multiple of the vector width (VDL vector loads allowed). `early`: A's arrays
-/// were last written before the kernel ahead on the stream began (no kernel that may still be
-/// running writes them), so the kernels may load them before waiting for that kernel
-/// (base/overlapped_launch.hpp; the lean VDL row kernels and the CSC row kernel of small launches
-/// do). `device`: the policy of the current device (device_policy()), whose wave sets the launch
-/// thresholds (spmm_common.hpp).
+/// The operands of one SpMM, Y = alpha·A·X + beta·Y, and what the launch depends on besides the
+/// configuration (one struct rather than a dozen positional arguments through every launcher).
 template <class T>
-void spmm_device(const SpmmConfig& config, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                 const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, bool early,
-                 const DevicePolicy& device, DeviceStream stream = {});
+struct SpmmArgs {
+  CsrView<T> A;  ///< a device view
+  index_t N = 0;
+  SpmmWorkspaceView ws;  ///< the configuration's partition or long-row pieces (empty otherwise)
+  T alpha = T(1);
+  const T* X = nullptr;  ///< A.cols rows of ldx entries, row-major
+  index_t ldx = 0;
+  T beta = T(0);
+  T* Y = nullptr;  ///< A.rows rows of ldy entries, row-major
+  index_t ldy = 0;
+  /// X is 16-byte aligned and ldx a multiple of the vector width (VDL vector loads allowed).
+  bool x_vec = false;
+  /// A's arrays were last written before the kernel ahead on the stream began (no kernel that may
+  /// still be running writes them), so the kernels may load them before waiting for that kernel
+  /// (base/overlapped_launch.hpp; the lean VDL row kernels and the CSC row kernel of small launches
+  /// do).
+  bool early = false;
+  /// The policy of the current device (device_policy()), whose wave scales the launch thresholds
+  /// (SpmmConfig::launch, spmm_common.hpp).
+  DevicePolicy device;
+};
+
+/// Y = alpha·A·X + beta·Y with the configured kernel (config complete and valid, see
+/// complete_spmm_config), on `stream` (asynchronous).
+template <class T>
+void spmm_device(const SpmmConfig& config, const SpmmArgs<T>& args, DeviceStream stream = {});
 
 /// dst[k] = src[source[k]] for k < n, on `stream` (asynchronous): a panel split's values gathered
 /// from the matrix (spmm_panels.hpp).

@@ -212,39 +212,31 @@ __global__ void __launch_bounds__(kSpmmBlock)
 }
 
 template <class T, int W>
-void launch(const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha, const T* X, index_t ldx, T beta, T* Y,
-            index_t ldy, bool x_vec, cudaStream_t st) {
-  const std::int64_t grid = (std::int64_t(ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
-  if (x_vec)
+void launch(const SpmmArgs<T>& a, cudaStream_t st) {
+  const std::int64_t grid = (std::int64_t(a.ws.units) + kSpmmWarpsPerBlock - 1) / kSpmmWarpsPerBlock;
+  if (a.x_vec)
     launch_overlapped("spmm_seq_nnz_kernel", spmm_seq_nnz_kernel<T, W, true>, static_cast<unsigned>(grid), kSpmmBlock,
-                      st, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+                      st, a.A, a.N, a.ws, a.alpha, a.X, a.ldx, a.beta, a.Y, a.ldy);
   else
     launch_overlapped("spmm_seq_nnz_kernel", spmm_seq_nnz_kernel<T, W, false>, static_cast<unsigned>(grid), kSpmmBlock,
-                      st, A, N, ws, alpha, X, ldx, beta, Y, ldy);
+                      st, a.A, a.N, a.ws, a.alpha, a.X, a.ldx, a.beta, a.Y, a.ldy);
 }
 
 }  // namespace
 
 template <class T>
-void spmm_seq_launch(const SpmmConfig& c, const CsrView<T>& A, index_t N, const SpmmWorkspaceView& ws, T alpha,
-                     const T* X, index_t ldx, T beta, T* Y, index_t ldy, bool x_vec, cudaStream_t st) {
+void spmm_seq_launch(const SpmmConfig& c, const SpmmArgs<T>& a, cudaStream_t st) {
   KRYSP_REQUIRE(c.subwarp == 32, "SpMM seq-nnz: sub-warp ", c.subwarp, " is not 32");
-  if (ws.units == 0) return;
-  switch (seq_width(N)) {
-    case 1:
-      return launch<T, 1>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 2:
-      return launch<T, 2>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    case 4:
-      return launch<T, 4>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
-    default:
-      return launch<T, 8>(A, N, ws, alpha, X, ldx, beta, Y, ldy, x_vec, st);
+  if (a.ws.units == 0) return;
+  switch (seq_width(a.N)) {
+    case 1: return launch<T, 1>(a, st);
+    case 2: return launch<T, 2>(a, st);
+    case 4: return launch<T, 4>(a, st);
+    default: return launch<T, 8>(a, st);
   }
 }
 
-template void spmm_seq_launch(const SpmmConfig&, const CsrView<double>&, index_t, const SpmmWorkspaceView&, double,
-                              const double*, index_t, double, double*, index_t, bool, cudaStream_t);
-template void spmm_seq_launch(const SpmmConfig&, const CsrView<float>&, index_t, const SpmmWorkspaceView&, float,
-                              const float*, index_t, float, float*, index_t, bool, cudaStream_t);
+template void spmm_seq_launch(const SpmmConfig&, const SpmmArgs<double>&, cudaStream_t);
+template void spmm_seq_launch(const SpmmConfig&, const SpmmArgs<float>&, cudaStream_t);
 
 }  // namespace krysp::detail
