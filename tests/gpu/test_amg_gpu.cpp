@@ -1,0 +1,396 @@
+// AMG with the V-cycle on the GPU (precond/cuda/device_amg.hpp) against HostAmg on the same
+// matrices: apply and apply_block (N = 1, 4, 8, leading dimensions > N, padding untouched) to
+// 1e-10, M⁻¹'s symmetry, bitwise determinism of two set-ups, the numeric re-set-up (against the
+// host's, against a fresh set-up, and back to the first values bitwise), PCG through solve() with
+// the true residual recomputed on the host and the iteration count within ±2 of the host's,
+// CgSolver::update_values on the GPU, LOBPCG with AMG in the inner solve, fp32, and the device
+// memory the hierarchy holds.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+struct Problem {
+  std::string name;
+  CsrMatrix<double> A;
+  AmgOptions o;
+};
+
+// The test problems: a 3-D Laplacian, diffusion with jumps and anisotropy, bcsstk06 with b = 3,
+// elasticity with rigid-body modes; each with either smoother.
+std::vector<Problem> problems(AmgSmoother s) {
+  std::vector<Problem> p;
+  AmgOptions o;
+  o.smoother = s;
+  p.push_back({"laplacian_3d 16", laplacian_3d(16, 16, 16), o});
+  p.push_back({"diffusion_3d 16", diffusion_3d(16, 1, 1, 0.01, 1e4), o});
+  AmgOptions ob = o;
+  ob.block_size = 3;
+  p.push_back({"bcsstk06 b 3", test::load("bcsstk06"), ob});
+  std::vector<double> xyz;
+  CsrMatrix<double> E = elasticity_3d(6, 5, 5, 0.3, &xyz);
+  AmgOptions oe = o;
+  oe.coordinates = xyz;
+  oe.coordinate_dim = 3;
+  p.push_back({"elasticity_3d rigid-body modes", E, oe});
+  return p;
+}
+
+template <class T>
+DeviceArray<T> to_device(const std::vector<T>& h) {
+  DeviceArray<T> d(h.size());
+  d.upload(h.data(), h.size());
+  return d;
+}
+template <class T>
+std::vector<T> to_host(const DeviceArray<T>& d) {
+  std::vector<T> h(d.size());
+  d.download(h.data(), h.size());
+  return h;
+}
+
+/// max |a − b| / max |b| over the first N columns of n rows (leading dimension ld).
+template <class T>
+double rel_diff(const std::vector<T>& a, const std::vector<T>& b, index_t n, index_t N, index_t ld) {
+  double d = 0, s = 0;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t c = 0; c < N; ++c) {
+      const std::size_t k = std::size_t(i) * ld + c;
+      d = std::max(d, std::abs(double(a[k]) - double(b[k])));
+      s = std::max(s, std::abs(double(b[k])));
+    }
+  return s > 0 ? d / s : d;
+}
+
+/// Device apply against host apply on one random vector.
+template <class T>
+double compare_apply(const HostAmg<T>& host, const DeviceAmg<T>& dev, index_t n) {
+  const auto r = test::random_vector<T>(std::size_t(n));
+  std::vector<T> zh(static_cast<std::size_t>(n));
+  host.apply(r.data(), zh.data());
+  auto dr = to_device(r);
+  DeviceArray<T> dz(static_cast<std::size_t>(n));
+  dev.apply(dr.data(), dz.data());
+  return rel_diff(to_host(dz), zh, n, 1, 1);
+}
+
+/// Device apply_block against host apply_block on a random n × N block with ldr = N + 3,
+/// ldz = N + 5; the padding columns of Z must keep their sentinel.
+template <class T>
+double compare_block(const HostAmg<T>& host, const DeviceAmg<T>& dev, index_t n, index_t N) {
+  const index_t ldr = N + 3, ldz = N + 5;
+  const auto R = test::random_vector<T>(std::size_t(n) * ldr);
+  const T sentinel = T(-7.25);
+  std::vector<T> Zh(std::size_t(n) * ldz, sentinel);
+  host.apply_block(N, R.data(), ldr, Zh.data(), ldz);
+  auto dR = to_device(R);
+  auto dZ = to_device(std::vector<T>(std::size_t(n) * ldz, sentinel));
+  dev.apply_block(N, dR.data(), ldr, dZ.data(), ldz);
+  const auto Zd = to_host(dZ);
+  bool padding = true;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t c = N; c < ldz; ++c) padding = padding && Zd[std::size_t(i) * ldz + c] == sentinel;
+  CHECK(padding);
+  return rel_diff(Zd, Zh, n, N, ldz);
+}
+
+/// A's values times `scale` (same structure).
+CsrMatrix<double> scaled_values(const CsrMatrix<double>& A, double scale) {
+  std::vector<index_t> rp(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1);
+  std::vector<index_t> ci(A.col_idx().data(), A.col_idx().data() + A.nnz());
+  std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+  for (double& e : v) e *= scale;
+  return CsrMatrix<double>::from_arrays(A.rows(), A.cols(), rp, ci, v);
+}
+
+/// D·A·D with d_i = 1 + 0.3·sin(0.7 i): same structure, values that change the coarse levels.
+std::vector<double> rescaled_values(const CsrMatrix<double>& A) {
+  std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+  for (index_t i = 0; i < A.rows(); ++i)
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k)
+      v[std::size_t(k)] *= (1 + 0.3 * std::sin(0.7 * i)) * (1 + 0.3 * std::sin(0.7 * A.col_idx()(k)));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("AMG GPU: apply and apply_block match HostAmg (both smoothers, four problems)") {
+  for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
+    for (const Problem& p : problems(s)) {
+      CAPTURE(p.name);
+      CAPTURE(to_string(s));
+      const index_t n = p.A.rows();
+      SpmvPlan<double> plan(p.A);
+      HostAmg<double> host(p.A, p.o);
+      DeviceAmg<double> dev(p.A, plan, p.o);
+      REQUIRE(dev.info().levels.size() == host.info().levels.size());
+      CHECK(dev.info().levels.size() >= 2);
+      CHECK(compare_apply(host, dev, n) <= 1e-10);
+      for (index_t N : {1, 4, 8}) {
+        CAPTURE(N);
+        CHECK(compare_block(host, dev, n, N) <= 1e-10);
+      }
+      // A narrower block after a wider one reuses the work blocks; the vector path still works.
+      CHECK(compare_block(host, dev, n, 2) <= 1e-10);
+      CHECK(compare_apply(host, dev, n) <= 1e-10);
+      const std::string sum = dev.summary();
+      CHECK(sum.find("set up on the host") != std::string::npos);
+      CHECK(sum.find("bytes of GPU memory") != std::string::npos);
+      CHECK(dev.device_bytes() > 0);
+    }
+  }
+}
+
+TEST_CASE("AMG GPU: a single-level hierarchy (A itself small) is a Cholesky solve on the GPU") {
+  const auto A = laplacian_3d(5, 5, 5);  // 125 rows <= coarse_size 200
+  SpmvPlan<double> plan(A);
+  HostAmg<double> host(A, AmgOptions{});
+  DeviceAmg<double> dev(A, plan, AmgOptions{});
+  REQUIRE(host.info().levels.size() == 1);
+  CHECK(compare_apply(host, dev, A.rows()) <= 1e-10);
+  CHECK(compare_block(host, dev, A.rows(), 4) <= 1e-10);
+  // A smoothed coarsest level (no Cholesky): max_levels 1 on a matrix above kAmgMaxDenseRows.
+  const auto L = laplacian_3d(14, 14, 14);
+  AmgOptions o;
+  o.max_levels = 1;
+  SpmvPlan<double> planL(L);
+  HostAmg<double> hostL(L, o);
+  DeviceAmg<double> devL(L, planL, o);
+  REQUIRE(!hostL.info().coarse_direct);
+  CHECK(compare_apply(hostL, devL, L.rows()) <= 1e-10);
+  CHECK(compare_block(hostL, devL, L.rows(), 4) <= 1e-10);
+}
+
+TEST_CASE("AMG GPU: M^-1 is symmetric and positive on the GPU") {
+  for (const Problem& p : problems(AmgSmoother::Chebyshev)) {
+    CAPTURE(p.name);
+    const index_t n = p.A.rows();
+    SpmvPlan<double> plan(p.A);
+    DeviceAmg<double> dev(p.A, plan, p.o);
+    const auto x = test::random_vector(std::size_t(n)), y = test::random_vector(std::size_t(n));
+    auto dx = to_device(x), dy = to_device(y);
+    DeviceArray<double> mx(static_cast<std::size_t>(n)), my(static_cast<std::size_t>(n));
+    dev.apply(dx.data(), mx.data());
+    dev.apply(dy.data(), my.data());
+    const auto hx = to_host(mx), hy = to_host(my);
+    double xmy = 0, ymx = 0, xmx = 0, nx = 0, nmy = 0;
+    for (index_t i = 0; i < n; ++i) {
+      xmy += x[std::size_t(i)] * hy[std::size_t(i)];
+      ymx += y[std::size_t(i)] * hx[std::size_t(i)];
+      xmx += x[std::size_t(i)] * hx[std::size_t(i)];
+      nx += x[std::size_t(i)] * x[std::size_t(i)];
+      nmy += hy[std::size_t(i)] * hy[std::size_t(i)];
+    }
+    CHECK(std::abs(xmy - ymx) <= 1e-12 * std::sqrt(nx * nmy) * 10);
+    CHECK(xmx > 0);
+  }
+}
+
+TEST_CASE("AMG GPU: two set-ups give bitwise equal results") {
+  for (const Problem& p : problems(AmgSmoother::Chebyshev)) {
+    CAPTURE(p.name);
+    const index_t n = p.A.rows(), N = 4;
+    const auto r = test::random_vector(static_cast<std::size_t>(n) * N);
+    auto dr = to_device(r);
+    std::vector<double> z[2], Z[2];
+    for (int t = 0; t < 2; ++t) {
+      SpmvPlan<double> plan(p.A);
+      DeviceAmg<double> dev(p.A, plan, p.o);
+      DeviceArray<double> dz(static_cast<std::size_t>(n)), dZ(static_cast<std::size_t>(n) * N);
+      dev.apply(dr.data(), dz.data());
+      dev.apply_block(N, dr.data(), N, dZ.data(), N);
+      z[t] = to_host(dz);
+      Z[t] = to_host(dZ);
+    }
+    CHECK(z[0] == z[1]);
+    CHECK(Z[0] == Z[1]);
+  }
+}
+
+TEST_CASE("AMG GPU: update_values against the host's, a fresh set-up, and the first values") {
+  for (const Problem& p : problems(AmgSmoother::Chebyshev)) {
+    CAPTURE(p.name);
+    const index_t n = p.A.rows();
+    CsrMatrix<double> A = scaled_values(p.A, 1.0);  // our own copy: its values change below
+    const std::vector<double> first(A.values().data(), A.values().data() + A.nnz());
+    SpmvPlan<double> plan(A);
+    DeviceAmg<double> dev(A, plan, p.o);
+    HostAmg<double> host(A, p.o);
+    const auto r = test::random_vector(std::size_t(n));
+    auto dr = to_device(r);
+    DeviceArray<double> dz(static_cast<std::size_t>(n));
+    dev.apply(dr.data(), dz.data());
+    const auto z0 = to_host(dz);
+    const std::size_t bytes = dev.device_bytes();
+
+    // New values that move the coarse levels: the device follows the host's numeric re-set-up.
+    A.set_values(rescaled_values(p.A));
+    CHECK(dev.update_values(A));
+    CHECK(host.update_values(A));
+    CHECK(dev.info().resetups == 1);
+    CHECK(dev.device_bytes() == bytes);  // values only: nothing allocated
+    CHECK(compare_apply(host, dev, n) <= 1e-10);
+    CHECK(compare_block(host, dev, n, 4) <= 1e-10);
+    CHECK(dev.summary().find("numeric re-set-up") != std::string::npos);
+
+    // 2·A keeps every aggregate: the update is the fresh set-up on 2·A.
+    const CsrMatrix<double> A2 = scaled_values(p.A, 2.0);
+    A.set_values(std::vector<double>(A2.values().data(), A2.values().data() + A2.nnz()));
+    CHECK(dev.update_values(A));
+    SpmvPlan<double> plan2(A2);
+    DeviceAmg<double> fresh(A2, plan2, p.o);
+    DeviceArray<double> dz1(static_cast<std::size_t>(n)), dz2(static_cast<std::size_t>(n));
+    dev.apply(dr.data(), dz1.data());
+    fresh.apply(dr.data(), dz2.data());
+    CHECK(rel_diff(to_host(dz1), to_host(dz2), n, 1, 1) <= 1e-10);
+
+    // Back to the first values: the first hierarchy, bit for bit.
+    A.set_values(first);
+    CHECK(dev.update_values(A));
+    dev.apply(dr.data(), dz.data());
+    CHECK(to_host(dz) == z0);
+  }
+}
+
+TEST_CASE("AMG GPU: PCG through solve() converges as on the host (true residuals on the host)") {
+  for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
+    for (const Problem& p : problems(s)) {
+      CAPTURE(p.name);
+      CAPTURE(to_string(s));
+      const index_t n = p.A.rows();
+      std::vector<double> b(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i) b[std::size_t(i)] = 1 + 0.5 * std::sin(0.37 * i);
+      SolveOptions o;
+      o.precond.kind = PrecondKind::Amg;
+      o.precond.amg = p.o;
+      o.cg.rtol = 1e-8;
+      o.cg.max_iters = 2000;
+      o.backend = Backend::Host;
+      std::vector<double> xh, xd;
+      const auto host = solve(p.A, b, xh, o);
+      o.backend = Backend::Cuda;
+      const auto dev = solve(p.A, b, xd, o);
+      CAPTURE(host.iterations);
+      CAPTURE(dev.iterations);
+      CHECK(dev.backend == "cuda");
+      REQUIRE(dev.status == SolveStatus::Converged);
+      CHECK(test::true_relative_residual(p.A, b, xd) <= 1e-8);
+      CHECK(std::abs(dev.iterations - host.iterations) <= 2);
+      CHECK(dev.preconditioner.find("amg(") == 0);
+      CHECK(dev.preconditioner.find("GPU") != std::string::npos);
+      MESSAGE(p.name, " ", to_string(s), ": ", dev.iterations, " iterations on the GPU, ", host.iterations,
+              " on the host; ", dev.preconditioner);
+    }
+  }
+}
+
+TEST_CASE("AMG GPU: CgSolver::update_values re-sets AMG up numerically on the GPU") {
+  const auto A0 = diffusion_3d(16, 1, 1, 0.01, 1e4);
+  const index_t n = A0.rows();
+  const auto v2 = rescaled_values(A0);
+  CsrMatrix<double> A2 = scaled_values(A0, 1.0);  // the new values, for the residual check
+  A2.set_values(v2);
+  SolveOptions o;
+  o.backend = Backend::Cuda;
+  o.precond.kind = PrecondKind::Amg;
+  o.cg.rtol = 1e-8;
+  // Each solver on its own copy: CgSolver shares the matrix's storage and update_values writes it.
+  CgSolver solver(scaled_values(A0, 1.0), o);
+  const std::vector<double> b(std::size_t(n), 1.0);
+  std::vector<double> x;
+  const auto r1 = solver.solve(b, x);
+  REQUIRE(r1.converged());
+  CHECK(test::true_relative_residual(A0, b, x) <= 1e-8);
+  solver.update_values(v2);
+  const auto r2 = solver.solve(b, x);
+  CHECK(solver.preconditioner_setups() == 2);
+  REQUIRE(r2.converged());
+  CHECK(r2.preconditioner.find("numeric re-set-up") != std::string::npos);
+  CHECK(test::true_relative_residual(A2, b, x) <= 1e-8);
+  // The host's numeric re-set-up on the same values: iteration counts within 2.
+  SolveOptions oh = o;
+  oh.backend = Backend::Host;
+  CgSolver host(scaled_values(A0, 1.0), oh);
+  host.update_values(v2);
+  std::vector<double> xh;
+  const auto rh = host.solve(b, xh);
+  REQUIRE(rh.converged());
+  CHECK(std::abs(r2.iterations - rh.iterations) <= 2);
+}
+
+TEST_CASE("AMG GPU: fp32 hierarchy against the host's fp32") {
+  const auto Ad = laplacian_3d(16, 16, 16);
+  std::vector<float> v(Ad.values().data(), Ad.values().data() + Ad.nnz());
+  std::vector<index_t> rp(Ad.row_ptr().data(), Ad.row_ptr().data() + Ad.rows() + 1);
+  std::vector<index_t> ci(Ad.col_idx().data(), Ad.col_idx().data() + Ad.nnz());
+  const auto A = CsrMatrix<float>::from_arrays(Ad.rows(), Ad.cols(), rp, ci, v);
+  SpmvPlan<float> plan(A);
+  HostAmg<float> host(A, AmgOptions{});
+  DeviceAmg<float> dev(A, plan, AmgOptions{});
+  CHECK(compare_apply(host, dev, A.rows()) <= 1e-4);
+  CHECK(compare_block(host, dev, A.rows(), 4) <= 1e-4);
+}
+
+TEST_CASE("AMG GPU: the factory, errors, and memory given back") {
+  const auto A = laplacian_3d(12, 12, 12);
+  SpmvPlan<double> plan(A);
+  PrecondOptions o;
+  o.kind = PrecondKind::Amg;
+  const std::size_t before = device_bytes_allocated();
+  {
+    auto M = make_device_preconditioner(A, plan, o);
+    REQUIRE(M);
+    CHECK(M->space() == MemorySpace::Device);
+    CHECK(M->kind() == PrecondKind::Amg);
+    CHECK(device_bytes_allocated() > before);
+  }
+  CHECK(device_bytes_allocated() == before);
+  // Another matrix's plan; a bad option; an indefinite coarse matrix: InputErrors, as on the host.
+  const auto B = laplacian_3d(10, 10, 10);
+  SpmvPlan<double> planB(B);
+  CHECK_THROWS_WITH_AS(DeviceAmg<double>(A, planB, AmgOptions{}), doctest::Contains("SpMV plan"), InputError);
+  AmgOptions bad;
+  bad.sweeps = 0;
+  CHECK_THROWS_WITH_AS(DeviceAmg<double>(A, plan, bad), doctest::Contains("amg.sweeps"), InputError);
+}
+
+TEST_CASE("AMG GPU: LOBPCG k = 4 smallest with AMG in the inner solve matches the host") {
+  for (const char* name : {"bcsstk06", "662_bus"}) {
+    CAPTURE(name);
+    const auto A = test::load(name);
+    EigOptions o;
+    o.lobpcg.k = 4;
+    o.lobpcg.which = EigWhich::Smallest;
+    o.lobpcg.tol = 1e-8;
+    o.lobpcg.max_iters = 3000;
+    o.precond.kind = PrecondKind::Amg;
+    o.inner_iters = 8;
+    o.backend = Backend::Host;
+    const auto h = eigensolve(A, nullptr, o);
+    o.backend = Backend::Cuda;
+    const auto g = eigensolve(A, nullptr, o);
+    REQUIRE(h.status == EigStatus::Converged);
+    REQUIRE(g.status == EigStatus::Converged);
+    CHECK(g.backend == "cuda");
+    for (index_t j = 0; j < 4; ++j)
+      CHECK(std::abs(g.eigenvalues[std::size_t(j)] - h.eigenvalues[std::size_t(j)]) <=
+            1e-6 * std::abs(h.eigenvalues[std::size_t(j)]));
+  }
+}
