@@ -1,0 +1,327 @@
+// AMG-preconditioned CG on the GPU against Jacobi- and Chebyshev-CG: CG to rtol 1e-8 with b = ones
+// and x0 = 0, through CgSolver with Backend::Cuda. Per problem and preconditioner: iterations,
+// set-up time (SpMV plan + preconditioner, wall clock; the solver synchronises), solve time (CUDA
+// events around CgSolver::solve, which uploads b and downloads x), time to solution = set-up +
+// solve, and the true relative residual ‖b − A·x‖/‖b‖ recomputed here on the host. For AMG also
+// the full set-up and the numeric re-set-up (update_values on the same structure) of DeviceAmg
+// alone, and the host set-up / upload split, levels, complexities and GPU bytes. One untimed
+// warm-up solve per preconditioner; medians over --reps repetitions.
+//
+// usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--precond jacobi,chebyshev,amg]
+//                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
+//                  [--write-mtx DIR] [--no-solve] [A.mtx ...]
+//   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
+//   full + numeric set-ups timed alone (default 1: AMG's set-up runs on the host, tens of
+//   seconds at 256³).
+//   Problems: the 7-point 3-D Laplacian on each size³; 3-D diffusion with coefficient jumps 1e4
+//   and anisotropy 100 (diffusion_3d(n, 1, 1, 0.01, 1e4)) on --diffusion n³ (0: none); every
+//   Matrix Market file given. --write-mtx DIR writes the generated problems as DIR/<name>.mtx
+//   (coordinate real general; b = ones is implied) so that AmgX can be run on the same matrices
+//   (../shared/peers/amgx/build_and_run.sh run DIR/*.mtx); --no-solve stops after writing.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "krysp/bench/bench_util.hpp"
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/cg_solver.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+
+using namespace krysp;
+using bench::json_escape;
+using bench::median;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+#define CK(call)                                                                                \
+  do {                                                                                          \
+    const cudaError_t e_ = (call);                                                              \
+    if (e_ != cudaSuccess) KRYSP_THROW(DeviceError, #call " failed: ", cudaGetErrorString(e_)); \
+  } while (0)
+
+std::string num(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+struct Run {
+  std::string label, precond, status, summary;
+  index_t iterations = 0;
+  double setup = 0, solve = 0, total = 0, true_relres = 0;  // medians (seconds)
+  int reps = 0;
+  bool failed = false;
+  // AMG only: DeviceAmg alone
+  double amg_setup = 0, amg_resetup = 0, amg_host_setup = 0, amg_host_resetup = 0, amg_upload = 0;
+  double op_complexity = 0, grid_complexity = 0;
+  int levels = 0;
+  std::size_t gpu_bytes = 0;
+};
+
+struct Problem {
+  std::string name;
+  CsrMatrix<double> A;
+};
+
+PrecondOptions precond_of(const std::string& label) {
+  PrecondOptions o;
+  o.kind = parse_precond(label);
+  return o;
+}
+
+double true_relres(const CsrMatrix<double>& A, const std::vector<double>& b, const std::vector<double>& x) {
+  std::vector<double> ax(b.size());
+  A.multiply_host(x.data(), ax.data());
+  double r = 0, nb = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) r += (b[i] - ax[i]) * (b[i] - ax[i]), nb += b[i] * b[i];
+  return std::sqrt(r / nb);
+}
+
+Run measure(const Problem& p, const std::string& label, int reps, int setup_reps, index_t max_iters) {
+  Run run;
+  run.label = label;
+  const PrecondOptions pc = precond_of(label);
+  run.precond = describe(pc);
+  const CsrMatrix<double>& A = p.A;
+  const std::vector<double> b(static_cast<std::size_t>(A.rows()), 1.0);
+  SolveOptions o;
+  o.backend = Backend::Cuda;
+  o.precond = pc;
+  o.cg.rtol = 1e-8;
+  o.cg.max_iters = max_iters;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  try {
+    std::vector<double> setup, solve_s, total;
+    for (int r = -1; r < reps; ++r) {  // r = −1: warm-up, not counted
+      const auto t0 = Clock::now();
+      CgSolver solver(A, o);  // plan + preconditioner; synchronises
+      const double s = since(t0);
+      std::vector<double> x;  // empty: x0 = 0
+      CK(cudaEventRecord(e0));
+      const auto rep = solver.solve(b, x);
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (r < 0) continue;
+      setup.push_back(s);
+      solve_s.push_back(ms * 1e-3);
+      total.push_back(s + ms * 1e-3);
+      run.iterations = rep.iterations;
+      run.status = to_string(rep.status);
+      run.summary = rep.preconditioner;
+      run.true_relres = true_relres(A, b, x);
+      run.reps = r + 1;
+    }
+    run.setup = median(setup);
+    run.solve = median(solve_s);
+    run.total = median(total);
+    if (pc.kind == PrecondKind::Amg) {
+      // DeviceAmg alone: the full set-up (host set-up + upload) and the numeric re-set-up.
+      SpmvPlan<double> plan(A);
+      std::vector<double> full, re, host_full, host_re, upload;
+      for (int r = 0; r < setup_reps; ++r) {  // warm already: the CG runs above set AMG up
+        const auto t0 = Clock::now();
+        DeviceAmg<double> M(A, plan, pc.amg);  // synchronises after the upload
+        const double f = since(t0);
+        const double hf = M.info().setup_seconds, uf = M.upload_seconds();
+        const auto t1 = Clock::now();
+        M.update_values(A);
+        const double u = since(t1);
+        full.push_back(f);
+        re.push_back(u);
+        host_full.push_back(hf);
+        host_re.push_back(M.info().resetup_seconds);
+        upload.push_back(uf);
+        run.levels = int(M.info().levels.size());
+        run.op_complexity = M.info().operator_complexity;
+        run.grid_complexity = M.info().grid_complexity;
+        run.gpu_bytes = M.device_bytes();
+      }
+      run.amg_setup = median(full);
+      run.amg_resetup = median(re);
+      run.amg_host_setup = median(host_full);
+      run.amg_host_resetup = median(host_re);
+      run.amg_upload = median(upload);
+    }
+  } catch (const Error& e) {
+    run.failed = true;
+    run.status = e.what();
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return run;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<index_t> sizes = {64, 128, 256};
+  index_t diffusion = 40;
+  std::vector<std::string> preconds = {"jacobi", "chebyshev", "amg"};
+  int reps = 3;
+  int setup_reps = 1;  // DeviceAmg alone: the host set-up of 256³ takes tens of seconds
+  index_t max_iters = 20000;
+  bool no_solve = false;
+  std::string json, write_dir;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      for (const auto& s : split(argv[++i])) sizes.push_back(index_t(std::atoi(s.c_str())));
+    } else if (a == "--diffusion" && i + 1 < argc) diffusion = index_t(std::atoi(argv[++i]));
+    else if (a == "--precond" && i + 1 < argc) preconds = split(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--setup-reps" && i + 1 < argc) setup_reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--max-iters" && i + 1 < argc) max_iters = index_t(std::atoi(argv[++i]));
+    else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--write-mtx" && i + 1 < argc) write_dir = argv[++i];
+    else if (a == "--no-solve") no_solve = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--precond jacobi,chebyshev,amg] [--reps R]\n"
+                  "                 [--setup-reps S] [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve] [A.mtx ...]\n");
+      return 0;
+    } else files.push_back(a);
+  }
+  for (const auto& p : preconds) {
+    try {
+      parse_precond(p);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "bench_amg: %s\n", e.what());
+      return 2;
+    }
+  }
+
+  // The problems are made one at a time (256³ is 17 M rows): generate, write, measure, drop.
+  struct Spec {
+    std::string name, file;
+    index_t n = 0;
+    bool laplacian = false;
+  };
+  std::vector<Spec> specs;
+  for (index_t s : sizes)
+    if (s > 0) specs.push_back({"laplace3d_" + std::to_string(s), "", s, true});
+  if (diffusion > 0) specs.push_back({"diffusion3d_jump1e4_aniso100_" + std::to_string(diffusion), "", diffusion, false});
+  for (const auto& f : files) specs.push_back({bench::matrix_name(f), f, 0, false});
+
+  const bool gpu = cuda_device_available();
+  if (!gpu && !(no_solve && !write_dir.empty())) {
+    std::printf("bench_amg: no CUDA device, nothing to measure%s\n",
+                write_dir.empty() ? "" : " (--write-mtx DIR --no-solve writes the matrices without one)");
+    return 0;
+  }
+  const std::string device = gpu ? cuda_device_name() : "none";
+  const auto t_start = Clock::now();
+  std::printf("bench_amg on %s: CG to rtol 1e-8, b = ones, x0 = 0; medians of %d after a warm-up\n", device.c_str(),
+              reps);
+  std::printf("(AMG set-up: strength, aggregation and Galerkin products on the host, then one upload)\n");
+  std::ostringstream rows_json;
+  bool first_row = true;
+  for (const auto& sp : specs) {
+    Problem p;
+    p.name = sp.name;
+    try {
+      if (!sp.file.empty()) p.A = io::read_matrix_market<double>(sp.file);
+      else if (sp.laplacian) p.A = laplacian_3d(sp.n, sp.n, sp.n);
+      else p.A = diffusion_3d(sp.n, 1.0, 1.0, 0.01, 1e4);
+    } catch (const Error& e) {
+      std::printf("\n%s: cannot be made or read, skipped: %s\n", sp.name.c_str(), e.what());
+      continue;
+    }
+    if (!write_dir.empty() && sp.file.empty()) {
+      const std::string path = write_dir + "/" + sp.name + ".mtx";
+      try {
+        io::write_matrix_market(path, p.A);
+        std::printf("bench_amg: wrote %s\n", path.c_str());
+      } catch (const Error& e) {
+        std::fprintf(stderr, "bench_amg: %s\n", e.what());
+        return 2;
+      }
+    }
+    if (no_solve) continue;
+    std::printf("\n%s: n = %d, nnz = %d\n", p.name.c_str(), p.A.rows(), p.A.nnz());
+    std::printf("  %-10s %7s %-15s %9s %9s %9s %10s\n", "precond", "iters", "status", "setup s", "solve s", "total s",
+                "true relres");
+    std::vector<Run> runs;
+    for (const auto& label : preconds) {
+      Run r = measure(p, label, reps, setup_reps, max_iters);
+      if (r.failed) {
+        std::printf("  %-10s failed: %s\n", label.c_str(), r.status.c_str());
+      } else {
+        std::printf("  %-10s %7d %-15s %9.4f %9.4f %9.4f %10.2e\n", label.c_str(), r.iterations, r.status.c_str(),
+                    r.setup, r.solve, r.total, r.true_relres);
+        if (parse_precond(label) == PrecondKind::Amg)
+          std::printf("  %-10s full set-up %.4f s (host %.4f + upload %.4f), numeric re-set-up %.4f s (%.0f%%; host "
+                      "%.4f), %d levels, op/grid complexity %.2f/%.2f, %zu GPU bytes\n             %s\n",
+                      "", r.amg_setup, r.amg_host_setup, r.amg_upload, r.amg_resetup,
+                      r.amg_setup > 0 ? 100 * r.amg_resetup / r.amg_setup : 0.0, r.amg_host_resetup, r.levels,
+                      r.op_complexity, r.grid_complexity, r.gpu_bytes, r.summary.c_str());
+      }
+      std::fflush(stdout);
+      runs.push_back(r);
+    }
+    rows_json << (first_row ? "" : ",\n") << "    {\"matrix\": \"" << json_escape(p.name) << "\", \"n\": " << p.A.rows()
+              << ", \"nnz\": " << p.A.nnz() << ", \"runs\": [\n";
+    first_row = false;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      const Run& r = runs[k];
+      rows_json << "      {\"label\": \"" << r.label << "\", \"precond\": \"" << json_escape(r.precond)
+                << "\", \"status\": \"" << json_escape(r.status) << "\", \"iterations\": " << r.iterations
+                << ", \"setup_s\": " << num(r.setup) << ", \"solve_s\": " << num(r.solve)
+                << ", \"total_s\": " << num(r.total) << ", \"true_relres\": " << num(r.true_relres)
+                << ", \"reps\": " << r.reps;
+      if (!r.failed && parse_precond(r.label) == PrecondKind::Amg)
+        rows_json << ", \"amg_setup_s\": " << num(r.amg_setup) << ", \"amg_resetup_s\": " << num(r.amg_resetup)
+                  << ", \"amg_host_setup_s\": " << num(r.amg_host_setup)
+                  << ", \"amg_host_resetup_s\": " << num(r.amg_host_resetup)
+                  << ", \"amg_upload_s\": " << num(r.amg_upload) << ", \"levels\": " << r.levels
+                  << ", \"operator_complexity\": " << num(r.op_complexity)
+                  << ", \"grid_complexity\": " << num(r.grid_complexity) << ", \"gpu_bytes\": " << r.gpu_bytes
+                  << ", \"summary\": \"" << json_escape(r.summary) << "\"";
+      rows_json << "}" << (k + 1 < runs.size() ? "," : "") << "\n";
+    }
+    rows_json << "    ]}";
+  }
+  const double wall = since(t_start);
+  std::printf("bench_amg: %.1f s in all\n", wall);
+  if (!json.empty() && !no_solve) {
+    std::ofstream js(json);
+    if (!js) {
+      std::fprintf(stderr, "bench_amg: cannot write '%s'\n", json.c_str());
+      return 2;
+    }
+    js << "{\n  \"benchmark\": \"bench_amg\",\n  \"device\": \"" << json_escape(device) << "\",\n  \"date\": \""
+       << bench::utc_now() << "\",\n  \"rtol\": 1e-8,\n  \"rhs\": \"ones\",\n  \"x0\": \"zero\",\n  \"reps\": " << reps
+       << ",\n  \"setup_reps\": " << setup_reps << ",\n  \"wall_seconds\": " << num(wall) << ",\n  \"matrices\": [\n"
+       << rows_json.str() << "\n  ]\n}\n";
+    std::printf("bench_amg: wrote %s\n", json.c_str());
+  }
+  return 0;
+}
