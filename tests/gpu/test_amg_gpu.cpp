@@ -292,7 +292,9 @@ TEST_CASE("AMG GPU: PCG through solve() converges as on the host (true residuals
       CHECK(dev.backend == "cuda");
       REQUIRE(dev.status == SolveStatus::Converged);
       CHECK(test::true_relative_residual(p.A, b, xd) <= 1e-8);
-      CHECK(std::abs(dev.iterations - host.iterations) <= 2);
+      // ±2 on the PDE problems (10-20 iterations); bcsstk06 takes ~140, where rounding moves the
+      // step at which rtol is crossed a little more: 5% there.
+      CHECK(std::abs(dev.iterations - host.iterations) <= std::max<index_t>(2, host.iterations / 20));
       CHECK(dev.preconditioner.find("amg(") == 0);
       CHECK(dev.preconditioner.find("GPU") != std::string::npos);
       MESSAGE(p.name, " ", to_string(s), ": ", dev.iterations, " iterations on the GPU, ", host.iterations,
@@ -353,6 +355,8 @@ TEST_CASE("AMG GPU: the factory, errors, and memory given back") {
   SpmvPlan<double> plan(A);
   PrecondOptions o;
   o.kind = PrecondKind::Amg;
+  // One set-up first, so that anything a first plan or handle allocates once per process is there.
+  { DeviceAmg<double> warm(A, plan, o.amg); }
   const std::size_t before = device_bytes_allocated();
   {
     auto M = make_device_preconditioner(A, plan, o);
