@@ -133,13 +133,26 @@ void launch_copy(index_t n, const T* src, T* dst) {
   KRYSP_CUDA_CHECK_LAUNCH("copy_kernel");
 }
 
+template <class T>
+__global__ void subtract_from_kernel(index_t n, const T* __restrict__ b, T* __restrict__ r) {
+  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) r[i] = b[i] - r[i];
+}
+
+template <class T>
+void launch_subtract_from(index_t n, const T* b, T* r) {
+  if (n == 0) return;
+  subtract_from_kernel<T><<<blocks_for(n), kBlock>>>(n, b, r);
+  KRYSP_CUDA_CHECK_LAUNCH("subtract_from_kernel");
+}
+
 #define KRYSP_INSTANTIATE_CG_KERNELS(T)                                                                          \
   template void launch_dot<T>(index_t, const T*, const T*, double*, int, ReduceWorkspaceRef);                    \
   template void launch_precondition<T>(index_t, const T*, const T*, T*, bool, double*, int, int, ReduceWorkspaceRef); \
   template void launch_direction<T>(index_t, const T*, T*, const double*, int, int, bool, int);                 \
   template void launch_cg_update<T>(index_t, double*, int, int, int, int, int, index_t, const T*, const T*, T*, T*,   \
                                     const T*, T*, int, int, ReduceWorkspaceRef);                                 \
-  template void launch_copy<T>(index_t, const T*, T*);
+  template void launch_copy<T>(index_t, const T*, T*);                                                        \
+  template void launch_subtract_from<T>(index_t, const T*, T*);
 KRYSP_INSTANTIATE_CG_KERNELS(double)
 KRYSP_INSTANTIATE_CG_KERNELS(float)
 

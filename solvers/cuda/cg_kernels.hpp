@@ -36,5 +36,8 @@ void launch_cg_update(index_t n, double* scalars, int rz_k, int pq, int flag, in
 /// dst = src
 template <class T>
 void launch_copy(index_t n, const T* src, T* dst);
+/// r = b − r (the residual after r = A·x, for operators without a scaled apply)
+template <class T>
+void launch_subtract_from(index_t n, const T* b, T* r);
 
 }  // namespace krysp::detail

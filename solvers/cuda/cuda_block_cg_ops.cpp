@@ -5,7 +5,9 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/cuda/block_cg_kernels.hpp"
+#include "krysp/solvers/cuda/device_operator.hpp"
 #include "krysp/sparse/cuda/timing.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 
 namespace krysp {
 
@@ -14,21 +16,45 @@ namespace {
 std::size_t out_size(index_t s) { return std::size_t(2 * s * s); }
 }  // namespace
 
+namespace {
+template <class T>
+std::shared_ptr<const LinearOperator<T>> device_operator(const CsrMatrix<T>& A, const Preconditioner<T>* M,
+                                                         const SpmmPlanOptions& plan) {
+  // The structure check needs the matrix, which the operator constructor does not see. Block CG
+  // applies no SpMV: the operator's SpMV plan is left to first use (never).
+  KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
+  return std::make_shared<MatrixOperator<T>>(MatrixOperator<T>::device(A, nullptr, plan));
+}
+}  // namespace
+
 template <class T>
 CudaBlockCgOps<T>::CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M,
                                   const SpmmPlanOptions& plan_options)
-    : A_(A), s_(s), M_(M), plan_options_(plan_options), blk_(s), inv_diag_(M ? M->inverse_diagonal() : nullptr) {
+    : CudaBlockCgOps(device_operator(A, M, plan_options), s, M, Communicator()) {}
+
+template <class T>
+CudaBlockCgOps<T>::CudaBlockCgOps(const LinearOperator<T>& A, index_t s, const Preconditioner<T>* M,
+                                  const Communicator& comm)
+    : CudaBlockCgOps(detail::borrowed(A), s, M, comm) {}
+
+template <class T>
+CudaBlockCgOps<T>::CudaBlockCgOps(std::shared_ptr<const LinearOperator<T>> A, index_t s, const Preconditioner<T>* M,
+                                  const Communicator& comm)
+    : A_(std::move(A)), fused_(detail::fused_passes(*A_)), s_(s), M_(M), comm_(comm),
+      plan_options_(fused_ ? fused_->spmm_options() : SpmmPlanOptions{}), blk_(s),
+      inv_diag_(M ? M->inverse_diagonal() : nullptr) {
   static_assert(std::is_same_v<T, double>, "block CG's tall-skinny kernels are fp64");
-  KRYSP_REQUIRE(A.rows() == A.cols(), "block CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  detail::require_device_operator("block CG", *A_, comm_);
   KRYSP_REQUIRE(s >= 1 && s <= 64, "block CG: ", s, " right-hand sides (1 to 64 supported)");
-  KRYSP_REQUIRE(!M || M->matches(A), "block CG: the preconditioner was set up for another matrix");
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "block CG: a ", to_string(M->space()),
                 " preconditioner given to the GPU backend");
-  grid_ = detail::tall_grid(A.rows(), s);
+  KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "block CG: the preconditioner was set up for another matrix (order ",
+                M->rows(), ", not ", A_->rows(), ")");
+  grid_ = detail::tall_grid(A_->rows(), s);
   partials_ = std::max(detail::tall_partials(grid_, s), detail::tall_spmm_gram_partials(s));
   work_ = DeviceArray<double>(partials_);
   out_ = MappedArray<double>(out_size(s));
-  plan(s);
+  if (fused_) plan(s);
 }
 
 template <class T>
@@ -40,13 +66,18 @@ DeviceArray<T> CudaBlockCgOps<T>::block() const {
 
 template <class T>
 const SpmmPlan<T>& CudaBlockCgOps<T>::plan(index_t w) {
-  auto it = plans_.find(w);
-  if (it == plans_.end()) {
-    SpmmPlanOptions o = plan_options_;
-    o.ldx = o.ldy = s_;
-    it = plans_.emplace(w, SpmmPlan<T>(A_, w, o)).first;
-  }
-  return it->second;
+  KRYSP_REQUIRE(fused_ != nullptr, "block CG: the operator has no SpMM plans (it is not a device matrix)");
+  return fused_->spmm_plan(w, s_, s_);  // ld = s: the plans apply() takes for these blocks
+}
+
+template <class T>
+std::string CudaBlockCgOps<T>::spmm_kernel() {
+  return fused_ ? plan(s_).config().to_string() : std::string("operator");
+}
+
+template <class T>
+void CudaBlockCgOps<T>::reduced(std::vector<double>& values) const {
+  if (comm_.size() > 1) comm_.sum(values.data(), values.size());
 }
 
 template <class T>
@@ -54,6 +85,7 @@ std::vector<double> CudaBlockCgOps<T>::read_out(std::size_t count) const {
   std::vector<double> v(count);
   detail::wait_for_mapped_results();  // the reductions wrote into out_ directly
   std::copy(out_.data(), out_.data() + count, v.begin());
+  reduced(v);
   return v;
 }
 
@@ -70,13 +102,20 @@ void CudaBlockCgOps<T>::zero_columns(Block& X, const std::vector<char>& zero) {
 
 template <class T>
 void CudaBlockCgOps<T>::spmm(const Block& P, index_t w, Block& Q) {
-  plan(w).apply(A_, T(1), P.data(), s_, T(0), Q.data(), s_);
+  A_->apply_block(w, P.data(), s_, Q.data(), s_);
 }
 
 template <class T>
 void CudaBlockCgOps<T>::residual(const Block& B, const Block& X, Block& R) {
-  R.copy_from(B);
-  plan(s_).apply(A_, T(-1), X.data(), s_, T(1), R.data(), s_);
+  if (fused_) {
+    R.copy_from(B);
+    fused_->apply_block_scaled(s_, T(-1), X.data(), s_, T(1), R.data(), s_);  // R = B − A·X in one pass
+    return;
+  }
+  A_->apply_block(s_, X.data(), s_, R.data(), s_);
+  std::vector<double> identity(std::size_t(s_) * s_, 0.0);
+  for (index_t j = 0; j < s_; ++j) identity[cm(j, j, s_)] = 1.0;
+  combine(B, s_, identity, 1.0, -1.0, R, s_);  // R = B·I − A·X
 }
 
 template <class T>
@@ -105,6 +144,7 @@ template <class T>
 typename CudaBlockCgOps<T>::SpmmGramChoice CudaBlockCgOps<T>::spmm_gram_choice(index_t w, const Block& P, Block& Q,
                                                                                  std::size_t out_offset) {
   if (auto it = spmm_gram_.find(w); it != spmm_gram_.end()) return it->second;
+  if (!fused_) return spmm_gram_[w] = std::nullopt;  // no matrix to fuse with: the product, then the Gram kernel
   const auto& pl = plan(w);
   SpmmGramChoice c = spmm_gram_rule(pl.stats(), pl.config(), w, s_);
   if (plan_options_.select == SpmmPlanOptions::Select::Tune) {
@@ -123,6 +163,7 @@ typename CudaBlockCgOps<T>::SpmmGramChoice CudaBlockCgOps<T>::spmm_gram_choice(i
 template <class T>
 void CudaBlockCgOps<T>::force_spmm_gram(index_t w, SpmmGramChoice choice) {
   if (choice) {
+    KRYSP_REQUIRE(fused_ != nullptr, "block CG: a fused SpMM needs a device matrix, not a general operator");
     const auto v = detail::spmm_gram_variants(w, s_);
     KRYSP_REQUIRE(std::any_of(v.begin(), v.end(),
                               [&](const auto& x) { return x == *choice; }),
@@ -138,7 +179,7 @@ void CudaBlockCgOps<T>::run_spmm_gram(const SpmmGramChoice& c, const Block& P, i
   auto ws = workspace();
   ws.out += out_offset;
   if (c) {
-    detail::tall_spmm_gram(A_.device_view(), w, P.data(), s_, Q.data(), *c, ws);
+    detail::tall_spmm_gram(fused_->csr().device_view(), w, P.data(), s_, Q.data(), *c, ws);
   } else {
     spmm(P, w, Q);
     detail::tall_gram(size(), s_, P.data(), w, Q.data(), w, ws);
@@ -147,7 +188,9 @@ void CudaBlockCgOps<T>::run_spmm_gram(const SpmmGramChoice& c, const Block& P, i
 
 template <class T>
 std::vector<double> CudaBlockCgOps<T>::spmm_gram(const Block& P, index_t w, Block& Q) {
-  run_spmm_gram(spmm_gram_choice(w, P, Q), P, w, Q);
+  const SpmmGramChoice c = spmm_gram_choice(w, P, Q);
+  run_spmm_gram(c, P, w, Q);
+  if (c) ++fused_passes_;
   return read_out(std::size_t(w) * w);
 }
 

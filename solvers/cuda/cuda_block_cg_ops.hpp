@@ -1,32 +1,45 @@
 #pragma once
 /// \file cuda_block_cg_ops.hpp
-/// Block CG's operations on the GPU (see solvers/block_cg.hpp), CUDA-free header: SpMM through
-/// per-width plans (made once per width the solver uses), fused with the Gram matrix where that
-/// is faster; Gram matrices by deterministic tall-skinny kernels (block_cg_kernels.hpp) whose
+/// Block CG's operations on the GPU (see solvers/block_cg.hpp), CUDA-free header. A is a device
+/// LinearOperator; when it offers its fused passes (FusedOperator: a device MatrixOperator), the
+/// SpMM runs through its per-width plans, fused with the Gram matrix where that is faster;
+/// otherwise A is applied and the Gram matrix formed apart. Gram matrices by deterministic tall-skinny kernels (block_cg_kernels.hpp) whose
 /// small products come back through mapped memory; block updates through cuBLAS; s × s work on
 /// the host.
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "krysp/base/communicator.hpp"
 #include "krysp/base/device_memory.hpp"
+#include "krysp/base/linear_operator.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/block_ops.hpp"
 #include "krysp/solvers/cuda/block_cg_kernels.hpp"
 #include "krysp/solvers/cuda/cuda_block_ops.hpp"
 #include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/fused_operator.hpp"
 #include "krysp/sparse/spmm_plan.hpp"
 
 namespace krysp {
 
+/// The GPU backend of block_cg() (solvers/block_cg.hpp): each operation as that file lists it.
 template <class T>
 class CudaBlockCgOps {
  public:
   using Block = DeviceArray<T>;  ///< n × s, row-major, ld = s
+  /// A with SpMM plans made with `plan`; M (null for none) must have been set up for A. A and M
+  /// must outlive the ops.
   CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M, const SpmmPlanOptions& plan = {});
+  /// A as a device operator, M (null for none) of A's order; comm must have one rank for now
+  /// (InputError otherwise). A and M must outlive the ops.
+  CudaBlockCgOps(const LinearOperator<T>& A, index_t s, const Preconditioner<T>* M, const Communicator& comm = {});
 
-  index_t size() const { return A_.rows(); }
+  index_t size() const { return A_->rows(); }
   index_t cols() const { return s_; }
   Block block() const;
   void zero_columns(Block& X, const std::vector<char>& zero);
@@ -65,7 +78,15 @@ class CudaBlockCgOps {
   void combine(const Block& X, index_t bx, const std::vector<double>& C, double alpha, double beta, Block& Y,
                index_t by);
   /// The plan for width w (made on first use; the plan for s is made in the constructor).
+  /// InputError when A offers no fused passes (it has no plans then).
   const SpmmPlan<T>& plan(index_t w);
+  /// The SpMM kernel for s columns, for reports: the plan's configuration, or "operator" when A
+  /// is applied through LinearOperator only.
+  std::string spmm_kernel();
+  /// True when A offered its fused passes (FusedOperator) and the ops use them.
+  bool fused() const { return fused_ != nullptr; }
+  /// SpMMs that ran with the Gram matrix in one kernel so far (spmm_gram on a fused variant).
+  std::int64_t fused_passes() const { return fused_passes_; }
 
  private:
   std::vector<double> read_out(std::size_t count) const;
@@ -74,11 +95,17 @@ class CudaBlockCgOps {
   detail::TallWorkspace workspace();
   /// Where step() and rotate() take Z = M⁻¹·W from (by the preconditioner's kind).
   detail::ZSource zsource() const;
-  const CsrMatrix<T>& A_;
+  CudaBlockCgOps(std::shared_ptr<const LinearOperator<T>> A, index_t s, const Preconditioner<T>* M,
+                 const Communicator& comm);
+  /// Where every Gram matrix read back ends: summed over the ranks (a no-op on one rank, the only
+  /// case the constructor admits until a device communicator exists).
+  void reduced(std::vector<double>& values) const;
+  std::shared_ptr<const LinearOperator<T>> A_;  ///< owns the MatrixOperator made for a CsrMatrix
+  const FusedOperator<T>* fused_;               ///< A's fused passes, or null
   index_t s_;
   const Preconditioner<T>* M_;
+  Communicator comm_;
   SpmmPlanOptions plan_options_;
-  std::map<index_t, SpmmPlan<T>> plans_;
   std::map<index_t, SpmmGramChoice> spmm_gram_;  ///< spmm_gram's choice per width
   int grid_ = 1;               ///< blocks of every tall-skinny launch (fixed: reproducible sums)
   std::size_t partials_ = 0;   ///< doubles of partials in work_
@@ -87,6 +114,7 @@ class CudaBlockCgOps {
   CudaBlockOps<T> blk_;        ///< combine() and copies
   const T* inv_diag_;          ///< M's inverse diagonal when M is diagonal (applied inside step())
   DeviceArray<T> spare_;       ///< step()'s and rotate()'s outputs beyond kMaxStepCols columns
+  std::int64_t fused_passes_ = 0;
 };
 
 /// The rule of spmm_gram_choice: the fused kernel when rows are short and regular (the SpMM plan's

@@ -3,17 +3,40 @@
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/cg.hpp"
 #include "krysp/solvers/cuda/cg_kernels.hpp"
+#include "krysp/solvers/cuda/device_operator.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 
 namespace krysp {
 
+namespace {
 template <class T>
-CudaCgOps<T>::CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Preconditioner<T>* M)
-    : A_(A), plan_(plan), M_(M), inv_diag_(M ? M->inverse_diagonal() : nullptr) {
-  KRYSP_REQUIRE(A.rows() == A.cols(), "CG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+std::shared_ptr<const LinearOperator<T>> device_operator(const CsrMatrix<T>& A, const SpmvPlan<T>& plan,
+                                                         const Preconditioner<T>* M) {
+  // The structure checks need the matrix, which the operator constructor does not see.
   KRYSP_REQUIRE(plan.matches(A), "CG: the SpMV plan was not made for this matrix");
   KRYSP_REQUIRE(!M || M->matches(A), "CG: the preconditioner was set up for another matrix");
+  return std::make_shared<MatrixOperator<T>>(MatrixOperator<T>::device(A, detail::borrowed(plan)));
+}
+}  // namespace
+
+template <class T>
+CudaCgOps<T>::CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Preconditioner<T>* M)
+    : CudaCgOps(device_operator(A, plan, M), M, Communicator()) {}
+
+template <class T>
+CudaCgOps<T>::CudaCgOps(const LinearOperator<T>& A, const Preconditioner<T>* M, const Communicator& comm)
+    : CudaCgOps(detail::borrowed(A), M, comm) {}
+
+template <class T>
+CudaCgOps<T>::CudaCgOps(std::shared_ptr<const LinearOperator<T>> A, const Preconditioner<T>* M,
+                        const Communicator& comm)
+    : A_(std::move(A)), fused_(detail::fused_passes(*A_)), M_(M), comm_(comm),
+      inv_diag_(M ? M->inverse_diagonal() : nullptr) {
+  detail::require_device_operator("CG", *A_, comm_);
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "CG: a ", to_string(M->space()),
                 " preconditioner given to the GPU backend");
+  KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "CG: the preconditioner was set up for another matrix (order ",
+                M->rows(), ", not ", A_->rows(), ")");
   grid_ = detail::reduce_grid();
   partials_ = DeviceArray<double>(std::size_t(grid_) * 2);
   ticket_ = DeviceArray<unsigned int>(1);
@@ -42,12 +65,30 @@ detail::ReduceWorkspaceRef ws(DeviceArray<double>& partials, DeviceArray<unsigne
 template <class T>
 void CudaCgOps<T>::dot(const Vector& a, const Vector& b, int slot) {
   detail::launch_dot(size(), a.data(), b.data(), scalars_.data(), slot, ws(partials_, ticket_, grid_));
+  reduced({slot});
+}
+
+template <class T>
+void CudaCgOps<T>::spmv_dot(const Vector& p, Vector& q, int pq) {
+  if (!fused_) {
+    spmv(p, q);
+    return dot(p, q, pq);
+  }
+  fused_->apply_dot(p.data(), q.data(), scalars_.data() + pq);
+  ++fused_passes_;
+  reduced({pq});
 }
 
 template <class T>
 void CudaCgOps<T>::residual(const Vector& b, const Vector& x, Vector& r) {
-  detail::launch_copy(size(), b.data(), r.data());
-  plan_.apply(A_, T(-1), x.data(), T(1), r.data());  // r = b − A·x
+  if (fused_) {
+    detail::launch_copy(size(), b.data(), r.data());
+    fused_->apply_scaled(T(-1), x.data(), T(1), r.data());  // r = b − A·x
+    ++fused_passes_;
+    return;
+  }
+  A_->apply(x.data(), r.data());
+  detail::launch_subtract_from(size(), b.data(), r.data());
 }
 
 template <class T>
@@ -56,6 +97,7 @@ void CudaCgOps<T>::precondition(const Vector& r, Vector& z, int rz, int rr) {
   if (general) M_->apply(r.data(), z.data());
   detail::launch_precondition(size(), inv_diag_, r.data(), z.data(), general, scalars_.data(), rz, rr,
                               ws(partials_, ticket_, grid_));
+  reduced({rz, rr});
 }
 
 template <class T>
@@ -69,6 +111,7 @@ void CudaCgOps<T>::update(int rz_k, int pq, const Vector& p, const Vector& q, Ve
   detail::launch_cg_update(size(), scalars_.data(), rz_k, pq, CgSlots::flag, CgSlots::flag_iter, CgSlots::tol2, iteration,
                            p.data(), q.data(), x.data(), r.data(), inv_diag_, z.data(), rz_next, rr_next,
                            ws(partials_, ticket_, grid_));
+  reduced({rz_next, rr_next});
   if (M_ && !inv_diag_) precondition(r, z, rz_next, rr_next);  // z = M⁻¹·r, then ρ = rᵀz
 }
 

@@ -3,24 +3,51 @@
 #include <vector>
 
 #include "krysp/base/error.hpp"
+#include "krysp/solvers/cuda/device_operator.hpp"
 #include "krysp/solvers/cuda/eig_kernels.hpp"
 #include "krysp/solvers/lobpcg_result.hpp"
+#include "krysp/sparse/matrix_operator.hpp"
 
 namespace krysp {
 
 static_assert(detail::kEigMaxColumns == kMaxBlockSize, "the residual kernel must take every block size LOBPCG allows");
 
+namespace {
+std::shared_ptr<const LinearOperator<double>> device_operator(const CsrMatrix<double>* A, const SpmmPlanOptions& spmm) {
+  // LOBPCG applies no SpMV: the operator's SpMV plan is left to first use (never).
+  if (!A) return nullptr;
+  return std::make_shared<MatrixOperator<double>>(MatrixOperator<double>::device(*A, nullptr, spmm));
+}
+}  // namespace
+
 CudaEigOps::CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M,
                        index_t max_cols, const SpmmPlanOptions& spmm)
-    : A_(A), B_(B), M_(M), spmm_(spmm), blk_(max_cols) {
+    : CudaEigOps(device_operator(&A, spmm), device_operator(B, spmm), M, max_cols, Communicator(), spmm) {
   KRYSP_REQUIRE(!M || M->matches(A) || (B && M->matches(*B)),
                 "CudaEigOps: the preconditioner was set up for another matrix");
+}
+
+CudaEigOps::CudaEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B,
+                       const Preconditioner<double>* M, index_t max_cols, const Communicator& comm,
+                       const SpmmPlanOptions& spmm)
+    : CudaEigOps(detail::borrowed(A), B ? detail::borrowed(*B) : nullptr, M, max_cols, comm, spmm) {}
+
+CudaEigOps::CudaEigOps(std::shared_ptr<const LinearOperator<double>> A, std::shared_ptr<const LinearOperator<double>> B,
+                       const Preconditioner<double>* M, index_t max_cols, const Communicator& comm,
+                       const SpmmPlanOptions& spmm)
+    : A_(std::move(A)), B_(std::move(B)), fused_a_(detail::fused_passes(*A_)),
+      fused_b_(B_ ? detail::fused_passes(*B_) : nullptr), M_(M), comm_(comm), spmm_(spmm), blk_(max_cols) {
+  detail::require_device_operator("CudaEigOps", *A_, comm_);
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "CudaEigOps: a ", to_string(M->space()),
                 " preconditioner given to the GPU backend");
-  KRYSP_REQUIRE(!B || (B->rows() == A.rows() && B->cols() == A.cols()), "CudaEigOps: B is ", B->rows(), "x",
-                B->cols(), ", A is ", A.rows(), "x", A.cols());
+  KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "CudaEigOps: the preconditioner has order ", M->rows(), ", A ",
+                A_->rows());
+  KRYSP_REQUIRE(!B_ || (B_->rows() == A_->rows() && B_->cols() == A_->cols()), "CudaEigOps: B is ", B_->rows(), "x",
+                B_->cols(), ", A is ", A_->rows(), "x", A_->cols());
+  KRYSP_REQUIRE(!B_ || B_->space() == MemorySpace::Device, "CudaEigOps: a ", to_string(B_->space()),
+                " B given to the GPU backend");
   const index_t widest = std::min<index_t>(max_cols, kMaxBlockSize);
-  grid_ = detail::eig_residual_grid(A.rows(), widest);  // the most blocks any b ≤ widest uses
+  grid_ = detail::eig_residual_grid(A_->rows(), widest);  // the most blocks any b ≤ widest uses
   partials_ = DeviceArray<double>(std::size_t(grid_) * 2 * widest);
   sums_ = DeviceArray<double>(2 * std::size_t(widest) + 1);  // + the residual kernel's ticket (zero at rest)
   sums_.zero();
@@ -43,13 +70,24 @@ const SpmmPlan<double>& CudaEigOps::plan(std::map<index_t, SpmmPlan<double>>& ca
   return it->second;
 }
 
+void CudaEigOps::apply(const LinearOperator<double>& Op, const FusedOperator<double>* fused,
+                       std::map<index_t, SpmmPlan<double>>& plans, index_t N, const double* X, index_t ldx, double* Y,
+                       index_t ldy) {
+  if (N <= 0) return;
+  if (!fused) return Op.apply_block(N, X, ldx, Y, ldy);
+  // One plan per width, whatever the leading dimensions (LOBPCG's blocks have several): as the
+  // ops made them before the operator layer, so the kernels and their tuning stay the same.
+  plan(plans, fused->csr(), N).apply(fused->csr(), 1.0, X, ldx, 0.0, Y, ldy);
+  ++fused_passes_;
+}
+
 void CudaEigOps::apply_a(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) {
-  if (N > 0) plan(plans_a_, A_, N).apply(A_, 1.0, X, ldx, 0.0, Y, ldy);
+  apply(*A_, fused_a_, plans_a_, N, X, ldx, Y, ldy);
 }
 
 void CudaEigOps::apply_b(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) {
   KRYSP_REQUIRE(B_ != nullptr, "CudaEigOps::apply_b: the problem is not generalized");
-  if (N > 0) plan(plans_b_, *B_, N).apply(*B_, 1.0, X, ldx, 0.0, Y, ldy);
+  apply(*B_, fused_b_, plans_b_, N, X, ldx, Y, ldy);
 }
 
 void CudaEigOps::precondition(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) {
@@ -70,6 +108,7 @@ void CudaEigOps::residuals(index_t b, const double* AX, index_t ldax, const doub
                                grid, sums_.data());
   std::vector<double> s(2 * std::size_t(b));
   sums_.download(s.data(), s.size());  // synchronises
+  reduced(s.data(), s.size());
   std::copy(s.begin(), s.begin() + b, rr);
   std::copy(s.begin() + b, s.end(), xx);
 }
@@ -97,6 +136,7 @@ void CudaEigOps::fill_random(index_t cols, double* X, index_t ldx, std::uint64_t
 }
 
 std::string CudaEigOps::spmm_kernel(index_t N) const {
+  if (!fused_a_) return "operator";
   auto it = plans_a_.find(N);
   return it == plans_a_.end() ? std::string() : it->second.config().to_string();
 }
