@@ -7,8 +7,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/base/zero_fill.hpp"
 #include "krysp/solvers/cg.hpp"
-#include "krysp/solvers/cuda/cuda_cg_ops.hpp"
-#include "krysp/solvers/host/host_cg_ops.hpp"
+#include "krysp/solvers/executor.hpp"
 #include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
@@ -23,17 +22,15 @@ struct CgSolver::Impl {
   CsrMatrix<double> A;
   SolveOptions options;
   double setup_seconds = 0;
-  // host backend
-  std::unique_ptr<Preconditioner<double>> host_M;
-  std::unique_ptr<HostCgOps<double>> host_ops;
-  // CUDA backend
-  std::unique_ptr<SpmvPlan<double>> plan;
-  std::unique_ptr<Preconditioner<double>> dev_M;
+  std::shared_ptr<const MatrixOperator<double>> op;  ///< A on the backend (on the GPU with its SpMV plan)
+  std::unique_ptr<Preconditioner<double>> M;
+  std::unique_ptr<HostCgOps<double>> host_ops;  ///< the ops of the backend in use; the other is null
   std::unique_ptr<CudaCgOps<double>> dev_ops;
-  DeviceArray<double> db, dx;
+  DeviceArray<double> db, dx;  ///< CUDA: the solver's own b and x
   std::uint64_t precond_version = 0;  // A.values_version() the preconditioner was set up from
   int precond_setups = 0;
 
+  bool cuda() const { return options.backend == Backend::Cuda; }
   /// Sets the preconditioner up again when A's values changed in place since it was (derived
   /// data is stale then).
   void refresh_preconditioner() {
@@ -45,7 +42,6 @@ struct CgSolver::Impl {
   /// The report fields every solve fills the same way.
   void describe(SolveReport& rep) const {
     rep.backend = to_string(options.backend);
-    const Preconditioner<double>* M = options.backend == Backend::Cuda ? dev_M.get() : host_M.get();
     rep.preconditioner = M ? M->summary() : "none";
     rep.setup_seconds = setup_seconds;
   }
@@ -53,20 +49,18 @@ struct CgSolver::Impl {
   void set_up_preconditioner() {
     precond_version = A.values_version();
     ++precond_setups;
-    if (options.backend == Backend::Cuda) {
-      // As on the host below: AMG redoes only its numbers (and uploads only values); the ops keep it.
-      if (dev_M && dev_ops && precond_setups > 1 && dev_M->matches(A) && dev_M->update_values(A)) return;
-      dev_ops.reset();
-      dev_M = make_device_preconditioner(A, *plan, options.precond);
-      dev_ops = std::make_unique<CudaCgOps<double>>(A, *plan, dev_M.get());
-    } else {
-      // A preconditioner that can redo only its numbers for new values of the same structure
-      // (AMG: aggregates and product patterns kept) does so; the ops keep pointing at it.
-      if (host_M && host_ops && precond_setups > 1 && host_M->matches(A) && host_M->update_values(A)) return;
-      host_ops.reset();
-      host_M = make_host_preconditioner(A, options.precond);
-      host_ops = std::make_unique<HostCgOps<double>>(A, host_M.get());
-    }
+    // A preconditioner that can redo only its numbers for new values of the same structure
+    // (AMG: aggregates and product patterns kept) does so; the ops keep pointing at it.
+    if (M && (host_ops || dev_ops) && precond_setups > 1 && M->matches(A) && M->update_values(A)) return;
+    if (cuda()) set_up(CudaExecutor{}, dev_ops);
+    else set_up(HostExecutor{}, host_ops);
+  }
+  /// M and the ops on one backend (A's operator made already).
+  template <class Exec>
+  void set_up(const Exec& ex, std::unique_ptr<typename Exec::CgOps>& ops) {
+    ops.reset();
+    M = ex.preconditioner(*op, options.precond);
+    ops = std::make_unique<typename Exec::CgOps>(*op, M.get());
   }
 };
 
@@ -81,13 +75,15 @@ CgSolver::CgSolver(const CsrMatrix<double>& A, const SolveOptions& options) : im
   impl_->A = A;
   impl_->options = options;
   impl_->options.backend = resolve_backend(options.backend);
-  if (impl_->options.backend == Backend::Cuda) {
-    impl_->plan = std::make_unique<SpmvPlan<double>>(A, options.plan);
+  if (impl_->cuda()) {
+    impl_->op = CudaExecutor{options.plan, {}, true}.matrix(A);  // the SpMV plan, now
     impl_->db = DeviceArray<double>(std::size_t(A.rows()));
     impl_->dx = DeviceArray<double>(std::size_t(A.rows()));
+  } else {
+    impl_->op = HostExecutor{}.matrix(A);
   }
   impl_->set_up_preconditioner();
-  if (impl_->options.backend == Backend::Cuda) cuda_synchronize();
+  if (impl_->cuda()) cuda_synchronize();
   impl_->setup_seconds = since(t0);
 }
 
@@ -96,7 +92,7 @@ CgSolver::CgSolver(CgSolver&&) noexcept = default;
 CgSolver& CgSolver::operator=(CgSolver&&) noexcept = default;
 
 const SolveOptions& CgSolver::options() const { return impl_->options; }
-const SpmvPlan<double>* CgSolver::plan() const { return impl_->plan.get(); }
+const SpmvPlan<double>* CgSolver::plan() const { return impl_->op->spmv_plan(); }
 const CsrMatrix<double>& CgSolver::matrix() const { return impl_->A; }
 int CgSolver::preconditioner_setups() const { return impl_->precond_setups; }
 
@@ -141,7 +137,7 @@ SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bo
   detail::copy_device_to_device(d_x, s.dx.data(), bytes);
   cuda_synchronize();
   rep.device = cuda_device_name();
-  rep.spmv_kernel = s.plan->config().to_string();
+  rep.spmv_kernel = s.op->spmv_plan()->config().to_string();
   s.describe(rep);
   return rep;
 }
@@ -166,7 +162,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
     if (sized) sized->wait();
     s.dx.download(x.data(), n);
     rep.device = cuda_device_name();
-    rep.spmv_kernel = s.plan->config().to_string();
+    rep.spmv_kernel = s.op->spmv_plan()->config().to_string();
   } else {
     auto vb = s.host_ops->vector(), vx = s.host_ops->vector();
     std::copy(b.begin(), b.end(), vb.data());

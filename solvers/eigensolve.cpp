@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/base/phase_profile.hpp"
-#include "krysp/solvers/cuda/cuda_eig_ops.hpp"
-#include "krysp/solvers/host/host_eig_ops.hpp"
+#include "krysp/solvers/executor.hpp"
 #include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/inverse_refine.hpp"
 #include "krysp/solvers/lobpcg.hpp"
@@ -402,45 +402,51 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     const std::string m = (M ? M->summary() : std::string("none")) + (o.precond_from_b && M ? "(B)" : "");
     return o.inner_iters > 0 ? detail::concat("inner-cg(", o.inner_iters, " steps, ", m, ")") : m;
   };
-  if (resolve_backend(o.backend) == Backend::Cuda) {
-    {
+  // The rest once per backend (solvers/executor.hpp); the GPU's extra setup steps are timed apart.
+  auto run_on = [&](const auto& ex) {
+    constexpr bool cuda = std::decay_t<decltype(ex)>::backend == Backend::Cuda;
+    if constexpr (cuda) {
       auto ph = phase(prof, "setup: matrix upload");
       A.device_view();  // the plans below would upload it anyway; here it is timed on its own
       if (B) B->device_view();
     }
-    SpmvPlan<double> spmv;  // the preconditioner factory takes the matrix's SpMV plan
-    if (po.kind != PrecondKind::None) {
-      auto ph = phase(prof, "setup: spmv plan (preconditioner)");
-      spmv = SpmvPlan<double>(P);
+    const auto Aop = ex.matrix(A);
+    const auto Bop = B ? ex.matrix(*B) : nullptr;
+    const MatrixOperator<double>& Pop = o.precond_from_b ? *Bop : *Aop;  // the matrix M is built from
+    if constexpr (cuda) {
+      if (po.kind != PrecondKind::None) {  // the preconditioner factory takes the matrix's SpMV plan
+        auto ph = phase(prof, "setup: spmv plan (preconditioner)");
+        Pop.spmv_plan();
+      }
     }
     const auto M = [&] {
       auto ph = phase(prof, "setup: preconditioner");
-      return build([&](const PrecondOptions& opts) { return make_device_preconditioner(P, spmv, opts); });
+      return build([&](const PrecondOptions& opts) { return ex.preconditioner(Pop, opts); });
     }();
-    std::optional<PhaseProfile::Scope> ops_phase;
-    ops_phase.emplace(prof, "setup: eig ops + spmm plans");
-    CudaEigOps ops(A, B, M.get(), max_cols, o.spmm);
-    ops.prepare(b);  // the SpMM plans for N = b now; narrower ones (W shrinks by soft locking) on first use
-    ops_phase.reset();
-    cuda_synchronize();
+    std::optional<typename std::decay_t<decltype(ex)>::EigOps> ops;
+    if constexpr (cuda) {
+      auto ph = phase(prof, "setup: eig ops + spmm plans");
+      ops.emplace(*Aop, Bop.get(), M.get(), max_cols, Communicator(), o.spmm);
+      ops->prepare(b);  // the SpMM plans for N = b now; narrower ones (W shrinks by soft locking) on first use
+    } else {
+      ops.emplace(*Aop, Bop.get(), M.get(), Communicator());
+    }
+    ex.synchronize();
     rep.setup_seconds = since(t0);
     rep.preconditioner = name(M.get());
-    run(ops, refinement, o, st, rep);
-    rep.backend = "cuda";
-    rep.device = cuda_device_name();
-    rep.spmm_kernel = ops.spmm_kernel(b);
+    run(*ops, refinement, o, st, rep);
+    rep.backend = to_string(std::decay_t<decltype(ex)>::backend);
+    rep.device = ex.device();
+    if constexpr (cuda) rep.spmm_kernel = ops->spmm_kernel(b);
+    else rep.spmm_kernel = "host-reference";
+  };
+  if (resolve_backend(o.backend) == Backend::Cuda) {
+    CudaExecutor ex;
+    ex.spmm = o.spmm;
+    ex.spmv_now = false;
+    run_on(ex);
   } else {
-    const auto M = [&] {
-      auto ph = phase(prof, "setup: preconditioner");
-      return build([&](const PrecondOptions& opts) { return make_host_preconditioner(P, opts); });
-    }();
-    HostEigOps ops(A, B, M.get());
-    rep.setup_seconds = since(t0);
-    rep.preconditioner = name(M.get());
-    run(ops, refinement, o, st, rep);
-    rep.backend = "host";
-    rep.device = "host";
-    rep.spmm_kernel = "host-reference";
+    run_on(HostExecutor{});
   }
   return rep;
 }

@@ -11,8 +11,7 @@
 #include "krysp/solvers/block_cg.hpp"
 #include "krysp/solvers/cg_solver.hpp"
 #include "krysp/solvers/cuda/block_cg_kernels.hpp"
-#include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
-#include "krysp/solvers/host/host_block_cg_ops.hpp"
+#include "krysp/solvers/executor.hpp"
 #include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
@@ -57,54 +56,57 @@ void to_col_major(const double* rmaj, index_t n, index_t s, std::vector<double>&
     for (index_t i = 0; i < n; ++i) cmaj[std::size_t(j) * n + i] = rmaj[std::size_t(i) * s + j];
 }
 
-BlockSolveReport run_block_host(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
-                                std::vector<double>& X, const SolveOptions& o, Clock::time_point t0) {
-  const auto M = make_host_preconditioner(A, o.precond);
-  HostBlockCgOps<double> ops(A, s, M.get());
-  auto vb = ops.block(), vx = ops.block();
-  const auto b = to_row_major(B, A.rows(), s), x = to_row_major(X, A.rows(), s);
+// The caller's column-major blocks in and out of the ops' row-major ones: on the host by loops,
+// on the GPU transposed on the device (a zero X0 costs no transfer: ops.block() is zero already).
+void load_blocks(const std::vector<double>& B, const std::vector<double>& X, bool, index_t n, index_t s,
+                 HostBlockCgOps<double>::Block& vb, HostBlockCgOps<double>::Block& vx) {
+  const auto b = to_row_major(B, n, s), x = to_row_major(X, n, s);
   std::copy(b.begin(), b.end(), vb.data());
   std::copy(x.begin(), x.end(), vx.data());
-  BlockSolveReport rep;
-  rep.setup_seconds = since(t0);
-  static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, o.cg);
-  rep.preconditioner = M ? M->summary() : "none";
-  to_col_major(vx.data(), A.rows(), s, X);
-  rep.backend = "host";
-  rep.device = "host";
-  rep.spmm_kernel = "host-reference";
-  return rep;
 }
-
-BlockSolveReport run_block_cuda(const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
-                                std::vector<double>& X, bool zero_x0, const SolveOptions& o, Clock::time_point t0) {
-  SpmvPlan<double> spmv(A, o.plan);
-  const auto M = make_device_preconditioner(A, spmv, o.precond);
-  CudaBlockCgOps<double> ops(A, s, M.get());
-  auto vb = ops.block(), vx = ops.block();
-  {  // the API's column-major blocks to the kernels' row-major ones, transposed on the device
-    DeviceArray<double> cmaj(B.size());
-    cmaj.upload(B.data(), B.size());
-    detail::transpose(cmaj.data(), s, A.rows(), vb.data());
-    if (!zero_x0) {  // ops.block() is zero already: no initial guess costs no transfer
-      cmaj.upload(X.data(), X.size());
-      detail::transpose(cmaj.data(), s, A.rows(), vx.data());
-    }
+void load_blocks(const std::vector<double>& B, const std::vector<double>& X, bool zero_x0, index_t n, index_t s,
+                 CudaBlockCgOps<double>::Block& vb, CudaBlockCgOps<double>::Block& vx) {
+  DeviceArray<double> cmaj(B.size());
+  cmaj.upload(B.data(), B.size());
+  detail::transpose(cmaj.data(), s, n, vb.data());
+  if (!zero_x0) {
+    cmaj.upload(X.data(), X.size());
+    detail::transpose(cmaj.data(), s, n, vx.data());
   }
-  std::optional<ZeroFill> sized;  // a zero X0 is not uploaded: X is sized while the device iterates
-  if (zero_x0) sized.emplace(X, B.size());
+}
+void store_block(const HostBlockCgOps<double>::Block& vx, index_t n, index_t s, std::vector<double>& X) {
+  to_col_major(vx.data(), n, s, X);
+}
+void store_block(const CudaBlockCgOps<double>::Block& vx, index_t n, index_t s, std::vector<double>& X) {
+  DeviceArray<double> cmaj(X.size());
+  detail::transpose(vx.data(), n, s, cmaj.data());
+  cmaj.download(X.data(), X.size());
+}
+std::string spmm_kernel(HostBlockCgOps<double>&) { return "host-reference"; }
+std::string spmm_kernel(CudaBlockCgOps<double>& ops) { return ops.spmm_kernel(); }
+
+/// Block CG on one backend. A zero X0 on the GPU is not uploaded, and X is sized while the
+/// device iterates (base/zero_fill.hpp); on the host solve_block() sized it already.
+template <class Exec>
+BlockSolveReport run_block(const Exec& ex, const CsrMatrix<double>& A, const std::vector<double>& B, index_t s,
+                           std::vector<double>& X, bool zero_x0, const SolveOptions& o, Clock::time_point t0) {
+  const auto Aop = ex.matrix(A);
+  const auto M = ex.preconditioner(*Aop, o.precond);
+  typename Exec::BlockCgOps ops(*Aop, s, M.get());
+  auto vb = ops.block(), vx = ops.block();
+  load_blocks(B, X, zero_x0, A.rows(), s, vb, vx);
+  std::optional<ZeroFill> sized;
+  if (zero_x0 && Exec::backend == Backend::Cuda) sized.emplace(X, B.size());
   BlockSolveReport rep;
-  cuda_synchronize();
+  ex.synchronize();
   rep.setup_seconds = since(t0);
   static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, o.cg);
   rep.preconditioner = M ? M->summary() : "none";
   if (sized) sized->wait();
-  DeviceArray<double> cmaj(X.size());
-  detail::transpose(vx.data(), A.rows(), s, cmaj.data());
-  cmaj.download(X.data(), X.size());
-  rep.backend = "cuda";
-  rep.device = cuda_device_name();
-  rep.spmm_kernel = ops.plan(s).config().to_string();
+  store_block(vx, A.rows(), s, X);
+  rep.backend = to_string(Exec::backend);
+  rep.device = ex.device();
+  rep.spmm_kernel = spmm_kernel(ops);
   return rep;
 }
 }  // namespace
@@ -160,7 +162,8 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   // The GPU path sizes a zero X itself, while the device iterates; the others need it now.
   if (zero_x0 && (backend != Backend::Cuda || grouped)) X.assign(ns, 0.0);
   if (grouped) return solve_block_groups(A, B, s, X, zero_x0, o);
-  return backend == Backend::Cuda ? run_block_cuda(A, B, s, X, zero_x0, o, t0) : run_block_host(A, B, s, X, o, t0);
+  if (backend == Backend::Cuda) return run_block(CudaExecutor{o.plan, {}, true}, A, B, s, X, zero_x0, o, t0);
+  return run_block(HostExecutor{}, A, B, s, X, zero_x0, o, t0);
 }
 
 SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std::vector<double>& x,
