@@ -5,48 +5,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
-#include "krysp/base/device_memory.hpp"
-#include "krysp/base/device_transport.hpp"
 #include "krysp/sparse/dist_csr.hpp"
 #include "krysp/sparse/dist_csr_device.hpp"
 #include "krysp/sparse/generators.hpp"
-#include "mpi/mpi_test_util.hpp"
+#include "mpi/mpi_device_util.hpp"
 
 using namespace krysp;
 using namespace krysp::test;
 
 namespace {
-// True on every rank when every rank has a GPU (then made current): all ranks skip together.
-bool gpus_everywhere() {
-  const bool mine = cuda_device_available();
-  for (char ok : world().allgather<char>(mine ? 1 : 0))
-    if (!ok) {
-      if (world().rank() == 0) MESSAGE("no CUDA device on some rank: device cases skipped");
-      return false;
-    }
-  detail::use_local_gpu(world().rank());
-  return true;
-}
-
-// The transports to try: "mpi" always, "nccl" when built. Each gets a communicator of its own,
-// since a communicator keeps the transport it made first.
-std::vector<std::string> transports() {
-  std::vector<std::string> t{"mpi"};
-  if (detail::nccl_built()) t.push_back("nccl");
-  return t;
-}
-
-Communicator communicator_on(const std::string& transport) {
-  setenv(detail::kCommEnv, transport.c_str(), 1);
-  Communicator c = Communicator::world();
-  c.device_kind();  // the transport is made now, under this setting
-  unsetenv(detail::kCommEnv);
-  return c;
-}
-
 bool close(const CsrMatrix<double>& A, const std::vector<double>& x, std::int64_t i, double y, double ax) {
   const auto v = A.host_view();
   double scale = 0;
@@ -97,7 +66,7 @@ TEST_CASE("dist_device: the device product matches the global one, on each trans
   if (!gpus_everywhere()) return;
   const auto L = laplacian_3d(9, 8, 7);
   const auto gr = load("gr_30_30");
-  for (const auto& t : transports()) {
+  for (const auto& t : device_transports()) {
     CAPTURE(t);
     const Communicator comm = communicator_on(t);
     if (comm.size() > 1) CHECK(comm.device_kind() == (t == "nccl" ? "nccl" : "mpi-staged"));
@@ -117,7 +86,7 @@ TEST_CASE("dist_device: the device product matches the global one, on each trans
 
 TEST_CASE("dist_device: device sums are bitwise the host sums, on each transport") {
   if (!gpus_everywhere()) return;
-  for (const auto& t : transports()) {
+  for (const auto& t : device_transports()) {
     CAPTURE(t);
     const Communicator comm = communicator_on(t);
     for (const std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(300)}) {
@@ -138,7 +107,7 @@ TEST_CASE("dist_device: device sums are bitwise the host sums, on each transport
 TEST_CASE("dist_device: a distributed dot product on the GPUs equals the one-rank host answer") {
   if (!gpus_everywhere()) return;
   const auto L = laplacian_3d(10, 9, 8);
-  for (const auto& t : transports()) {
+  for (const auto& t : device_transports()) {
     CAPTURE(t);
     const Communicator comm = communicator_on(t);
     const auto D = DistCsrMatrix::scatter(comm, comm.rank() == 0 ? L : CsrMatrix<double>());

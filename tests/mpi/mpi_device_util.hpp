@@ -1,0 +1,45 @@
+#pragma once
+// Helpers of the distributed GPU suites: whether every rank has a GPU (then rank r uses GPU
+// r mod the device count), and a communicator on a chosen device transport.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/device_transport.hpp"
+#include "mpi/mpi_test_util.hpp"
+
+namespace krysp::test {
+
+/// True on every rank when every rank has a GPU (then made current): all ranks skip together.
+inline bool gpus_everywhere() {
+  const bool mine = cuda_device_available();
+  for (char ok : world().allgather<char>(mine ? 1 : 0))
+    if (!ok) {
+      if (world().rank() == 0) MESSAGE("no CUDA device on some rank: device cases skipped");
+      return false;
+    }
+  detail::use_local_gpu(world().rank());
+  return true;
+}
+
+/// The transports to try: "mpi" always, "nccl" when built.
+inline std::vector<std::string> device_transports() {
+  std::vector<std::string> t{"mpi"};
+  if (detail::nccl_built()) t.push_back("nccl");
+  return t;
+}
+
+/// A communicator of its own (a communicator keeps the transport it made first) whose device
+/// transport is `transport` ("mpi" or "nccl", as KRYSP_COMM).
+inline Communicator communicator_on(const std::string& transport) {
+  setenv(detail::kCommEnv, transport.c_str(), 1);
+  Communicator c = Communicator::world();
+  c.device_kind();  // the transport is made now, under this setting
+  unsetenv(detail::kCommEnv);
+  return c;
+}
+
+}  // namespace krysp::test
