@@ -9,6 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include "krysp/base/comm_backend.hpp"
+#include "krysp/base/communicator.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/device_jacobi.hpp"
 #include "krysp/precond/jacobi.hpp"
@@ -67,6 +69,23 @@ std::vector<double> cuda_cg(CudaCgOps<double>& ops, const std::vector<double>& b
   vx.download(x.data(), x.size());
   return x;
 }
+
+/// Rank 0 of two, for the refusal only: no collective is ever reached.
+class TwoRanks final : public detail::CommBackend {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  const char* kind() const override { return "test"; }
+  void allgather(const void*, std::size_t, void*) const override { KRYSP_THROW(Error, "not reached"); }
+  void broadcast(void*, std::size_t, int) const override { KRYSP_THROW(Error, "not reached"); }
+  void all_to_all(const std::vector<std::vector<char>>&, std::vector<std::vector<char>>&) const override {
+    KRYSP_THROW(Error, "not reached");
+  }
+  std::unique_ptr<detail::PendingExchange> start_exchange(const std::vector<detail::CommMessage>&,
+                                                          const std::vector<detail::CommMessage>&) const override {
+    KRYSP_THROW(Error, "not reached");
+  }
+};
 
 double max_abs_diagonal(const CsrMatrix<double>& A) {
   double m = 0;
@@ -247,4 +266,14 @@ TEST_CASE("Operator layer GPU: the ops refuse a host operator with a clear error
                        doctest::Contains("host operator given to the GPU backend"), InputError);
   CHECK_THROWS_WITH_AS(CudaEigOps(host, nullptr, nullptr, 6), doctest::Contains("host operator given to the GPU backend"),
                        InputError);
+}
+
+TEST_CASE("Operator layer GPU: more than one rank is refused until a device communicator exists") {
+  const auto A = laplacian_2d(10, 10);
+  const auto dev = MatrixOperator<double>::device(A);
+  const Communicator two(std::make_shared<const TwoRanks>());
+  CHECK_THROWS_WITH_AS(CudaCgOps<double>(dev, nullptr, two), doctest::Contains("one rank for now"), InputError);
+  CHECK_THROWS_WITH_AS(CudaBlockCgOps<double>(dev, 2, nullptr, two), doctest::Contains("one rank for now"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(CudaEigOps(dev, nullptr, nullptr, 6, two), doctest::Contains("one rank for now"), InputError);
 }
