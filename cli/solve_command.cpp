@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
+#include "krysp/base/device_transport.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/cli/amg_args.hpp"
 #include "krysp/cli/args.hpp"
@@ -76,8 +77,14 @@ void print_setup(const std::string& path, std::int64_t n, std::int64_t nnz, doub
                  const std::string& requested, const SolveOptions& opt, index_t s) {
   std::printf("krysp: %s: %lld x %lld, %lld nonzeros (read in %.2f s)\n", path.c_str(), (long long)n, (long long)n,
               (long long)nnz, read_seconds);
-  if (const Communicator* world = distributed_world())
-    std::printf("krysp: backend host, %d MPI ranks (rows balanced by nonzeros)\n", world->size());
+  if (const Communicator* world = distributed_world()) {
+    if (backend == Backend::Cuda)
+      std::printf("krysp: backend cuda, %d MPI ranks, one GPU each (rank 0 on %s), halos and sums by %s (rows "
+                  "balanced by nonzeros)\n",
+                  world->size(), cuda_device_name().c_str(), world->device_kind().c_str());
+    else
+      std::printf("krysp: backend host, %d MPI ranks (rows balanced by nonzeros)\n", world->size());
+  }
   else if (backend == Backend::Cuda)
     std::printf("krysp: backend cuda on %s\n", cuda_device_name().c_str());
   else if (requested == "auto")
@@ -224,9 +231,16 @@ int solve_many(const std::string& path, const CsrMatrix<double>& A, const std::v
 /// silent. Every rank returns the same exit code (the reports are the same on all ranks).
 int solve_mpi(const Communicator& world, const Args& args, const std::string& path, SolveOptions& opt,
               const std::string& out, bool quiet) {
-  KRYSP_REQUIRE(opt.backend != Backend::Cuda, "--backend cuda under mpirun (", world.size(),
-                " ranks): the GPU path of the distributed solvers is not built yet; use --backend host");
-  opt.backend = Backend::Host;
+  // --backend cuda: one GPU a rank, picked by local rank. auto stays on the host under mpirun.
+  const Backend backend = opt.backend == Backend::Cuda ? Backend::Cuda : Backend::Host;
+  opt.backend = backend;
+  if (backend == Backend::Cuda) {
+    world.collective([&] {
+      KRYSP_REQUIRE(cuda_device_available(), "--backend cuda under mpirun: no CUDA device on this rank");
+      detail::use_local_gpu(world.rank());
+    });
+    world.device_kind();  // collective: the device transport is made now, on every rank's GPU
+  }
   const auto t_read = std::chrono::steady_clock::now();
   const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path);
   const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
@@ -255,7 +269,7 @@ int solve_mpi(const Communicator& world, const Args& args, const std::string& pa
   KRYSP_REQUIRE(s == 1 || opt.block_group == 0 || s <= opt.block_group, "--block-group ", opt.block_group,
                 " under mpirun: block groups are not distributed yet (0 solves all ", s, " columns at once)");
   opt.block_group = 0;
-  if (!quiet) print_setup(path, n, A.global_nnz(), read_seconds, Backend::Host, "host", opt, s);
+  if (!quiet) print_setup(path, n, A.global_nnz(), read_seconds, backend, to_string(backend), opt, s);
   const std::string root_out = world.rank() == 0 ? out : std::string();
   if (s == 1) {
     const SolveReport rep = solve_distributed(A, B, X, opt);

@@ -4,12 +4,17 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <string>
 
+#include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/block_cg.hpp"
 #include "krysp/solvers/cg.hpp"
+#include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
+#include "krysp/solvers/cuda/cuda_cg_ops.hpp"
 #include "krysp/solvers/host/host_block_cg_ops.hpp"
 #include "krysp/solvers/host/host_cg_ops.hpp"
+#include "krysp/sparse/dist_csr_device.hpp"
 
 namespace krysp {
 
@@ -20,8 +25,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // What every distributed solve refuses up front, agreed over the ranks.
 void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* who) {
   A.comm().collective([&] {
-    KRYSP_REQUIRE(o.backend != Backend::Cuda, who,
-                  ": the CUDA backend of the distributed solvers is not built yet (use the host backend)");
+    KRYSP_REQUIRE(o.backend != Backend::Cuda || cuda_device_available(), who,
+                  ": the CUDA backend needs a GPU on every rank, and this one has none");
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi, who,
@@ -49,6 +54,20 @@ std::unique_ptr<Preconditioner<double>> local_preconditioner(const DistCsrMatrix
   return M;
 }
 
+// The GPU side of a solve: A on this rank's GPU (the current device: one rank per GPU), the
+// preconditioner of its diagonal block there (Jacobi and block Jacobi need no plan of A's).
+struct DeviceSide {
+  explicit DeviceSide(const DistCsrMatrix& A, const SolveOptions& o) : op(A) {
+    A.comm().collective([&] { M = make_device_preconditioner(A.local_block(), op.local_plan(), o.precond); });
+  }
+  std::string kernel(const DistCsrMatrix& A) const {
+    return (op.local_plan().valid() ? op.local_plan().config().to_string() : std::string("no local entries")) + ", " +
+           std::to_string(A.comm().size()) + " ranks" + (A.comm().size() > 1 ? ", " + op.transport() : std::string());
+  }
+  DeviceDistCsr op;
+  std::unique_ptr<Preconditioner<double>> M;
+};
+
 // cg() and block_cg() default the iteration cap from ops.size(), which is this rank's rows here:
 // set it from the global order, so that every rank stops at the same iteration.
 CgOptions global_cap(CgOptions cg, std::int64_t n) {
@@ -70,6 +89,25 @@ SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>&
   check_finite(A, b, "b");
   check_finite(A, x, "x0");
   if (x.empty()) x.assign(m, 0.0);
+  if (o.backend == Backend::Cuda) {
+    const DeviceSide dev(A, o);
+    std::unique_ptr<CudaCgOps<double>> ops;
+    A.comm().collective([&] { ops = std::make_unique<CudaCgOps<double>>(dev.op, dev.M.get(), A.comm()); });
+    auto vb = ops->vector(), vx = ops->vector();
+    if (m > 0) {
+      vb.upload(b.data(), m);
+      vx.upload(x.data(), m);
+    }
+    SolveReport rep;
+    rep.setup_seconds = since(t0);
+    static_cast<SolveResult&>(rep) = cg(*ops, vb, vx, global_cap(o.cg, A.global_rows()));
+    if (m > 0) vx.download(x.data(), m);
+    rep.preconditioner = to_string(o.precond.kind);
+    rep.backend = "cuda";
+    rep.device = cuda_device_name();
+    rep.spmv_kernel = dev.kernel(A);
+    return rep;
+  }
   const auto M = local_preconditioner(A, o);
   HostCgOps<double> ops(A, M.get(), A.comm());
   auto vb = ops.vector(), vx = ops.vector();
@@ -102,6 +140,33 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
   check_finite(A, B, "B");
   check_finite(A, X, "X0");
   if (X.empty()) X.assign(ms, 0.0);
+  if (o.backend == Backend::Cuda) {
+    const DeviceSide dev(A, o);
+    std::unique_ptr<CudaBlockCgOps<double>> ops;
+    A.comm().collective([&] { ops = std::make_unique<CudaBlockCgOps<double>>(dev.op, s, dev.M.get(), A.comm()); });
+    std::vector<double> rb(ms), rx(ms);  // column-major (the API's) to row-major (the ops')
+    for (std::size_t j = 0; j < std::size_t(s); ++j)
+      for (std::size_t i = 0; i < m; ++i) {
+        rb[i * s + j] = B[j * m + i];
+        rx[i * s + j] = X[j * m + i];
+      }
+    auto vb = ops->block(), vx = ops->block();
+    if (ms > 0) {
+      vb.upload(rb.data(), ms);
+      vx.upload(rx.data(), ms);
+    }
+    BlockSolveReport rep;
+    rep.setup_seconds = since(t0);
+    static_cast<BlockSolveResult&>(rep) = block_cg(*ops, vb, vx, global_cap(o.cg, A.global_rows()));
+    if (ms > 0) vx.download(rx.data(), ms);
+    for (std::size_t j = 0; j < std::size_t(s); ++j)
+      for (std::size_t i = 0; i < m; ++i) X[j * m + i] = rx[i * s + j];
+    rep.preconditioner = to_string(o.precond.kind);
+    rep.backend = "cuda";
+    rep.device = cuda_device_name();
+    rep.spmm_kernel = dev.kernel(A);
+    return rep;
+  }
   const auto M = local_preconditioner(A, o);
   HostBlockCgOps<double> ops(A, s, M.get(), A.comm());
   auto vb = ops.block(), vx = ops.block();

@@ -6,7 +6,10 @@
 /// rows of b and x and the same options; every rank gets the same report (the statuses and
 /// residuals come from reduced scalars, bitwise equal on all ranks).
 ///
-/// Host backend only for now (Backend::Cuda is an InputError saying so; Auto runs on the host).
+/// Backend::Host (and Auto) run on the host. Backend::Cuda runs on the current GPU of each rank
+/// (one rank per GPU: the caller makes it current, e.g. by local rank): A's rows there as a
+/// DeviceDistCsr, halos and reductions through the communicator's device transport (NCCL, or MPI
+/// staged through pinned host memory: docs/distributed.md); b and x stay host vectors.
 /// Preconditioners: none, jacobi, and block-jacobi on each rank's diagonal block (its local
 /// block: blocks never straddle ranks); chebyshev and amg are refused until they are distributed.
 /// Bad input on any rank (sizes, non-finite b or x0, a zero diagonal) is an InputError on all.
