@@ -277,3 +277,33 @@ TEST_CASE("Operator layer GPU: more than one rank is refused until a device comm
                        InputError);
   CHECK_THROWS_WITH_AS(CudaEigOps(dev, nullptr, nullptr, 6, two), doctest::Contains("one rank for now"), InputError);
 }
+
+TEST_CASE("Operator layer GPU: a device MatrixOperator's fused passes agree with apply") {
+  const auto A = laplacian_2d(30, 20);
+  const std::size_t n = static_cast<std::size_t>(A.rows());
+  const auto op = MatrixOperator<double>::device(A, nullptr);  // SpMV plan on first use
+  const FusedOperator<double>& F = op;
+  const auto x = test::random_vector(n), b = test::random_vector(n);
+  DeviceArray<double> dx(n), dy(n), dr(n), ddot(1);
+  ddot.zero();
+  dx.upload(x.data(), n);
+  op.apply(dx.data(), dy.data());
+  CHECK(op.spmv_plan() != nullptr);
+  std::vector<double> ax(n), y(n), r(n);
+  dy.download(ax.data(), n);
+  F.apply_dot(dx.data(), dy.data(), ddot.data());
+  double dot = 0, want = 0;
+  ddot.download(&dot, 1);
+  dy.download(y.data(), n);
+  for (std::size_t i = 0; i < n; ++i) want += x[i] * ax[i];
+  CHECK(dot == doctest::Approx(want).epsilon(1e-12));
+  for (std::size_t i = 0; i < n; ++i) CHECK(y[i] == doctest::Approx(ax[i]).epsilon(1e-14));
+  dr.upload(b.data(), n);
+  F.apply_scaled(-1.0, dx.data(), 1.0, dr.data());
+  dr.download(r.data(), n);
+  for (std::size_t i = 0; i < n; ++i) CHECK(r[i] == doctest::Approx(b[i] - ax[i]).epsilon(1e-12));
+  // The plan of one width and leading dimensions is made once and kept.
+  CHECK(&F.spmm_plan(4, 4, 4) == &F.spmm_plan(4, 4, 4));
+  const auto other = laplacian_2d(5, 5);
+  CHECK_THROWS_AS(MatrixOperator<double>::device(A, std::make_shared<const SpmvPlan<double>>(other)), InputError);
+}

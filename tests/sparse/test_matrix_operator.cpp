@@ -41,3 +41,31 @@ TEST_CASE("MatrixOperator on the host: y = A·x and Y = A·X, checked entry by e
   }
   CHECK_THROWS_AS(L.apply_block(N, X.data(), N - 1, Y.data(), ld), InputError);
 }
+
+TEST_CASE("MatrixOperator on the host: the fused passes agree with apply") {
+  const auto A = laplacian_2d(12, 9);
+  const std::size_t n = static_cast<std::size_t>(A.rows());
+  const auto op = MatrixOperator<double>::host(A);
+  const FusedOperator<double>& F = op;
+  const auto x = test::random_vector(n), b = test::random_vector(n);
+  std::vector<double> ax(n), y(n);
+  op.apply(x.data(), ax.data());
+  double dot = 0, want = 0;
+  F.apply_dot(x.data(), y.data(), &dot);
+  for (std::size_t i = 0; i < n; ++i) want += x[i] * ax[i];
+  CHECK(y == ax);
+  CHECK(dot == doctest::Approx(want).epsilon(1e-14));
+  std::vector<double> r = b;
+  F.apply_scaled(-1.0, x.data(), 1.0, r.data());  // r = b − A·x
+  for (std::size_t i = 0; i < n; ++i) CHECK(r[i] == doctest::Approx(b[i] - ax[i]).epsilon(1e-14));
+  const index_t N = 2;
+  const auto X = test::random_vector(n * N);
+  std::vector<double> AX(n * N), R = test::random_vector(n * N);
+  const std::vector<double> R0 = R;
+  op.apply_block(N, X.data(), N, AX.data(), N);
+  F.apply_block_scaled(N, 2.0, X.data(), N, -1.0, R.data(), N);
+  for (std::size_t k = 0; k < n * N; ++k) CHECK(R[k] == doctest::Approx(2.0 * AX[k] - R0[k]).epsilon(1e-14));
+  CHECK(&F.csr() == &op.matrix());
+  CHECK(op.spmv_plan() == nullptr);
+  CHECK_THROWS_AS(F.spmm_plan(N, N, N), InputError);
+}
