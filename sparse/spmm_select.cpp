@@ -550,7 +550,8 @@ std::optional<SpmmTuneEntry> parse_spmm_tune_line(const std::string& line, std::
   if (!waves("csc_batch_max_waves", &l.csc_batch_max_waves))
     return fail("bad csc_batch_max_waves '" + m["csc_batch_max_waves"] + "'");
   if (m.count("csc_row_rounds")) {
-    if (!parse_tune_int(m["csc_row_rounds"], 1, 64, &v)) return fail("bad csc_row_rounds '" + m["csc_row_rounds"] + "'");
+    if (!parse_tune_int(m["csc_row_rounds"], 1, 64, &v))
+      return fail("bad csc_row_rounds '" + m["csc_row_rounds"] + "'");
     l.csc_row_rounds = int(v);
   }
   if (m.count("csc_batch_min_subwarp")) {

@@ -179,25 +179,86 @@ struct SpmvPlan<T>::State {
   mutable detail::SpmvDot dot;
 };
 
-template <class T>
-SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
-  auto s = std::make_shared<State>();
-  s->fingerprint = A.fingerprint();
-  const CsrView<T> dA = A.device_view();  // upload now, not inside the first iteration
-  SpmvSelection& sel = s->selection;
-  bool have_nnz_data = false;
-  bool have_stats = false;
+namespace {
 
+/// The SpMV plan's choice, apart from its construction: the configuration for A (uploaded: dA),
+/// how it was chosen, the row statistics, and the partitions tuning made (kept for the plan).
+template <class T>
+struct SpmvChoice {
+  SpmvConfig config;
+  SpmvSelection selection;
+  RowStats stats;
+  detail::NnzSet<T> nnz;     ///< Tune: the partitions of every timed tile shape (else empty)
+  bool have_nnz_data = false;  ///< nnz holds the partitions of the candidates
+};
+
+/// Times the candidates on A (statistics and partitions made in one device pass); the fastest, and
+/// the timed table, into c (tuning_seconds from t0). Stores the pick in the cache when
+/// options.use_cache.
+template <class T>
+void tune_spmv(const CsrView<T>& dA, index_t nnz, const SpmvPlanOptions& options, TuneCache& cache,
+               const TuneKey& key, std::chrono::steady_clock::time_point t0, SpmvChoice<T>& c) {
+  SpmvSelection& sel = c.selection;
+  // One pass on the device: statistics and the partitions of every tile shape a candidate may
+  // use, then one copy back.
+  // Only the tile shapes spmv_candidates() can use at this size (small: two; fewer launches).
+  const std::vector<detail::NnzKey> keys =
+      nnz >= SpmvRuleParams{}.large_nnz ? std::vector<detail::NnzKey>{{4, 4}, {8, 4}, {16, 4}, {8, 8}}
+                                        : std::vector<detail::NnzKey>{{4, 4}, {8, 4}};
+  c.nnz = detail::make_nnz_set(dA, keys, options.carry, &c.stats);
+  c.have_nnz_data = true;  // kept whatever wins: a few bytes per tile
+  const std::vector<SpmvConfig> cands = spmv_candidates(c.stats);
+  for (const SpmvConfig& cand : cands) {
+    detail::preload_once<T>(cand);  // no lazy kernel loading inside the timing
+    KRYSP_REQUIRE(!is_nnz_balanced(cand.algorithm) || c.nnz.by_key.count(detail::nnz_key(cand)),
+                  "SpmvPlan: no partition for candidate ", cand.to_string());
+  }
+  // Never time on zeros: random x and y (a scratch buffer shared by all plans).
+  const std::size_t nx = std::size_t(std::max<index_t>(dA.cols, 1)), ny = std::size_t(std::max<index_t>(dA.rows, 1));
+  T* const xy = static_cast<T*>(detail::tuning_scratch((nx + ny) * sizeof(T)));
+  detail::fill_random_device(xy, nx + ny, 0x5eed0001ull);
+  std::vector<std::function<void()>> runs;
+  for (const SpmvConfig& cand : cands) {
+    const detail::SpmvWorkspaceView ws =
+        is_nnz_balanced(cand.algorithm) ? c.nnz.by_key.at(detail::nnz_key(cand)).view() : detail::SpmvWorkspaceView{};
+    runs.push_back([cand, ws, dA, px = xy, py = xy + nx] { detail::spmv_device<T>(cand, dA, ws, T(1), px, T(0), py); });
+  }
+  // Round 1 times every candidate; at most kTuneFinalists within kTunePruneFactor of the
+  // fastest get tune_reps - 1 more rounds (median), unless the fastest is at the launch floor
+  // (SpmvRuleParams::tune_one_round_max_ms).
+  const SpmvRuleParams rule_params{};  // the tuned defaults
+  const std::vector<double> ms =
+      time_device_interleaved_ms(runs, options.tune_warmup, options.tune_reps, rule_params.tune_prune_factor,
+                                 rule_params.tune_finalists, rule_params.tune_one_round_max_ms);
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    sel.candidates.push_back({cands[i], ms[i]});
+    if (ms[i] < ms[best]) best = i;
+  }
+  c.config = cands[best];
+  sel.chosen_ms = ms[best];
+  sel.source = SpmvSelection::Source::Tuned;
+  sel.tuning_seconds = seconds_since(t0);
+  if (options.use_cache) cache.store(TuneEntry{key, c.config, sel.chosen_ms});
+}
+
+/// The configuration for A (device view dA): forced, from the cache or timed (Select::Tune), or the
+/// rule; the rule's pick is recorded in every case.
+template <class T>
+SpmvChoice<T> choose_spmv(const CsrMatrix<T>& A, const CsrView<T>& dA, const SpmvPlanOptions& options) {
+  SpmvChoice<T> c;
+  SpmvSelection& sel = c.selection;
+  bool have_stats = false;
   if (options.force) {
     std::string why;
     KRYSP_REQUIRE(is_valid(options.forced, &why), "SpmvPlan: the forced configuration is invalid: ", why);
-    s->config = options.forced;
+    c.config = options.forced;
     sel.source = SpmvSelection::Source::Forced;
   } else if (options.select == SpmvPlanOptions::Select::Tune) {
     KRYSP_REQUIRE(options.tune_reps >= 1 && options.tune_warmup >= 0, "SpmvPlan: tune_reps must be >= 1 and "
                   "tune_warmup >= 0 (got ", options.tune_reps, ", ", options.tune_warmup, ")");
-    const auto t0 = std::chrono::steady_clock::now();
-    TuneKey key{s->fingerprint, precision_name<T>(), cached_device_name(), kSpmvKernelVersion};
+    const auto t0 = std::chrono::steady_clock::now();  // tuning_seconds counts the cache lookup
+    TuneKey key{A.fingerprint(), precision_name<T>(), cached_device_name(), kSpmvKernelVersion};
     std::optional<TuneEntry> cached;
     TuneCache cache(options.cache_dir);
     if (options.use_cache) {
@@ -205,63 +266,37 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
       cached = cache.lookup(key);
     }
     if (cached) {
-      s->config = cached->config;
+      c.config = cached->config;
       sel.chosen_ms = cached->ms;
       sel.source = SpmvSelection::Source::Cache;
     } else {
-      // One pass on the device: statistics and the partitions of every tile shape a candidate may
-      // use, then one copy back.
-      // Only the tile shapes spmv_candidates() can use at this size (small: two; fewer launches).
-      const std::vector<detail::NnzKey> keys =
-          A.nnz() >= SpmvRuleParams{}.large_nnz ? std::vector<detail::NnzKey>{{4, 4}, {8, 4}, {16, 4}, {8, 8}}
-                                                : std::vector<detail::NnzKey>{{4, 4}, {8, 4}};
-      s->nnz = detail::make_nnz_set(dA, keys, options.carry, &s->stats);
+      tune_spmv(dA, A.nnz(), options, cache, key, t0, c);
       have_stats = true;
-      have_nnz_data = true;  // kept whatever wins: a few bytes per tile
-      const std::vector<SpmvConfig> cands = spmv_candidates(s->stats);
-      for (const SpmvConfig& c : cands) {
-        detail::preload_once<T>(c);  // no lazy kernel loading inside the timing
-        KRYSP_REQUIRE(!is_nnz_balanced(c.algorithm) || s->nnz.by_key.count(detail::nnz_key(c)),
-                      "SpmvPlan: no partition for candidate ", c.to_string());
-      }
-      // Never time on zeros: random x and y (a scratch buffer shared by all plans).
-      const std::size_t nx = std::size_t(std::max<index_t>(dA.cols, 1)), ny = std::size_t(std::max<index_t>(dA.rows, 1));
-      T* const xy = static_cast<T*>(detail::tuning_scratch((nx + ny) * sizeof(T)));
-      detail::fill_random_device(xy, nx + ny, 0x5eed0001ull);
-      std::vector<std::function<void()>> runs;
-      for (const SpmvConfig& c : cands) {
-        const detail::SpmvWorkspaceView ws =
-            is_nnz_balanced(c.algorithm) ? s->nnz.by_key.at(detail::nnz_key(c)).view() : detail::SpmvWorkspaceView{};
-        runs.push_back([c, ws, dA, px = xy, py = xy + nx] { detail::spmv_device<T>(c, dA, ws, T(1), px, T(0), py); });
-      }
-      // Round 1 times every candidate; at most kTuneFinalists within kTunePruneFactor of the
-      // fastest get tune_reps - 1 more rounds (median), unless the fastest is at the launch floor
-      // (SpmvRuleParams::tune_one_round_max_ms).
-      const SpmvRuleParams rule_params{};  // the tuned defaults
-      const std::vector<double> ms = time_device_interleaved_ms(runs, options.tune_warmup, options.tune_reps,
-                                                                rule_params.tune_prune_factor,
-                                                                rule_params.tune_finalists,
-                                                                rule_params.tune_one_round_max_ms);
-      std::size_t best = 0;
-      for (std::size_t i = 0; i < cands.size(); ++i) {
-        sel.candidates.push_back({cands[i], ms[i]});
-        if (ms[i] < ms[best]) best = i;
-      }
-      s->config = cands[best];
-      sel.chosen_ms = ms[best];
-      sel.source = SpmvSelection::Source::Tuned;
-      sel.tuning_seconds = seconds_since(t0);
-      if (options.use_cache) cache.store(TuneEntry{key, s->config, sel.chosen_ms});
     }
   } else {
     sel.source = SpmvSelection::Source::Rule;
   }
+  if (!have_stats) c.stats = detail::row_stats_device(dA.row_ptr, dA.rows, dA.nnz);
+  sel.rule = choose_spmv_rule(c.stats);
+  if (sel.source == SpmvSelection::Source::Rule) c.config = sel.rule;
+  return c;
+}
 
-  if (!have_stats) s->stats = detail::row_stats_device(dA.row_ptr, dA.rows, dA.nnz);
-  sel.rule = choose_spmv_rule(s->stats);
-  if (sel.source == SpmvSelection::Source::Rule) s->config = sel.rule;
+}  // namespace
+
+template <class T>
+SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlanOptions& options) {
+  auto s = std::make_shared<State>();
+  s->fingerprint = A.fingerprint();
+  const CsrView<T> dA = A.device_view();  // upload now, not inside the first iteration
+  SpmvChoice<T> c = choose_spmv(A, dA, options);
+  s->config = c.config;
+  s->selection = std::move(c.selection);
+  s->stats = c.stats;
+  s->nnz = std::move(c.nnz);
+  // The prepared data: the chosen kernel's partition (tuning's, or made now).
   if (is_nnz_balanced(s->config.algorithm)) {
-    if (!have_nnz_data) s->nnz = detail::make_nnz_set(dA, {detail::nnz_key(s->config)}, options.carry);
+    if (!c.have_nnz_data) s->nnz = detail::make_nnz_set(dA, {detail::nnz_key(s->config)}, options.carry);
     s->workspace = s->nnz.by_key.at(detail::nnz_key(s->config)).view();
   }
   state_ = std::move(s);

@@ -74,8 +74,8 @@ int panels(const index_t* row_ptr, const index_t* col_idx, index_t rows, index_t
 }
 }  // namespace old
 
-const DevicePolicy kDevices[] = {test::kH100Policy, {78, 2048, std::int64_t(40) << 20}, {16, 1536, std::int64_t(4) << 20},
-                                 {1, 1024, 0}};
+const DevicePolicy kDevices[] = {test::kH100Policy, {78, 2048, std::int64_t(40) << 20},
+                                 {16, 1536, std::int64_t(4) << 20}, {1, 1024, 0}};
 
 /// Row counts around every threshold of every device above, and the usual sizes.
 std::vector<index_t> shape_rows() {
@@ -116,7 +116,8 @@ TEST_CASE("SpMM launch choices: the default parameters make the former constants
       }
       // blocks of an early launch: the threads of the row kernel's grid
       for (std::int64_t blocks : {std::int64_t(r), std::int64_t(r) / 8, std::int64_t(r) / kSpmmBlock})
-        for (bool early : {false, true}) CHECK(spmm_early_launch(blocks, early, d, lp) == old::early_launch(blocks, early, d));
+        for (bool early : {false, true})
+          CHECK(spmm_early_launch(blocks, early, d, lp) == old::early_launch(blocks, early, d));
     }
   }
   CHECK(checked > 100000);
