@@ -42,19 +42,22 @@ std::uint64_t next_values_stamp() {
   static std::atomic<std::uint64_t> counter{0};
   return ++counter;
 }
-}  // namespace
 
-/// Shared by all copies of one matrix, so that an update through any copy reaches every holder.
-template <class T>
-struct CsrMatrix<T>::Shared {
-  std::mutex mu;  // guards the mirror upload and the snapshot download
-  std::uint64_t values_version = 0;
-  std::uint64_t values_stamp = next_values_stamp();
-  /// A values change (mu held).
-  void values_changed() {
-    ++values_version;
-    values_stamp = next_values_stamp();
+/// The values' identity: a version counted over all copies, and a process-unique stamp.
+struct CsrValuesState {
+  std::uint64_t version = 0;
+  std::uint64_t stamp = next_values_stamp();
+  /// A values change.
+  void changed() {
+    ++version;
+    stamp = next_values_stamp();
   }
+};
+
+/// The device side of a matrix: its mirror of the host arrays, or the caller's own arrays
+/// (borrowed), and what krysp knows of their values.
+template <class T>
+struct CsrDeviceMirror {
   // Device arrays: pointers into the mirror below, or the caller's own (borrowed).
   bool borrowed = false;
   // Borrowed only: the caller promised to notify every change of the values (promise_notify).
@@ -69,9 +72,27 @@ struct CsrMatrix<T>::Shared {
   std::shared_ptr<const void> structure_owner;
   // Borrowed only: the values version the host snapshot holds (none yet: ~0).
   std::uint64_t snapshot_version = ~std::uint64_t(0);
+};
+
+/// Data derived from the matrix and kept with it: the structure's row statistics and memo()'s
+/// results per values version.
+struct CsrDerivedData {
   // memo(): tag → (values version, result)
   std::map<std::string, std::pair<std::uint64_t, std::string>> memo;
   std::optional<RowStats> row_stats;  // of the structure, which never changes
+};
+
+}  // namespace
+
+/// Shared by all copies of one matrix, so that an update through any copy reaches every holder:
+/// the values' state, the device mirror and the derived data (the host storage is the matrix's own
+/// views), under one mutex.
+template <class T>
+struct CsrMatrix<T>::Shared {
+  std::mutex mu;  // guards the mirror upload, the snapshot download, the values state and the derived data
+  CsrValuesState values;
+  CsrDeviceMirror<T> device;
+  CsrDerivedData derived;
 };
 
 template <class T>
@@ -220,11 +241,11 @@ CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, inde
     KRYSP_THROW(InputError, "CsrMatrix::from_device_pointers: the device arrays are not valid CSR: ", e.what());
   }
   Shared& sh = *A.shared_;
-  sh.borrowed = true;
-  sh.on_device = true;
-  sh.d_row_ptr = d_row_ptr;
-  sh.d_col_idx = d_col_idx;
-  sh.d_values = d_values;
+  sh.device.borrowed = true;
+  sh.device.on_device = true;
+  sh.device.d_row_ptr = d_row_ptr;
+  sh.device.d_col_idx = d_col_idx;
+  sh.device.d_values = d_values;
   return A;
 }
 
@@ -242,23 +263,23 @@ CsrMatrix<T> CsrMatrix<T>::with_structure_of(const CsrMatrix<U>& A, T* d_values)
   M.values_ = ValueView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(A.nnz()));
   M.fingerprint_ = A.fingerprint();  // the same structure: checked when A was made
   Shared& sh = *M.shared_;
-  sh.borrowed = true;
-  sh.on_device = true;
-  sh.d_row_ptr = dA.row_ptr;
-  sh.d_col_idx = dA.col_idx;
-  sh.d_values = d_values;
-  sh.structure_owner = A.shared_;
+  sh.device.borrowed = true;
+  sh.device.on_device = true;
+  sh.device.d_row_ptr = dA.row_ptr;
+  sh.device.d_col_idx = dA.col_idx;
+  sh.device.d_values = d_values;
+  sh.device.structure_owner = A.shared_;
   return M;
 }
 
 template <class T>
 const T* CsrMatrix<T>::host_values() const {
   Shared& sh = *shared_;
-  if (!sh.borrowed) return values_.data();
+  if (!sh.device.borrowed) return values_.data();
   std::lock_guard<std::mutex> lock(sh.mu);
-  if (sh.snapshot_version != sh.values_version) {  // values changed on the device since the last download
-    detail::copy_to_host(values_.data(), sh.d_values, values_.extent(0) * sizeof(T));
-    sh.snapshot_version = sh.values_version;
+  if (sh.device.snapshot_version != sh.values.version) {  // values changed on the device since the last download
+    detail::copy_to_host(values_.data(), sh.device.d_values, values_.extent(0) * sizeof(T));
+    sh.device.snapshot_version = sh.values.version;
   }
   return values_.data();
 }
@@ -281,9 +302,9 @@ void CsrMatrix<T>::set_values(const std::vector<T>& values) {
   Shared& sh = *shared_;
   std::lock_guard<std::mutex> lock(sh.mu);
   std::copy(values.begin(), values.end(), values_.data());  // the host copy, or the borrowed one's snapshot
-  if (sh.on_device) detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
-  sh.values_changed();
-  if (sh.borrowed) sh.snapshot_version = sh.values_version;  // the snapshot is what was just uploaded
+  if (sh.device.on_device) detail::copy_to_device(sh.device.d_values, values_.data(), values_.extent(0) * sizeof(T));
+  sh.values.changed();
+  if (sh.device.borrowed) sh.device.snapshot_version = sh.values.version;  // the snapshot is what was just uploaded
 }
 
 template <class T>
@@ -298,40 +319,42 @@ void CsrMatrix<T>::set_values_device(const T* d_src) {
   Shared& sh = *shared_;
   std::lock_guard<std::mutex> lock(sh.mu);
   const std::size_t bytes = values_.extent(0) * sizeof(T);
-  if (d_src != sh.d_values) detail::copy_device_to_device(sh.d_values, d_src, bytes);
-  if (!sh.borrowed) detail::copy_to_host(values_.data(), sh.d_values, bytes);  // the host stays the master copy
-  sh.values_changed();  // a borrowed matrix's snapshot is stale: the next host use downloads
+  if (d_src != sh.device.d_values) detail::copy_device_to_device(sh.device.d_values, d_src, bytes);
+  // the host stays the master copy
+  if (!sh.device.borrowed) detail::copy_to_host(values_.data(), sh.device.d_values, bytes);
+  sh.values.changed();  // a borrowed matrix's snapshot is stale: the next host use downloads
 }
 
 template <class T>
 void CsrMatrix<T>::notify_values_changed() {
   Shared& sh = *shared_;
   std::lock_guard<std::mutex> lock(sh.mu);
-  sh.values_changed();  // a borrowed matrix's snapshot is now stale: the next host use downloads
-  if (!sh.borrowed && sh.on_device)
-    detail::copy_to_device(sh.d_values, values_.data(), values_.extent(0) * sizeof(T));
+  sh.values.changed();  // a borrowed matrix's snapshot is now stale: the next host use downloads
+  if (!sh.device.borrowed && sh.device.on_device)
+    detail::copy_to_device(sh.device.d_values, values_.data(), values_.extent(0) * sizeof(T));
 }
 
 template <class T>
 std::uint64_t CsrMatrix<T>::values_version() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  return shared_->values_version;
+  return shared_->values.version;
 }
 
 template <class T>
 std::uint64_t CsrMatrix<T>::values_stamp() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  return shared_->values_stamp;
+  return shared_->values.stamp;
 }
 
 template <class T>
 void CsrMatrix<T>::promise_notify(bool promised) {
-  shared_->notify_promised.store(promised, std::memory_order_relaxed);
+  shared_->device.notify_promised.store(promised, std::memory_order_relaxed);
 }
 
 template <class T>
 bool CsrMatrix<T>::values_tracked() const {
-  return krysp::values_tracked(shared_->borrowed, shared_->notify_promised.load(std::memory_order_relaxed));
+  const CsrDeviceMirror<T>& d = shared_->device;
+  return krysp::values_tracked(d.borrowed, d.notify_promised.load(std::memory_order_relaxed));
 }
 
 template <class T>
@@ -339,12 +362,12 @@ std::string CsrMatrix<T>::memo(const std::string& tag, const std::function<std::
   const std::uint64_t version = values_version();
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
-    const auto it = shared_->memo.find(tag);
-    if (it != shared_->memo.end() && it->second.first == version) return it->second.second;
+    const auto it = shared_->derived.memo.find(tag);
+    if (it != shared_->derived.memo.end() && it->second.first == version) return it->second.second;
   }
   std::string result = compute();  // outside the lock: it may read the values (snapshot download)
   std::lock_guard<std::mutex> lock(shared_->mu);
-  shared_->memo[tag] = {version, result};
+  shared_->derived.memo[tag] = {version, result};
   return result;
 }
 
@@ -352,11 +375,11 @@ template <class T>
 RowStats CsrMatrix<T>::row_stats() const {
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
-    if (shared_->row_stats) return *shared_->row_stats;
+    if (shared_->derived.row_stats) return *shared_->derived.row_stats;
   }
   const RowStats s = krysp::row_stats(CsrView<T>{rows(), cols(), nnz(), row_ptr().data(), col_idx().data(), nullptr});
   std::lock_guard<std::mutex> lock(shared_->mu);
-  shared_->row_stats = s;
+  shared_->derived.row_stats = s;
   return s;
 }
 
@@ -364,29 +387,29 @@ template <class T>
 CsrView<T> CsrMatrix<T>::device_view() const {
   Shared& sh = *shared_;
   std::lock_guard<std::mutex> lock(sh.mu);
-  if (!sh.on_device) {
-    sh.mirror_row_ptr = DeviceArray<index_t>(row_ptr_.extent(0));
-    sh.mirror_col_idx = DeviceArray<index_t>(col_idx_.extent(0));
-    sh.mirror_values = DeviceArray<T>(values_.extent(0));
-    sh.mirror_row_ptr.upload(row_ptr_.data(), row_ptr_.extent(0));
-    sh.mirror_col_idx.upload(col_idx_.data(), col_idx_.extent(0));
-    sh.mirror_values.upload(values_.data(), values_.extent(0));
-    sh.d_row_ptr = sh.mirror_row_ptr.data();
-    sh.d_col_idx = sh.mirror_col_idx.data();
-    sh.d_values = sh.mirror_values.data();
-    sh.on_device = true;
+  if (!sh.device.on_device) {
+    sh.device.mirror_row_ptr = DeviceArray<index_t>(row_ptr_.extent(0));
+    sh.device.mirror_col_idx = DeviceArray<index_t>(col_idx_.extent(0));
+    sh.device.mirror_values = DeviceArray<T>(values_.extent(0));
+    sh.device.mirror_row_ptr.upload(row_ptr_.data(), row_ptr_.extent(0));
+    sh.device.mirror_col_idx.upload(col_idx_.data(), col_idx_.extent(0));
+    sh.device.mirror_values.upload(values_.data(), values_.extent(0));
+    sh.device.d_row_ptr = sh.device.mirror_row_ptr.data();
+    sh.device.d_col_idx = sh.device.mirror_col_idx.data();
+    sh.device.d_values = sh.device.mirror_values.data();
+    sh.device.on_device = true;
   }
-  return {rows_, cols_, nnz(), sh.d_row_ptr, sh.d_col_idx, sh.d_values};
+  return {rows_, cols_, nnz(), sh.device.d_row_ptr, sh.device.d_col_idx, sh.device.d_values};
 }
 
 template <class T>
 bool CsrMatrix<T>::has_device_copy() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  return shared_->on_device;
+  return shared_->device.on_device;
 }
 
 template <class T>
-bool CsrMatrix<T>::is_device_borrowed() const { return shared_->borrowed; }
+bool CsrMatrix<T>::is_device_borrowed() const { return shared_->device.borrowed; }
 
 template <class T>
 void CsrMatrix<T>::multiply_host(const T* x, T* y) const {
