@@ -105,6 +105,8 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.dinv = DeviceArray<T>(d.dinv->size());
       L.dinv.upload(d.dinv->data(), d.dinv->size());
       L.coef = *d.coef;
+      if (host_->options().smoother == AmgSmoother::Chebyshev && host_->options().smoother_degree > 1)
+        L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
       L.vec = DeviceArray<T>(std::size_t(d.n) * std::size_t(work_arrays(l)));
       levels_.push_back(std::move(L));
     }
@@ -224,6 +226,21 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
   T* cur = W.u;
   T* prev = nullptr;
   detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, cur, ld);
+  if (N == 1 && ld == 1 && L.step >= 0) {  // vectors: each step one kernel, A_l·x_k never stored
+    const CsrView<T> dA = L.A.A.device_view();
+    for (int k = 1; k < d; ++k) {
+      const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
+      if (k == d - 1) {
+        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, e, lde);
+      } else {  // x_{k+1} overwrites x_{k−1} (or the spare array); never x_k, which rows gather from
+        T* out = prev ? prev : W.v;
+        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, out, 1);
+        prev = cur;
+        cur = out;
+      }
+    }
+    return;
+  }
   for (int k = 1; k < d; ++k) {
     mul(L.A, N, T(1), cur, ld, T(0), W.w, ld);  // w = A·x_k
     const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);

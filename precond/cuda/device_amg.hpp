@@ -11,7 +11,8 @@
 /// per block width and matrix on first use (as DeviceChebyshev).
 ///
 /// The V-cycle is HostAmg's, step for step: the same smoother sweeps in the same order (the
-/// Chebyshev recurrence in D⁻¹A through the Chebyshev preconditioner's vector kernels, or
+/// Chebyshev recurrence in D⁻¹A through the Chebyshev preconditioner's kernels — for vectors its
+/// fused step, which computes A_l·x_k inside the update, where the level's rows suit it — or
 /// l1-Jacobi), restriction, recursion, prolongation. So M⁻¹ is the host's to rounding (the
 /// device SpMV sums in another order). Deterministic: every kernel has a fixed summation order
 /// and cuBLAS runs without atomics.
@@ -93,6 +94,9 @@ class DeviceAmg final : public Preconditioner<T> {
     Mat A, P, R;  ///< P, R: not made on the coarsest level
     DeviceArray<T> dinv;
     ChebyshevCoefficients coef;
+    /// The vector path's Chebyshev step: −1 the SpMV plan then the vector kernel, else the fused
+    /// kernel's width (choose_chebyshev_step: A_l·x_k computed inside the step, never stored).
+    int step = -1;
     mutable DeviceArray<T> vec;    ///< the vector path's work: 7 n-vectors (5 on level 0)
     mutable DeviceArray<T> block;  ///< apply_block's work: 7 n × block_ld_ blocks (5 on level 0)
   };
