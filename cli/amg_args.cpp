@@ -8,7 +8,7 @@ namespace krysp::cli {
 const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
-                                           "amg-block-size", "coordinates"};
+                                           "amg-block-size", "amg-aggregation", "coordinates"};
   return names;
 }
 
@@ -18,6 +18,8 @@ const char* amg_option_help() {
          "  --amg-max-levels L   levels at most, A included                       (default 10)\n"
          "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
          "  --amg-smoother S     chebyshev | l1-jacobi                            (default chebyshev)\n"
+         "  --amg-aggregation A  auto | greedy | mis2; auto: greedy when set up on the host, mis2 on\n"
+         "                       the GPU (b 1, no coordinates)                    (default auto)\n"
          "  --amg-degree D       Chebyshev smoother degree                        (default 2)\n"
          "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
          "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
@@ -38,6 +40,11 @@ AmgOptions read_amg_options(const Args& args) {
   if (s == "chebyshev") a.smoother = AmgSmoother::Chebyshev;
   else if (s == "l1-jacobi") a.smoother = AmgSmoother::L1Jacobi;
   else KRYSP_THROW(InputError, "unknown --amg-smoother '", s, "' (expected chebyshev or l1-jacobi)");
+  const std::string g = args.get("amg-aggregation", to_string(a.aggregation));
+  if (g == "auto") a.aggregation = AmgAggregation::Auto;
+  else if (g == "greedy") a.aggregation = AmgAggregation::Greedy;
+  else if (g == "mis2") a.aggregation = AmgAggregation::Mis2;
+  else KRYSP_THROW(InputError, "unknown --amg-aggregation '", g, "' (expected auto, greedy or mis2)");
   a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
   a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));

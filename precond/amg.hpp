@@ -11,7 +11,7 @@
 ///  1. Strength graph on nodes (b unknowns each): i, j strongly connected when
 ///     |a_ij| ≥ θ_l·sqrt(|a_ii·a_jj|), for b > 1 on the Frobenius norms of the b×b blocks;
 ///     θ_l = θ·(1/2)^l on level l (kAmgThetaDecay, as in Vaněk, Mandel and Brezina).
-///  2. Aggregation, greedy, in node order (the standard SA passes): (1) an unaggregated node whose
+///  2. Aggregation (AmgOptions::aggregation; mis2: amg::aggregate_mis2), greedy, in node order (the standard SA passes): (1) an unaggregated node whose
 ///     strong neighbours are all unaggregated becomes a root, its aggregate the root and those
 ///     neighbours; (2) a node left over joins the aggregate of its first strong neighbour that
 ///     pass 1 aggregated; (3) what is still left makes new aggregates (a node and its unaggregated
@@ -107,6 +107,12 @@ struct Aggregation {
 };
 /// Greedy SA aggregation in node order (the file comment's three passes).
 Aggregation aggregate(const Graph& G);
+/// MIS-2 aggregation (Bell, Dalton, Olson 2012), the one the GPU set-up runs
+/// (amg_mis2_rules.hpp): rounds of a maximal independent set at distance 2 by hashed priority;
+/// its nodes are the roots (aggregates numbered in node order), a node next to roots joins the
+/// first in column order, a node two steps away the first neighbour that joined. Nodes without
+/// strong neighbours stay out. `roots` counts the roots, `attached` the nodes two steps away.
+Aggregation aggregate_mis2(const Graph& G);
 
 /// P_tent and the coarse near-nullspace.
 struct Tentative {

@@ -6,6 +6,7 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/amg.hpp"
+#include "krysp/precond/amg_mis2_rules.hpp"
 
 namespace krysp::amg {
 
@@ -217,6 +218,55 @@ Aggregation aggregate(const Graph& G) {
   }
   for (index_t& g : agg)
     if (g == kIsolated) g = -1;
+  a.of_node = std::move(agg);
+  return a;
+}
+
+Aggregation aggregate_mis2(const Graph& G) {
+  namespace r = mis2;
+  const index_t n = G.nodes;
+  const index_t* rp = G.row_ptr.data();
+  const index_t* ci = G.col_idx.data();
+  const std::size_t N = std::size_t(n);
+  Aggregation a;
+  // Rounds of the maximal independent set at distance 2, each a synchronous update (every node
+  // reads the previous round's keys): what the GPU runs, one thread a node.
+  std::vector<std::uint64_t> keys(N), k1(N), k2(N);
+  index_t undecided = 0;
+  for (index_t i = 0; i < n; ++i) {
+    const bool isolated = rp[i] == rp[i + 1];
+    keys[std::size_t(i)] = r::key(isolated ? r::kOut : r::kUndecided, i);
+    a.isolated += isolated ? 1 : 0;
+    undecided += isolated ? 0 : 1;
+  }
+  while (undecided > 0) {
+    for (index_t i = 0; i < n; ++i) k1[std::size_t(i)] = r::max_over_row(rp, ci, i, keys.data());
+    for (index_t i = 0; i < n; ++i) k2[std::size_t(i)] = r::max_over_row(rp, ci, i, k1.data());
+    undecided = 0;
+    for (index_t i = 0; i < n; ++i) {
+      keys[std::size_t(i)] = r::decide(keys[std::size_t(i)], k2[std::size_t(i)], i);
+      undecided += r::state_of(keys[std::size_t(i)]) == r::kUndecided ? 1 : 0;
+    }
+  }
+  // Roots number the aggregates in node order; their neighbours join the first root in column
+  // order, then nodes two steps away the first neighbour that joined.
+  std::vector<index_t> agg1(N, -1);
+  for (index_t i = 0; i < n; ++i)
+    if (r::state_of(keys[std::size_t(i)]) == r::kRoot) agg1[std::size_t(i)] = a.count++;
+  a.roots = a.count;
+  for (index_t i = 0; i < n; ++i)
+    if (r::state_of(keys[std::size_t(i)]) != r::kRoot && rp[i] < rp[i + 1])
+      agg1[std::size_t(i)] = r::join_root(rp, ci, i, keys.data(), agg1.data());
+  std::vector<index_t> agg = agg1;
+  for (index_t i = 0; i < n; ++i)
+    if (agg1[std::size_t(i)] < 0 && rp[i] < rp[i + 1]) {
+      agg[std::size_t(i)] = r::join_neighbour(rp, ci, i, agg1.data());
+      a.attached += agg[std::size_t(i)] >= 0 ? 1 : 0;
+    }
+  // A node farther from every root (possible only where the graph is not symmetric) makes an
+  // aggregate of its own, in node order.
+  for (index_t i = 0; i < n; ++i)
+    if (agg[std::size_t(i)] < 0 && rp[i] < rp[i + 1]) agg[std::size_t(i)] = a.count++;
   a.of_node = std::move(agg);
   return a;
 }

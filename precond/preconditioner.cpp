@@ -35,6 +35,15 @@ const char* to_string(AmgSmoother s) {
   return "unknown";
 }
 
+const char* to_string(AmgAggregation a) {
+  switch (a) {
+    case AmgAggregation::Auto: return "auto";
+    case AmgAggregation::Greedy: return "greedy";
+    case AmgAggregation::Mis2: return "mis2";
+  }
+  return "unknown";
+}
+
 PrecondKind parse_precond(const std::string& name) {
   if (name == "none") return PrecondKind::None;
   if (name == "jacobi") return PrecondKind::Jacobi;
@@ -72,6 +81,9 @@ void validate(const PrecondOptions& o) {
                   " is out of range (1 to ", kAmgMaxDenseRows, " rows, the largest coarse matrix factored densely)");
     KRYSP_REQUIRE(a.smoother == AmgSmoother::Chebyshev || a.smoother == AmgSmoother::L1Jacobi,
                   "AMG: amg.smoother = ", int(a.smoother), " is not a smoother (chebyshev or l1-jacobi)");
+    KRYSP_REQUIRE(a.aggregation == AmgAggregation::Auto || a.aggregation == AmgAggregation::Greedy ||
+                      a.aggregation == AmgAggregation::Mis2,
+                  "AMG: amg.aggregation = ", int(a.aggregation), " is not an aggregation (auto, greedy or mis2)");
     KRYSP_REQUIRE(a.smoother_degree >= 1 && a.smoother_degree <= 16, "AMG: amg.smoother_degree = ",
                   a.smoother_degree, " is out of range (1 to 16)");
     KRYSP_REQUIRE(std::isfinite(a.smoother_ratio) && a.smoother_ratio > 1, "AMG: amg.smoother_ratio = ",
@@ -124,6 +136,7 @@ std::string describe(const PrecondOptions& o) {
       s << ", ratio " << a.smoother_ratio;
     if (a.max_levels != AmgOptions{}.max_levels) s << ", levels " << a.max_levels;
     if (a.prolongation_weight != AmgOptions{}.prolongation_weight) s << ", weight " << a.prolongation_weight;
+    if (a.aggregation != AmgOptions{}.aggregation) s << ", " << to_string(a.aggregation);
     s << ")";
   }
   return s.str();

@@ -65,6 +65,17 @@ enum class AmgSmoother {
 /// "chebyshev" or "l1-jacobi".
 const char* to_string(AmgSmoother s);
 
+/// How an AMG level's nodes are grouped into aggregates (AmgOptions::aggregation; amg.hpp).
+enum class AmgAggregation {
+  /// Greedy on the host set-up, MIS-2 where the GPU sets the hierarchy up (the greedy passes
+  /// run in node order, one node after another: the GPU cannot run them, MIS-2 it can).
+  Auto,
+  Greedy,  ///< the standard SA passes in node order (host set-up only)
+  Mis2     ///< roots a distance-2 maximal independent set by hashed priority (host or GPU set-up)
+};
+/// "auto", "greedy" or "mis2".
+const char* to_string(AmgAggregation a);
+
 /// Default λmax/λmin of the AMG Chebyshev smoother's interval [λmax/ratio, λmax] of D⁻¹A: the
 /// smoother damps the top 1/10 of the spectrum, the coarse grids the rest. Host study (degree 2,
 /// PCG iterations to 1e-8, docs/amg.md): ratio 10 takes 9-11 on 3-D Laplacians 16³-48³ and
@@ -89,6 +100,8 @@ struct AmgOptions {
   int max_levels = 10;      ///< levels at most, A included (1..50)
   index_t coarse_size = 200;  ///< stop coarsening at this many rows or fewer (1..kAmgMaxDenseRows)
   AmgSmoother smoother = AmgSmoother::Chebyshev;
+  /// The aggregation (AmgAggregation); the GPU set-up (b = 1, no coordinates) takes mis2 or auto.
+  AmgAggregation aggregation = AmgAggregation::Auto;
   /// Chebyshev smoother degree d: a sweep costs d SpMVs (d − 1 from a zero guess). 1..16.
   int smoother_degree = 2;
   /// λmax/λmin of the Chebyshev smoother's interval, > 1 (kDefaultAmgChebyshevRatio).
