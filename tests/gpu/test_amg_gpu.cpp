@@ -3,17 +3,25 @@
 // 1e-10, M⁻¹'s symmetry, bitwise determinism of two set-ups, the numeric re-set-up (against the
 // host's, against a fresh set-up, and back to the first values bitwise), PCG through solve() with
 // the true residual recomputed on the host and the iteration count within ±2 of the host's,
-// CgSolver::update_values on the GPU, LOBPCG with AMG in the inner solve, fp32, and the device
-// memory the hierarchy holds.
+// CgSolver::update_values on the GPU, LOBPCG with AMG in the inner solve, fp32, the device
+// memory the hierarchy holds, and `krysp solve` / `krysp eigs --precond amg --backend cuda`.
 #include <doctest/doctest.h>
+
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/io/matrix_market.hpp"
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/cg_solver.hpp"
@@ -397,4 +405,49 @@ TEST_CASE("AMG GPU: LOBPCG k = 4 smallest with AMG in the inner solve matches th
       CHECK(std::abs(g.eigenvalues[std::size_t(j)] - h.eigenvalues[std::size_t(j)]) <=
             1e-6 * std::abs(h.eigenvalues[std::size_t(j)]));
   }
+}
+
+TEST_CASE("AMG GPU: krysp solve and krysp eigs --precond amg --backend cuda, end to end") {
+  const std::string cli = KRYSP_CLI_PATH;
+  REQUIRE(std::ifstream(cli).good());
+  const std::string data = KRYSP_TEST_DATA;
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string log = (dir / "krysp_amg_gpu_cli.log").string();
+  auto run = [&](const std::string& a) {
+    const int rc = std::system((cli + " " + a + " > " + log + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  auto text = [&] {
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  CHECK(run("solve " + data + "/bcsstk06.mtx --precond amg --amg-block-size 3 --backend cuda") == 0);
+  std::string t = text();
+  CAPTURE(t);
+  CHECK(t.find("V-cycle on the GPU") != std::string::npos);
+  CHECK(t.find("converged") != std::string::npos);
+  CHECK(run("solve " + data + "/bcsstk06.mtx --precond amg --backend cuda --nrhs 3") == 0);  // block CG: apply_block
+  // Elasticity with node coordinates: rigid-body modes on the GPU path too.
+  std::vector<double> xyz;
+  const auto E = elasticity_3d(4, 4, 4, 0.3, &xyz);
+  const std::string mtx = (dir / "krysp_amg_gpu_elasticity.mtx").string(), crd = (dir / "krysp_amg_gpu_xyz.mtx").string();
+  io::write_matrix_market(mtx, E);
+  const index_t nodes = E.rows() / 3;
+  std::vector<double> colmajor(xyz.size());
+  for (index_t i = 0; i < nodes; ++i)
+    for (index_t d = 0; d < 3; ++d) colmajor[std::size_t(d) * nodes + i] = xyz[std::size_t(i) * 3 + d];
+  io::write_dense_matrix_market(crd, nodes, 3, colmajor.data());
+  CHECK(run("solve " + mtx + " --precond amg --backend cuda --coordinates " + crd) == 0);
+  t = text();
+  CHECK(t.find("V-cycle on the GPU") != std::string::npos);
+  CHECK(t.find("b 3") != std::string::npos);
+  // LOBPCG, smallest pairs, AMG inside the inner solve on the GPU.
+  CHECK(run("eigs " + data + "/bcsstk06.mtx -k 4 --precond amg --backend cuda") == 0);
+  t = text();
+  CHECK(t.find("inner-cg(8 steps, amg(") != std::string::npos);
+  CHECK(t.find("V-cycle on the GPU") != std::string::npos);
+  CHECK(t.find("converged after") != std::string::npos);
+  std::remove(mtx.c_str());
+  std::remove(crd.c_str());
+  std::remove(log.c_str());
 }
