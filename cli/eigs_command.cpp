@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
+#include "krysp/base/device_transport.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/cli/amg_args.hpp"
 #include "krysp/cli/args.hpp"
@@ -180,11 +181,17 @@ int report_eigs(const EigReport& rep, const EigOptions& opt, const std::string& 
 /// silent and return the same exit code.
 int eigs_mpi(const Communicator& world, const Args& args, const std::string& path, const std::string& bpath,
              EigOptions& opt, bool auto_precond, const std::string& out, bool quiet) {
-  KRYSP_REQUIRE(opt.backend != Backend::Cuda, "--backend cuda under mpirun (", world.size(),
-                " ranks): the GPU path of the distributed eigensolver is not built yet; use --backend host");
   KRYSP_REQUIRE(!args.has("x0") && !args.has("constraints"),
                 "--x0 and --constraints are not supported under mpirun yet (one process takes them)");
-  opt.backend = Backend::Host;
+  // --backend cuda: one GPU a rank, picked by local rank. auto stays on the host under mpirun.
+  opt.backend = opt.backend == Backend::Cuda ? Backend::Cuda : Backend::Host;
+  if (opt.backend == Backend::Cuda) {
+    world.collective([&] {
+      KRYSP_REQUIRE(cuda_device_available(), "--backend cuda under mpirun: no CUDA device on this rank");
+      detail::use_local_gpu(world.rank());
+    });
+    world.device_kind();  // collective: the device transport is made now, on every rank's GPU
+  }
   const auto t_read = std::chrono::steady_clock::now();
   const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path);
   std::optional<DistCsrMatrix> B;
@@ -214,7 +221,12 @@ int eigs_mpi(const Communicator& world, const Args& args, const std::string& pat
     std::printf("krysp: %s: %lld x %lld, %lld nonzeros (read in %.2f s)%s%s\n", path.c_str(),
                 (long long)A.global_rows(), (long long)A.global_rows(), (long long)A.global_nnz(), read_seconds,
                 bpath.empty() ? "" : ", B = ", bpath.c_str());
-    std::printf("krysp: backend host, %d MPI ranks (rows balanced by nonzeros)\n", world.size());
+    if (opt.backend == Backend::Cuda)
+      std::printf("krysp: backend cuda, %d MPI ranks, one GPU each (rank 0 on %s), halos and sums by %s (rows "
+                  "balanced by nonzeros)\n",
+                  world.size(), cuda_device_name().c_str(), world.device_kind().c_str());
+    else
+      std::printf("krysp: backend host, %d MPI ranks (rows balanced by nonzeros)\n", world.size());
     std::printf("krysp: LOBPCG, %d %s eigenpairs, preconditioner %s%s%s, tol %g (test %s)\n", opt.lobpcg.k,
                 to_string(opt.lobpcg.which), opt.inner_iters > 0 ? "inner-cg over " : "", to_string(opt.precond.kind),
                 opt.precond_from_b ? " of B" : "", opt.lobpcg.tol, to_string(opt.lobpcg.convergence));

@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
 #include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/lobpcg.hpp"
 #include "krysp/solvers/missed_eigenvalue_check.hpp"
+#include "krysp/sparse/dist_csr_device.hpp"
 
 namespace krysp {
 
@@ -24,8 +27,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
   A.comm().collective([&] {
     const char* who = "eigensolve_distributed";
-    KRYSP_REQUIRE(o.backend != Backend::Cuda, who,
-                  ": the CUDA backend of the distributed eigensolver is not built yet (use the host backend)");
+    KRYSP_REQUIRE(o.backend != Backend::Cuda || cuda_device_available(), who,
+                  ": the CUDA backend needs a GPU on every rank, and this one has none");
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi, who, ": preconditioner ", to_string(k),
@@ -84,15 +87,37 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   // Jacobi of this rank's diagonal block: the diagonal is all on it. A zero diagonal on any rank
   // is agreed; with precond_fallback it runs without a preconditioner instead, on every rank.
   const DistCsrMatrix& P = o.precond_from_b ? *B : A;
+  const bool cuda = o.backend == Backend::Cuda;
+  // On the GPU: A and B on each rank's current GPU (one rank per GPU), halos and sums through
+  // the communicator's device transport.
+  std::unique_ptr<DeviceDistCsr> dA, dB;
+  if (cuda) {
+    dA = std::make_unique<DeviceDistCsr>(A, SpmvPlanOptions{}, o.spmm);
+    if (B) dB = std::make_unique<DeviceDistCsr>(*B, SpmvPlanOptions{}, o.spmm);
+  }
   std::unique_ptr<Preconditioner<double>> M;
   try {
-    comm.collective([&] { M = make_host_preconditioner(P.local_block(), o.precond); });
+    comm.collective([&] {
+      // Jacobi needs no plan of P's; make_device_preconditioner takes one all the same.
+      if (cuda) M = make_device_preconditioner(P.local_block(), (&P == &A ? dA : dB)->local_plan(), o.precond);
+      else M = make_host_preconditioner(P.local_block(), o.precond);
+    });
   } catch (const InputError& e) {
     if (!o.precond_fallback || o.precond.kind == PrecondKind::None) throw;
     rep.precond_note = detail::concat(to_string(o.precond.kind), " could not be set up (", e.what(), ")");
     M.reset();
   }
-  HostEigOps ops(A, B, M.get(), comm, A.first_row());
+  std::unique_ptr<HostEigOps> host_ops;
+  std::unique_ptr<CudaEigOps> cuda_ops;
+  comm.collective([&] {
+    if (cuda) {
+      const index_t b = lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);
+      cuda_ops = std::make_unique<CudaEigOps>(*dA, dB.get(), M.get(), std::max<index_t>(3 * b, o.verify ? o.lobpcg.k : 0),
+                                              comm, o.spmm);
+      cuda_ops->prepare(b);
+    }
+  });
+  if (!cuda) host_ops = std::make_unique<HostEigOps>(A, B, M.get(), comm, A.first_row());
   rep.setup_seconds = since(t0);
   rep.preconditioner = (M ? M->summary() : std::string("none")) + (o.precond_from_b && M ? "(B)" : "");
   if (o.inner_iters > 0) rep.preconditioner = detail::concat("inner-cg(", o.inner_iters, " steps, ", rep.preconditioner, ")");
@@ -106,17 +131,24 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
       check_missed_eigenvalues(eig_ops, A.global_rows(), o, st, rep,
                                [&](const LobpcgStart& rs) { return lobpcg(eig_ops, o.lobpcg, rs); });
   };
-  if (o.inner_iters > 0) {
-    InnerSolveOps<HostEigOps> inner(ops, o.inner_iters, o.inner_rtol);
-    run(inner);
-  } else {
-    run(ops);
-  }
+  auto run_with_inner = [&](auto& ops) {
+    if (o.inner_iters > 0) {
+      InnerSolveOps<std::decay_t<decltype(ops)>> inner(ops, o.inner_iters, o.inner_rtol);
+      run(inner);
+    } else {
+      run(ops);
+    }
+  };
+  if (cuda) run_with_inner(*cuda_ops);
+  else run_with_inner(*host_ops);
   rep.solve_seconds = since(t1);
   rep.n = index_t(std::min<std::int64_t>(A.global_rows(), kMaxIndex));
-  rep.backend = "host";
-  rep.device = "host";
-  rep.spmm_kernel = "host-reference, " + std::to_string(comm.size()) + " ranks";
+  rep.backend = cuda ? "cuda" : "host";
+  rep.device = cuda ? cuda_device_name() : "host";
+  rep.spmm_kernel = (cuda ? cuda_ops->spmm_kernel(lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0))
+                          : std::string("host-reference")) +
+                    ", " + std::to_string(comm.size()) + " ranks" +
+                    (cuda && comm.size() > 1 ? ", " + comm.device_kind() : std::string());
   double least = std::numeric_limits<double>::infinity();
   for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
   rep.accuracy_floor = least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least

@@ -1,11 +1,13 @@
-// Distributed CG and block CG with Backend::Cuda: the one-rank host answer, the true residual
+// Distributed CG, block CG and LOBPCG with Backend::Cuda: the one-rank host answer, the true residual
 // recomputed from the global matrix, bitwise reruns, and bitwise the same answer whichever device
 // transport carries the halos and sums (both add the partials in rank order). Rank r uses GPU
 // r mod the device count; without a GPU on every rank the cases check nothing (CI).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 
+#include "krysp/solvers/distributed_eigensolve.hpp"
 #include "krysp/solvers/distributed_solve.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "mpi/mpi_device_util.hpp"
@@ -106,6 +108,35 @@ TEST_CASE("distributed block CG on the GPUs: the one-rank answers, on each trans
       const std::vector<double> xj(X.begin() + j * m, X.begin() + (j + 1) * m);
       CHECK(global_true_residual(comm, A, fixed_vector(n, j + 1), xj, first) <= 1.01 * o.cg.rtol);
       CHECK(relative_difference(xj, slice(X1, j * n + first, j * n + first + m)) <= 1e-9);
+    }
+  }
+}
+
+TEST_CASE("distributed LOBPCG on the GPUs: the one-rank host eigenvalues, on each transport") {
+  if (!gpus_everywhere()) return;
+  const auto A = laplacian_3d(12, 11, 10);
+  for (const EigWhich which : {EigWhich::Smallest, EigWhich::Largest}) {
+    CAPTURE(to_string(which));
+    EigOptions o;
+    o.backend = Backend::Host;
+    o.precond.kind = PrecondKind::Jacobi;
+    o.lobpcg.k = 4;
+    o.lobpcg.which = which;
+    o.lobpcg.tol = 1e-8;
+    o.refine = false;  // not distributed; the reference runs without it too
+    const EigReport one = eigensolve(A, nullptr, o);
+    REQUIRE(one.converged());
+    o.backend = Backend::Cuda;
+    for (const auto& t : device_transports()) {
+      CAPTURE(t);
+      const Communicator comm = communicator_on(t);
+      const auto D = DistCsrMatrix::scatter(comm, comm.rank() == 0 ? A : CsrMatrix<double>());
+      const EigReport rep = eigensolve_distributed(D, nullptr, o);
+      CHECK(rep.converged());
+      CHECK(rep.backend == "cuda");
+      REQUIRE(rep.eigenvalues.size() == one.eigenvalues.size());
+      for (std::size_t j = 0; j < rep.eigenvalues.size(); ++j)
+        CHECK(std::abs(rep.eigenvalues[j] - one.eigenvalues[j]) <= 1e-7 * std::abs(one.eigenvalues[j]));
     }
   }
 }
