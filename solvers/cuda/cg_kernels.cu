@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kBlock)
     scalars[flag] = verdict;
     scalars[flag_iter] = iteration;
   }
-  if (grid_sum<2>(v, ws, scalars, out) && verdict == kCgOk && scalars[out.at[1]] <= scalars[tol2]) {
+  if (grid_sum<2>(v, ws, scalars, out) && verdict == kCgOk && tol2 >= 0 && scalars[out.at[1]] <= scalars[tol2]) {
     scalars[flag] = kCgConverged;
     scalars[flag_iter] = iteration + 1;
   }
@@ -119,6 +119,18 @@ void launch_cg_update(index_t n, double* scalars, int rz_k, int pq, int flag, in
   cg_update_kernel<T><<<std::min<unsigned>(blocks_for(n), ws.grid), kBlock>>>(
       n, scalars, rz_k, pq, flag, flag_iter, tol2, iteration, p, q, x, r, inv_diag, z, {{rz_next, rr_next}}, as_ws(ws));
   KRYSP_CUDA_CHECK_LAUNCH("cg_update_kernel");
+}
+
+__global__ void cg_converged_kernel(double* scalars, int rr, int tol2, int flag, int flag_iter, index_t iteration) {
+  if (scalars[flag] == kCgOk && scalars[rr] <= scalars[tol2]) {
+    scalars[flag] = kCgConverged;
+    scalars[flag_iter] = iteration + 1;
+  }
+}
+
+void launch_cg_converged(double* scalars, int rr, int tol2, int flag, int flag_iter, index_t iteration) {
+  cg_converged_kernel<<<1, 1>>>(scalars, rr, tol2, flag, flag_iter, iteration);
+  KRYSP_CUDA_CHECK_LAUNCH("cg_converged_kernel");
 }
 
 template <class T>

@@ -28,11 +28,14 @@ void launch_direction(index_t n, const T* z, T* p, const double* scalars, int rz
                       int flag);
 /// α = ρ_k/pᵀAp (flags a breakdown instead when pᵀAp ≤ 0, ρ_k ≤ 0 or either is not finite);
 /// x += α·p; r −= α·q; z = inv_diag∘r (if given, else z = r); scalars[rz_next] = rᵀz, scalars[rr_next] = rᵀr;
-/// flags kCgConverged when rᵀr ≤ scalars[tol2]. Does nothing once the flag is set.
+/// flags kCgConverged when rᵀr ≤ scalars[tol2] (tol2 < 0: no test here; launch_cg_converged once
+/// rᵀr is summed over the ranks). Does nothing once the flag is set.
 template <class T>
 void launch_cg_update(index_t n, double* scalars, int rz_k, int pq, int flag, int flag_iter, int tol2,
                       index_t iteration, const T* p, const T* q, T* x, T* r, const T* inv_diag, T* z,
                       int rz_next, int rr_next, ReduceWorkspaceRef ws);
+/// Flags kCgConverged (at iteration + 1) when the flag is still kCgOk and scalars[rr] ≤ scalars[tol2].
+void launch_cg_converged(double* scalars, int rr, int tol2, int flag, int flag_iter, index_t iteration);
 /// dst = src
 template <class T>
 void launch_copy(index_t n, const T* src, T* dst);

@@ -44,7 +44,7 @@ CudaBlockCgOps<T>::CudaBlockCgOps(std::shared_ptr<const LinearOperator<T>> A, in
       plan_options_(fused_ ? fused_->spmm_options() : SpmmPlanOptions{}), blk_(s),
       inv_diag_(M ? M->inverse_diagonal() : nullptr) {
   static_assert(std::is_same_v<T, double>, "block CG's tall-skinny kernels are fp64");
-  detail::require_device_operator("block CG", *A_, comm_);
+  detail::require_device_operator("block CG", *A_, comm_, true);
   KRYSP_REQUIRE(s >= 1 && s <= 64, "block CG: ", s, " right-hand sides (1 to 64 supported)");
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "block CG: a ", to_string(M->space()),
                 " preconditioner given to the GPU backend");

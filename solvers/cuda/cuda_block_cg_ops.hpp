@@ -35,8 +35,8 @@ class CudaBlockCgOps {
   /// A with SpMM plans made with `plan`; M (null for none) must have been set up for A. A and M
   /// must outlive the ops.
   CudaBlockCgOps(const CsrMatrix<T>& A, index_t s, const Preconditioner<T>* M, const SpmmPlanOptions& plan = {});
-  /// A as a device operator, M (null for none) of A's order; comm must have one rank for now
-  /// (InputError otherwise). A and M must outlive the ops.
+  /// A as a device operator (this rank's rows when distributed), M (null for none) of A's order;
+  /// Gram matrices summed over comm. A and M must outlive the ops.
   CudaBlockCgOps(const LinearOperator<T>& A, index_t s, const Preconditioner<T>* M, const Communicator& comm = {});
 
   index_t size() const { return A_->rows(); }
@@ -97,8 +97,8 @@ class CudaBlockCgOps {
   detail::ZSource zsource() const;
   CudaBlockCgOps(std::shared_ptr<const LinearOperator<T>> A, index_t s, const Preconditioner<T>* M,
                  const Communicator& comm);
-  /// Where every Gram matrix read back ends: summed over the ranks (a no-op on one rank, the only
-  /// case the constructor admits until a device communicator exists).
+  /// Where every Gram matrix read back goes: summed over the ranks on the host (deterministic, so
+  /// every rank takes the same small factorizations); a no-op on one rank.
   void reduced(std::vector<double>& values) const;
   std::shared_ptr<const LinearOperator<T>> A_;  ///< owns the MatrixOperator made for a CsrMatrix
   const FusedOperator<T>* fused_;               ///< A's fused passes, or null

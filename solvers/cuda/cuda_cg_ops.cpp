@@ -32,7 +32,7 @@ CudaCgOps<T>::CudaCgOps(std::shared_ptr<const LinearOperator<T>> A, const Precon
                         const Communicator& comm)
     : A_(std::move(A)), fused_(detail::fused_passes(*A_)), M_(M), comm_(comm),
       inv_diag_(M ? M->inverse_diagonal() : nullptr) {
-  detail::require_device_operator("CG", *A_, comm_);
+  detail::require_device_operator("CG", *A_, comm_, true);
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "CG: a ", to_string(M->space()),
                 " preconditioner given to the GPU backend");
   KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "CG: the preconditioner was set up for another matrix (order ",
@@ -108,11 +108,21 @@ void CudaCgOps<T>::direction(const Vector& z, Vector& p, int rz_k, int rz_prev, 
 template <class T>
 void CudaCgOps<T>::update(int rz_k, int pq, const Vector& p, const Vector& q, Vector& x, Vector& r, Vector& z,
                           int rz_next, int rr_next, index_t iteration) {
-  detail::launch_cg_update(size(), scalars_.data(), rz_k, pq, CgSlots::flag, CgSlots::flag_iter, CgSlots::tol2, iteration,
-                           p.data(), q.data(), x.data(), r.data(), inv_diag_, z.data(), rz_next, rr_next,
-                           ws(partials_, ticket_, grid_));
+  // On several ranks this rank's rᵀr is a partial sum: the convergence test waits for the sum.
+  const bool ranks = comm_.size() > 1;
+  detail::launch_cg_update(size(), scalars_.data(), rz_k, pq, CgSlots::flag, CgSlots::flag_iter,
+                           ranks ? -1 : CgSlots::tol2, iteration, p.data(), q.data(), x.data(), r.data(), inv_diag_,
+                           z.data(), rz_next, rr_next, ws(partials_, ticket_, grid_));
   reduced({rz_next, rr_next});
+  if (ranks)
+    detail::launch_cg_converged(scalars_.data(), rr_next, CgSlots::tol2, CgSlots::flag, CgSlots::flag_iter, iteration);
   if (M_ && !inv_diag_) precondition(r, z, rz_next, rr_next);  // z = M⁻¹·r, then ρ = rᵀz
+}
+
+template <class T>
+void CudaCgOps<T>::reduced(std::initializer_list<int> slots) {
+  if (comm_.size() == 1) return;  // one rank's partial sums are the sums
+  for (int slot : slots) comm_.sum_device(scalars_.data() + slot, 1);  // in rank order: the same bits on every rank
 }
 
 template class CudaCgOps<double>;

@@ -3,7 +3,8 @@
 /// CG's operations on the GPU (CUDA-free header): A is a device LinearOperator, the vector work
 /// fused kernels, the reductions deterministic and kept in device slots. When A offers its fused
 /// passes (FusedOperator: a device MatrixOperator), q = A·p comes with pᵀq in one pass and the
-/// residual in one; otherwise A is applied and the dot product reduced apart.
+/// residual in one; otherwise A is applied and the dot product reduced apart. On several ranks
+/// (a distributed device operator) every reduction is summed over the communicator.
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -28,8 +29,8 @@ class CudaCgOps {
   /// A with its SpMV plan (which must belong to A); M (null for none) must have been set up for A.
   /// A, the plan and M must outlive the ops.
   CudaCgOps(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Preconditioner<T>* M);
-  /// A as a device operator, M (null for none) of A's order; comm must have one rank for now
-  /// (InputError otherwise). A and M must outlive the ops.
+  /// A as a device operator (this rank's rows when distributed), M (null for none) of A's order;
+  /// dot products summed over comm on the device. A and M must outlive the ops.
   CudaCgOps(const LinearOperator<T>& A, const Preconditioner<T>* M, const Communicator& comm = {});
 
   /// n, the order of A.
@@ -70,9 +71,9 @@ class CudaCgOps {
 
  private:
   CudaCgOps(std::shared_ptr<const LinearOperator<T>> A, const Preconditioner<T>* M, const Communicator& comm);
-  /// Where every reduction's slots end up: summed over the ranks (a no-op on one rank, the only
-  /// case the constructor admits until a device communicator exists).
-  void reduced(std::initializer_list<int> slots) { (void)slots; }
+  /// Where every reduction's slots go: summed over the ranks on the device (Communicator::
+  /// sum_device, deterministic), so every rank branches on the same bits; a no-op on one rank.
+  void reduced(std::initializer_list<int> slots);
   std::shared_ptr<const LinearOperator<T>> A_;  ///< owns the MatrixOperator made for a CsrMatrix
   const FusedOperator<T>* fused_;               ///< A's fused passes, or null
   const Preconditioner<T>* M_;

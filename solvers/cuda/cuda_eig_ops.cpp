@@ -22,22 +22,24 @@ std::shared_ptr<const LinearOperator<double>> device_operator(const CsrMatrix<do
 
 CudaEigOps::CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M,
                        index_t max_cols, const SpmmPlanOptions& spmm)
-    : CudaEigOps(device_operator(&A, spmm), device_operator(B, spmm), M, max_cols, Communicator(), spmm) {
+    : CudaEigOps(device_operator(&A, spmm), device_operator(B, spmm), M, max_cols, Communicator(), spmm, 0) {
   KRYSP_REQUIRE(!M || M->matches(A) || (B && M->matches(*B)),
                 "CudaEigOps: the preconditioner was set up for another matrix");
 }
 
 CudaEigOps::CudaEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B,
                        const Preconditioner<double>* M, index_t max_cols, const Communicator& comm,
-                       const SpmmPlanOptions& spmm)
-    : CudaEigOps(detail::borrowed(A), B ? detail::borrowed(*B) : nullptr, M, max_cols, comm, spmm) {}
+                       const SpmmPlanOptions& spmm, std::int64_t first_row)
+    : CudaEigOps(detail::borrowed(A), B ? detail::borrowed(*B) : nullptr, M, max_cols, comm, spmm, first_row) {}
 
 CudaEigOps::CudaEigOps(std::shared_ptr<const LinearOperator<double>> A, std::shared_ptr<const LinearOperator<double>> B,
                        const Preconditioner<double>* M, index_t max_cols, const Communicator& comm,
-                       const SpmmPlanOptions& spmm)
+                       const SpmmPlanOptions& spmm, std::int64_t first_row)
     : A_(std::move(A)), B_(std::move(B)), fused_a_(detail::fused_passes(*A_)),
-      fused_b_(B_ ? detail::fused_passes(*B_) : nullptr), M_(M), comm_(comm), spmm_(spmm), blk_(max_cols) {
-  detail::require_device_operator("CudaEigOps", *A_, comm_);
+      fused_b_(B_ ? detail::fused_passes(*B_) : nullptr), M_(M), comm_(comm), first_row_(first_row),
+      spmm_(spmm), blk_(max_cols) {
+  detail::require_device_operator("CudaEigOps", *A_, comm_, true);
+  global_rows_ = comm_.sum(std::int64_t(A_->rows()));
   KRYSP_REQUIRE(!M || M->space() == MemorySpace::Device, "CudaEigOps: a ", to_string(M->space()),
                 " preconditioner given to the GPU backend");
   KRYSP_REQUIRE(!M || M->rows() == A_->rows(), "CudaEigOps: the preconditioner has order ", M->rows(), ", A ",
@@ -122,17 +124,18 @@ void CudaEigOps::warm_up_block_products(index_t N) {
   Block S(std::size_t(size()) * L), T(std::size_t(size()) * L);
   S.zero();
   std::vector<double> G1(std::size_t(L) * L), G2(G1.size()), C(G1.size(), 0.0);
+  // Through blk_, not the ops' gram(): dummy products are not summed over the ranks.
   for (index_t m : {N, 2 * N, L}) {
-    gram2(S.data(), L, m, S.data(), L, S.data(), L, m, G1.data(), G2.data());
-    gram(S.data(), L, m, S.data(), L, N, G1.data());
-    combine(S.data(), L, m, C.data(), 1.0, 0.0, T.data(), L, N);
-    combine(S.data(), L, m, C.data(), -1.0, 1.0, T.data(), L, N);
+    blk_.gram2(size(), S.data(), L, m, S.data(), L, S.data(), L, m, G1.data(), G2.data());
+    blk_.gram(size(), S.data(), L, m, S.data(), L, N, G1.data());
+    blk_.combine(size(), S.data(), L, m, C.data(), 1.0, 0.0, T.data(), L, N);
+    blk_.combine(size(), S.data(), L, m, C.data(), -1.0, 1.0, T.data(), L, N);
   }
-  gram_pair(S.data(), L, N, S.data(), L, N, G1.data(), S.data(), L, 1, S.data(), L, 1, G2.data());
+  blk_.gram_pair(size(), S.data(), L, N, S.data(), L, N, G1.data(), S.data(), L, 1, S.data(), L, 1, G2.data());
 }
 
 void CudaEigOps::fill_random(index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) {
-  detail::launch_fill_random(size(), cols, X, ldx, seed, first_col);
+  detail::launch_fill_random(size(), cols, X, ldx, seed, first_row_, first_col);
 }
 
 std::string CudaEigOps::spmm_kernel(index_t N) const {

@@ -29,16 +29,20 @@ class CudaEigOps {
   /// the solver forms (3·b, or the constraint count if larger). A, B and M must outlive the ops.
   CudaEigOps(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const Preconditioner<double>* M,
              index_t max_cols, const SpmmPlanOptions& spmm = {});
-  /// A and B (null: B = I) as device operators; a device matrix among them (FusedOperator) gets
-  /// SpMM plans per block width made with `spmm`. comm must have one rank for now (InputError
-  /// otherwise). A, B and M must outlive the ops.
+  /// A and B (null: B = I) as device operators on this rank's rows, whose first is global row
+  /// first_row; a device matrix among them (FusedOperator) gets SpMM plans per block width made
+  /// with `spmm`. Gram matrices and column norms are summed over comm. Collective (sums the rows).
+  /// A, B and M must outlive the ops.
   CudaEigOps(const LinearOperator<double>& A, const LinearOperator<double>* B, const Preconditioner<double>* M,
-             index_t max_cols, const Communicator& comm = {}, const SpmmPlanOptions& spmm = {});
+             index_t max_cols, const Communicator& comm = {}, const SpmmPlanOptions& spmm = {},
+             std::int64_t first_row = 0);
   ~CudaEigOps();
   CudaEigOps(const CudaEigOps&) = delete;
   CudaEigOps& operator=(const CudaEigOps&) = delete;
 
   index_t size() const { return A_->rows(); }
+  /// The order of the problem: all ranks' rows (size() on one rank).
+  std::int64_t global_size() const { return global_rows_; }
   bool generalized() const { return B_ != nullptr; }
   bool has_preconditioner() const { return M_ != nullptr; }
   Block block(std::size_t count) const { return Block(count); }
@@ -96,14 +100,16 @@ class CudaEigOps {
 
  private:
   CudaEigOps(std::shared_ptr<const LinearOperator<double>> A, std::shared_ptr<const LinearOperator<double>> B,
-             const Preconditioner<double>* M, index_t max_cols, const Communicator& comm, const SpmmPlanOptions& spmm);
+             const Preconditioner<double>* M, index_t max_cols, const Communicator& comm, const SpmmPlanOptions& spmm,
+             std::int64_t first_row);
   const SpmmPlan<double>& plan(std::map<index_t, SpmmPlan<double>>& cache, const CsrMatrix<double>& M, index_t N);
   /// Y = Op·X through the ops' plan for N columns when Op is a device matrix, else Op.apply_block.
   void apply(const LinearOperator<double>& Op, const FusedOperator<double>* fused,
              std::map<index_t, SpmmPlan<double>>& plans, index_t N, const double* X, index_t ldx, double* Y,
              index_t ldy);
-  /// Where every reduction read back ends (Gram matrices, column norms): summed over the ranks (a
-  /// no-op on one rank, the only case the constructor admits until a device communicator exists).
+  /// Where every reduction read back goes (Gram matrices, column norms): summed over the ranks on
+  /// the host (deterministic, so every rank takes the same small factorizations); a no-op on one
+  /// rank.
   void reduced(double* values, std::size_t count) const {
     if (comm_.size() > 1) comm_.sum(values, count);
   }
@@ -113,6 +119,8 @@ class CudaEigOps {
   const FusedOperator<double>* fused_b_;                  ///< B's, or null
   const Preconditioner<double>* M_;
   Communicator comm_;
+  std::int64_t first_row_ = 0;    ///< global row of this rank's first
+  std::int64_t global_rows_ = 0;  ///< all ranks' rows
   std::int64_t fused_passes_ = 0;
   SpmmPlanOptions spmm_;
   CudaBlockOps<double> blk_;

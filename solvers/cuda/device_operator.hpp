@@ -18,16 +18,15 @@ const FusedOperator<T>* fused_passes(const LinearOperator<T>& A) {
   return A.space() == MemorySpace::Device ? dynamic_cast<const FusedOperator<T>*>(&A) : nullptr;
 }
 
-/// InputError unless A is a square device operator and comm has one rank. The GPU ops' reductions
-/// end in device slots that their kernels test in place (CG's convergence flag); summing them over
-/// ranks needs a communicator that reduces device memory, which is still to come.
+/// InputError unless A is a square device operator, and, unless `ranks` (the ops sum their
+/// reductions over comm), unless comm has one rank.
 template <class T>
-void require_device_operator(const char* who, const LinearOperator<T>& A, const Communicator& comm) {
+void require_device_operator(const char* who, const LinearOperator<T>& A, const Communicator& comm, bool ranks) {
   KRYSP_REQUIRE(A.rows() == A.cols(), who, ": matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(A.space() == MemorySpace::Device, who, ": a ", to_string(A.space()),
                 " operator given to the GPU backend");
-  KRYSP_REQUIRE(comm.size() == 1, who, ": the GPU backend runs on one rank for now (", comm.size(), " ranks in a ",
-                comm.kind(), " communicator; a device communicator is still to come)");
+  KRYSP_REQUIRE(ranks || comm.size() == 1, who, ": the GPU backend runs on one rank for now (", comm.size(),
+                " ranks in a ", comm.kind(), " communicator)");
 }
 
 /// A shared_ptr that does not own x (the caller keeps it alive).

@@ -71,12 +71,12 @@ __global__ void eig_residual_kernel(index_t n, index_t b, const double* __restri
 }
 
 __global__ void fill_random_kernel(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed,
-                                   index_t first_col) {
+                                   std::int64_t first_row, index_t first_col) {
   const std::int64_t total = std::int64_t(n) * cols;
   for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = t / cols, j = t % cols;
-    X[i * ldx + j] = random_block_entry(seed, i, first_col + j);
+    X[i * ldx + j] = random_block_entry(seed, first_row + i, first_col + j);
   }
 }
 
@@ -107,11 +107,12 @@ void launch_eig_residuals(index_t n, index_t b, const double* AX, index_t ldax, 
   KRYSP_CUDA_CHECK_LAUNCH("eig_residual_kernel");
 }
 
-void launch_fill_random(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col) {
+void launch_fill_random(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed, std::int64_t first_row,
+                        index_t first_col) {
   const std::int64_t total = std::int64_t(n) * cols;
   if (total <= 0) return;
   const unsigned grid = unsigned(std::min<std::int64_t>((total + 255) / 256, 1 << 16));
-  fill_random_kernel<<<grid, 256>>>(n, cols, X, ldx, seed, first_col);
+  fill_random_kernel<<<grid, 256>>>(n, cols, X, ldx, seed, first_row, first_col);
   KRYSP_CUDA_CHECK_LAUNCH("fill_random_kernel");
 }
 

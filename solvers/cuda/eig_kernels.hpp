@@ -22,7 +22,10 @@ int eig_residual_grid(index_t n, index_t b);
 void launch_eig_residuals(index_t n, index_t b, const double* AX, index_t ldax, const double* BX, index_t ldbx,
                           const double* X, index_t ldx, const double* lambda, const index_t* dest, double* R,
                           index_t ldr, double* partials, unsigned* ticket, int grid, double* sums);
-/// X(i, j) = random_block_entry(seed, i, first_col + j) for j < cols (solvers/eig_random.hpp).
-void launch_fill_random(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed, index_t first_col);
+/// X(i, j) = random_block_entry(seed, first_row + i, first_col + j) for j < cols
+/// (solvers/eig_random.hpp; first_row: the global row of this rank's first, so that the start is
+/// the same block however the rows are split).
+void launch_fill_random(index_t n, index_t cols, double* X, index_t ldx, std::uint64_t seed, std::int64_t first_row,
+                        index_t first_col);
 
 }  // namespace krysp::detail

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
 #include "krysp/solvers/cuda/cuda_cg_ops.hpp"
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
+#include "krysp/solvers/eig_random.hpp"
 #include "krysp/solvers/host/host_block_cg_ops.hpp"
 #include "krysp/solvers/host/host_cg_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
@@ -70,13 +72,17 @@ std::vector<double> cuda_cg(CudaCgOps<double>& ops, const std::vector<double>& b
   return x;
 }
 
-/// Rank 0 of two, for the refusal only: no collective is ever reached.
+/// Rank 0 of two, for constructors only: no collective but the sum of row counts is reached.
 class TwoRanks final : public detail::CommBackend {
  public:
   int rank() const override { return 0; }
   int size() const override { return 2; }
   const char* kind() const override { return "test"; }
-  void allgather(const void*, std::size_t, void*) const override { KRYSP_THROW(Error, "not reached"); }
+  /// Both ranks hold this rank's value (enough for a sum of row counts).
+  void allgather(const void* in, std::size_t bytes, void* out) const override {
+    std::memcpy(out, in, bytes);
+    std::memcpy(static_cast<char*>(out) + bytes, in, bytes);
+  }
   void broadcast(void*, std::size_t, int) const override { KRYSP_THROW(Error, "not reached"); }
   void all_to_all(const std::vector<std::vector<char>>&, std::vector<std::vector<char>>&) const override {
     KRYSP_THROW(Error, "not reached");
@@ -268,14 +274,25 @@ TEST_CASE("Operator layer GPU: the ops refuse a host operator with a clear error
                        InputError);
 }
 
-TEST_CASE("Operator layer GPU: more than one rank is refused until a device communicator exists") {
+TEST_CASE("Operator layer GPU: the ops take a communicator of several ranks") {
+  // Whole distributed solves on the GPU: tests/mpi/test_dist_device*.cpp under mpirun.
   const auto A = laplacian_2d(10, 10);
   const auto dev = MatrixOperator<double>::device(A);
   const Communicator two(std::make_shared<const TwoRanks>());
-  CHECK_THROWS_WITH_AS(CudaCgOps<double>(dev, nullptr, two), doctest::Contains("one rank for now"), InputError);
-  CHECK_THROWS_WITH_AS(CudaBlockCgOps<double>(dev, 2, nullptr, two), doctest::Contains("one rank for now"),
-                       InputError);
-  CHECK_THROWS_WITH_AS(CudaEigOps(dev, nullptr, nullptr, 6, two), doctest::Contains("one rank for now"), InputError);
+  CHECK_NOTHROW(CudaCgOps<double>(dev, nullptr, two));
+  CHECK_NOTHROW(CudaBlockCgOps<double>(dev, 2, nullptr, two));
+  CudaEigOps eig(dev, nullptr, nullptr, 6, two, {}, 100);
+  CHECK(eig.global_size() == 2 * A.rows());
+  // The random start is by global row: this rank's rows start at 100.
+  const index_t n = A.rows(), cols = 3;
+  DeviceArray<double> X(static_cast<std::size_t>(n) * cols);
+  eig.fill_random(cols, X.data(), cols, 7, 1);
+  std::vector<double> h(X.size());
+  X.download(h.data(), h.size());
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < cols; ++j) CHECK(h[std::size_t(i) * cols + j] == random_block_entry(7, 100 + i, 1 + j));
+  CudaEigOps one(dev, nullptr, nullptr, 6);
+  CHECK(one.global_size() == A.rows());
 }
 
 TEST_CASE("Operator layer GPU: a device MatrixOperator's fused passes agree with apply") {
