@@ -113,7 +113,7 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
     if (cuda) {
       const index_t b = lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);
       cuda_ops = std::make_unique<CudaEigOps>(*dA, dB.get(), M.get(), std::max<index_t>(3 * b, o.verify ? o.lobpcg.k : 0),
-                                              comm, o.spmm);
+                                              comm, o.spmm, A.first_row());  // the start by global row, as the host's
       cuda_ops->prepare(b);
     }
   });
