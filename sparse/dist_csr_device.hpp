@@ -6,7 +6,9 @@
 /// product packs the entries the neighbours need on the device, starts the halo exchange through
 /// the communicator's device transport (NCCL, or MPI staged through pinned host memory), runs the
 /// local block while the halo travels, then, once it has arrived, adds the off-rank block times
-/// the halo. Everything is queued on the default stream, as the other device operators.
+/// the halo. The off-rank block is kept on its non-empty rows only (a slab's boundary), its
+/// product scattered into y, so that it costs what its entries cost, not a pass over all of y.
+/// Everything is queued on the default stream, as the other device operators.
 #include <cstdint>
 #include <memory>
 #include <string>

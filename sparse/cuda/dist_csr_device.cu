@@ -21,9 +21,23 @@ __global__ void pack_halo_kernel(const index_t* rows, std::int64_t count, index_
   const std::int64_t k = t / N, j = t % N;
   send[t] = X[std::int64_t(rows[k]) * ldx + j];
 }
+
+// Y[rows[i]·ldy + j] += t[i·N + j]: the off-rank block's rows (compact) added into their places.
+__global__ void scatter_add_kernel(const index_t* rows, std::int64_t count, index_t N, const double* t, double* Y,
+                                   index_t ldy) {
+  const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= count * N) return;
+  const std::int64_t i = k / N, j = k % N;
+  Y[std::int64_t(rows[i]) * ldy + j] += t[k];
+}
 }  // namespace
 
 struct DeviceDistCsr::State {
+  // The off-rank block on its non-empty rows only: a slab's boundary is a small share of its
+  // rows, and a kernel over all of them would read and write all of y for a few entries.
+  CsrMatrix<double> off;
+  DeviceArray<index_t> off_rows;      // the local row of each of off's rows
+  mutable DeviceArray<double> off_y;  // off·halo, compact
   SpmmPlanOptions spmm_options;
   SpmvPlan<double> local_plan, off_plan;
   std::map<index_t, SpmmPlan<double>> local_spmm, off_spmm;  // by block width
@@ -43,7 +57,22 @@ DeviceDistCsr::DeviceDistCsr(const DistCsrMatrix& A, const SpmvPlanOptions& spmv
   // waiting in the transport's making below.
   A.comm().collective([&] {
     if (A.local_block().nnz() > 0) s_->local_plan = SpmvPlan<double>(A.local_block(), spmv);
-    if (A.off_block().nnz() > 0) s_->off_plan = SpmvPlan<double>(A.off_block(), spmv);
+    if (A.off_block().nnz() > 0) {
+      const auto v = A.off_block().host_view();
+      std::vector<index_t> rp{0}, ci, rows;
+      std::vector<double> vals;
+      for (index_t i = 0; i < v.rows; ++i) {
+        if (v.row_ptr[i + 1] == v.row_ptr[i]) continue;
+        rows.push_back(i);
+        ci.insert(ci.end(), v.col_idx + v.row_ptr[i], v.col_idx + v.row_ptr[i + 1]);
+        vals.insert(vals.end(), v.values + v.row_ptr[i], v.values + v.row_ptr[i + 1]);
+        rp.push_back(index_t(ci.size()));
+      }
+      s_->off = CsrMatrix<double>::from_arrays(index_t(rows.size()), v.cols, rp, ci, vals);
+      s_->off_rows = DeviceArray<index_t>(rows.size());
+      s_->off_rows.upload(rows.data(), rows.size());
+      s_->off_plan = SpmvPlan<double>(s_->off, spmv);
+    }
     std::vector<index_t> rows;
     for (const auto& nb : A.neighbours()) {
       s_->send_at.push_back(rows.size());
@@ -139,15 +168,22 @@ void DeviceDistCsr::product(index_t N, const double* X, index_t ldx, double* Y, 
       s.used += 2;
     }
   }
-  // Then the off-rank block adds the halo's share.
+  // Then the off-rank block adds the halo's share, on its rows only.
   if (s.off_plan.valid()) {
-    if (N == 1 && ldy == 1) {
-      s.off_plan.apply(A_.off_block(), 1.0, s.halo_buf.data(), 1.0, Y);
+    const std::size_t b = std::size_t(s.off.rows());
+    if (s.off_y.size() < b * w) s.off_y = DeviceArray<double>(b * w);
+    if (N == 1) {
+      s.off_plan.apply(s.off, 1.0, s.halo_buf.data(), 0.0, s.off_y.data());
     } else {
       auto it = s.off_spmm.find(N);
-      if (it == s.off_spmm.end()) it = s.off_spmm.emplace(N, SpmmPlan<double>(A_.off_block(), N, s.spmm_options)).first;
-      it->second.apply(A_.off_block(), 1.0, s.halo_buf.data(), N, 1.0, Y, ldy);
+      if (it == s.off_spmm.end()) it = s.off_spmm.emplace(N, SpmmPlan<double>(s.off, N, s.spmm_options)).first;
+      it->second.apply(s.off, 1.0, s.halo_buf.data(), N, 0.0, s.off_y.data(), N);
     }
+    const std::int64_t total = std::int64_t(b) * N;
+    constexpr int kBlock = 256;
+    scatter_add_kernel<<<unsigned((total + kBlock - 1) / kBlock), kBlock>>>(s.off_rows.data(), std::int64_t(b), N,
+                                                                           s.off_y.data(), Y, ldy);
+    KRYSP_CUDA_CHECK_LAUNCH("scatter_add_kernel");
   }
 }
 
