@@ -10,8 +10,9 @@
 ///    Communicator's host backend (MPI).
 /// Both sum in rank order over every rank's partials, as Communicator::sum does: the same ranks
 /// and input give bitwise the same result, whichever transport carries it.
-/// KRYSP_COMM=nccl|mpi forces one (nccl where it was not built is an InputError); by default NCCL
-/// when built, MPI-staged otherwise.
+/// KRYSP_COMM=nccl|mpi forces one (nccl where it was not built, or where two ranks share a GPU,
+/// is an InputError); by default NCCL when built and every rank has a GPU of its own, MPI-staged
+/// otherwise.
 #include <cstddef>
 #include <memory>
 #include <vector>

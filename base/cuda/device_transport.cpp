@@ -2,6 +2,7 @@
 #include "krysp/base/device_transport.hpp"
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -165,8 +166,33 @@ std::unique_ptr<DeviceTransport> make_staged_transport(const Communicator& comm)
   return std::make_unique<StagedTransport>(comm);
 }
 
+namespace {
+/// Which GPU a rank runs on: its host and the GPU's PCI bus id.
+struct GpuIdentity {
+  char host[128];
+  char bus[32];
+};
+
+/// True when two ranks share a GPU: NCCL refuses that (one rank per GPU in a communicator).
+bool ranks_share_a_gpu(const Communicator& comm) {
+  GpuIdentity me{};
+  comm.collective([&] {
+    gethostname(me.host, sizeof me.host - 1);
+    int device = 0;
+    KRYSP_CUDA_CHECK(cudaGetDevice(&device));
+    KRYSP_CUDA_CHECK(cudaDeviceGetPCIBusId(me.bus, int(sizeof me.bus), device));
+  });
+  const auto all = comm.allgather(me);
+  for (std::size_t a = 0; a < all.size(); ++a)
+    for (std::size_t b = a + 1; b < all.size(); ++b)
+      if (std::strcmp(all[a].host, all[b].host) == 0 && std::strcmp(all[a].bus, all[b].bus) == 0) return true;
+  return false;
+}
+}  // namespace
+
 std::unique_ptr<DeviceTransport> make_device_transport(const Communicator& comm) {
   if (comm.size() == 1) return make_staged_transport(comm);  // nothing travels
+  const bool shared = nccl_built() && ranks_share_a_gpu(comm);
   // Rank 0's environment decides for all: ranks taking different transports would hang.
   char choice = 0;  // 'n': NCCL, 'm': MPI staged
   comm.collective([&] {
@@ -177,7 +203,10 @@ std::unique_ptr<DeviceTransport> make_device_transport(const Communicator& comm)
                   ": expected nccl, mpi or auto");
     KRYSP_REQUIRE(want != "nccl" || nccl_built(), kCommEnv,
                   "=nccl but krysp was built without NCCL (KRYSP_WITH_NCCL; docs/distributed.md)");
-    choice = (want == "mpi" || !nccl_built()) ? 'm' : 'n';
+    KRYSP_REQUIRE(want != "nccl" || !shared, kCommEnv,
+                  "=nccl but two ranks share a GPU, which NCCL refuses (run one rank per GPU, or KRYSP_COMM=mpi)");
+    // auto: NCCL when built and every rank has a GPU of its own, MPI staged otherwise.
+    choice = (want == "mpi" || !nccl_built() || shared) ? 'm' : 'n';
   });
   comm.broadcast(&choice, 1, 0);
 #ifdef KRYSP_WITH_NCCL

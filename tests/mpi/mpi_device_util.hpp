@@ -25,13 +25,6 @@ inline bool gpus_everywhere() {
   return true;
 }
 
-/// The transports to try: "mpi" always, "nccl" when built.
-inline std::vector<std::string> device_transports() {
-  std::vector<std::string> t{"mpi"};
-  if (detail::nccl_built()) t.push_back("nccl");
-  return t;
-}
-
 /// A communicator of its own (a communicator keeps the transport it made first) whose device
 /// transport is `transport` ("mpi" or "nccl", as KRYSP_COMM).
 inline Communicator communicator_on(const std::string& transport) {
@@ -40,6 +33,17 @@ inline Communicator communicator_on(const std::string& transport) {
   c.device_kind();  // the transport is made now, under this setting
   unsetenv(detail::kCommEnv);
   return c;
+}
+
+/// The transports to try: "mpi" always, "nccl" when auto picks it (built, more than one rank,
+/// and no two ranks on one GPU, which NCCL refuses). Collective the first time.
+inline const std::vector<std::string>& device_transports() {
+  static const std::vector<std::string> t = [] {
+    std::vector<std::string> v{"mpi"};
+    if (detail::nccl_built() && communicator_on("auto").device_kind() == "nccl") v.push_back("nccl");
+    return v;
+  }();
+  return t;
 }
 
 }  // namespace krysp::test
