@@ -18,8 +18,7 @@ const char* amg_option_help() {
          "  --amg-max-levels L   levels at most, A included                       (default 10)\n"
          "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
          "  --amg-smoother S     chebyshev | l1-jacobi                            (default chebyshev)\n"
-         "  --amg-aggregation A  auto | greedy | mis2; auto: greedy when set up on the host, mis2 on\n"
-         "                       the GPU (b 1, no coordinates)                    (default auto)\n"
+         "  --amg-aggregation A  mis2 | greedy; greedy sets up on the host only   (default mis2)\n"
          "  --amg-degree D       Chebyshev smoother degree                        (default 2)\n"
          "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
          "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
@@ -41,10 +40,9 @@ AmgOptions read_amg_options(const Args& args) {
   else if (s == "l1-jacobi") a.smoother = AmgSmoother::L1Jacobi;
   else KRYSP_THROW(InputError, "unknown --amg-smoother '", s, "' (expected chebyshev or l1-jacobi)");
   const std::string g = args.get("amg-aggregation", to_string(a.aggregation));
-  if (g == "auto") a.aggregation = AmgAggregation::Auto;
-  else if (g == "greedy") a.aggregation = AmgAggregation::Greedy;
+  if (g == "greedy") a.aggregation = AmgAggregation::Greedy;
   else if (g == "mis2") a.aggregation = AmgAggregation::Mis2;
-  else KRYSP_THROW(InputError, "unknown --amg-aggregation '", g, "' (expected auto, greedy or mis2)");
+  else KRYSP_THROW(InputError, "unknown --amg-aggregation '", g, "' (expected mis2 or greedy)");
   a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
   a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));

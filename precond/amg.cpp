@@ -224,7 +224,6 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     } else {
       li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
       const amg::Graph G = amg::strength_graph(Al, bl, li.theta);
-      // auto is greedy here: the host runs the node-order passes (mis2 is the GPU set-up's).
       const amg::Aggregation agg =
           o.aggregation == AmgAggregation::Mis2 ? amg::aggregate_mis2(G) : amg::aggregate(G);
       const index_t nc = agg.count * K;

@@ -1,19 +1,21 @@
 #pragma once
 /// \file amg.hpp
 /// Smoothed-aggregation algebraic multigrid (Vaněk, Mandel, Brezina 1996) as a preconditioner:
-/// M⁻¹·r is one symmetric V-cycle from a zero initial guess. The set-up runs on the host: plain
-/// loops, deterministic (fixed orders, no threads), so two set-ups of one matrix give bitwise
-/// equal hierarchies and results. HostAmg runs the V-cycle on the host too; DeviceAmg
-/// (precond/cuda/device_amg.hpp) uploads HostAmg's hierarchy (level_data(), coarse_factor()) and
-/// runs the same V-cycle on the GPU.
+/// M⁻¹·r is one symmetric V-cycle from a zero initial guess. HostAmg's set-up runs on the host:
+/// plain loops, deterministic (fixed orders, no threads), so two set-ups of one matrix give
+/// bitwise equal hierarchies and results. HostAmg runs the V-cycle on the host too; DeviceAmg
+/// (precond/cuda/device_amg.hpp) runs the same V-cycle on the GPU, on a hierarchy built there
+/// (cuda/amg_device_setup.hpp: b = 1, MIS-2) or uploaded from a HostAmg (level_data(),
+/// coarse_factor()).
 ///
 /// Set-up, level by level (level 0 is A; amg_setup.cpp holds the sparse pieces):
 ///  1. Strength graph on nodes (b unknowns each): i, j strongly connected when
 ///     |a_ij| ≥ θ_l·sqrt(|a_ii·a_jj|), for b > 1 on the Frobenius norms of the b×b blocks;
 ///     θ_l = θ·(1/2)^l on level l (kAmgThetaDecay, as in Vaněk, Mandel and Brezina).
-///  2. Aggregation (AmgOptions::aggregation; mis2: amg::aggregate_mis2), greedy, in node order (the standard SA passes): (1) an unaggregated node whose
-///     strong neighbours are all unaggregated becomes a root, its aggregate the root and those
-///     neighbours; (2) a node left over joins the aggregate of its first strong neighbour that
+///  2. Aggregation: MIS-2 by default (amg::aggregate_mis2, what the GPU set-up runs), or greedy
+///     in node order (AmgAggregation::Greedy; the standard SA passes): (1) an unaggregated node
+///     whose strong neighbours are all unaggregated becomes a root, its aggregate the root and
+///     those neighbours; (2) a node left over joins the aggregate of its first strong neighbour that
 ///     pass 1 aggregated; (3) what is still left makes new aggregates (a node and its unaggregated
 ///     strong neighbours). Nodes without strong neighbours stay out (their rows of P_tent are zero:
 ///     the smoother handles them, as in PyAMG).

@@ -37,7 +37,6 @@ const char* to_string(AmgSmoother s) {
 
 const char* to_string(AmgAggregation a) {
   switch (a) {
-    case AmgAggregation::Auto: return "auto";
     case AmgAggregation::Greedy: return "greedy";
     case AmgAggregation::Mis2: return "mis2";
   }
@@ -81,9 +80,8 @@ void validate(const PrecondOptions& o) {
                   " is out of range (1 to ", kAmgMaxDenseRows, " rows, the largest coarse matrix factored densely)");
     KRYSP_REQUIRE(a.smoother == AmgSmoother::Chebyshev || a.smoother == AmgSmoother::L1Jacobi,
                   "AMG: amg.smoother = ", int(a.smoother), " is not a smoother (chebyshev or l1-jacobi)");
-    KRYSP_REQUIRE(a.aggregation == AmgAggregation::Auto || a.aggregation == AmgAggregation::Greedy ||
-                      a.aggregation == AmgAggregation::Mis2,
-                  "AMG: amg.aggregation = ", int(a.aggregation), " is not an aggregation (auto, greedy or mis2)");
+    KRYSP_REQUIRE(a.aggregation == AmgAggregation::Greedy || a.aggregation == AmgAggregation::Mis2,
+                  "AMG: amg.aggregation = ", int(a.aggregation), " is not an aggregation (mis2 or greedy)");
     KRYSP_REQUIRE(a.smoother_degree >= 1 && a.smoother_degree <= 16, "AMG: amg.smoother_degree = ",
                   a.smoother_degree, " is out of range (1 to 16)");
     KRYSP_REQUIRE(std::isfinite(a.smoother_ratio) && a.smoother_ratio > 1, "AMG: amg.smoother_ratio = ",

@@ -66,14 +66,14 @@ enum class AmgSmoother {
 const char* to_string(AmgSmoother s);
 
 /// How an AMG level's nodes are grouped into aggregates (AmgOptions::aggregation; amg.hpp).
+/// MIS-2 is the default on both backends: its rounds run in parallel, so the GPU sets the
+/// hierarchy up itself, and the host runs the same rounds, so both build the same aggregates;
+/// on the host it needs the iterations greedy needs (docs/amg.md) at a lower complexity.
 enum class AmgAggregation {
-  /// Greedy on the host set-up, MIS-2 where the GPU sets the hierarchy up (the greedy passes
-  /// run in node order, one node after another: the GPU cannot run them, MIS-2 it can).
-  Auto,
-  Greedy,  ///< the standard SA passes in node order (host set-up only)
-  Mis2     ///< roots a distance-2 maximal independent set by hashed priority (host or GPU set-up)
+  Mis2,   ///< roots a distance-2 maximal independent set by hashed priority (host or GPU set-up)
+  Greedy  ///< the standard SA passes in node order, one node after another: host set-up only
 };
-/// "auto", "greedy" or "mis2".
+/// "mis2" or "greedy".
 const char* to_string(AmgAggregation a);
 
 /// Default λmax/λmin of the AMG Chebyshev smoother's interval [λmax/ratio, λmax] of D⁻¹A: the
@@ -100,8 +100,9 @@ struct AmgOptions {
   int max_levels = 10;      ///< levels at most, A included (1..50)
   index_t coarse_size = 200;  ///< stop coarsening at this many rows or fewer (1..kAmgMaxDenseRows)
   AmgSmoother smoother = AmgSmoother::Chebyshev;
-  /// The aggregation (AmgAggregation); the GPU set-up (b = 1, no coordinates) takes mis2 or auto.
-  AmgAggregation aggregation = AmgAggregation::Auto;
+  /// The aggregation (AmgAggregation). DeviceAmg sets up on the GPU for mis2 with one unknown per
+  /// node and no coordinates; greedy (or b > 1, or coordinates) sets up on the host.
+  AmgAggregation aggregation = AmgAggregation::Mis2;
   /// Chebyshev smoother degree d: a sweep costs d SpMVs (d − 1 from a zero guess). 1..16.
   int smoother_degree = 2;
   /// λmax/λmin of the Chebyshev smoother's interval, > 1 (kDefaultAmgChebyshevRatio).

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 
@@ -37,8 +38,15 @@ template <class T>
 DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const AmgOptions& o)
     : Preconditioner<T>(A.rows(), MemorySpace::Device) {
   KRYSP_REQUIRE(plan.valid() && plan.matches(A), "AMG: the SpMV plan was not made for this matrix");
-  host_ = std::make_unique<HostAmg<T>>(A, o);  // the set-up, on the host
+  opt_ = o;
+  fingerprint_ = A.fingerprint();
   plan0_ = plan;
+  if (detail::gpu_amg_setup_applies(A, o)) {
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, o));
+    adopt(A);
+    return;
+  }
+  host_ = std::make_unique<HostAmg<T>>(A, o);  // the set-up, on the host
   upload(A);
 }
 
@@ -105,7 +113,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.dinv = DeviceArray<T>(d.dinv->size());
       L.dinv.upload(d.dinv->data(), d.dinv->size());
       L.coef = *d.coef;
-      if (host_->options().smoother == AmgSmoother::Chebyshev && host_->options().smoother_degree > 1)
+      if (opt_.smoother == AmgSmoother::Chebyshev && opt_.smoother_degree > 1)
         L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
       L.vec = DeviceArray<T>(std::size_t(d.n) * std::size_t(work_arrays(l)));
       levels_.push_back(std::move(L));
@@ -127,6 +135,64 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
   upload_bytes_ = after > before ? after - before : 0;
   cuda_synchronize();
   upload_seconds_ = since(t0);
+}
+
+template <class T>
+void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
+  const auto t0 = Clock::now();
+  levels_.clear();
+  chol_ = DeviceArray<double>();
+  coarse_work_ = DeviceArray<double>();
+  block_ld_ = 0;
+  block_bytes_ = 0;
+  const std::size_t before = device_bytes_allocated();
+  A.device_view();
+  for (std::size_t l = 0; l < gpu_->levels.size(); ++l) {
+    detail::GpuAmgLevel<T>& g = gpu_->levels[l];
+    Level L;
+    L.n = g.n;
+    L.A.A = l == 0 ? A : g.A;
+    L.A.plan = l == 0 ? plan0_ : SpmvPlan<T>(g.A);
+    if (l + 1 < gpu_->levels.size()) {
+      L.P.A = g.P;
+      L.P.plan = SpmvPlan<T>(g.P);
+      L.R.A = g.R;
+      L.R.plan = SpmvPlan<T>(g.R);
+    }
+    L.dinv = std::move(g.dinv);
+    L.coef = g.coef;
+    if (opt_.smoother == AmgSmoother::Chebyshev && opt_.smoother_degree > 1)
+      L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
+    L.vec = DeviceArray<T>(std::size_t(g.n) * std::size_t(work_arrays(l)));
+    levels_.push_back(std::move(L));
+  }
+  const std::vector<double>& f = gpu_->coarse_factor;
+  if (!f.empty()) {
+    chol_ = DeviceArray<double>(f.size());
+    chol_.upload(f.data(), f.size());
+    coarse_work_ = DeviceArray<double>(std::size_t(levels_.back().n));
+    if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
+  }
+  // The hierarchy's own arrays (allocated by the set-up) plus what was made here.
+  std::size_t held = 0;
+  for (const auto& g : gpu_->levels)
+    for (const auto* m : {&g.a, &g.p, &g.r})
+      held += (m->row_ptr.size() + m->col_idx.size()) * sizeof(index_t) + m->values.size() * sizeof(T);
+  const std::size_t after = device_bytes_allocated();
+  upload_bytes_ = held + (after > before ? after - before : 0);
+  cuda_synchronize();
+  upload_seconds_ = since(t0);
+}
+
+template <class T>
+const AmgInfo& DeviceAmg<T>::info() const {
+  return gpu_ ? gpu_->info : host_->info();
+}
+
+template <class T>
+const HostAmg<T>& DeviceAmg<T>::host() const {
+  KRYSP_REQUIRE(host_ != nullptr, "AMG: this hierarchy was set up on the GPU; there is no host copy");
+  return *host_;
 }
 
 template <class T>
@@ -155,6 +221,18 @@ void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
 template <class T>
 bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
   KRYSP_REQUIRE(matches(A), "AMG: update_values needs the structure the hierarchy was set up for");
+  if (gpu_) {  // no numeric-only path on the GPU yet: the whole GPU set-up again
+    const auto t0 = Clock::now();
+    const AmgInfo before = gpu_->info;
+    levels_.clear();
+    gpu_.reset();
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+    adopt(A);
+    gpu_->info.setup_seconds = before.setup_seconds;
+    gpu_->info.resetups = before.resetups + 1;
+    gpu_->info.resetup_seconds = since(t0);
+    return true;
+  }
   const int resetups = host_->info().resetups;
   host_->update_values(A);
   // The numeric path keeps every pattern; a fallback to a full set-up (a coarse pattern changed)
@@ -178,10 +256,33 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
 
 template <class T>
 std::string DeviceAmg<T>::summary() const {
+  if (gpu_) {  // HostAmg::summary's form, from the GPU set-up's info
+    const AmgInfo& in = gpu_->info;
+    std::string s = detail::concat("amg(", in.levels.size(), in.levels.size() == 1 ? " level" : " levels", ", rows ");
+    for (std::size_t l = 0; l < in.levels.size(); ++l) s += detail::concat(l ? "/" : "", in.levels[l].rows);
+    char buf[224];
+    std::snprintf(buf, sizeof buf, ", operator complexity %.2f, grid complexity %.2f, ", in.operator_complexity,
+                  in.grid_complexity);
+    s += buf;
+    s += to_string(opt_.smoother);
+    if (opt_.smoother == AmgSmoother::Chebyshev) s += detail::concat(" ", opt_.smoother_degree);
+    s += detail::concat(", b 1, mis2, coarsest ", in.levels.back().rows, " rows by ",
+                        in.coarse_direct ? "cholesky" : "smoothing");
+    if (in.stalled) s += "; " + in.stop_reason;
+    std::snprintf(buf, sizeof buf, "; set up on the GPU in %.3g s", in.setup_seconds);
+    s += buf;
+    if (in.resetups > 0) {
+      std::snprintf(buf, sizeof buf, ", again on the GPU after a values change in %.3g s", in.resetup_seconds);
+      s += buf;
+    }
+    std::snprintf(buf, sizeof buf, "; V-cycle on the GPU, %zu bytes of GPU memory)", device_bytes());
+    return s + buf;
+  }
   std::string s = host_->summary();
   if (!s.empty() && s.back() == ')') s.pop_back();
   char buf[160];
-  std::snprintf(buf, sizeof buf, "; set up on the host, V-cycle on the GPU, %zu bytes of GPU memory)", device_bytes());
+  std::snprintf(buf, sizeof buf, "; set up on the host in %.3g s, V-cycle on the GPU, %zu bytes of GPU memory)",
+                host_->info().setup_seconds, device_bytes());
   return s + buf;
 }
 
@@ -209,7 +310,7 @@ void DeviceAmg<T>::mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx
 template <class T>
 void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e,
                                      index_t lde) const {
-  const AmgOptions& o = host_->options();
+  const AmgOptions& o = opt_;
   const T* dinv = L.dinv.data();
   if (o.smoother == AmgSmoother::L1Jacobi) {
     detail::cheb_first<T, T, T>(L.n, N, T(1), dinv, r, ldr, e, lde);  // e = D_l1⁻¹·r
@@ -288,7 +389,7 @@ void DeviceAmg<T>::vcycle(std::size_t l, const std::vector<Work>& W, index_t N, 
     coarse_solve(l, w, N, b, ldb, x, ldx);
     return;
   }
-  const int sweeps = host_->options().sweeps;
+  const int sweeps = opt_.sweeps;
   const Work& wc = W[l + 1];
   smooth_correction(L, w, N, b, ldb, x, ldx);  // pre-smoothing from x = 0: the first sweep is S·b
   for (int s = 1; s < sweeps; ++s) sweep(L, w, N, b, ldb, x, ldx);

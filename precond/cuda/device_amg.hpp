@@ -2,8 +2,11 @@
 /// \file device_amg.hpp
 /// Smoothed-aggregation AMG on the GPU (the method, and why M⁻¹ is SPD: amg.hpp).
 ///
-/// Set-up: the host set-up (a HostAmg, kept: it owns the hierarchy and does the numeric
-/// re-set-up), then one upload. Each level's A_l becomes a CsrMatrix with its device mirror and
+/// Set-up on the GPU (amg_device_setup.hpp) for one unknown per node, no coordinates and the
+/// mis2 aggregation (the default): the hierarchy is built there and adopted as is
+/// (set_up_on_gpu()); update_values then runs that set-up again in full. Otherwise the host
+/// set-up (a HostAmg, kept: it owns the hierarchy and does the numeric re-set-up), then one
+/// upload. Each level's A_l becomes a CsrMatrix with its device mirror and
 /// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),
 /// P_l and R_l = P_lᵀ likewise (R stored explicitly, so restriction is an SpMV, not a transposed
 /// product with atomics); D⁻¹ (or D_l1⁻¹) per level; the coarse Cholesky factor, solved by
@@ -45,6 +48,8 @@ namespace krysp {
 
 namespace detail {
 class AmgCoarseSolver;
+template <class T>
+struct GpuAmgHierarchy;
 }
 
 /// Smoothed-aggregation AMG with the V-cycle on the GPU (see the file comment).
@@ -63,16 +68,18 @@ class DeviceAmg final : public Preconditioner<T> {
   void apply(const T* r, T* z) const override;
   /// The V-cycle on an n × N row-major device block (ldr, ldz ≥ N), all columns at once (SpMM).
   void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
-  bool matches(const CsrMatrix<T>& A) const override { return host_->matches(A); }
+  bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
   /// The host's numeric re-set-up, then the new values uploaded into the same device structure
-  /// (plans kept). Returns true.
+  /// (plans kept); set up on the GPU: the GPU set-up again, in full. Returns true.
   bool update_values(const CsrMatrix<T>& A) override;
   /// The host's summary, plus where it was set up and the device bytes the hierarchy holds.
   std::string summary() const override;
-  /// The host hierarchy's levels, complexities, stop reason and set-up times.
-  const AmgInfo& info() const { return host_->info(); }
-  /// The host hierarchy this object was uploaded from.
-  const HostAmg<T>& host() const { return *host_; }
+  /// The hierarchy's levels, complexities, stop reason and set-up times (host or GPU set-up).
+  const AmgInfo& info() const;
+  /// The host hierarchy this object was uploaded from (InputError when set up on the GPU).
+  const HostAmg<T>& host() const;
+  /// True when the hierarchy was built on the GPU (amg_device_setup.hpp), not uploaded.
+  bool set_up_on_gpu() const { return gpu_ != nullptr; }
   /// Device bytes the hierarchy holds now (see the file comment).
   std::size_t device_bytes() const { return upload_bytes_ + block_bytes_; }
   /// Wall time of the last upload (full, or values only after update_values), seconds.
@@ -102,6 +109,7 @@ class DeviceAmg final : public Preconditioner<T> {
   };
 
   void upload(const CsrMatrix<T>& A);
+  void adopt(const CsrMatrix<T>& A);  // levels_ from gpu_
   void upload_values(const CsrMatrix<T>& A);
   std::size_t bytes_needed() const;
   Work work(std::size_t l, T* base, index_t ld) const;
@@ -113,7 +121,10 @@ class DeviceAmg final : public Preconditioner<T> {
   void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x,
               index_t ldx) const;
 
-  std::unique_ptr<HostAmg<T>> host_;
+  std::unique_ptr<HostAmg<T>> host_;                 ///< the host set-up (null when built on the GPU)
+  std::unique_ptr<detail::GpuAmgHierarchy<T>> gpu_;  ///< the GPU set-up's hierarchy (null: host)
+  AmgOptions opt_;
+  StructureFingerprint fingerprint_;
   SpmvPlan<T> plan0_;
   std::vector<Level> levels_;
   DeviceArray<double> chol_;   ///< the coarse Cholesky factor, row-major lower (read by cuBLAS as upper)

@@ -1,0 +1,964 @@
+// The AMG set-up on the GPU (amg_device_setup.hpp): strength, MIS-2 aggregation, P_tent, the
+// Lanczos estimate, prolongator smoothing and the Galerkin products, level by level.
+#include "krysp/precond/cuda/amg_device_setup.hpp"
+
+#include <cub/cub.cuh>
+#include <cusparse.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/amg_mis2_rules.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/jacobi.hpp"
+
+#define KRYSP_AMG_CUSPARSE(call)                                                                    \
+  do {                                                                                              \
+    cusparseStatus_t krysp_st_ = (call);                                                            \
+    if (krysp_st_ != CUSPARSE_STATUS_SUCCESS)                                                       \
+      KRYSP_THROW(::krysp::DeviceError, #call " failed: ", cusparseGetErrorString(krysp_st_), " (", \
+                  static_cast<int>(krysp_st_), ")");                                                \
+  } while (0)
+
+namespace krysp::detail {
+
+namespace {
+
+// The host set-up's constants (amg.cpp): both set-ups must stop and scale alike.
+constexpr double kStallRatio = 1.2;
+constexpr double kLambdaBoost = 1.1;
+constexpr int kLanczosSteps = 40;
+
+constexpr int kThreads = 256;
+constexpr int kMaxPartials = 1024;  // blocks of a reduction: fixed for a given n (deterministic)
+
+int blocks_for(std::int64_t n) { return int(std::max<std::int64_t>(1, (n + kThreads - 1) / kThreads)); }
+int partial_blocks(std::int64_t n) { return int(std::min<std::int64_t>(kMaxPartials, blocks_for(n))); }
+
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// Device CSR in double during the set-up: pointers (level 0 reads A's own arrays) and storage.
+struct DCsr {
+  index_t rows = 0, cols = 0, nnz = 0;
+  const index_t* rp = nullptr;
+  const index_t* ci = nullptr;
+  const double* va = nullptr;
+  DeviceArray<index_t> rp_own, ci_own;
+  DeviceArray<double> va_own;
+  void own() {
+    rp = rp_own.data();
+    ci = ci_own.data();
+    va = va_own.data();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Kernels.
+
+template <class S, class D>
+__global__ void k_convert(std::int64_t n, const S* src, D* dst) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = D(src[i]);
+}
+
+__global__ void k_fill(std::int64_t n, double v, double* x) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = v;
+}
+
+// D⁻¹, D_l1⁻¹, D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row with a diagonal that is
+// not positive and finite, bad[1]: first row whose sum is not finite (atomicMin: the smallest
+// index, whatever the order).
+__global__ void k_diagonal(index_t n, const index_t* rp, const index_t* ci, const double* va, double* dinv,
+                           double* dl1, double* s, double* ratio, double* diag, int* bad) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double d = 0, sum = 0;
+  for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
+    if (ci[k] == i) d = va[k];
+    sum = __dadd_rn(sum, fabs(va[k]));
+  }
+  if (!(isfinite(d) && d > 0)) atomicMin(bad, int(i));
+  if (!isfinite(sum)) atomicMin(bad + 1, int(i));
+  dinv[i] = 1.0 / d;
+  dl1[i] = 1.0 / sum;
+  s[i] = sqrt(1.0 / d);
+  ratio[i] = sum / d;
+  diag[i] = d;
+}
+
+// Block partials of a sum or max over i of f(i): one per block, a fixed tree inside the block.
+template <bool Max>
+__device__ double block_reduce(double v) {
+  __shared__ double sh[kThreads];
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s) {
+      const double a = sh[threadIdx.x], b = sh[threadIdx.x + s];
+      sh[threadIdx.x] = Max ? (b > a ? b : a) : __dadd_rn(a, b);
+    }
+    __syncthreads();
+  }
+  return sh[0];
+}
+
+// partials[b] = max over i ≡ b (grid stride) of x[i].
+__global__ void k_max_partials(index_t n, const double* x, double* partials) {
+  double m = 0;  // the values reduced are ≥ 0
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    m = x[i] > m ? x[i] : m;
+  const double r = block_reduce<true>(m);
+  if (threadIdx.x == 0) partials[blockIdx.x] = r;
+}
+
+// *out = op over the `count` partials, in a fixed order (one block); with root: sqrt of the sum.
+template <bool Max>
+__global__ void k_finish(int count, const double* partials, double* out, bool root) {
+  double v = 0;
+  for (int b = int(threadIdx.x); b < count; b += blockDim.x) v = Max ? (partials[b] > v ? partials[b] : v) : __dadd_rn(v, partials[b]);
+  const double r = block_reduce<Max>(v);
+  if (threadIdx.x == 0) *out = root ? sqrt(r) : r;
+}
+
+// Lanczos (the host's LevelLanczos, step for step).
+__global__ void k_lz_start(index_t n, double* v, double* partials) {
+  double ss = 0;
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const double e = lanczos_start_entry(std::int64_t(i));
+    v[i] = e;
+    ss = __dadd_rn(ss, __dmul_rn(e, e));
+  }
+  const double r = block_reduce<false>(ss);
+  if (threadIdx.x == 0) partials[blockIdx.x] = r;
+}
+__global__ void k_scale_inv(index_t n, const double* norm, double* v) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) v[i] = v[i] / *norm;
+}
+// (j > 0: v = w/β_{j−1}, into the buffer v_prev had; the caller swapped v and v_prev first, so
+// v_prev now holds the old v); u = s∘v
+__global__ void k_lz_advance(index_t n, bool shift, const double* beta, const double* w, double* v, const double* s,
+                             double* u) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if (shift) v[i] = w[i] / *beta;
+  u[i] = s[i] * v[i];
+}
+// y = A·x, one thread a row, entries in order.
+__global__ void k_spmv(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* x, double* y) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double t = 0;
+  for (index_t k = rp[i]; k < rp[i + 1]; ++k) t = __dadd_rn(t, __dmul_rn(va[k], x[ci[k]]));
+  y[i] = t;
+}
+// w = s∘y − β·v_prev; partials of wᵀv
+__global__ void k_lz_alpha(index_t n, const double* s, const double* y, const double* beta, const double* vp,
+                           bool has_prev, double* w, const double* v, double* partials) {
+  double acc = 0;
+  const double b = has_prev ? *beta : 0.0;
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const double wi = __dsub_rn(__dmul_rn(s[i], y[i]), __dmul_rn(b, has_prev ? vp[i] : 0.0));
+    w[i] = wi;
+    acc = __dadd_rn(acc, __dmul_rn(wi, v[i]));
+  }
+  const double r = block_reduce<false>(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = r;
+}
+// w −= α·v; partials of wᵀw
+__global__ void k_lz_beta(index_t n, const double* alpha, const double* v, double* w, double* partials) {
+  double acc = 0;
+  const double a = *alpha;
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const double wi = __dsub_rn(w[i], __dmul_rn(a, v[i]));
+    w[i] = wi;
+    acc = __dadd_rn(acc, __dmul_rn(wi, wi));
+  }
+  const double r = block_reduce<false>(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = r;
+}
+
+// Strength of connection for b = 1, the host's test (amg::strength_graph) entry by entry.
+__device__ __forceinline__ bool strong(double v, double di, double dj, double theta) {
+  const double acc = __dmul_rn(v, v);
+  return sqrt(acc) >= __dmul_rn(theta, sqrt(__dmul_rn(di, dj))) && acc > 0;
+}
+// dm_i = sqrt(a_ii²) (the host's node magnitude for b = 1)
+__global__ void k_node_magnitude(index_t n, const double* diag, double* dm) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dm[i] = sqrt(__dmul_rn(diag[i], diag[i]));
+}
+__global__ void k_strength_count(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* dm,
+                                 double theta, index_t* count) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  index_t c = 0;
+  for (index_t k = rp[i]; k < rp[i + 1]; ++k)
+    if (ci[k] != i && strong(va[k], dm[i], dm[ci[k]], theta)) ++c;
+  count[i] = c;
+}
+__global__ void k_strength_fill(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* dm,
+                                double theta, const index_t* grp, index_t* gci) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  index_t p = grp[i];
+  for (index_t k = rp[i]; k < rp[i + 1]; ++k)
+    if (ci[k] != i && strong(va[k], dm[i], dm[ci[k]], theta)) gci[p++] = ci[k];
+}
+
+// MIS-2 (amg_mis2_rules.hpp).
+__global__ void k_mis_init(index_t n, const index_t* grp, std::uint64_t* keys, int* isolated) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const bool none = grp[i] == grp[i + 1];
+  keys[i] = amg::mis2::key(none ? amg::mis2::kOut : amg::mis2::kUndecided, i);
+  if (none) atomicAdd(isolated, 1);
+}
+__global__ void k_mis_max(index_t n, const index_t* grp, const index_t* gci, const std::uint64_t* in,
+                          std::uint64_t* out) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = amg::mis2::max_over_row(grp, gci, i, in);
+}
+__global__ void k_mis_decide(index_t n, std::uint64_t* keys, const std::uint64_t* max2, int* undecided) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const std::uint64_t k = amg::mis2::decide(keys[i], max2[i], i);
+  keys[i] = k;
+  if (amg::mis2::state_of(k) == amg::mis2::kUndecided) atomicAdd(undecided, 1);
+}
+__global__ void k_root_flags(index_t n, const std::uint64_t* keys, index_t* flag) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) flag[i] = amg::mis2::state_of(keys[i]) == amg::mis2::kRoot ? 1 : 0;
+}
+// agg1: roots their number (exclusive scan of the flags), other nodes −1.
+__global__ void k_root_numbers(index_t n, const std::uint64_t* keys, const index_t* scan, index_t* agg1) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) agg1[i] = amg::mis2::state_of(keys[i]) == amg::mis2::kRoot ? scan[i] : -1;
+}
+__global__ void k_join_root(index_t n, const index_t* grp, const index_t* gci, const std::uint64_t* keys,
+                           const index_t* roots, index_t* agg1) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n || amg::mis2::state_of(keys[i]) == amg::mis2::kRoot || grp[i] == grp[i + 1]) return;
+  agg1[i] = amg::mis2::join_root(grp, gci, i, keys, roots);
+}
+__global__ void k_join_neighbour(index_t n, const index_t* grp, const index_t* gci, const index_t* agg1, index_t* agg,
+                                 int* attached, index_t* leftover) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  index_t g = agg1[i];
+  if (g < 0 && grp[i] < grp[i + 1]) {
+    g = amg::mis2::join_neighbour(grp, gci, i, agg1);
+    if (g >= 0) atomicAdd(attached, 1);
+  }
+  agg[i] = g;
+  leftover[i] = g < 0 && grp[i] < grp[i + 1] ? 1 : 0;
+}
+__global__ void k_leftovers(index_t n, const index_t* leftover, const index_t* scan, index_t base, index_t* agg) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n && leftover[i]) agg[i] = base + scan[i];
+}
+
+// P_tent for one near-nullspace vector b: sort keys agg + 1 (left-out nodes 0) with node values.
+__global__ void k_sort_keys(index_t n, const index_t* agg, index_t* keys, index_t* nodes) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  keys[i] = agg[i] + 1;
+  nodes[i] = i;
+}
+// start[g] = first position of aggregate g in the sorted order; start[count] = n.
+__global__ void k_starts(index_t n, const index_t* sorted_keys, index_t count, index_t* start) {
+  const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= n) return;
+  const index_t k = sorted_keys[p];
+  if (k > 0 && (p == 0 || sorted_keys[p - 1] != k)) start[k - 1] = p;
+  if (p == n - 1) start[count] = n;
+}
+// ‖b over aggregate g‖, the squares summed in node order (amg::tentative_prolongator's order).
+__global__ void k_aggregate_norms(index_t count, const index_t* start, const index_t* members, const double* b,
+                                  double* norm) {
+  const index_t g = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= count) return;
+  double ss = 0;
+  for (index_t p = start[g]; p < start[g + 1]; ++p) ss = __dadd_rn(ss, __dmul_rn(b[members[p]], b[members[p]]));
+  norm[g] = sqrt(ss);
+}
+__global__ void k_aggregated_flags(index_t n, const index_t* agg, index_t* flag) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) flag[i] = agg[i] >= 0 ? 1 : 0;
+}
+__global__ void k_tent_fill(index_t n, const index_t* agg, const index_t* rp, const double* b, const double* norm,
+                            index_t* ci, double* va) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n || agg[i] < 0) return;
+  ci[rp[i]] = agg[i];
+  va[rp[i]] = b[i] / norm[agg[i]];
+}
+
+// S = I − ω·D⁻¹A in A's pattern, the host's expression and rounding.
+__global__ void k_smoother_values(index_t n, const index_t* rp, const index_t* ci, const double* va,
+                                  const double* dinv, double omega, double* out) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double od = __dmul_rn(omega, dinv[i]);
+  for (index_t k = rp[i]; k < rp[i + 1]; ++k) out[k] = __dsub_rn(ci[k] == i ? 1.0 : 0.0, __dmul_rn(od, va[k]));
+}
+
+// Columns in increasing order within each row (insertion sort: a no-op pass when sorted).
+__global__ void k_sort_rows(index_t n, const index_t* rp, index_t* ci, double* va) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (index_t k = rp[i] + 1; k < rp[i + 1]; ++k) {
+    const index_t c = ci[k];
+    const double v = va[k];
+    index_t p = k;
+    while (p > rp[i] && ci[p - 1] > c) {
+      ci[p] = ci[p - 1];
+      va[p] = va[p - 1];
+      --p;
+    }
+    ci[p] = c;
+    va[p] = v;
+  }
+}
+
+// Transpose helpers: the row of every entry, and the column counts.
+__global__ void k_entry_rows(index_t n, const index_t* rp, index_t* rows) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  for (index_t k = rp[i]; k < rp[i + 1]; ++k) rows[k] = i;
+}
+__global__ void k_iota(index_t n, index_t* x) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = i;
+}
+__global__ void k_column_counts(index_t nnz, const index_t* ci, int* count) {
+  const index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < nnz) atomicAdd(count + ci[k], 1);
+}
+__global__ void k_gather_transpose(index_t nnz, const index_t* perm, const index_t* rows, const double* va,
+                                   index_t* tci, double* tva) {
+  const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= nnz) return;
+  tci[p] = rows[perm[p]];
+  tva[p] = va[perm[p]];
+}
+
+// (A + B)/2 over the union pattern (amg::add(0.5, A, 0.5, B)): count, then fill.
+__global__ void k_union_count(index_t n, const index_t* arp, const index_t* aci, const index_t* brp,
+                              const index_t* bci, index_t* count) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  index_t p = arp[i], q = brp[i], c = 0;
+  const index_t pe = arp[i + 1], qe = brp[i + 1];
+  while (p < pe || q < qe) {
+    const index_t ja = p < pe ? aci[p] : 0x7fffffff, jb = q < qe ? bci[q] : 0x7fffffff;
+    const index_t j = ja < jb ? ja : jb;
+    if (ja == j) ++p;
+    if (jb == j) ++q;
+    ++c;
+  }
+  count[i] = c;
+}
+__global__ void k_union_fill(index_t n, const index_t* arp, const index_t* aci, const double* ava, const index_t* brp,
+                             const index_t* bci, const double* bva, const index_t* crp, index_t* cci, double* cva) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  index_t p = arp[i], q = brp[i], o = crp[i];
+  const index_t pe = arp[i + 1], qe = brp[i + 1];
+  while (p < pe || q < qe) {
+    const index_t ja = p < pe ? aci[p] : 0x7fffffff, jb = q < qe ? bci[q] : 0x7fffffff;
+    const index_t j = ja < jb ? ja : jb;
+    double v = 0;
+    if (ja == j) v = __dadd_rn(v, __dmul_rn(0.5, ava[p++]));
+    if (jb == j) v = __dadd_rn(v, __dmul_rn(0.5, bva[q++]));
+    cci[o] = j;
+    cva[o] = v;
+    ++o;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host-side helpers.
+
+void check_launch(const char* name) { KRYSP_CUDA_CHECK_LAUNCH(name); }
+
+/// out[0..n] = exclusive scan of in[0..n-1], out[n] = the total (returned).
+index_t exclusive_scan(const index_t* in, index_t* out, index_t n) {
+  if (n == 0) {
+    KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
+    return 0;
+  }
+  std::size_t bytes = 0;
+  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out + 1, n));
+  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
+  KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
+  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp.data(), bytes, in, out + 1, n));
+  index_t total = 0;
+  copy_to_host(&total, out + n, sizeof(index_t));
+  return total;
+}
+
+int download_int(const int* p) {
+  int v = 0;
+  copy_to_host(&v, p, sizeof(int));
+  return v;
+}
+
+/// Stable sort of (key, value) pairs by key (CUB's radix sort: stable, so equal keys keep their
+/// input order — node order, entry order).
+void sort_pairs(index_t n, const index_t* keys_in, index_t* keys_out, const index_t* vals_in, index_t* vals_out,
+                int end_bit) {
+  if (n == 0) return;
+  std::size_t bytes = 0;
+  KRYSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys_out, vals_in, vals_out, n, 0, end_bit));
+  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
+  KRYSP_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(tmp.data(), bytes, keys_in, keys_out, vals_in, vals_out, n, 0, end_bit));
+}
+
+int bits_for(index_t max_key) {
+  int b = 1;
+  while (b < 31 && (index_t(1) << b) <= max_key) ++b;
+  return b;
+}
+
+/// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted.
+DCsr transpose(const DCsr& A) {
+  DCsr T;
+  T.rows = A.cols;
+  T.cols = A.rows;
+  T.nnz = A.nnz;
+  T.rp_own = DeviceArray<index_t>(std::size_t(T.rows) + 1);
+  T.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(A.nnz, 1)));
+  T.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(A.nnz, 1)));
+  T.own();
+  DeviceArray<int> count(std::size_t(std::max<index_t>(T.rows, 1)));
+  count.zero();
+  if (A.nnz > 0) {
+    DeviceArray<index_t> rows(static_cast<std::size_t>(A.nnz)), iota(static_cast<std::size_t>(A.nnz)), keys(static_cast<std::size_t>(A.nnz)),
+        perm(static_cast<std::size_t>(A.nnz));
+    k_entry_rows<<<blocks_for(A.rows), kThreads>>>(A.rows, A.rp, rows.data());
+    check_launch("k_entry_rows");
+    k_iota<<<blocks_for(A.nnz), kThreads>>>(A.nnz, iota.data());
+    check_launch("k_iota");
+    sort_pairs(A.nnz, A.ci, keys.data(), iota.data(), perm.data(), bits_for(A.cols));
+    k_gather_transpose<<<blocks_for(A.nnz), kThreads>>>(A.nnz, perm.data(), rows.data(), A.va, T.ci_own.data(),
+                                                        T.va_own.data());
+    check_launch("k_gather_transpose");
+    k_column_counts<<<blocks_for(A.nnz), kThreads>>>(A.nnz, A.ci, count.data());
+    check_launch("k_column_counts");
+  }
+  static_assert(sizeof(int) == sizeof(index_t), "index_t is int32");
+  exclusive_scan(reinterpret_cast<const index_t*>(count.data()), T.rp_own.data(), T.rows);
+  return T;
+}
+
+/// cuSPARSE handle for one set-up.
+struct Sparse {
+  cusparseHandle_t h = nullptr;
+  Sparse() { KRYSP_AMG_CUSPARSE(cusparseCreate(&h)); }
+  ~Sparse() {
+    if (h) cusparseDestroy(h);
+  }
+  Sparse(const Sparse&) = delete;
+  Sparse& operator=(const Sparse&) = delete;
+};
+
+/// A·B by cuSPARSE SpGEMM (ALG1: bit-wise equal results run to run), rows sorted after.
+DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B) {
+  KRYSP_REQUIRE(A.cols == B.rows, "AMG: sparse product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols);
+  DCsr C;
+  C.rows = A.rows;
+  C.cols = B.cols;
+  C.rp_own = DeviceArray<index_t>(std::size_t(C.rows) + 1);
+  cusparseSpMatDescr_t ma = nullptr, mb = nullptr, mc = nullptr;
+  cusparseSpGEMMDescr_t d = nullptr;
+  struct Guard {
+    cusparseSpMatDescr_t *a, *b, *c;
+    cusparseSpGEMMDescr_t* d;
+    ~Guard() {
+      if (*a) cusparseDestroySpMat(*a);
+      if (*b) cusparseDestroySpMat(*b);
+      if (*c) cusparseDestroySpMat(*c);
+      if (*d) cusparseSpGEMM_destroyDescr(*d);
+    }
+  } guard{&ma, &mb, &mc, &d};
+  // Empty operands: cuSPARSE wants non-null arrays; an empty product has an all-zero row_ptr.
+  if (A.nnz == 0 || B.nnz == 0) {
+    C.rp_own.zero();
+    C.ci_own = DeviceArray<index_t>(1);
+    C.va_own = DeviceArray<double>(1);
+    C.own();
+    return C;
+  }
+  KRYSP_AMG_CUSPARSE(cusparseCreateCsr(&ma, A.rows, A.cols, A.nnz, const_cast<index_t*>(A.rp),
+                                       const_cast<index_t*>(A.ci), const_cast<double*>(A.va), CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  KRYSP_AMG_CUSPARSE(cusparseCreateCsr(&mb, B.rows, B.cols, B.nnz, const_cast<index_t*>(B.rp),
+                                       const_cast<index_t*>(B.ci), const_cast<double*>(B.va), CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  KRYSP_AMG_CUSPARSE(cusparseCreateCsr(&mc, C.rows, C.cols, 0, C.rp_own.data(), nullptr, nullptr, CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_createDescr(&d));
+  const double alpha = 1, beta = 0;
+  const auto op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  const auto alg = CUSPARSE_SPGEMM_ALG1;
+  std::size_t bytes1 = 0, bytes2 = 0;
+  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_workEstimation(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d,
+                                                   &bytes1, nullptr));
+  DeviceArray<unsigned char> buf1(std::max<std::size_t>(bytes1, 1));
+  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_workEstimation(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d,
+                                                   &bytes1, buf1.data()));
+  KRYSP_AMG_CUSPARSE(
+      cusparseSpGEMM_compute(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d, &bytes2, nullptr));
+  DeviceArray<unsigned char> buf2(std::max<std::size_t>(bytes2, 1));
+  KRYSP_AMG_CUSPARSE(
+      cusparseSpGEMM_compute(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d, &bytes2, buf2.data()));
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+  KRYSP_AMG_CUSPARSE(cusparseSpMatGetSize(mc, &rows, &cols, &nnz));
+  KRYSP_REQUIRE(nnz <= std::int64_t(0x7fffffff), "AMG: a sparse product has ", nnz,
+                " nonzeros, more than index_t (32-bit) holds");
+  C.nnz = index_t(nnz);
+  C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
+  C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
+  KRYSP_AMG_CUSPARSE(cusparseCsrSetPointers(mc, C.rp_own.data(), C.ci_own.data(), C.va_own.data()));
+  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_copy(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d));
+  C.own();
+  k_sort_rows<<<blocks_for(C.rows), kThreads>>>(C.rows, C.rp, C.ci_own.data(), C.va_own.data());
+  check_launch("k_sort_rows");
+  return C;
+}
+
+/// (A + B)/2 over the union of the patterns (A, B: same shape, sorted rows).
+DCsr half_sum(const DCsr& A, const DCsr& B) {
+  DCsr C;
+  C.rows = A.rows;
+  C.cols = A.cols;
+  C.rp_own = DeviceArray<index_t>(std::size_t(C.rows) + 1);
+  DeviceArray<index_t> count(std::size_t(std::max<index_t>(C.rows, 1)));
+  k_union_count<<<blocks_for(C.rows), kThreads>>>(C.rows, A.rp, A.ci, B.rp, B.ci, count.data());
+  check_launch("k_union_count");
+  C.nnz = exclusive_scan(count.data(), C.rp_own.data(), C.rows);
+  C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
+  C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
+  C.own();
+  k_union_fill<<<blocks_for(C.rows), kThreads>>>(C.rows, A.rp, A.ci, A.va, B.rp, B.ci, B.va, C.rp, C.ci_own.data(),
+                                                 C.va_own.data());
+  check_launch("k_union_fill");
+  return C;
+}
+
+/// Lanczos on D^{-1/2}·A·D^{-1/2} on the device (the host's LevelLanczos, amg.cpp): α and β stay
+/// in device memory; a batch of steps is queued and downloaded with one synchronisation (steps
+/// past a stop are wasted, never a different result: lanczos_largest decides from the α, β).
+class GpuLevelLanczos final : public LanczosOperator {
+ public:
+  GpuLevelLanczos(const DCsr& A, const double* s) : A_(A), s_(s), n_(A.rows), grid_(partial_blocks(A.rows)) {
+    for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
+    partials_ = DeviceArray<double>(std::size_t(grid_));
+    ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
+    ab_.zero();
+  }
+  void start() override {
+    k_lz_start<<<grid_, kThreads>>>(n_, v_.data(), partials_.data());
+    check_launch("k_lz_start");
+    k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), norm(), true);
+    check_launch("k_finish");
+    k_scale_inv<<<blocks_for(n_), kThreads>>>(n_, norm(), v_.data());
+    check_launch("k_scale_inv");
+    step_ = 0;
+  }
+  void steps(int count, double* alpha, double* beta) override {
+    KRYSP_REQUIRE(count >= 1 && step_ + count <= kLanczosSteps, "AMG: Lanczos steps ", step_ + 1, "..", step_ + count,
+                  " asked for, at most ", kLanczosSteps);
+    const int first = step_;
+    for (int t = 0; t < count; ++t, ++step_) {
+      double* prev_beta = ab_.data() + 2 * step_;  // β_{j−1} (0 before step 0)
+      double* a = prev_beta + 1;
+      double* b = prev_beta + 2;
+      if (step_ > 0) std::swap(v_, vp_);  // v_prev = v (by buffer); v is written below
+      k_lz_advance<<<blocks_for(n_), kThreads>>>(n_, step_ > 0, prev_beta, w_.data(), v_.data(), s_, u_.data());
+      check_launch("k_lz_advance");
+      k_spmv<<<blocks_for(n_), kThreads>>>(n_, A_.rp, A_.ci, A_.va, u_.data(), y_.data());
+      check_launch("k_spmv");
+      k_lz_alpha<<<grid_, kThreads>>>(n_, s_, y_.data(), prev_beta, vp_.data(), step_ > 0, w_.data(), v_.data(),
+                                      partials_.data());
+      check_launch("k_lz_alpha");
+      k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), a, false);
+      check_launch("k_finish");
+      k_lz_beta<<<grid_, kThreads>>>(n_, a, v_.data(), w_.data(), partials_.data());
+      check_launch("k_lz_beta");
+      k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), b, true);
+      check_launch("k_finish");
+    }
+    std::vector<double> h(2 * std::size_t(count));
+    copy_to_host(h.data(), ab_.data() + 2 * first + 1, h.size() * sizeof(double));
+    for (int t = 0; t < count; ++t) {
+      alpha[t] = h[2 * std::size_t(t)];
+      beta[t] = h[2 * std::size_t(t) + 1];
+    }
+  }
+  int batch() const override { return 4; }
+  int first_batch() const override { return 8; }
+
+ private:
+  double* norm() { return ab_.data() + 2 * kLanczosSteps + 2; }
+  const DCsr& A_;
+  const double* s_;
+  index_t n_;
+  int grid_;
+  int step_ = 0;
+  DeviceArray<double> v_, vp_, w_, u_, y_, partials_, ab_;
+};
+
+}  // namespace
+
+namespace {
+
+/// The V-cycle's copy of a double device CSR in T: for double, its arrays taken over.
+template <class T>
+DeviceCsrArrays<T> level_copy(DCsr&& M) {
+  DeviceCsrArrays<T> out;
+  out.rows = M.rows;
+  out.cols = M.cols;
+  out.nnz = M.nnz;
+  if (M.rp_own.size() == 0) {  // level 0 reads A's arrays: nothing to take
+    return out;
+  }
+  out.row_ptr = std::move(M.rp_own);
+  out.col_idx = std::move(M.ci_own);
+  if constexpr (std::is_same_v<T, double>) {
+    out.values = std::move(M.va_own);
+  } else {
+    out.values = DeviceArray<T>(std::size_t(std::max<index_t>(M.nnz, 1)));
+    k_convert<double, T><<<blocks_for(M.nnz), kThreads>>>(M.nnz, M.va_own.data(), out.values.data());
+    check_launch("k_convert");
+    M.va_own = DeviceArray<double>();
+  }
+  M.rp = nullptr;
+  M.ci = nullptr;
+  M.va = nullptr;
+  return out;
+}
+
+/// A device-borrowed CsrMatrix over arrays the hierarchy owns (krysp alone writes them).
+template <class T>
+CsrMatrix<T> borrow(DeviceCsrArrays<T>& a) {
+  CsrMatrix<T> M = CsrMatrix<T>::from_device_pointers(a.rows, a.cols, a.nnz, a.row_ptr.data(), a.col_idx.data(),
+                                                      a.values.data());
+  M.promise_notify();
+  return M;
+}
+
+template <class T>
+DeviceArray<T> to_t(const DeviceArray<double>& x, index_t n) {
+  DeviceArray<T> out(std::size_t(std::max<index_t>(n, 1)));
+  k_convert<double, T><<<blocks_for(n), kThreads>>>(n, x.data(), out.data());
+  check_launch("k_convert");
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o) {
+  if (!o.coordinates.empty() || o.aggregation == AmgAggregation::Greedy) return false;
+  if (o.block_size > 1) return false;
+  return o.block_size == 1 || resolve_block_size(A, 0) == 1;
+}
+
+template <class T>
+GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates) {
+  const auto t0 = Clock::now();
+  {
+    PrecondOptions po;
+    po.kind = PrecondKind::Amg;
+    po.amg = o;
+    validate(po);
+  }
+  KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes one unknown per node, no coordinates and "
+                                             "the mis2 aggregation");
+  GpuAmgHierarchy<T> H;
+  AmgInfo& info = H.info;
+  Sparse sp;
+  const index_t n0 = A.rows();
+
+  // Level 0 in double: A's own device arrays, its values converted for T = float.
+  const CsrView<T> dA = A.device_view();
+  DCsr Al;
+  Al.rows = Al.cols = n0;
+  Al.nnz = A.nnz();
+  Al.rp = dA.row_ptr;
+  Al.ci = dA.col_idx;
+  if constexpr (std::is_same_v<T, double>) {
+    Al.va = dA.values;
+  } else {
+    Al.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Al.nnz, 1)));
+    k_convert<T, double><<<blocks_for(Al.nnz), kThreads>>>(Al.nnz, dA.values, Al.va_own.data());
+    check_launch("k_convert");
+    Al.va = Al.va_own.data();
+  }
+  // The near-nullspace on the current level (the constant on A; the aggregates' norms below).
+  DeviceArray<double> B(std::size_t(std::max<index_t>(n0, 1)));
+  k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
+  check_launch("k_fill");
+
+  for (std::size_t l = 0;; ++l) {
+    const index_t n = Al.rows;
+    const std::size_t N = std::size_t(std::max<index_t>(n, 1));
+    DeviceArray<double> dinv(N), dl1(N), s(N), ratio(N), diag(N);
+    DeviceArray<int> flags(4);
+    {
+      const int init[4] = {0x7fffffff, 0x7fffffff, 0, 0};
+      copy_to_device(flags.data(), init, sizeof init);
+    }
+    if (n > 0) {
+      k_diagonal<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.data(), s.data(), ratio.data(),
+                                              diag.data(), flags.data());
+      check_launch("k_diagonal");
+    }
+    int bad[2] = {0, 0};
+    copy_to_host(bad, flags.data(), sizeof bad);
+    if (bad[0] != 0x7fffffff) {
+      double d = 0;
+      copy_to_host(&d, diag.data() + bad[0], sizeof d);
+      if (l == 0) throw_bad_diagonal("AMG", "AMG needs a positive diagonal", index_t(bad[0]), d);
+      KRYSP_THROW(InputError, "AMG: diagonal entry ", bad[0] + 1, " of the level-", l, " coarse matrix is ", d,
+                  " (not positive): A is not symmetric positive definite");
+    }
+    KRYSP_REQUIRE(bad[1] == 0x7fffffff, "AMG: row ", bad[1] + 1, " of the level-", l,
+                  " matrix has entries that are NaN or Inf");
+    double gershgorin = 0;
+    if (n > 0) {
+      DeviceArray<double> partials(std::size_t(partial_blocks(n))), out(1);
+      k_max_partials<<<partial_blocks(n), kThreads>>>(n, ratio.data(), partials.data());
+      check_launch("k_max_partials");
+      k_finish<true><<<1, kThreads>>>(partial_blocks(n), partials.data(), out.data(), false);
+      check_launch("k_finish");
+      copy_to_host(&gershgorin, out.data(), sizeof gershgorin);
+    }
+    AmgLevelInfo li;
+    li.rows = n;
+    li.nnz = Al.nnz;
+    li.block_size = 1;
+    li.gershgorin = gershgorin;
+    LanczosResult lr;
+    {
+      GpuLevelLanczos lanczos(Al, s.data());
+      lr = lanczos_largest(lanczos, n, kLanczosSteps);
+    }
+    KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
+                  l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
+    li.lambda_estimate = lr.theta;
+    const double rho = std::min(lr.theta, gershgorin);
+
+    bool last = false;
+    index_t count = 0;
+    DeviceArray<index_t> agg;
+    if (n <= o.coarse_size) {
+      last = true;
+      info.stop_reason = concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
+    } else if (int(l) + 1 >= o.max_levels) {
+      last = true;
+      info.stop_reason = concat("max_levels (", o.max_levels, ") reached at ", n, " rows");
+    } else {
+      li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
+      // Strength graph.
+      DeviceArray<double> dm(N);
+      k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
+      check_launch("k_node_magnitude");
+      DeviceArray<index_t> gcount(N), grp(N + 1);
+      k_strength_count<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
+      check_launch("k_strength_count");
+      const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
+      DeviceArray<index_t> gci(std::size_t(std::max<index_t>(gnnz, 1)));
+      k_strength_fill<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
+      check_launch("k_strength_fill");
+      // MIS-2 rounds until no node is undecided.
+      DeviceArray<std::uint64_t> keys(N), k1(N), k2(N);
+      k_mis_init<<<blocks_for(n), kThreads>>>(n, grp.data(), keys.data(), flags.data() + 2);
+      check_launch("k_mis_init");
+      for (int round = 0;; ++round) {
+        KRYSP_REQUIRE(round <= n, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
+        k_mis_max<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), keys.data(), k1.data());
+        check_launch("k_mis_max");
+        k_mis_max<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), k1.data(), k2.data());
+        check_launch("k_mis_max");
+        KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
+        k_mis_decide<<<blocks_for(n), kThreads>>>(n, keys.data(), k2.data(), flags.data() + 3);
+        check_launch("k_mis_decide");
+        if (download_int(flags.data() + 3) == 0) break;
+      }
+      li.isolated = index_t(download_int(flags.data() + 2));
+      // Aggregates: roots numbered in node order, then the joins, then any leftovers.
+      DeviceArray<index_t> flag(N), scan(N + 1), agg1(N), leftover(N);
+      agg = DeviceArray<index_t>(N);
+      k_root_flags<<<blocks_for(n), kThreads>>>(n, keys.data(), flag.data());
+      check_launch("k_root_flags");
+      count = exclusive_scan(flag.data(), scan.data(), n);
+      k_root_numbers<<<blocks_for(n), kThreads>>>(n, keys.data(), scan.data(), agg1.data());
+      check_launch("k_root_numbers");
+      {
+        // join_root reads the roots' numbers from a snapshot, so the writes below cannot race it.
+        DeviceArray<index_t> roots(N);
+        roots.copy_from(agg1);
+        k_join_root<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), keys.data(), roots.data(), agg1.data());
+        check_launch("k_join_root");
+      }
+      KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
+      k_join_neighbour<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), agg1.data(), agg.data(), flags.data() + 3,
+                                                    leftover.data());
+      check_launch("k_join_neighbour");
+      const index_t left = exclusive_scan(leftover.data(), scan.data(), n);
+      if (left > 0) {
+        k_leftovers<<<blocks_for(n), kThreads>>>(n, leftover.data(), scan.data(), count, agg.data());
+        check_launch("k_leftovers");
+        count += left;
+      }
+      const index_t nc = count;
+      if (nc == 0 || double(n) < kStallRatio * double(nc)) {
+        last = true;
+        info.stalled = true;
+        info.stop_reason = concat("coarsening stalled at level ", l, ": ", n, " rows would become ", nc,
+                                  " (shrinking by less than ", kStallRatio, "x)");
+      } else {
+        li.aggregates = nc;
+      }
+    }
+
+    GpuAmgLevel<T> L;
+    L.n = n;
+    if (o.smoother == AmgSmoother::Chebyshev) {
+      const double lmax = lr.converged ? std::min(kLambdaBoost * lr.theta, gershgorin) : gershgorin;
+      L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
+      L.dinv = to_t<T>(dinv, n);
+    } else {
+      L.dinv = to_t<T>(dl1, n);
+    }
+    if (keep_aggregates && !last) {
+      L.aggregates.resize(std::size_t(n));
+      agg.download(L.aggregates.data(), std::size_t(n));
+    }
+
+    DCsr Ac;
+    if (!last) {
+      // P_tent: b_i / ‖b over i's aggregate‖, the members of each aggregate in node order.
+      const index_t nc = count;
+      DeviceArray<index_t> skeys(N), nodes(N), sorted_keys(N), members(N), start(std::size_t(nc) + 1);
+      k_sort_keys<<<blocks_for(n), kThreads>>>(n, agg.data(), skeys.data(), nodes.data());
+      check_launch("k_sort_keys");
+      sort_pairs(n, skeys.data(), sorted_keys.data(), nodes.data(), members.data(), bits_for(nc));
+      k_starts<<<blocks_for(n), kThreads>>>(n, sorted_keys.data(), nc, start.data());
+      check_launch("k_starts");
+      DeviceArray<double> norms(static_cast<std::size_t>(nc));
+      k_aggregate_norms<<<blocks_for(nc), kThreads>>>(nc, start.data(), members.data(), B.data(), norms.data());
+      check_launch("k_aggregate_norms");
+      DCsr Pt;
+      Pt.rows = n;
+      Pt.cols = nc;
+      Pt.rp_own = DeviceArray<index_t>(N + 1);
+      DeviceArray<index_t> f(N);
+      k_aggregated_flags<<<blocks_for(n), kThreads>>>(n, agg.data(), f.data());
+      check_launch("k_aggregated_flags");
+      Pt.nnz = exclusive_scan(f.data(), Pt.rp_own.data(), n);
+      Pt.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(Pt.nnz, 1)));
+      Pt.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Pt.nnz, 1)));
+      Pt.own();
+      k_tent_fill<<<blocks_for(n), kThreads>>>(n, agg.data(), Pt.rp, B.data(), norms.data(), Pt.ci_own.data(),
+                                               Pt.va_own.data());
+      check_launch("k_tent_fill");
+
+      DCsr P;
+      if (o.prolongation_weight > 0) {
+        li.omega = o.prolongation_weight / rho;
+        DCsr S;
+        S.rows = S.cols = n;
+        S.nnz = Al.nnz;
+        S.rp = Al.rp;
+        S.ci = Al.ci;
+        S.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Al.nnz, 1)));
+        S.va = S.va_own.data();
+        k_smoother_values<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, S.va_own.data());
+        check_launch("k_smoother_values");
+        P = multiply(sp, S, Pt);
+      } else {
+        P = std::move(Pt);
+        P.own();
+      }
+      DCsr R = transpose(P);
+      const DCsr AP = multiply(sp, Al, P);
+      const DCsr RAP = multiply(sp, R, AP);
+      Ac = half_sum(RAP, transpose(RAP));  // symmetric to rounding: now exactly
+      L.p = level_copy<T>(std::move(P));
+      L.r = level_copy<T>(std::move(R));
+      B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
+    } else if (n <= kAmgMaxDenseRows) {
+      // Dense Cholesky of the coarsest level, on the host.
+      std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
+      std::vector<double> va(static_cast<std::size_t>(Al.nnz));
+      copy_to_host(rp.data(), Al.rp, rp.size() * sizeof(index_t));
+      if (Al.nnz > 0) {
+        copy_to_host(ci.data(), Al.ci, ci.size() * sizeof(index_t));
+        copy_to_host(va.data(), Al.va, va.size() * sizeof(double));
+      }
+      std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
+      for (index_t i = 0; i < n; ++i)
+        for (index_t k = rp[std::size_t(i)]; k < rp[std::size_t(i) + 1]; ++k)
+          dense[std::size_t(i) * std::size_t(n) + std::size_t(ci[std::size_t(k)])] = va[std::size_t(k)];
+      double pivot = 0;
+      const index_t bad_pivot = amg::cholesky(n, dense, &pivot);
+      if (bad_pivot >= 0)
+        KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", l, " (", n,
+                    " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad_pivot + 1, " = ", pivot,
+                    pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
+                    "; A is not symmetric positive definite");
+      H.coarse_factor = std::move(dense);
+      info.coarse_direct = true;
+    } else {
+      info.coarse_direct = false;
+    }
+    if (l == 0) {
+      L.A = A;
+    } else {
+      L.a = level_copy<T>(std::move(Al));
+    }
+    H.levels.push_back(std::move(L));
+    info.levels.push_back(li);
+    if (last) break;
+    Al = std::move(Ac);
+  }
+  // The V-cycle's matrices, over the arrays the levels own (moved into place above: the
+  // pointers are final now).
+  for (std::size_t l = 0; l < H.levels.size(); ++l) {
+    GpuAmgLevel<T>& L = H.levels[l];
+    if (l > 0) L.A = borrow(L.a);
+    if (l + 1 < H.levels.size()) {
+      L.P = borrow(L.p);
+      L.R = borrow(L.r);
+    }
+  }
+  double nnz = 0, rows = 0;
+  for (const auto& li : info.levels) nnz += double(li.nnz), rows += double(li.rows);
+  info.operator_complexity = info.levels[0].nnz > 0 ? nnz / double(info.levels[0].nnz) : 1.0;
+  info.grid_complexity = info.levels[0].rows > 0 ? rows / double(info.levels[0].rows) : 1.0;
+  cuda_synchronize();
+  info.setup_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return H;
+}
+
+template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);
+template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
+template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool);
+template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool);
+
+}  // namespace krysp::detail

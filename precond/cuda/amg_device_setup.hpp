@@ -1,0 +1,80 @@
+#pragma once
+/// \file amg_device_setup.hpp
+/// The smoothed-aggregation set-up on the GPU (amg.hpp explains the method) for the scalar case:
+/// one unknown per node (b = 1), the constant near-nullspace, no coordinates, MIS-2 aggregation.
+/// Each level's steps run on the device, in double:
+///  - D⁻¹, D_l1⁻¹ and the Gershgorin bound (one kernel; a max reduction);
+///  - λmax(D⁻¹A) by Lanczos (lanczos_largest, the host's driver and stopping rule, through a
+///    device LanczosOperator whose reductions sum fixed partials in a fixed order);
+///  - the strength graph (count, scan, fill), the MIS-2 rounds and the aggregate joins
+///    (amg_mis2_rules.hpp: the host reference's per-node rules, so the aggregates are the host's
+///    amg::aggregate_mis2 ones exactly, given the same strength graph);
+///  - P_tent (b_i/‖b_aggregate‖, the sums in node order as on the host), S = I − ω·D⁻¹A,
+///    P = S·P_tent, A·P and R·(A·P) by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1, documented to give
+///    bit-wise equal results run to run), R = Pᵀ and the symmetrisation's transpose by a stable
+///    radix sort (CUB), the symmetrisation (Aᶜ + Aᶜᵀ)/2 by a row merge.
+/// The coarsest level is downloaded and factored by amg::cholesky on the host, as HostAmg does.
+/// No atomics touch floating-point values (integer counters only), so two set-ups of one matrix
+/// give bitwise equal hierarchies. Against the host (HostAmg with aggregation mis2) the values
+/// differ by rounding only (other summation orders in the SpGEMM, SpMV and Lanczos); a strength
+/// comparison that falls within rounding of θ could then differ on a coarse level.
+///
+/// The level matrices, P_l and R_l end up as device-borrowed CsrMatrix objects over arrays the
+/// hierarchy owns (their structure is downloaded once for the checks and the SpMV plans' row
+/// statistics: CsrMatrix needs it). CUDA-free header; internal.
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/sparse/csr.hpp"
+
+namespace krysp::detail {
+
+/// CSR arrays in device memory owned by the GPU set-up.
+template <class V>
+struct DeviceCsrArrays {
+  index_t rows = 0, cols = 0, nnz = 0;
+  DeviceArray<index_t> row_ptr, col_idx;
+  DeviceArray<V> values;
+};
+
+/// One level of a hierarchy built on the GPU (level 0 is A).
+template <class T>
+struct GpuAmgLevel {
+  index_t n = 0;
+  CsrMatrix<T> A;  ///< A_l (level 0: the caller's A), device-borrowed from `a` below level 0
+  CsrMatrix<T> P;  ///< prolongator from level l + 1 (not on the coarsest), device-borrowed from `p`
+  CsrMatrix<T> R;  ///< Pᵀ, device-borrowed from `r`
+  DeviceArray<T> dinv;         ///< D⁻¹ (Chebyshev) or D_l1⁻¹ (l1-Jacobi)
+  ChebyshevCoefficients coef;  ///< the Chebyshev smoother's recurrence
+  DeviceCsrArrays<T> a, p, r;  ///< the storage the matrices above borrow
+  /// The aggregate of each node (−1: left out), when the set-up was asked to keep them (tests);
+  /// empty on the coarsest level.
+  std::vector<index_t> aggregates;
+};
+
+/// What the GPU set-up built: the levels, the coarse factor and the AmgInfo HostAmg would report.
+template <class T>
+struct GpuAmgHierarchy {
+  std::vector<GpuAmgLevel<T>> levels;
+  /// The coarsest level's dense Cholesky factor as HostAmg::coarse_factor() (empty: smoothed).
+  std::vector<double> coarse_factor;
+  AmgInfo info;
+};
+
+/// True when gpu_amg_setup() takes A with these options: one unknown per node (block_size 1, or
+/// 0 detecting 1), no coordinates, aggregation mis2.
+template <class T>
+bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
+
+/// Builds the hierarchy on the GPU (see the file comment). InputError as HostAmg's set-up (bad
+/// diagonal, NaN/Inf, a coarse matrix that is not positive definite, options that
+/// gpu_amg_setup_applies refuses); DeviceError when the GPU fails or runs out of memory.
+/// keep_aggregates: download each level's aggregates into GpuAmgLevel::aggregates. Sets
+/// info.setup_seconds to the wall time of the whole set-up (synchronised).
+template <class T>
+GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false);
+
+}  // namespace krysp::detail

@@ -1,0 +1,303 @@
+// The AMG set-up on the GPU (precond/cuda/amg_device_setup.hpp) against the host set-up with the
+// same (MIS-2) aggregation: the aggregates equal exactly, the level matrices, P and R to 1e-12,
+// the coarse factor to 1e-10; two GPU set-ups bitwise equal; DeviceAmg built on it applies the
+// host's V-cycle to 1e-10; PCG with it converges (true residual recomputed on the host); the
+// summary says where it was set up; update_values; greedy or b = 3 keep the host set-up.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/base/error.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/cuda/amg_device_setup.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "precond/precond_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+struct Problem {
+  std::string name;
+  CsrMatrix<double> A;
+};
+
+std::vector<Problem> problems() {
+  std::vector<Problem> p;
+  p.push_back({"laplacian_3d 24", laplacian_3d(24, 24, 24)});
+  p.push_back({"diffusion_3d 20", diffusion_3d(20, 1, 1, 0.01, 1e4)});
+  p.push_back({"bcsstk06 b 1", test::load("bcsstk06")});
+  return p;
+}
+
+AmgOptions mis2(AmgSmoother s = AmgSmoother::Chebyshev) {
+  AmgOptions o;
+  o.aggregation = AmgAggregation::Mis2;
+  o.block_size = 1;
+  o.smoother = s;
+  return o;
+}
+
+/// A device-borrowed matrix's arrays on the host.
+template <class T>
+amg::Csr<double> host_copy(const CsrMatrix<T>& M) {
+  amg::Csr<double> C;
+  C.rows = M.rows();
+  C.cols = M.cols();
+  C.row_ptr.assign(M.row_ptr().data(), M.row_ptr().data() + M.rows() + 1);
+  C.col_idx.assign(M.col_idx().data(), M.col_idx().data() + M.nnz());
+  const auto& v = M.values();
+  C.values.assign(v.data(), v.data() + M.nnz());
+  return C;
+}
+
+template <class T>
+amg::Csr<double> host_copy(const AmgLevelData<T>& d) {
+  amg::Csr<double> C;
+  C.rows = C.cols = d.n;
+  C.row_ptr.assign(d.row_ptr, d.row_ptr + d.n + 1);
+  C.col_idx.assign(d.col_idx, d.col_idx + d.nnz);
+  C.values.assign(d.values, d.values + d.nnz);
+  return C;
+}
+
+/// Same pattern exactly, and max |a − b| / max |b| of the values.
+double compare(const amg::Csr<double>& a, const amg::Csr<double>& b) {
+  REQUIRE(a.rows == b.rows);
+  REQUIRE(a.cols == b.cols);
+  REQUIRE(a.row_ptr == b.row_ptr);
+  REQUIRE(a.col_idx == b.col_idx);
+  double d = 0, s = 0;
+  for (std::size_t k = 0; k < a.values.size(); ++k) {
+    d = std::max(d, std::abs(a.values[k] - b.values[k]));
+    s = std::max(s, std::abs(b.values[k]));
+  }
+  return s > 0 ? d / s : d;
+}
+
+/// The host's MIS-2 aggregates of every level but the coarsest, from its level matrices (the
+/// strength graph at θ_l, then amg::aggregate_mis2: what HostAmg ran).
+std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& H, const AmgOptions& o) {
+  std::vector<std::vector<index_t>> out;
+  const auto data = H.level_data();
+  for (std::size_t l = 0; l + 1 < data.size(); ++l) {
+    const amg::Graph G = amg::strength_graph(host_copy(data[l]), 1, o.theta * std::pow(kAmgThetaDecay, double(l)));
+    out.push_back(amg::aggregate_mis2(G).of_node);
+  }
+  return out;
+}
+
+template <class T>
+DeviceArray<T> to_device(const std::vector<T>& h) {
+  DeviceArray<T> d(h.size());
+  d.upload(h.data(), h.size());
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("AMG GPU set-up: aggregates equal the host's MIS-2 exactly, levels to 1e-12") {
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    const AmgOptions o = mis2();
+    const HostAmg<double> H(p.A, o);
+    const auto G = detail::gpu_amg_setup(p.A, o, true);
+    const auto hd = H.level_data();
+    REQUIRE(G.levels.size() == hd.size());
+    REQUIRE(G.info.levels.size() == H.info().levels.size());
+    const auto hagg = host_aggregates(H, o);
+    for (std::size_t l = 0; l < hd.size(); ++l) {
+      CAPTURE(l);
+      const auto& g = G.levels[l];
+      const auto& hi = H.info().levels[l];
+      const auto& gi = G.info.levels[l];
+      CHECK(g.n == hd[l].n);
+      CHECK(gi.rows == hi.rows);
+      CHECK(gi.nnz == hi.nnz);
+      CHECK(gi.aggregates == hi.aggregates);
+      CHECK(gi.isolated == hi.isolated);
+      CHECK(gi.theta == hi.theta);
+      CHECK(gi.gershgorin == doctest::Approx(hi.gershgorin).epsilon(1e-13));
+      CHECK(gi.lambda_estimate == doctest::Approx(hi.lambda_estimate).epsilon(1e-10));
+      CHECK(gi.omega == doctest::Approx(hi.omega).epsilon(1e-10));
+      if (l + 1 < hd.size()) {
+        CHECK(g.aggregates == hagg[l]);  // exactly
+        CHECK(compare(host_copy(g.P), *hd[l].P) <= 1e-12);
+        CHECK(compare(host_copy(g.R), *hd[l].R) <= 1e-12);
+      }
+      if (l > 0) CHECK(compare(host_copy(g.A), host_copy(hd[l])) <= 1e-12);
+      std::vector<double> dinv(static_cast<std::size_t>(g.n));
+      g.dinv.download(dinv.data(), dinv.size());
+      double dd = 0;
+      for (std::size_t i = 0; i < dinv.size(); ++i)
+        dd = std::max(dd, std::abs(dinv[i] - (*hd[l].dinv)[i]) / std::abs((*hd[l].dinv)[i]));
+      CHECK(dd <= 1e-14);
+      CHECK(g.coef.c0 == doctest::Approx(hd[l].coef->c0).epsilon(1e-9));
+    }
+    CHECK(G.info.stop_reason == H.info().stop_reason);
+    CHECK(G.info.coarse_direct == H.info().coarse_direct);
+    CHECK(G.info.operator_complexity == doctest::Approx(H.info().operator_complexity).epsilon(1e-14));
+    REQUIRE(G.coarse_factor.size() == H.coarse_factor().size());
+    double cd = 0, cs = 0;
+    for (std::size_t k = 0; k < G.coarse_factor.size(); ++k) {
+      cd = std::max(cd, std::abs(G.coarse_factor[k] - H.coarse_factor()[k]));
+      cs = std::max(cs, std::abs(H.coarse_factor()[k]));
+    }
+    CHECK(cd <= 1e-10 * cs);
+    MESSAGE(p.name, ": GPU set-up ", G.info.setup_seconds, " s, host ", H.info().setup_seconds, " s, ",
+            G.levels.size(), " levels");
+  }
+}
+
+TEST_CASE("AMG GPU set-up: two set-ups are bitwise equal") {
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    const auto G1 = detail::gpu_amg_setup(p.A, mis2(), true);
+    const auto G2 = detail::gpu_amg_setup(p.A, mis2(), true);
+    REQUIRE(G1.levels.size() == G2.levels.size());
+    for (std::size_t l = 0; l < G1.levels.size(); ++l) {
+      CAPTURE(l);
+      const auto& a = G1.levels[l];
+      const auto& b = G2.levels[l];
+      CHECK(a.aggregates == b.aggregates);
+      CHECK(G1.info.levels[l].lambda_estimate == G2.info.levels[l].lambda_estimate);
+      CHECK(G1.info.levels[l].gershgorin == G2.info.levels[l].gershgorin);
+      auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
+        return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;
+      };
+      if (l > 0) CHECK(same(host_copy(a.A), host_copy(b.A)));
+      if (l + 1 < G1.levels.size()) {
+        CHECK(same(host_copy(a.P), host_copy(b.P)));
+        CHECK(same(host_copy(a.R), host_copy(b.R)));
+      }
+    }
+    CHECK(G1.coarse_factor == G2.coarse_factor);
+  }
+}
+
+TEST_CASE("AMG GPU set-up: DeviceAmg on it applies the host's MIS-2 V-cycle to 1e-10") {
+  for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
+    for (const Problem& p : problems()) {
+      CAPTURE(p.name);
+      CAPTURE(to_string(s));
+      const AmgOptions o = mis2(s);
+      const SpmvPlan<double> plan(p.A);
+      const DeviceAmg<double> dev(p.A, plan, o);
+      CHECK(dev.set_up_on_gpu());
+      CHECK(dev.summary().find("set up on the GPU") != std::string::npos);
+      CHECK_THROWS_AS(dev.host(), InputError);
+      const HostAmg<double> host(p.A, o);
+      const index_t n = p.A.rows();
+      const auto r = test::random_vector<double>(std::size_t(n));
+      std::vector<double> zh(static_cast<std::size_t>(n)), zd(static_cast<std::size_t>(n));
+      host.apply(r.data(), zh.data());
+      auto dr = to_device(r);
+      DeviceArray<double> dz(static_cast<std::size_t>(n));
+      dev.apply(dr.data(), dz.data());
+      dz.download(zd.data(), zd.size());
+      double d = 0, m = 0;
+      for (std::size_t i = 0; i < zd.size(); ++i) d = std::max(d, std::abs(zd[i] - zh[i])), m = std::max(m, std::abs(zh[i]));
+      CHECK(d <= 1e-10 * m);
+      // Bitwise determinism through DeviceAmg: a second object, the same result.
+      const DeviceAmg<double> dev2(p.A, plan, o);
+      DeviceArray<double> dz2(static_cast<std::size_t>(n));
+      dev2.apply(dr.data(), dz2.data());
+      std::vector<double> zd2(zd.size());
+      dz2.download(zd2.data(), zd2.size());
+      CHECK(zd2 == zd);
+      MESSAGE(p.name, " ", to_string(s), ": ", dev.summary());
+    }
+  }
+}
+
+TEST_CASE("AMG GPU set-up: PCG through solve() converges (true residual on the host)") {
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    const index_t n = p.A.rows();
+    std::vector<double> b(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) b[std::size_t(i)] = 1 + 0.5 * std::sin(0.37 * i);
+    SolveOptions o;
+    o.precond.kind = PrecondKind::Amg;
+    o.precond.amg = mis2();
+    o.cg.rtol = 1e-8;
+    o.cg.max_iters = 2000;
+    o.backend = Backend::Host;
+    std::vector<double> xh, xd;
+    const auto host = solve(p.A, b, xh, o);
+    o.backend = Backend::Cuda;
+    const auto dev = solve(p.A, b, xd, o);
+    REQUIRE(dev.status == SolveStatus::Converged);
+    CHECK(test::true_relative_residual(p.A, b, xd) <= 1e-8);
+    CHECK(std::abs(dev.iterations - host.iterations) <= std::max<index_t>(2, host.iterations / 20));
+    CHECK(dev.preconditioner.find("set up on the GPU") != std::string::npos);
+    MESSAGE(p.name, ": ", dev.iterations, " iterations on the GPU (host ", host.iterations, "); ",
+            dev.preconditioner);
+  }
+}
+
+TEST_CASE("AMG GPU set-up: update_values sets up again; greedy and b = 3 stay on the host; fp32") {
+  const auto A = diffusion_3d(16, 1, 1, 0.01, 1e4);
+  const SpmvPlan<double> plan(A);
+  DeviceAmg<double> dev(A, plan, mis2());
+  REQUIRE(dev.set_up_on_gpu());
+  std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+  for (double& e : v) e *= 2.0;
+  const auto A2 = CsrMatrix<double>::from_arrays(
+      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), v);
+  CHECK(dev.update_values(A2));
+  CHECK(dev.info().resetups == 1);
+  CHECK(dev.info().resetup_seconds > 0);
+  // After the update: the fresh GPU set-up of A2, bitwise.
+  const SpmvPlan<double> plan2(A2);
+  const DeviceAmg<double> fresh(A2, plan2, mis2());
+  const auto r = test::random_vector<double>(std::size_t(A.rows()));
+  auto dr = to_device(r);
+  DeviceArray<double> z1(r.size()), z2(r.size());
+  dev.apply(dr.data(), z1.data());
+  fresh.apply(dr.data(), z2.data());
+  std::vector<double> h1(r.size()), h2(r.size());
+  z1.download(h1.data(), h1.size());
+  z2.download(h2.data(), h2.size());
+  CHECK(h1 == h2);
+
+  AmgOptions g = mis2();
+  g.aggregation = AmgAggregation::Greedy;
+  CHECK_FALSE(DeviceAmg<double>(A, plan, g).set_up_on_gpu());
+  const auto K = test::load("bcsstk06");
+  const SpmvPlan<double> planK(K);
+  AmgOptions b3 = mis2();
+  b3.block_size = 3;
+  CHECK_FALSE(DeviceAmg<double>(K, planK, b3).set_up_on_gpu());
+  CHECK(DeviceAmg<double>(K, planK, AmgOptions{}).set_up_on_gpu() == (detect_block_size(K) == 1));
+
+  // fp32: the set-up computes in double; the V-cycle's values in float agree with the host's.
+  std::vector<float> vf(A.values().data(), A.values().data() + A.nnz());
+  const auto Af = CsrMatrix<float>::from_arrays(
+      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), vf);
+  const SpmvPlan<float> planf(Af);
+  const DeviceAmg<float> devf(Af, planf, mis2());
+  CHECK(devf.set_up_on_gpu());
+  const HostAmg<float> hostf(Af, mis2());
+  std::vector<float> rf(r.begin(), r.end()), zh(rf.size()), zd(rf.size());
+  hostf.apply(rf.data(), zh.data());
+  auto drf = to_device(rf);
+  DeviceArray<float> dzf(rf.size());
+  devf.apply(drf.data(), dzf.data());
+  dzf.download(zd.data(), zd.size());
+  double d = 0, m = 0;
+  for (std::size_t i = 0; i < zd.size(); ++i)
+    d = std::max(d, double(std::abs(zd[i] - zh[i]))), m = std::max(m, double(std::abs(zh[i])));
+  CHECK(d <= 1e-4 * m);
+}
