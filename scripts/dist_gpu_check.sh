@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The distributed GPU path on one host with 2 GPUs (docs/distributed.md): builds krysp with NCCL
+# (found in the Python environment's nvidia/nccl package when NCCL_ROOT is not set), runs the
+# distributed suites on 1 and 2 ranks (both device transports), the command line with
+# --backend cuda, and bench_dist_cg for strong and weak scaling; logs and JSON go to $OUT (or
+# ./dist-gpu-out). Needs .deps/kokkos (scripts/fetch_kokkos.sh) when the machine has no Kokkos.
+#   scripts/dist_gpu_check.sh [test] [cli] [bench] [bench-quick]      (default: test cli bench)
+#   BENCH_N_STRONG (384) and BENCH_N_WEAK (256) set the grids; BENCH_ITERS (100) the iterations.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-dist-gpu-out}
+mkdir -p "$out"
+steps=${*:-test cli bench}
+kokkos=$PWD/.deps/kokkos/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$kokkos:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0  # NVLink multicast off (see docs/distributed.md)
+nccl_root=${NCCL_ROOT:-$(python3 -c "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])" 2>/dev/null)}
+mpi=(mpirun --allow-run-as-root --oversubscribe -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH)
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/device.txt"
+t0=$(date +%s)
+if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+     -DCMAKE_PREFIX_PATH="$kokkos/cmake" ${nccl_root:+-DNCCL_ROOT="$nccl_root"} >"$out/configure.log" 2>&1; then
+  tail -30 "$out/configure.log"; exit 1
+fi
+grep -E "krysp: NCCL" "$out/configure.log" || note "configured WITHOUT NCCL (only the MPI-staged transport)"
+if ! cmake --build build-gpu -j16 -- -k 0 >"$out/build.log" 2>&1; then
+  grep -E "error" "$out/build.log" | head -20
+  note "BUILD FAILED in part (see above); running what was built"
+else
+  note "build ok in $(( $(date +%s) - t0 )) s"
+fi
+
+run() {  # run NAME COMMAND...: output to $out/NAME.log, one summary line
+  local name=$1; shift
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -5 "$out/$name.log"
+  note "$name: exit $rc"
+}
+
+for step in $steps; do
+  case $step in
+    test)
+      for np in 1 2; do
+        run "mpi_tests_np$np" "${mpi[@]}" -np $np build-gpu/tests/krysp_mpi_tests
+      done
+      # more ranks than GPUs: auto takes MPI staged (NCCL refuses two ranks on one GPU)
+      run mpi_tests_np4 "${mpi[@]}" -np 4 build-gpu/tests/krysp_mpi_tests -tc="dist_device*,*GPUs*"
+      ;;
+    cli)
+      for comm in auto mpi; do
+        run "cli_solve_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp solve \
+          tests/data/bcsstk06.mtx --backend cuda --rtol 1e-10 --out "$out/cli_solve_$comm.h5"
+        run "cli_block_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp solve \
+          tests/data/bcsstk06.mtx --backend cuda --nrhs 4 --rtol 1e-9
+        run "cli_eigs_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp eigs \
+          tests/data/bcsstk06.mtx -k 4 --backend cuda --tol 1e-8
+      done
+      ;;
+    bench|bench-quick)
+      ns=${BENCH_N_STRONG:-384} nw=${BENCH_N_WEAK:-256} it=${BENCH_ITERS:-100}
+      [ "$step" = bench-quick ] && ns=128 nw=96 it=50
+      day=$(date -u +%F)
+      for np in 1 2; do
+        run "dist_cg_strong_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_cg --mode strong --n "$ns" \
+          --iters "$it" --json "$out/dist_cg_strong_np${np}_$day.json"
+        run "dist_cg_weak_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_cg --mode weak --n "$nw" \
+          --iters "$it" --json "$out/dist_cg_weak_np${np}_$day.json"
+      done
+      run dist_cg_strong_np2_staged env KRYSP_COMM=mpi "${mpi[@]}" -x KRYSP_COMM -np 2 \
+        build-gpu/bench/bench_dist_cg --mode strong --n "$ns" --iters "$it" --json "$out/dist_cg_strong_np2_staged_$day.json"
+      ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
