@@ -4,13 +4,15 @@
 // done where cuSPARSE supports it), same process, same random X (values in [0.5, 1.5), never
 // zero); the device copy bandwidth measured in the same run as the yardstick.
 //
-// usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--ns 2,4,8,16,32,64] [--max-files K] [--profile]
+// usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--tune-launch] [--ns 2,4,8,16,32,64] [--max-files K] [--profile]
 //        bench_spmm [--quick] --panel-sweep   (column panel counts × kernels on the power-law matrix)
 //                   [--json out.json] [A.mtx ...]
 //   Matrices given on the command line (at most K of them), then the four generated ones of the
 //   SpMV benchmark, each >= 20 M nonzeros: 2-D Laplacian (2048^2), 3-D Laplacian (160^3 = 4.1 M
 //   rows), power-law graph (3 M rows, mean 8), random banded (1.5 M rows, rows of 1..31).
 //   --quick: the same shapes, ~100x smaller. --no-tune: only the rule's kernel (faster).
+//   --tune-launch: tuning also times the rule's pick with the launchers' other choices
+//   (SpmmConfig::launch: early loads, CSC row rounds, CSC batched walk), to retune them.
 //   --profile: per (matrix, N), one run of the rule's kernel, of every tuning candidate and of
 //   every cuSPARSE combination, in that order, between cudaProfilerStart and cudaProfilerStop, for
 //   `ncu --profile-from-start off` (GPU time per kernel, without the launch cost that dominates
@@ -211,6 +213,7 @@ class CusparseSpmm {
 struct Bench {
   double copy_gbs = 0;
   bool tune = true;
+  bool tune_launch = false;  // also time the launchers' other choices (SpmmPlanOptions::tune_launch)
   bool profile = false;  // --profile
   cusparseHandle_t handle = nullptr;
 };
@@ -245,6 +248,7 @@ std::vector<Result> run(const Bench& b, const std::string& name, const CsrMatrix
         SpmmPlanOptions o;
         o.select = SpmmPlanOptions::Select::Tune;
         o.use_cache = false;
+        o.tune_launch = b.tune_launch;
         tuned.emplace(A, N, o);
         r.tuned = tuned->config().to_string();
         r.tuning_s = tuned->selection().tuning_seconds;
@@ -458,14 +462,14 @@ void panel_sweep(bool quick) {
 }
 
 int main(int argc, char** argv) {
-  bool quick = false, generated = true, tune = true, profile = false;
+  bool quick = false, generated = true, tune = true, profile = false, tune_launch = false;
   int max_files = -1;
   std::string json;
   std::vector<index_t> Ns = {2, 4, 8, 16, 32, 64};
   std::vector<std::string> files;
   const char* usage =
-      "usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--ns 2,4,8,16,32,64] [--max-files K] "
-      "[--profile] [--json out.json] [A.mtx ...]\n";
+      "usage: bench_spmm [--quick] [--no-generated] [--no-tune] [--tune-launch] [--ns 2,4,8,16,32,64] "
+      "[--max-files K] [--profile] [--json out.json] [A.mtx ...]\n";
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -480,6 +484,8 @@ int main(int argc, char** argv) {
         tune = false;
       } else if (a == "--profile") {
         profile = true;
+      } else if (a == "--tune-launch") {
+        tune_launch = true;
       } else if (a == "--ns" && i + 1 < argc) {
         Ns = parse_ns(argv[++i]);
       } else if (a == "--max-files" && i + 1 < argc) {
@@ -509,6 +515,7 @@ int main(int argc, char** argv) {
     const auto t_start = Clock::now();
     Bench b;
     b.tune = tune;
+    b.tune_launch = tune_launch;
     b.profile = profile;
     const std::string device = cached_device_name();
     std::size_t free_b = 0, total_b = 0;

@@ -97,6 +97,7 @@ SpmmChoice<T> SpmmChooser<T>::choose(const SpmmPlanOptions& o) {
   if (o.force) {
     force(o.forced);
   } else if (o.select == SpmmPlanOptions::Select::Tune) {
+    params_.tune_launch = params_.tune_launch || o.tune_launch;
     tune(o);
   } else {
     choice_.config = choice_.selection.rule;

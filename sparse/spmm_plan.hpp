@@ -69,6 +69,9 @@ struct SpmmPlanOptions {
   int tune_warmup = 1;       ///< untimed runs per candidate
   int tune_reps = 5;  ///< timed samples per candidate (CUDA events; a sample repeats a short call
                       ///< back to back: SpmmRuleParams::tune_sample_ms); the median counts
+  /// Also time the rule's pick with the launchers' other choices (SpmmConfig::launch;
+  /// SpmmRuleParams::tune_launch): more candidates, to retune the launch thresholds.
+  bool tune_launch = false;
 };
 
 /// How the plan's configuration was chosen and what tuning measured.

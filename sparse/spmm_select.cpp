@@ -420,6 +420,41 @@ std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowSta
     add_long(make(SpmmAlgorithm::CscRow, base.subwarp, 1));
     if (base.subwarp >= 16) add_long(make(SpmmAlgorithm::CscRow, base.subwarp / 2, 2));
   }
+  if (p.tune_launch) {  // the rule's pick with the launchers' other choices (opt-in)
+    const SpmmConfig rule = out.front();
+    const bool csc = !is_vdl(rule.algorithm) && rule.algorithm != SpmmAlgorithm::SeqNnz;
+    const bool row = !is_nnz_balanced(rule.algorithm);
+    std::vector<SpmmLaunchParams> variants;
+    SpmmLaunchParams l;
+    if (row) {
+      l = {};
+      l.early_max_waves = 0;  // never early
+      variants.push_back(l);
+      l.early_max_waves = 1e6;  // early at any size
+      variants.push_back(l);
+    }
+    if (csc && row) {
+      l = {};
+      l.csc_row_rounds = 1;  // no row rounds
+      variants.push_back(l);
+      l.csc_row_rounds = SpmmLaunchParams{}.csc_row_rounds;
+      l.csc_rounds_min_waves = 0;  // row rounds at any size
+      variants.push_back(l);
+    }
+    if (csc) {
+      l = {};
+      l.csc_batch_min_subwarp = 64;  // never the batched walk
+      variants.push_back(l);
+      l = {};
+      l.csc_batch_max_waves = 1e6;  // the batched walk at any size (sub-warps of 8 lanes up)
+      variants.push_back(l);
+    }
+    for (const SpmmLaunchParams& v : variants) {
+      SpmmConfig c = rule;
+      c.launch = v;
+      if (is_valid(c) && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
+  }
   return out;
 }
 

@@ -136,6 +136,10 @@ struct SpmmRuleParams {
   /// ... replayed from a CUDA graph of at most this many calls, so host submission does not make
   /// candidates tie ("Tuning samples").
   int tune_graph_max_calls = 16;
+  /// Also time the rule's pick with the launchers' other choices (SpmmConfig::launch: early loads
+  /// never or always, CSC row rounds never or always, the CSC batched walk never or always), to
+  /// retune SpmmLaunchParams; off by default (more candidates, longer tuning).
+  bool tune_launch = false;
 
   // ---- column panels (choose_spmm_panels)
   /// The panel rule's traffic model ("Column panels").
@@ -236,8 +240,8 @@ bool spmm_long_row(const DevicePolicy& device, const RowStats& s, const SpmmConf
 /// derived S and 32, at S/2 with two columns a lane when S >= 16 (on latency-bound matrices also
 /// with one column per lane and with rows shared by 2, 4 and 8 sub-warps), CscNnz; SeqNnz
 /// (N <= tune_seq_max_n); where spmm_long_row_threshold cuts rows, VDL (lean) and CSC row kernels
-/// with long_row. Row-balanced ones over tune_max_row_trips are left out. All valid, no
-/// duplicates.
+/// with long_row; with tune_launch, the rule's pick with other launch thresholds. Row-balanced ones
+/// over tune_max_row_trips are left out. All valid, no duplicates.
 std::vector<SpmmConfig> spmm_candidates(const DevicePolicy& device, const RowStats& s, index_t N,
                                         int value_bytes = 8, const SpmmRuleParams& p = SpmmRuleParams{});
 

@@ -646,3 +646,44 @@ TEST_CASE("DevicePolicy: the current device's multiprocessors, resident threads 
   const auto A = test::load("bcsstk06");
   for (const index_t N : {2, 8, 32}) CHECK(SpmmPlan<double>(A, N).config() == choose_spmm_rule(p, A.row_stats(), N));
 }
+
+TEST_CASE("SpMM GPU: other launch thresholds (SpmmConfig::launch) give the defaults' results, bitwise") {
+  // The launchers' choices (early loads, CSC row rounds, the CSC batched walk) change how work is
+  // scheduled and when A is loaded, never the order of additions: every variant must match.
+  std::vector<SpmmLaunchParams> variants(6);
+  variants[0].early_max_waves = 0;
+  variants[1].early_max_waves = 1e6;
+  variants[2].csc_row_rounds = 1;
+  variants[3].csc_rounds_min_waves = 0;
+  variants[4].csc_batch_min_subwarp = 64;
+  variants[5].csc_batch_max_waves = 1e6;
+  std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
+  for (const char* n : {"bcsstk06", "Erdos971", "GD06_theory"}) mats.emplace_back(n, test::load(n));
+  mats.emplace_back("laplacian_2d(200)", laplacian_2d(200, 200));
+  mats.emplace_back("power-law", random_power_law(20000, 12.0, 8000, 21));  // long rows, split rows
+  for (const auto& [name, A] : mats) {
+    for (index_t N : {2, 16, 33}) {
+      const auto X = test::random_block<double>(A.cols(), N, N, 0.0);
+      const auto Y0 = test::random_block<double>(A.rows(), N, N, 0.0);
+      for (const SpmmConfig& c : forced_configs()) {
+        if (c.algorithm == SpmmAlgorithm::SeqNnz) continue;  // no launch choice
+        if (!runs_at(c, A, N)) continue;
+        SpmmPlanOptions o;
+        o.force = true;
+        o.forced = c;
+        const SpmmPlan<double> base(A, N, o);
+        const auto want = run(base, A, 1.5, X, N, 0.5, Y0, N);
+        for (const SpmmLaunchParams& l : variants) {
+          o.forced.launch = l;
+          const SpmmPlan<double> plan(A, N, o);
+          INFO(name, " N=", N, " ", plan.config().to_string());
+          CHECK(plan.config().launch == l);
+          for (int call = 0; call < 2; ++call) {  // the second call may load early
+            const auto got = run(plan, A, 1.5, X, N, 0.5, Y0, N);
+            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+          }
+        }
+      }
+    }
+  }
+}

@@ -235,3 +235,29 @@ TEST_CASE("SpMM panel rule: the default parameters make the former constants' pi
   for (std::int64_t c : {std::int64_t(64) << 10, std::int64_t(256) << 10})
     CHECK(choose_spmm_panels(rp, ci, A.rows(), A.cols(), 2, 8, c, never) == 0);
 }
+
+TEST_CASE("SpMM tuning candidates: launch variants only on request, valid and distinct") {
+  const DevicePolicy d = test::kH100Policy;
+  for (const auto& A : {laplacian_2d(300, 300), random_power_law(20000, 8.0, 400, 3), random_banded(5000, 8, 50, 2)}) {
+    const RowStats s = A.row_stats();
+    for (index_t N : {2, 8, 16, 32}) {
+      const auto plain = spmm_candidates(d, s, N, 8);
+      for (const SpmmConfig& c : plain) CHECK(c.launch == SpmmLaunchParams{});
+      SpmmRuleParams p;
+      p.tune_launch = true;
+      const auto more = spmm_candidates(d, s, N, 8, p);
+      REQUIRE(more.size() >= plain.size());
+      // the same candidates first, then the rule's pick with other thresholds
+      for (std::size_t i = 0; i < plain.size(); ++i) CHECK(more[i] == plain[i]);
+      CHECK(more.size() > plain.size());
+      for (std::size_t i = plain.size(); i < more.size(); ++i) {
+        CHECK(is_valid(more[i]));
+        CHECK(more[i].launch != SpmmLaunchParams{});
+        SpmmConfig geometry = more[i];
+        geometry.launch = {};
+        CHECK(geometry == plain.front());
+        for (std::size_t j = 0; j < i; ++j) CHECK(more[j] != more[i]);
+      }
+    }
+  }
+}
