@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "krysp/base/cuda/check.cuh"
@@ -620,7 +621,50 @@ class GpuLevelLanczos final : public LanczosOperator {
   DeviceArray<double> v_, vp_, w_, u_, y_, partials_, ab_;
 };
 
+/// A device copy of M's arrays.
+DCsr copy_of(const DCsr& M) {
+  DCsr C;
+  C.rows = M.rows;
+  C.cols = M.cols;
+  C.nnz = M.nnz;
+  C.rp_own = DeviceArray<index_t>(std::size_t(M.rows) + 1);
+  C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(M.nnz, 1)));
+  C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(M.nnz, 1)));
+  copy_device_to_device(C.rp_own.data(), M.rp, (std::size_t(M.rows) + 1) * sizeof(index_t));
+  if (M.nnz > 0) {
+    copy_device_to_device(C.ci_own.data(), M.ci, std::size_t(M.nnz) * sizeof(index_t));
+    copy_device_to_device(C.va_own.data(), M.va, std::size_t(M.nnz) * sizeof(double));
+  }
+  C.own();
+  return C;
+}
+
+/// A view of M's arrays (M keeps them).
+DCsr view_of(const DCsr& M) {
+  DCsr V;
+  V.rows = M.rows;
+  V.cols = M.cols;
+  V.nnz = M.nnz;
+  V.rp = M.rp;
+  V.ci = M.ci;
+  V.va = M.va;
+  return V;
+}
+
 }  // namespace
+
+/// What a numeric re-set-up keeps (amg_device_setup.hpp).
+struct GpuAmgPlan {
+  struct Level {
+    bool next = false;     ///< a coarser level follows
+    index_t aggregates = 0;
+    index_t isolated = 0;
+    DCsr tent;             ///< P_tent (when next)
+  };
+  std::vector<Level> levels;
+  std::string stop_reason;
+  bool stalled = false;
+};
 
 namespace {
 
@@ -677,7 +721,8 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o) {
 }
 
 template <class T>
-GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates) {
+GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates,
+                                 std::shared_ptr<const GpuAmgPlan> reuse) {
   const auto t0 = Clock::now();
   {
     PrecondOptions po;
@@ -689,6 +734,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes one unknown per node, no coordinates and "
                                              "the mis2 aggregation");
   GpuAmgHierarchy<T> H;
+  auto plan = std::make_shared<GpuAmgPlan>();  // what this set-up decides (a full one)
   AmgInfo& info = H.info;
   Sparse sp;
   const index_t n0 = A.rows();
@@ -765,7 +811,15 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     bool last = false;
     index_t count = 0;
     DeviceArray<index_t> agg;
-    if (n <= o.coarse_size) {
+    const GpuAmgPlan::Level* kept = nullptr;
+    if (reuse) {
+      KRYSP_REQUIRE(l < reuse->levels.size(), "AMG: the numeric re-set-up has no plan for level ", l);
+      kept = &reuse->levels[l];
+      last = !kept->next;
+      li.isolated = kept->isolated;
+      li.theta = last ? 0 : o.theta * std::pow(kAmgThetaDecay, double(l));
+      if (!last) li.aggregates = count = kept->aggregates;
+    } else if (n <= o.coarse_size) {
       last = true;
       info.stop_reason = concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
     } else if (int(l) + 1 >= o.max_levels) {
@@ -845,38 +899,44 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     } else {
       L.dinv = to_t<T>(dl1, n);
     }
-    if (keep_aggregates && !last) {
+    if (keep_aggregates && !last && !kept) {
       L.aggregates.resize(std::size_t(n));
       agg.download(L.aggregates.data(), std::size_t(n));
     }
 
     DCsr Ac;
     if (!last) {
-      // P_tent: b_i / ‖b over i's aggregate‖, the members of each aggregate in node order.
+      // P_tent: b_i / ‖b over i's aggregate‖, the members of each aggregate in node order; kept
+      // by a numeric re-set-up (it depends on the aggregates alone).
       const index_t nc = count;
-      DeviceArray<index_t> skeys(N), nodes(N), sorted_keys(N), members(N), start(std::size_t(nc) + 1);
-      k_sort_keys<<<blocks_for(n), kThreads>>>(n, agg.data(), skeys.data(), nodes.data());
-      check_launch("k_sort_keys");
-      sort_pairs(n, skeys.data(), sorted_keys.data(), nodes.data(), members.data(), bits_for(nc));
-      k_starts<<<blocks_for(n), kThreads>>>(n, sorted_keys.data(), nc, start.data());
-      check_launch("k_starts");
-      DeviceArray<double> norms(static_cast<std::size_t>(nc));
-      k_aggregate_norms<<<blocks_for(nc), kThreads>>>(nc, start.data(), members.data(), B.data(), norms.data());
-      check_launch("k_aggregate_norms");
       DCsr Pt;
-      Pt.rows = n;
-      Pt.cols = nc;
-      Pt.rp_own = DeviceArray<index_t>(N + 1);
-      DeviceArray<index_t> f(N);
-      k_aggregated_flags<<<blocks_for(n), kThreads>>>(n, agg.data(), f.data());
-      check_launch("k_aggregated_flags");
-      Pt.nnz = exclusive_scan(f.data(), Pt.rp_own.data(), n);
-      Pt.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(Pt.nnz, 1)));
-      Pt.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Pt.nnz, 1)));
-      Pt.own();
-      k_tent_fill<<<blocks_for(n), kThreads>>>(n, agg.data(), Pt.rp, B.data(), norms.data(), Pt.ci_own.data(),
-                                               Pt.va_own.data());
-      check_launch("k_tent_fill");
+      DeviceArray<double> norms;
+      if (kept) {
+        Pt = view_of(kept->tent);
+      } else {
+        DeviceArray<index_t> skeys(N), nodes(N), sorted_keys(N), members(N), start(std::size_t(nc) + 1);
+        k_sort_keys<<<blocks_for(n), kThreads>>>(n, agg.data(), skeys.data(), nodes.data());
+        check_launch("k_sort_keys");
+        sort_pairs(n, skeys.data(), sorted_keys.data(), nodes.data(), members.data(), bits_for(nc));
+        k_starts<<<blocks_for(n), kThreads>>>(n, sorted_keys.data(), nc, start.data());
+        check_launch("k_starts");
+        norms = DeviceArray<double>(static_cast<std::size_t>(nc));
+        k_aggregate_norms<<<blocks_for(nc), kThreads>>>(nc, start.data(), members.data(), B.data(), norms.data());
+        check_launch("k_aggregate_norms");
+        Pt.rows = n;
+        Pt.cols = nc;
+        Pt.rp_own = DeviceArray<index_t>(N + 1);
+        DeviceArray<index_t> f(N);
+        k_aggregated_flags<<<blocks_for(n), kThreads>>>(n, agg.data(), f.data());
+        check_launch("k_aggregated_flags");
+        Pt.nnz = exclusive_scan(f.data(), Pt.rp_own.data(), n);
+        Pt.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(Pt.nnz, 1)));
+        Pt.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Pt.nnz, 1)));
+        Pt.own();
+        k_tent_fill<<<blocks_for(n), kThreads>>>(n, agg.data(), Pt.rp, B.data(), norms.data(), Pt.ci_own.data(),
+                                                 Pt.va_own.data());
+        check_launch("k_tent_fill");
+      }
 
       DCsr P;
       if (o.prolongation_weight > 0) {
@@ -892,8 +952,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         check_launch("k_smoother_values");
         P = multiply(sp, S, Pt);
       } else {
-        P = std::move(Pt);
-        P.own();
+        P = copy_of(Pt);
       }
       DCsr R = transpose(P);
       const DCsr AP = multiply(sp, Al, P);
@@ -901,7 +960,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       Ac = half_sum(RAP, transpose(RAP));  // symmetric to rounding: now exactly
       L.p = level_copy<T>(std::move(P));
       L.r = level_copy<T>(std::move(R));
-      B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
+      if (!kept) B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
+      plan->levels.emplace_back();
+      plan->levels.back().next = true;
+      plan->levels.back().aggregates = nc;
+      plan->levels.back().isolated = li.isolated;
+      if (!kept) plan->levels.back().tent = std::move(Pt);
     } else if (n <= kAmgMaxDenseRows) {
       // Dense Cholesky of the coarsest level, on the host.
       std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
@@ -927,6 +991,10 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     } else {
       info.coarse_direct = false;
     }
+    if (last) {
+      plan->levels.emplace_back();
+      plan->levels.back().isolated = li.isolated;
+    }
     if (l == 0) {
       L.A = A;
     } else {
@@ -947,6 +1015,15 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       L.R = borrow(L.r);
     }
   }
+  if (reuse) {
+    info.stop_reason = reuse->stop_reason;
+    info.stalled = reuse->stalled;
+    H.plan = std::move(reuse);
+  } else {
+    plan->stop_reason = info.stop_reason;
+    plan->stalled = info.stalled;
+    H.plan = std::move(plan);
+  }
   double nnz = 0, rows = 0;
   for (const auto& li : info.levels) nnz += double(li.nnz), rows += double(li.rows);
   info.operator_complexity = info.levels[0].nnz > 0 ? nnz / double(info.levels[0].nnz) : 1.0;
@@ -958,7 +1035,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
 
 template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
-template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool);
-template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool);
+template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
+                                               std::shared_ptr<const GpuAmgPlan>);
+template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
+                                              std::shared_ptr<const GpuAmgPlan>);
 
 }  // namespace krysp::detail

@@ -55,9 +55,15 @@ struct GpuAmgLevel {
   std::vector<index_t> aggregates;
 };
 
+/// What a numeric re-set-up keeps of a full GPU set-up: each level's aggregate count, isolated
+/// nodes and tentative prolongator (device arrays), and where the hierarchy stops. Opaque.
+struct GpuAmgPlan;
+
 /// What the GPU set-up built: the levels, the coarse factor and the AmgInfo HostAmg would report.
 template <class T>
 struct GpuAmgHierarchy {
+  /// For a numeric re-set-up of A's structure (gpu_amg_setup's `reuse`).
+  std::shared_ptr<const GpuAmgPlan> plan;
   std::vector<GpuAmgLevel<T>> levels;
   /// The coarsest level's dense Cholesky factor as HostAmg::coarse_factor() (empty: smoothed).
   std::vector<double> coarse_factor;
@@ -72,9 +78,14 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// Builds the hierarchy on the GPU (see the file comment). InputError as HostAmg's set-up (bad
 /// diagonal, NaN/Inf, a coarse matrix that is not positive definite, options that
 /// gpu_amg_setup_applies refuses); DeviceError when the GPU fails or runs out of memory.
-/// keep_aggregates: download each level's aggregates into GpuAmgLevel::aggregates. Sets
-/// info.setup_seconds to the wall time of the whole set-up (synchronised).
+/// keep_aggregates: download each level's aggregates into GpuAmgLevel::aggregates (full set-up
+/// only). reuse: the plan of an earlier set-up of A's structure with the same options (new
+/// values, time stepping): the aggregates, tentative prolongators and level count are kept and
+/// only the numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the
+/// coarse factor), as HostAmg::update_values does. Sets info.setup_seconds to the wall time of
+/// the whole call (synchronised).
 template <class T>
-GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false);
+GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
+                                 std::shared_ptr<const GpuAmgPlan> reuse = nullptr);
 
 }  // namespace krysp::detail

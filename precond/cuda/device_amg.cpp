@@ -221,12 +221,13 @@ void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
 template <class T>
 bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
   KRYSP_REQUIRE(matches(A), "AMG: update_values needs the structure the hierarchy was set up for");
-  if (gpu_) {  // no numeric-only path on the GPU yet: the whole GPU set-up again
+  if (gpu_) {  // the GPU set-up again, aggregates and tentative prolongators kept (numeric only)
     const auto t0 = Clock::now();
     const AmgInfo before = gpu_->info;
+    auto plan = gpu_->plan;
     levels_.clear();
-    gpu_.reset();
-    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+    gpu_.reset();  // the old hierarchy's memory first
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_, false, std::move(plan)));
     adopt(A);
     gpu_->info.setup_seconds = before.setup_seconds;
     gpu_->info.resetups = before.resetups + 1;

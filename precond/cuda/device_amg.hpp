@@ -4,7 +4,8 @@
 ///
 /// Set-up on the GPU (amg_device_setup.hpp) for one unknown per node, no coordinates and the
 /// mis2 aggregation (the default): the hierarchy is built there and adopted as is
-/// (set_up_on_gpu()); update_values then runs that set-up again in full. Otherwise the host
+/// (set_up_on_gpu()); update_values then redoes its numbers on the GPU (aggregates and tentative
+/// prolongators kept, as on the host; the SpGEMMs run again in full). Otherwise the host
 /// set-up (a HostAmg, kept: it owns the hierarchy and does the numeric re-set-up), then one
 /// upload. Each level's A_l becomes a CsrMatrix with its device mirror and
 /// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),
@@ -70,7 +71,7 @@ class DeviceAmg final : public Preconditioner<T> {
   void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
   bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
   /// The host's numeric re-set-up, then the new values uploaded into the same device structure
-  /// (plans kept); set up on the GPU: the GPU set-up again, in full. Returns true.
+  /// (plans kept); set up on the GPU: the GPU's numeric re-set-up. Returns true.
   bool update_values(const CsrMatrix<T>& A) override;
   /// The host's summary, plus where it was set up and the device bytes the hierarchy holds.
   std::string summary() const override;
