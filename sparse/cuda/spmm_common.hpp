@@ -119,8 +119,9 @@ inline bool spmm_csc_batched(const SpmmCscShape& l, const DevicePolicy& device, 
           threads < spmm_csc_batch_max_threads(device, lp));
 }
 
-/// CscNnz in those small launches: units of at most this many items (rows + nonzeros) are staged
-/// in shared memory (12 bytes an item per warp: 33 KB a block with the row offsets).
+/// CscNnz in batched launches (spmm_csc_batched): units of at most this many items (rows +
+/// nonzeros) are staged in shared memory (12 bytes an item per warp: 33 KB a block with the row
+/// offsets).
 inline constexpr int kSpmmCscStaged = 256;
 /// Staged CscNnz: nonzeros whose X loads are issued together (csc_stream_rows), for units whose
 /// rows have fewer than kSpmmCscStreamMaxRow nonzeros on average; units of longer rows walk each
