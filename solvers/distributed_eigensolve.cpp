@@ -29,6 +29,10 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
     const char* who = "eigensolve_distributed";
     KRYSP_REQUIRE(o.backend != Backend::Cuda || cuda_device_available(), who,
                   ": the CUDA backend needs a GPU on every rank, and this one has none");
+    // The GPU ops' kernels are not made for empty launches; the host path takes such partitions.
+    KRYSP_REQUIRE(o.backend != Backend::Cuda || A.rows() > 0, who,
+                  ": the CUDA backend needs rows on every rank, and this one has none (use fewer ranks, or the "
+                  "host backend)");
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi, who, ": preconditioner ", to_string(k),
