@@ -722,7 +722,7 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o) {
 
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates,
-                                 std::shared_ptr<const GpuAmgPlan> reuse) {
+                                 std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices) {
   const auto t0 = Clock::now();
   {
     PrecondOptions po;
@@ -1007,7 +1007,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   }
   // The V-cycle's matrices, over the arrays the levels own (moved into place above: the
   // pointers are final now).
-  for (std::size_t l = 0; l < H.levels.size(); ++l) {
+  for (std::size_t l = 0; make_matrices && l < H.levels.size(); ++l) {
     GpuAmgLevel<T>& L = H.levels[l];
     if (l > 0) L.A = borrow(L.a);
     if (l + 1 < H.levels.size()) {
@@ -1036,8 +1036,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
 template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
 template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
-                                               std::shared_ptr<const GpuAmgPlan>);
+                                               std::shared_ptr<const GpuAmgPlan>, bool);
 template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
-                                              std::shared_ptr<const GpuAmgPlan>);
+                                              std::shared_ptr<const GpuAmgPlan>, bool);
 
 }  // namespace krysp::detail

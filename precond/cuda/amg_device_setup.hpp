@@ -82,10 +82,11 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// only). reuse: the plan of an earlier set-up of A's structure with the same options (new
 /// values, time stepping): the aggregates, tentative prolongators and level count are kept and
 /// only the numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the
-/// coarse factor), as HostAmg::update_values does. Sets info.setup_seconds to the wall time of
-/// the whole call (synchronised).
+/// coarse factor), as HostAmg::update_values does. make_matrices false: the levels' arrays only,
+/// no CsrMatrix objects (a re-set-up that copies the values into existing ones). Sets
+/// info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
-                                 std::shared_ptr<const GpuAmgPlan> reuse = nullptr);
+                                 std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true);
 
 }  // namespace krysp::detail

@@ -224,11 +224,41 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
   if (gpu_) {  // the GPU set-up again, aggregates and tentative prolongators kept (numeric only)
     const auto t0 = Clock::now();
     const AmgInfo before = gpu_->info;
-    auto plan = gpu_->plan;
-    levels_.clear();
-    gpu_.reset();  // the old hierarchy's memory first
-    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_, false, std::move(plan)));
-    adopt(A);
+    // The new numbers come in arrays of the same patterns: copied into the level matrices on the
+    // device, so their structures, checks and SpMV plans stay (no download, no new plans).
+    detail::GpuAmgHierarchy<T> fresh = detail::gpu_amg_setup(A, opt_, false, gpu_->plan, false);
+    bool same = fresh.levels.size() == levels_.size() && fresh.coarse_factor.size() == chol_.size();
+    for (std::size_t l = 0; same && l < levels_.size(); ++l) {
+      const auto& g = fresh.levels[l];
+      const Level& L = levels_[l];
+      const bool next = l + 1 < levels_.size();
+      same = g.n == L.n && (l == 0 || g.a.nnz == L.A.A.nnz()) &&
+             (!next || (g.p.nnz == L.P.A.nnz() && g.r.nnz == L.R.A.nnz()));
+    }
+    if (same) {
+      levels_[0].A.A = A;  // A may be another matrix object of the same structure
+      A.device_view();
+      for (std::size_t l = 0; l < levels_.size(); ++l) {
+        auto& g = fresh.levels[l];
+        Level& L = levels_[l];
+        if (l > 0) L.A.A.set_values_device(g.a.values.data());
+        if (l + 1 < levels_.size()) {
+          L.P.A.set_values_device(g.p.values.data());
+          L.R.A.set_values_device(g.r.values.data());
+        }
+        L.dinv = std::move(g.dinv);
+        L.coef = g.coef;
+      }
+      if (!fresh.coarse_factor.empty()) chol_.upload(fresh.coarse_factor.data(), fresh.coarse_factor.size());
+      gpu_->coarse_factor = std::move(fresh.coarse_factor);
+      gpu_->info = fresh.info;
+      cuda_synchronize();
+    } else {  // cannot happen with the plan kept; set up again in full rather than fail
+      levels_.clear();
+      gpu_.reset();
+      gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+      adopt(A);
+    }
     gpu_->info.setup_seconds = before.setup_seconds;
     gpu_->info.resetups = before.resetups + 1;
     gpu_->info.resetup_seconds = since(t0);
