@@ -303,7 +303,7 @@ std::string DeviceAmg<T>::summary() const {
     std::snprintf(buf, sizeof buf, "; set up on the GPU in %.3g s", in.setup_seconds);
     s += buf;
     if (in.resetups > 0) {
-      std::snprintf(buf, sizeof buf, ", again on the GPU after a values change in %.3g s", in.resetup_seconds);
+      std::snprintf(buf, sizeof buf, ", numeric re-set-up on the GPU in %.3g s", in.resetup_seconds);
       s += buf;
     }
     std::snprintf(buf, sizeof buf, "; V-cycle on the GPU, %zu bytes of GPU memory)", device_bytes());

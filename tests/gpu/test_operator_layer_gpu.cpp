@@ -225,12 +225,14 @@ TEST_CASE("Operator layer GPU: block CG fused and unfused match the host") {
 }
 
 TEST_CASE("Operator layer GPU: LOBPCG fused and unfused match the host") {
-  const auto A = test::load("bcsstk06");
+  // A 2-D Laplacian on a non-square grid (simple eigenvalues), where Jacobi-preconditioned LOBPCG
+  // converges to the relative test: bcsstk06 with Jacobi stagnates on the host itself.
+  const auto A = laplacian_2d(20, 23);
   const index_t n = A.rows();
   LobpcgOptions o;
   o.k = 4;
   o.tol = 1e-8;
-  o.convergence = EigConvergence::Norm;
+  o.convergence = EigConvergence::Relative;
   o.max_iters = 3000;
   const index_t b = lobpcg_block_size(o, n, 0, 0);
   LobpcgStart st;

@@ -647,9 +647,11 @@ TEST_CASE("DevicePolicy: the current device's multiprocessors, resident threads 
   for (const index_t N : {2, 8, 32}) CHECK(SpmmPlan<double>(A, N).config() == choose_spmm_rule(p, A.row_stats(), N));
 }
 
-TEST_CASE("SpMM GPU: other launch thresholds (SpmmConfig::launch) give the defaults' results, bitwise") {
+TEST_CASE("SpMM GPU: other launch thresholds (SpmmConfig::launch) give the defaults' results") {
   // The launchers' choices (early loads, CSC row rounds, the CSC batched walk) change how work is
-  // scheduled and when A is loaded, never the order of additions: every variant must match.
+  // scheduled and when A is loaded. The CSC kernels' rounds and batches also regroup the partial
+  // sums of a row, so a variant agrees with the defaults to rounding, not bitwise; each plan is
+  // still deterministic (bitwise the same from call to call).
   std::vector<SpmmLaunchParams> variants(6);
   variants[0].early_max_waves = 0;
   variants[1].early_max_waves = 1e6;
@@ -678,10 +680,15 @@ TEST_CASE("SpMM GPU: other launch thresholds (SpmmConfig::launch) give the defau
           const SpmmPlan<double> plan(A, N, o);
           INFO(name, " N=", N, " ", plan.config().to_string());
           CHECK(plan.config().launch == l);
-          for (int call = 0; call < 2; ++call) {  // the second call may load early
-            const auto got = run(plan, A, 1.5, X, N, 0.5, Y0, N);
-            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+          const auto first = run(plan, A, 1.5, X, N, 0.5, Y0, N);
+          const auto again = run(plan, A, 1.5, X, N, 0.5, Y0, N);  // the second call may load early
+          CHECK(std::memcmp(again.data(), first.data(), again.size() * sizeof(double)) == 0);
+          double diff = 0, scale = 0;
+          for (std::size_t i = 0; i < want.size(); ++i) {
+            diff = std::max(diff, std::abs(first[i] - want[i]));
+            scale = std::max(scale, std::abs(want[i]));
           }
+          CHECK(diff <= 1e-11 * scale);  // rounding; a wrong kernel is off by O(scale)
         }
       }
     }
