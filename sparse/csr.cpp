@@ -113,7 +113,7 @@ CsrMatrix<T>::CsrMatrix(index_t rows, index_t cols, IndexView row_ptr, IndexView
 }
 
 template <class T>
-void CsrMatrix<T>::check_and_fingerprint() {
+void CsrMatrix<T>::check_and_fingerprint(bool check_rows) {
   KRYSP_REQUIRE(rows_ >= 0 && cols_ >= 0, "CSR: negative dimensions ", rows_, "x", cols_);
   KRYSP_REQUIRE(row_ptr_.extent(0) == static_cast<std::size_t>(rows_) + 1, "CSR: row_ptr has ",
                 row_ptr_.extent(0), " entries, expected rows+1 = ", std::int64_t(rows_) + 1);
@@ -126,10 +126,10 @@ void CsrMatrix<T>::check_and_fingerprint() {
   KRYSP_REQUIRE(row_ptr_(rows_) == nnz, "CSR: row_ptr[rows] = ", row_ptr_(rows_), ", expected nnz = ", nnz);
   // All offsets first: with row_ptr[0] = 0 and row_ptr[rows] = nnz, monotone offsets keep the
   // column loop below inside col_idx even when a middle offset is corrupt.
-  for (index_t i = 0; i < rows_; ++i)
+  for (index_t i = 0; check_rows && i < rows_; ++i)
     KRYSP_REQUIRE(row_ptr_(i) <= row_ptr_(i + 1), "CSR: row_ptr decreases at row ", i, " (", row_ptr_(i), " > ",
                   row_ptr_(i + 1), ")");
-  for (index_t i = 0; i < rows_; ++i) {
+  for (index_t i = 0; check_rows && i < rows_; ++i) {
     const index_t b = row_ptr_(i), e = row_ptr_(i + 1);
     for (index_t k = b; k < e; ++k) {
       const index_t c = col_idx_(k);
@@ -212,6 +212,19 @@ void require_device_pointer(const void* p, const char* where, const char* name) 
 template <class T>
 CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                                 const index_t* d_col_idx, T* d_values) {
+  return borrow_device(rows, cols, nnz, d_row_ptr, d_col_idx, d_values, true);
+}
+
+template <class T>
+CsrMatrix<T> CsrMatrix<T>::from_trusted_device_pointers(index_t rows, index_t cols, index_t nnz,
+                                                        const index_t* d_row_ptr, const index_t* d_col_idx,
+                                                        T* d_values) {
+  return borrow_device(rows, cols, nnz, d_row_ptr, d_col_idx, d_values, false);
+}
+
+template <class T>
+CsrMatrix<T> CsrMatrix<T>::borrow_device(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
+                                         const index_t* d_col_idx, T* d_values, bool check_rows) {
   ensure_kokkos();
   KRYSP_REQUIRE(rows >= 0 && cols >= 0, "CsrMatrix::from_device_pointers: negative dimensions ", rows, "x", cols);
   KRYSP_REQUIRE(nnz >= 0, "CsrMatrix::from_device_pointers: nnz = ", nnz, " is negative");
@@ -236,7 +249,16 @@ CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, inde
   detail::copy_to_host(ci.data(), d_col_idx, ci.extent(0) * sizeof(index_t));
   CsrMatrix A;
   try {
-    A = CsrMatrix(rows, cols, rp, ci, va);  // checks the structure (InputError naming row and value)
+    if (check_rows) {
+      A = CsrMatrix(rows, cols, rp, ci, va);  // checks the structure (InputError naming row and value)
+    } else {  // krysp's own arrays: sizes and end offsets only, then the fingerprint
+      A.rows_ = rows;
+      A.cols_ = cols;
+      A.row_ptr_ = rp;
+      A.col_idx_ = ci;
+      A.values_ = va;
+      A.check_and_fingerprint(false);
+    }
   } catch (const InputError& e) {
     KRYSP_THROW(InputError, "CsrMatrix::from_device_pointers: the device arrays are not valid CSR: ", e.what());
   }

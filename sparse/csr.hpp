@@ -84,6 +84,13 @@ class CsrMatrix {
   /// caller promises to notify every change (promise_notify). set_values() copies into d_values.
   static CsrMatrix from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                         const index_t* d_col_idx, T* d_values);
+  /// As from_device_pointers, for CSR arrays krysp itself built on the device, valid by
+  /// construction (the GPU AMG set-up's level matrices and prolongators: rows sorted, columns in
+  /// range): the structure is downloaded as there (fingerprint, row statistics, host uses) but
+  /// only its size and end offsets are checked, not every row and column (an O(nnz) host pass).
+  /// Never for caller input: a structure that breaks the invariants is undefined behaviour.
+  static CsrMatrix from_trusted_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
+                                                const index_t* d_col_idx, T* d_values);
 
   /// A device-borrowed matrix (as from_device_pointers) with A's structure and the nnz values at
   /// d_values, device memory the caller owns and keeps alive: for a copy of A in another precision
@@ -178,7 +185,9 @@ class CsrMatrix {
   template <class>
   friend class CsrMatrix;  // with_structure_of reads the other precision's shared state
   struct Shared;  // what all copies share: device arrays, values version, snapshot state
-  void check_and_fingerprint();
+  void check_and_fingerprint(bool check_rows = true);
+  static CsrMatrix borrow_device(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
+                                 const index_t* d_col_idx, T* d_values, bool check_rows);
   const T* host_values() const;  // values_.data(), refreshed first for a device-borrowed matrix
   index_t rows_ = 0, cols_ = 0;
   IndexView row_ptr_;
