@@ -20,8 +20,12 @@
 //   Matrix Market file given. --write-mtx DIR writes the generated problems as DIR/<name>.mtx
 //   (coordinate real general; b = ones is implied) so that AmgX can be run on the same matrices
 //   (../shared/peers/amgx/build_and_run.sh run DIR/*.mtx); --no-solve stops after writing.
+//   --profile-setup: for amg (GPU set-up), one more DeviceAmg set-up and numeric re-set-up after
+//   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
+//   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -73,6 +77,9 @@ struct Run {
   double op_complexity = 0, grid_complexity = 0;
   int levels = 0;
   std::size_t gpu_bytes = 0;
+  // --profile-setup: the profiled full set-up's and re-set-up's phases, and their totals
+  std::vector<AmgSetupPhase> phases, rephases;
+  double profiled_setup = 0, profiled_upload = 0, profiled_resetup = 0;
 };
 
 struct Problem {
@@ -99,7 +106,8 @@ double true_relres(const CsrMatrix<double>& A, const std::vector<double>& b, con
   return std::sqrt(r / nb);
 }
 
-Run measure(const Problem& p, const std::string& label, int reps, int setup_reps, index_t max_iters) {
+Run measure(const Problem& p, const std::string& label, int reps, int setup_reps, index_t max_iters,
+            bool profile_setup) {
   Run run;
   run.label = label;
   const PrecondOptions pc = precond_of(label);
@@ -167,6 +175,17 @@ Run measure(const Problem& p, const std::string& label, int reps, int setup_reps
       run.amg_host_setup = median(host_full);
       run.amg_host_resetup = median(host_re);
       run.amg_upload = median(upload);
+      if (profile_setup) {  // after the timed set-ups: its synchronisations do not touch them
+        AmgOptions po = pc.amg;
+        po.profile_setup = true;
+        DeviceAmg<double> M(A, plan, po);
+        run.phases = M.info().setup_phases;
+        run.profiled_setup = M.info().setup_seconds;
+        run.profiled_upload = M.upload_seconds();
+        M.update_values(A);
+        run.rephases = M.info().setup_phases;
+        run.profiled_resetup = M.info().resetup_seconds;
+      }
     }
   } catch (const Error& e) {
     run.failed = true;
@@ -188,6 +207,59 @@ std::vector<std::string> split(const std::string& s) {
 
 }  // namespace
 
+// A phase × level table of the profiled set-up's seconds (--profile-setup).
+void print_phases(const char* title, const std::vector<AmgSetupPhase>& phases, double total) {
+  if (phases.empty()) return;
+  int max_level = 0;
+  std::vector<std::string> names;
+  double sum = 0;
+  for (const auto& ph : phases) {
+    max_level = std::max(max_level, ph.level);
+    sum += ph.seconds;
+    bool seen = false;
+    for (const auto& n : names) seen = seen || n == ph.name;
+    if (!seen) names.push_back(ph.name);
+  }
+  std::printf("    %s: %.4f s (phases sum to %.4f s)\n", title, total, sum);
+  std::printf("      %-52s %8s %8s", "phase (seconds; synchronised)", "total", "outside");
+  for (int l = 0; l <= max_level; ++l) std::printf("  level %d", l);
+  std::printf("\n");
+  for (const auto& n : names) {
+    std::vector<double> by(std::size_t(max_level) + 2, -1.0);  // [0]: level −1
+    std::vector<int> count(by.size(), 0);
+    double t = 0;
+    for (const auto& ph : phases)
+      if (ph.name == n) {
+        const std::size_t k = std::size_t(ph.level + 1);
+        by[k] = std::max(by[k], 0.0) + ph.seconds;
+        count[k] += ph.count;
+        t += ph.seconds;
+      }
+    std::printf("      %-52s %8.4f", n.c_str(), t);
+    for (std::size_t k = 0; k < by.size(); ++k) {
+      if (by[k] < 0) {
+        std::printf(" %8s", "-");
+      } else if (count[k] > 1 && n.find("MIS-2") != std::string::npos) {
+        char cell[32];
+        std::snprintf(cell, sizeof cell, "%.4f/%d", by[k], count[k]);
+        std::printf(" %8s", cell);
+      } else {
+        std::printf(" %8.4f", by[k]);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+std::string phases_json(const std::vector<AmgSetupPhase>& phases) {
+  std::ostringstream js;
+  js << "[";
+  for (std::size_t k = 0; k < phases.size(); ++k)
+    js << (k ? ", " : "") << "{\"level\": " << phases[k].level << ", \"phase\": \"" << json_escape(phases[k].name)
+       << "\", \"seconds\": " << num(phases[k].seconds) << ", \"count\": " << phases[k].count << "}";
+  return js.str() + "]";
+}
+
 int main(int argc, char** argv) {
   std::vector<index_t> sizes = {64, 128, 256};
   index_t diffusion = 40;
@@ -195,7 +267,7 @@ int main(int argc, char** argv) {
   int reps = 3;
   int setup_reps = 1;  // DeviceAmg alone: the host set-up of 256³ takes tens of seconds
   index_t max_iters = 20000;
-  bool no_solve = false;
+  bool no_solve = false, profile_setup = false;
   std::string json, write_dir;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -211,9 +283,11 @@ int main(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--write-mtx" && i + 1 < argc) write_dir = argv[++i];
     else if (a == "--no-solve") no_solve = true;
+    else if (a == "--profile-setup") profile_setup = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--precond jacobi,chebyshev,amg] [--reps R]\n"
-                  "                 [--setup-reps S] [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve] [A.mtx ...]\n");
+                  "                 [--setup-reps S] [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve]\n"
+                  "                 [--profile-setup] [A.mtx ...]\n");
       return 0;
     } else files.push_back(a);
   }
@@ -278,7 +352,7 @@ int main(int argc, char** argv) {
                 "true relres");
     std::vector<Run> runs;
     for (const auto& label : preconds) {
-      Run r = measure(p, label, reps, setup_reps, max_iters);
+      Run r = measure(p, label, reps, setup_reps, max_iters, profile_setup);
       if (r.failed) {
         std::printf("  %-10s failed: %s\n", label.c_str(), r.status.c_str());
       } else {
@@ -290,6 +364,13 @@ int main(int argc, char** argv) {
                       "", r.amg_setup, r.amg_host_setup, r.amg_upload, r.amg_resetup,
                       r.amg_setup > 0 ? 100 * r.amg_resetup / r.amg_setup : 0.0, r.amg_host_resetup, r.levels,
                       r.op_complexity, r.grid_complexity, r.gpu_bytes, r.summary.c_str());
+        if (!r.phases.empty()) {
+          char title[160];
+          std::snprintf(title, sizeof title, "profiled GPU set-up (--profile-setup): setup_seconds %.4f + adoption %.4f =",
+                        r.profiled_setup, r.profiled_upload);
+          print_phases(title, r.phases, r.profiled_setup + r.profiled_upload);
+          print_phases("profiled numeric re-set-up", r.rephases, r.profiled_resetup);
+        }
       }
       std::fflush(stdout);
       runs.push_back(r);
@@ -312,6 +393,11 @@ int main(int argc, char** argv) {
                   << ", \"operator_complexity\": " << num(r.op_complexity)
                   << ", \"grid_complexity\": " << num(r.grid_complexity) << ", \"gpu_bytes\": " << r.gpu_bytes
                   << ", \"summary\": \"" << json_escape(r.summary) << "\"";
+      if (!r.phases.empty())
+        rows_json << ", \"profiled_setup_s\": " << num(r.profiled_setup) << ", \"profiled_adopt_s\": "
+                  << num(r.profiled_upload) << ", \"setup_phases\": " << phases_json(r.phases)
+                  << ", \"profiled_resetup_s\": " << num(r.profiled_resetup)
+                  << ", \"resetup_phases\": " << phases_json(r.rephases);
       rows_json << "}" << (k + 1 < runs.size() ? "," : "") << "\n";
     }
     rows_json << "    ]}";

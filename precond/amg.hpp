@@ -157,6 +157,15 @@ struct AmgLevelInfo {
   double omega = 0;            ///< prolongator smoothing weight (0 on the coarsest)
 };
 
+/// One timed phase of the GPU set-up (AmgOptions::profile_setup): wall time between device
+/// synchronisations, summed over the times the phase ran on its level.
+struct AmgSetupPhase {
+  int level = -1;     ///< the level (0 = A); −1 for work outside the level loop
+  std::string name;   ///< what ran ("strength graph", "SpGEMM A*P: compute", ...)
+  double seconds = 0; ///< wall time, synchronised at both ends
+  int count = 0;      ///< how many times it ran (MIS-2: the rounds)
+};
+
 /// What the set-up built.
 struct AmgInfo {
   std::vector<AmgLevelInfo> levels;
@@ -170,6 +179,11 @@ struct AmgInfo {
   /// one.
   double resetup_seconds = 0;
   int resetups = 0;                ///< numeric re-set-ups since the full one
+  /// The GPU set-up's phases in the order they first ran, when AmgOptions::profile_setup is on
+  /// (empty otherwise, and for a host set-up). Includes DeviceAmg's own adoption of the
+  /// hierarchy (SpMV plans, the coarse factor's upload), which setup_seconds does not. After
+  /// DeviceAmg::update_values: the numeric re-set-up's phases instead.
+  std::vector<AmgSetupPhase> setup_phases;
 };
 
 /// One level of a HostAmg hierarchy as its V-cycle reads it: what DeviceAmg uploads. Pointers

@@ -122,6 +122,10 @@ struct AmgOptions {
   std::vector<double> coordinates;
   /// Entries per node in `coordinates`: 2 or 3 (and the unknowns per node); 0 when empty.
   int coordinate_dim = 0;
+  /// The GPU set-up (DeviceAmg, amg_device_setup.hpp) times each of its phases into
+  /// AmgInfo::setup_phases, synchronising the device around every phase: for profiling only (the
+  /// synchronisations slow the set-up a little). No effect on the hierarchy or on a host set-up.
+  bool profile_setup = false;
 };
 
 /// Everything needed to set a preconditioner up. Fields of other kinds are ignored.

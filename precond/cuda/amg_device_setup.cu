@@ -45,6 +45,40 @@ int partial_blocks(std::int64_t n) { return int(std::min<std::int64_t>(kMaxParti
 
 using Clock = std::chrono::steady_clock;
 
+// AmgOptions::profile_setup: each phase ends with a device synchronisation and its wall time is
+// added to AmgInfo::setup_phases. Off (the default): mark() does nothing, so the set-up gains no
+// synchronisation.
+class PhaseClock {
+ public:
+  PhaseClock(bool on, std::vector<AmgSetupPhase>* out) : on_(on && out), out_(out) {
+    if (on_) {
+      cuda_synchronize();
+      t_ = Clock::now();
+    }
+  }
+  bool on() const { return on_; }
+  // The time since the last mark (or the start) goes to (level, name).
+  void mark(int level, const std::string& name) {
+    if (!on_) return;
+    cuda_synchronize();
+    const auto now = Clock::now();
+    const double sec = std::chrono::duration<double>(now - t_).count();
+    t_ = now;
+    for (auto& p : *out_)
+      if (p.level == level && p.name == name) {
+        p.seconds += sec;
+        ++p.count;
+        return;
+      }
+    out_->push_back(AmgSetupPhase{level, name, sec, 1});
+  }
+
+ private:
+  bool on_;
+  std::vector<AmgSetupPhase>* out_;
+  Clock::time_point t_{};
+};
+
 // ---------------------------------------------------------------------------------------------
 // Device CSR in double during the set-up: pointers (level 0 reads A's own arrays) and storage.
 struct DCsr {
@@ -475,7 +509,11 @@ struct Sparse {
 };
 
 /// A·B by cuSPARSE SpGEMM (ALG1: bit-wise equal results run to run), rows sorted after.
-DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B) {
+DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B, PhaseClock* pc = nullptr, int level = -1,
+             const char* name = "SpGEMM") {
+  auto mark = [&](const char* what) {
+    if (pc && pc->on()) pc->mark(level, std::string(name) + ": " + what);
+  };
   KRYSP_REQUIRE(A.cols == B.rows, "AMG: sparse product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols);
   DCsr C;
   C.rows = A.rows;
@@ -519,11 +557,13 @@ DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B) {
   DeviceArray<unsigned char> buf1(std::max<std::size_t>(bytes1, 1));
   KRYSP_AMG_CUSPARSE(cusparseSpGEMM_workEstimation(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d,
                                                    &bytes1, buf1.data()));
+  mark("work estimation");
   KRYSP_AMG_CUSPARSE(
       cusparseSpGEMM_compute(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d, &bytes2, nullptr));
   DeviceArray<unsigned char> buf2(std::max<std::size_t>(bytes2, 1));
   KRYSP_AMG_CUSPARSE(
       cusparseSpGEMM_compute(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d, &bytes2, buf2.data()));
+  mark("compute");
   std::int64_t rows = 0, cols = 0, nnz = 0;
   KRYSP_AMG_CUSPARSE(cusparseSpMatGetSize(mc, &rows, &cols, &nnz));
   KRYSP_REQUIRE(nnz <= std::int64_t(0x7fffffff), "AMG: a sparse product has ", nnz,
@@ -533,9 +573,11 @@ DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B) {
   C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
   KRYSP_AMG_CUSPARSE(cusparseCsrSetPointers(mc, C.rp_own.data(), C.ci_own.data(), C.va_own.data()));
   KRYSP_AMG_CUSPARSE(cusparseSpGEMM_copy(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d));
+  mark("copy");
   C.own();
   k_sort_rows<<<blocks_for(C.rows), kThreads>>>(C.rows, C.rp, C.ci_own.data(), C.va_own.data());
   check_launch("k_sort_rows");
+  mark("row sort");
   return C;
 }
 
@@ -697,8 +739,9 @@ DeviceCsrArrays<T> level_copy(DCsr&& M) {
 /// A device-borrowed CsrMatrix over arrays the hierarchy owns (krysp alone writes them).
 template <class T>
 CsrMatrix<T> borrow(DeviceCsrArrays<T>& a) {
-  CsrMatrix<T> M = CsrMatrix<T>::from_device_pointers(a.rows, a.cols, a.nnz, a.row_ptr.data(), a.col_idx.data(),
-                                                      a.values.data());
+  // Built here, sorted and in range by construction: no O(nnz) host check of the structure.
+  CsrMatrix<T> M = CsrMatrix<T>::from_trusted_device_pointers(a.rows, a.cols, a.nnz, a.row_ptr.data(),
+                                                              a.col_idx.data(), a.values.data());
   M.promise_notify();
   return M;
 }
@@ -717,13 +760,20 @@ template <class T>
 bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o) {
   if (!o.coordinates.empty() || o.aggregation == AmgAggregation::Greedy) return false;
   if (o.block_size > 1) return false;
-  return o.block_size == 1 || resolve_block_size(A, 0) == 1;
+  if (o.block_size == 1) return true;
+  // The detection is a host pass over A's structure; DeviceAmg asks before the set-up and the
+  // set-up asks again: computed once per values version of A (the answer depends on the
+  // structure alone).
+  return A.memo("amg: detected block size", [&] { return std::to_string(resolve_block_size(A, 0)); }) == "1";
 }
 
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates,
                                  std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices) {
   const auto t0 = Clock::now();
+  GpuAmgHierarchy<T> H;
+  AmgInfo& info = H.info;
+  PhaseClock pc(o.profile_setup, &info.setup_phases);
   {
     PrecondOptions po;
     po.kind = PrecondKind::Amg;
@@ -733,9 +783,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes one unknown per node, no coordinates and "
                                              "the mis2 aggregation");
-  GpuAmgHierarchy<T> H;
   auto plan = std::make_shared<GpuAmgPlan>();  // what this set-up decides (a full one)
-  AmgInfo& info = H.info;
   Sparse sp;
   const index_t n0 = A.rows();
 
@@ -758,8 +806,10 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   DeviceArray<double> B(std::size_t(std::max<index_t>(n0, 1)));
   k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
   check_launch("k_fill");
+  pc.mark(-1, "start (checks, cuSPARSE handle, level 0 in double)");
 
   for (std::size_t l = 0;; ++l) {
+    const int lv = int(l);
     const index_t n = Al.rows;
     const std::size_t N = std::size_t(std::max<index_t>(n, 1));
     DeviceArray<double> dinv(N), dl1(N), s(N), ratio(N), diag(N);
@@ -793,6 +843,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       check_launch("k_finish");
       copy_to_host(&gershgorin, out.data(), sizeof gershgorin);
     }
+    pc.mark(lv, "diagonals, Gershgorin bound");
     AmgLevelInfo li;
     li.rows = n;
     li.nnz = Al.nnz;
@@ -803,6 +854,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       GpuLevelLanczos lanczos(Al, s.data());
       lr = lanczos_largest(lanczos, n, kLanczosSteps);
     }
+    pc.mark(lv, "Lanczos lambda_max");
     KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
                   l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
     li.lambda_estimate = lr.theta;
@@ -838,6 +890,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       DeviceArray<index_t> gci(std::size_t(std::max<index_t>(gnnz, 1)));
       k_strength_fill<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
       check_launch("k_strength_fill");
+      pc.mark(lv, "strength graph");
       // MIS-2 rounds until no node is undecided.
       DeviceArray<std::uint64_t> keys(N), k1(N), k2(N);
       k_mis_init<<<blocks_for(n), kThreads>>>(n, grp.data(), keys.data(), flags.data() + 2);
@@ -851,7 +904,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
         k_mis_decide<<<blocks_for(n), kThreads>>>(n, keys.data(), k2.data(), flags.data() + 3);
         check_launch("k_mis_decide");
-        if (download_int(flags.data() + 3) == 0) break;
+        const bool done = download_int(flags.data() + 3) == 0;
+        pc.mark(lv, "MIS-2 rounds");
+        if (done) break;
       }
       li.isolated = index_t(download_int(flags.data() + 2));
       // Aggregates: roots numbered in node order, then the joins, then any leftovers.
@@ -879,6 +934,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         check_launch("k_leftovers");
         count += left;
       }
+      pc.mark(lv, "aggregates (roots, joins, leftovers)");
       const index_t nc = count;
       if (nc == 0 || double(n) < kStallRatio * double(nc)) {
         last = true;
@@ -903,6 +959,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       L.aggregates.resize(std::size_t(n));
       agg.download(L.aggregates.data(), std::size_t(n));
     }
+    pc.mark(lv, "smoother diagonal in T");
 
     DCsr Ac;
     if (!last) {
@@ -937,6 +994,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
                                                  Pt.va_own.data());
         check_launch("k_tent_fill");
       }
+      pc.mark(lv, "P_tent");
 
       DCsr P;
       if (o.prolongation_weight > 0) {
@@ -950,14 +1008,22 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         S.va = S.va_own.data();
         k_smoother_values<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, S.va_own.data());
         check_launch("k_smoother_values");
-        P = multiply(sp, S, Pt);
+        pc.mark(lv, "S = I - omega D^-1 A");
+        P = multiply(sp, S, Pt, &pc, lv, "SpGEMM P = S*P_tent");
       } else {
         P = copy_of(Pt);
+        pc.mark(lv, "P = P_tent (copy)");
       }
       DCsr R = transpose(P);
-      const DCsr AP = multiply(sp, Al, P);
-      const DCsr RAP = multiply(sp, R, AP);
-      Ac = half_sum(RAP, transpose(RAP));  // symmetric to rounding: now exactly
+      pc.mark(lv, "transpose R = P^T");
+      const DCsr AP = multiply(sp, Al, P, &pc, lv, "SpGEMM A*P");
+      const DCsr RAP = multiply(sp, R, AP, &pc, lv, "SpGEMM R*(AP)");
+      {
+        const DCsr RAPt = transpose(RAP);
+        pc.mark(lv, "transpose (RAP)^T");
+        Ac = half_sum(RAP, RAPt);  // symmetric to rounding: now exactly
+      }
+      pc.mark(lv, "symmetrise (RAP + (RAP)^T)/2");
       L.p = level_copy<T>(std::move(P));
       L.r = level_copy<T>(std::move(R));
       if (!kept) B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
@@ -988,6 +1054,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
                     "; A is not symmetric positive definite");
       H.coarse_factor = std::move(dense);
       info.coarse_direct = true;
+      pc.mark(lv, "coarse Cholesky (download, factor on the host)");
     } else {
       info.coarse_direct = false;
     }
@@ -1000,6 +1067,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     } else {
       L.a = level_copy<T>(std::move(Al));
     }
+    pc.mark(lv, "level arrays (P, R, A_l in T)");
     H.levels.push_back(std::move(L));
     info.levels.push_back(li);
     if (last) break;
@@ -1009,10 +1077,14 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   // pointers are final now).
   for (std::size_t l = 0; make_matrices && l < H.levels.size(); ++l) {
     GpuAmgLevel<T>& L = H.levels[l];
-    if (l > 0) L.A = borrow(L.a);
+    if (l > 0) {
+      L.A = borrow(L.a);
+      pc.mark(int(l), "CsrMatrix A_l (structure download, fingerprint)");
+    }
     if (l + 1 < H.levels.size()) {
       L.P = borrow(L.p);
       L.R = borrow(L.r);
+      pc.mark(int(l), "CsrMatrix P, R (structure download, fingerprint)");
     }
   }
   if (reuse) {

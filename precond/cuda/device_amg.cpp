@@ -146,6 +146,19 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   block_ld_ = 0;
   block_bytes_ = 0;
   const std::size_t before = device_bytes_allocated();
+  // AmgOptions::profile_setup: this adoption's phases after the set-up's (synchronised).
+  auto t = Clock::now();
+  auto mark = [&](int level, const char* name) {
+    if (!opt_.profile_setup) return;
+    cuda_synchronize();
+    const auto now = Clock::now();
+    gpu_->info.setup_phases.push_back(AmgSetupPhase{level, name, std::chrono::duration<double>(now - t).count(), 1});
+    t = now;
+  };
+  if (opt_.profile_setup) {
+    cuda_synchronize();
+    t = Clock::now();
+  }
   A.device_view();
   for (std::size_t l = 0; l < gpu_->levels.size(); ++l) {
     detail::GpuAmgLevel<T>& g = gpu_->levels[l];
@@ -153,11 +166,13 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     L.n = g.n;
     L.A.A = l == 0 ? A : g.A;
     L.A.plan = l == 0 ? plan0_ : SpmvPlan<T>(g.A);
+    mark(int(l), "adopt: SpMV plan of A_l");
     if (l + 1 < gpu_->levels.size()) {
       L.P.A = g.P;
       L.P.plan = SpmvPlan<T>(g.P);
       L.R.A = g.R;
       L.R.plan = SpmvPlan<T>(g.R);
+      mark(int(l), "adopt: SpMV plans of P, R");
     }
     L.dinv = std::move(g.dinv);
     L.coef = g.coef;
@@ -165,6 +180,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
       L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
     L.vec = DeviceArray<T>(std::size_t(g.n) * std::size_t(work_arrays(l)));
     levels_.push_back(std::move(L));
+    mark(int(l), "adopt: Chebyshev step choice, work vectors");
   }
   const std::vector<double>& f = gpu_->coarse_factor;
   if (!f.empty()) {
@@ -172,6 +188,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     chol_.upload(f.data(), f.size());
     coarse_work_ = DeviceArray<double>(std::size_t(levels_.back().n));
     if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
+    mark(int(levels_.size()) - 1, "adopt: coarse factor upload, cuBLAS");
   }
   // The hierarchy's own arrays (allocated by the set-up) plus what was made here.
   std::size_t held = 0;

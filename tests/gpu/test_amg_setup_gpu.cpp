@@ -189,6 +189,64 @@ TEST_CASE("AMG GPU set-up: two set-ups are bitwise equal") {
   }
 }
 
+TEST_CASE("AMG GPU set-up: profile_setup times the phases, changes nothing; trusted matrices are valid CSR") {
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    AmgOptions po = mis2();
+    po.profile_setup = true;
+    const auto G1 = detail::gpu_amg_setup(p.A, mis2(), true);
+    const auto G2 = detail::gpu_amg_setup(p.A, po, true);
+    CHECK(G1.info.setup_phases.empty());
+    REQUIRE(!G2.info.setup_phases.empty());
+    double sum = 0;
+    bool mis2_rounds = false;
+    for (const auto& ph : G2.info.setup_phases) {
+      CHECK(ph.seconds >= 0);
+      CHECK(ph.count >= 1);
+      CHECK(ph.level >= -1);
+      CHECK(ph.level < int(G2.levels.size()));
+      sum += ph.seconds;
+      mis2_rounds = mis2_rounds || ph.name == "MIS-2 rounds";
+    }
+    CHECK(mis2_rounds);
+    CHECK(sum <= G2.info.setup_seconds * 1.001 + 1e-6);
+    REQUIRE(G1.levels.size() == G2.levels.size());
+    auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
+      return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;
+    };
+    // The borrowed matrices skipped the row-by-row checks: the full checks on a host copy pass,
+    // and the fingerprint is the checked path's.
+    auto valid = [](const CsrMatrix<double>& M) {
+      const auto C = host_copy(M);
+      const auto H = CsrMatrix<double>::from_arrays(C.rows, C.cols, C.row_ptr, C.col_idx, C.values);
+      return H.fingerprint() == M.fingerprint();
+    };
+    for (std::size_t l = 0; l < G1.levels.size(); ++l) {
+      CAPTURE(l);
+      CHECK(G1.levels[l].aggregates == G2.levels[l].aggregates);
+      CHECK(G1.info.levels[l].lambda_estimate == G2.info.levels[l].lambda_estimate);
+      if (l > 0) {
+        CHECK(same(host_copy(G1.levels[l].A), host_copy(G2.levels[l].A)));
+        CHECK(valid(G2.levels[l].A));
+      }
+      if (l + 1 < G1.levels.size()) {
+        CHECK(same(host_copy(G1.levels[l].P), host_copy(G2.levels[l].P)));
+        CHECK(same(host_copy(G1.levels[l].R), host_copy(G2.levels[l].R)));
+        CHECK(valid(G2.levels[l].P));
+        CHECK(valid(G2.levels[l].R));
+      }
+    }
+    CHECK(G1.coarse_factor == G2.coarse_factor);
+    // DeviceAmg adds its adoption's phases; none without the flag.
+    SpmvPlan<double> plan(p.A);
+    DeviceAmg<double> M1(p.A, plan, mis2()), M2(p.A, plan, po);
+    CHECK(M1.info().setup_phases.empty());
+    bool adopt = false;
+    for (const auto& ph : M2.info().setup_phases) adopt = adopt || ph.name.rfind("adopt:", 0) == 0;
+    CHECK(adopt);
+  }
+}
+
 TEST_CASE("AMG GPU set-up: DeviceAmg on it applies the host's MIS-2 V-cycle to 1e-10") {
   for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
     for (const Problem& p : problems()) {
