@@ -27,7 +27,8 @@ namespace krysp {
 
 /// The SpMM rule's parameters: every threshold and cost-model weight of choose_spmm_rule and
 /// spmm_candidates, as data (docs/tuning.md, "Rule parameters"). The defaults are the values tuned
-/// on an H100; a retune or a per-architecture table changes these values, not the code. The rule
+/// on the reference GPU of docs/tuning.md; a retune or a per-architecture table changes these
+/// values, not the code. The rule
 /// functions below take one (defaulted to these values). Sizes that depend on the GPU are in waves
 /// (DevicePolicy::resident_threads). Each field says what it decides and why in a line; the
 /// measurements are in docs/tuning.md, in the section named.
