@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <utility>
 #include <type_traits>
 
 #include "krysp/base/error.hpp"
@@ -180,11 +182,17 @@ ChebyshevInfo chebyshev_interval(const PrecondOptions& o, double gershgorin, Lan
 }
 
 namespace {
-/// Lanczos on S = D^{-1/2}·A·D^{-1/2} on the host, in T with double dots (like the GPU).
+/// Lanczos on S = D^{-1/2}·A·D^{-1/2} on the host, in T with double dots (like the GPU), over any
+/// product y = A·x of this process's rows: the one-rank CSR product, or a distributed one whose
+/// dot products `sum` reduces over the ranks (null: one rank). The start vector's entry i is
+/// lanczos_start_entry(first_row + i): the same global vector whatever the partition.
 template <class T>
 class HostLanczos final : public LanczosOperator {
  public:
-  HostLanczos(const CsrMatrix<T>& A, const std::vector<T>& dinv) : A_(A), n_(std::size_t(A.rows())) {
+  using Multiply = std::function<void(const T*, T*)>;
+  HostLanczos(Multiply multiply, const std::vector<T>& dinv, std::int64_t first_row = 0,
+              std::function<void(double*, std::size_t)> sum = nullptr)
+      : multiply_(std::move(multiply)), sum_(std::move(sum)), first_row_(first_row), n_(dinv.size()) {
     s_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) s_[i] = T(std::sqrt(double(dinv[i])));
     v_.assign(n_, T(0));
@@ -195,9 +203,10 @@ class HostLanczos final : public LanczosOperator {
   void start() override {
     double ss = 0;
     for (std::size_t i = 0; i < n_; ++i) {
-      v_[i] = T(detail::lanczos_start_entry(std::int64_t(i)));
+      v_[i] = T(detail::lanczos_start_entry(first_row_ + std::int64_t(i)));
       ss += double(v_[i]) * double(v_[i]);
     }
+    ss = reduce(ss);
     const T scale = T(1.0 / std::sqrt(ss));
     for (auto& e : v_) e *= scale;
     std::fill(vp_.begin(), vp_.end(), T(0));
@@ -214,17 +223,21 @@ class HostLanczos final : public LanczosOperator {
   }
 
  private:
+  double reduce(double v) const {
+    if (sum_) sum_(&v, 1);
+    return v;
+  }
   // w = S·v − β·v_prev; returns wᵀv.
   double multiply(double beta) {
     for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
-    A_.multiply_host(u_.data(), w_.data());
+    multiply_(u_.data(), w_.data());
     const T b = T(beta);
     double sum = 0;
     for (std::size_t i = 0; i < n_; ++i) {
       w_[i] = s_[i] * w_[i] - b * vp_[i];
       sum += double(w_[i]) * double(v_[i]);
     }
-    return sum;
+    return reduce(sum);
   }
   // w −= α·v; returns ‖w‖.
   double orthogonalise(double alpha) {
@@ -234,7 +247,7 @@ class HostLanczos final : public LanczosOperator {
       w_[i] -= a * v_[i];
       sum += double(w_[i]) * double(w_[i]);
     }
-    return std::sqrt(sum);
+    return std::sqrt(reduce(sum));
   }
   // v_prev = v; v = w/β.
   void advance(double beta) {
@@ -245,12 +258,62 @@ class HostLanczos final : public LanczosOperator {
     }
   }
 
-  const CsrMatrix<T>& A_;
+  Multiply multiply_;
+  std::function<void(double*, std::size_t)> sum_;
+  std::int64_t first_row_;
   std::size_t n_;
   std::vector<T> s_, v_, vp_, w_, u_;
   int step_ = 0;       // the next step's index
   double beta_ = 0;    // β of the last step (0 before the first)
 };
+
+/// The polynomial of the file comment on n = dinv.size() rows and N columns (row-major blocks),
+/// with mult(N, X, Y): Y = A·X on those rows (N columns, leading dimension N). Shared by the
+/// one-rank Chebyshev and the distributed one (whose mult exchanges halos: every rank calls it
+/// the same number of times, even one without rows).
+template <class T, class S, class Mult>
+void chebyshev_polynomial(const ChebyshevCoefficients& coef, int d, const std::vector<S>& dinv, index_t N, const T* R,
+                          index_t ldr, T* Z, index_t ldz, std::vector<S>& u_, std::vector<S>& v_, std::vector<S>& w_,
+                          Mult&& mult) {
+  const std::size_t n = dinv.size();
+  const S c0 = S(coef.c0);
+  if (d == 1) {
+    for (std::size_t i = 0; i < n; ++i)
+      for (index_t c = 0; c < N; ++c) Z[i * ldz + c] = T(c0 * dinv[i] * S(R[i * ldr + c]));
+    return;
+  }
+  const std::size_t size = n * std::size_t(N);
+  if (u_.size() < size) {
+    u_.resize(size);
+    v_.resize(size);
+    w_.resize(size);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    for (index_t c = 0; c < N; ++c) u_[i * N + c] = c0 * dinv[i] * S(R[i * ldr + c]);
+  S* cur = u_.data();
+  S* prev = nullptr;
+  S* spare = v_.data();
+  for (int k = 1; k < d; ++k) {
+    mult(N, cur, w_.data());
+    const S c1 = S(coef.c1[k - 1]), c2 = S(coef.c2[k - 1]);
+    const bool last = k == d - 1;
+    S* out = prev ? prev : spare;
+    for (std::size_t i = 0; i < n; ++i)
+      for (index_t c = 0; c < N; ++c) {
+        const std::size_t t = i * N + c;
+        const S x = cur[t], xp = prev ? prev[t] : S(0);
+        const S y = x + c1 * (x - xp) + c2 * (dinv[i] * (S(R[i * ldr + c]) - w_[t]));
+        if (last)
+          Z[i * ldz + c] = T(y);
+        else
+          out[t] = y;
+      }
+    if (!last) {
+      prev = cur;
+      cur = out;
+    }
+  }
+}
 
 }  // namespace
 
@@ -260,7 +323,7 @@ HostChebyshev<T, S>::HostChebyshev(const CsrMatrix<T>& A, const PrecondOptions& 
   validate(o);
   double gershgorin = 0;
   const std::vector<T> dinv = chebyshev_scaling(A, &gershgorin);
-  HostLanczos<T> lanczos(A, dinv);
+  HostLanczos<T> lanczos([&A](const T* x, T* y) { A.multiply_host(x, y); }, dinv);
   info_ = chebyshev_interval(o, gershgorin, lanczos, A.rows());
   coef_ = chebyshev_coefficients(info_.lambda_min, info_.lambda_max, info_.degree);
   dinv_.assign(dinv.begin(), dinv.end());
@@ -276,49 +339,74 @@ template <class T, class S>
 void HostChebyshev<T, S>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const {
   KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "Chebyshev: apply_block with N = ", N, ", ldr = ", ldr,
                 ", ldz = ", ldz);
-  const std::size_t n = dinv_.size();
-  if (N == 0 || n == 0) return;
-  const S c0 = S(coef_.c0);
-  const int d = info_.degree;
-  if (d == 1) {
-    for (std::size_t i = 0; i < n; ++i)
-      for (index_t c = 0; c < N; ++c) Z[i * ldz + c] = T(c0 * dinv_[i] * S(R[i * ldr + c]));
-    return;
-  }
-  const std::size_t size = n * std::size_t(N);
-  if (u_.size() < size) {
-    u_.resize(size);
-    v_.resize(size);
-    w_.resize(size);
-  }
-  for (std::size_t i = 0; i < n; ++i)
-    for (index_t c = 0; c < N; ++c) u_[i * N + c] = c0 * dinv_[i] * S(R[i * ldr + c]);
-  S* cur = u_.data();
-  S* prev = nullptr;
-  S* spare = v_.data();
-  for (int k = 1; k < d; ++k) {
-    if (N == 1)
-      As_.multiply_host(cur, w_.data());
-    else
-      spmm_host(As_, N, S(1), cur, N, S(0), w_.data(), N);
-    const S c1 = S(coef_.c1[k - 1]), c2 = S(coef_.c2[k - 1]);
-    const bool last = k == d - 1;
-    S* out = prev ? prev : spare;
-    for (std::size_t i = 0; i < n; ++i)
-      for (index_t c = 0; c < N; ++c) {
-        const std::size_t t = i * N + c;
-        const S x = cur[t], xp = prev ? prev[t] : S(0);
-        const S y = x + c1 * (x - xp) + c2 * (dinv_[i] * (S(R[i * ldr + c]) - w_[t]));
-        if (last)
-          Z[i * ldz + c] = T(y);
-        else
-          out[t] = y;
+  if (N == 0 || dinv_.empty()) return;
+  chebyshev_polynomial(coef_, info_.degree, dinv_, N, R, ldr, Z, ldz, u_, v_, w_,
+                       [this](index_t w, const S* x, S* y) {
+                         if (w == 1)
+                           As_.multiply_host(x, y);
+                         else
+                           spmm_host(As_, w, S(1), x, w, S(0), y, w);
+                       });
+}
+
+DistChebyshev::DistChebyshev(const DistCsrMatrix& A, const PrecondOptions& o)
+    : Preconditioner<double>(A.rows(), MemorySpace::Host), A_(A) {
+  const Communicator& comm = A.comm();
+  const std::int64_t first = A.first_row();
+  // D⁻¹ of this rank's rows (the diagonal is in the local block) and their Gershgorin sums over
+  // both blocks; a bad diagonal anywhere is the same InputError on every rank.
+  double g = 0;
+  comm.collective([&] {
+    validate(o);
+    const auto L = A.local_block().host_view(), O = A.off_block().host_view();
+    dinv_.assign(std::size_t(A.rows()), 0.0);
+    for (index_t i = 0; i < A.rows(); ++i) {
+      double d = 0, sum = 0;
+      for (index_t k = L.row_ptr[i]; k < L.row_ptr[i + 1]; ++k) {
+        if (L.col_idx[k] == i) d = L.values[k];
+        sum += std::abs(L.values[k]);
       }
-    if (!last) {
-      prev = cur;
-      cur = out;
+      for (index_t k = O.row_ptr[i]; k < O.row_ptr[i + 1]; ++k) sum += std::abs(O.values[k]);
+      if (!(std::isfinite(d) && d > 0))
+        KRYSP_THROW(InputError, "Chebyshev: diagonal entry ", d, " in row ", first + i + 1, ": ", kChebyshevNeeds);
+      dinv_[std::size_t(i)] = 1.0 / d;
+      g = std::max(g, sum / d);
+      if (!std::isfinite(sum)) g = sum;
     }
+  });
+  // The global bound: max over ranks (NaN on any rank stays NaN, checked by chebyshev_interval).
+  const auto all = comm.allgather(g);
+  double gershgorin = 0;
+  for (double v : all) {
+    if (!std::isfinite(v)) {
+      gershgorin = v;
+      break;
+    }
+    gershgorin = std::max(gershgorin, v);
   }
+  HostLanczos<double> lanczos([&A](const double* x, double* y) { A.apply(x, y); }, dinv_, first,
+                              [&comm](double* v, std::size_t c) { comm.sum(v, c); });
+  // Every rank sees the same α, β (summed in rank order), so every rank decides the same.
+  const index_t n = index_t(std::min<std::int64_t>(A.global_rows(), kMaxIndex));
+  info_ = chebyshev_interval(o, gershgorin, lanczos, n);
+  coef_ = chebyshev_coefficients(info_.lambda_min, info_.lambda_max, info_.degree);
+}
+
+void DistChebyshev::apply(const double* r, double* z) const {
+  apply_block(1, r, 1, z, 1);
+}
+
+void DistChebyshev::apply_block(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) const {
+  KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "Chebyshev: apply_block with N = ", N, ", ldr = ", ldr,
+                ", ldz = ", ldz);
+  if (N == 0) return;  // N is the same on every rank; a rank without rows still exchanges halos
+  chebyshev_polynomial(coef_, info_.degree, dinv_, N, R, ldr, Z, ldz, u_, v_, w_,
+                       [this](index_t w, const double* x, double* y) {
+                         if (w == 1)
+                           A_.apply(x, y);
+                         else
+                           A_.apply_block(w, x, w, y, w);
+                       });
 }
 
 template std::vector<double> chebyshev_scaling(const CsrMatrix<double>&, double*);

@@ -36,6 +36,7 @@
 
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/dist_csr.hpp"
 #include "krysp/sparse/row_stats.hpp"
 #include "krysp/sparse/spmv_config.hpp"
 
@@ -157,6 +158,34 @@ class HostChebyshev final : public Preconditioner<T> {
   ChebyshevCoefficients coef_;
   std::vector<S> dinv_;
   mutable std::vector<S> u_, v_, w_;
+};
+
+/// Chebyshev on a distributed matrix on the host (docs/distributed.md): the one-rank polynomial
+/// and coefficients (HostChebyshev's code), with the distributed product (halo exchange
+/// included) as its SpMVs, each rank's rows of D as its diagonal, the Gershgorin bound as the max
+/// over ranks, and λmax from Lanczos whose dot products are summed over the communicator in rank
+/// order (deterministic: every rank takes the same steps) from the start vector indexed by global
+/// row. So 1, 2 or 4 ranks give the one-rank interval up to rounding. Making it and every apply
+/// are collective (a rank without rows takes part); a bad diagonal on any rank is the same
+/// InputError on every rank. A must outlive it. Not thread-safe.
+class DistChebyshev final : public Preconditioner<double> {
+ public:
+  /// Sets up from A (collective; throws as HostChebyshev, agreed over the ranks).
+  DistChebyshev(const DistCsrMatrix& A, const PrecondOptions& o);
+  PrecondKind kind() const override { return PrecondKind::Chebyshev; }
+  void apply(const double* r, double* z) const override;
+  void apply_block(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) const override;
+  /// Never: it is made from a DistCsrMatrix, not a CsrMatrix (nothing re-uses it by fingerprint).
+  bool matches(const CsrMatrix<double>&) const override { return false; }
+  /// The interval and degree in use (the same on every rank).
+  const ChebyshevInfo& info() const { return info_; }
+
+ private:
+  const DistCsrMatrix& A_;
+  ChebyshevInfo info_;
+  ChebyshevCoefficients coef_;
+  std::vector<double> dinv_;
+  mutable std::vector<double> u_, v_, w_;
 };
 
 extern template class HostChebyshev<double, double>;

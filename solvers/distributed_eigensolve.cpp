@@ -10,6 +10,7 @@
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/chebyshev.hpp"
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
 #include "krysp/solvers/inner_solve.hpp"
@@ -35,8 +36,11 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
                   "host backend)");
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi, who, ": preconditioner ", to_string(k),
-                  " is not distributed yet (none or jacobi)");
+    KRYSP_REQUIRE(k != PrecondKind::Chebyshev || o.backend != Backend::Cuda, who,
+                  ": preconditioner chebyshev is distributed on the host backend only, not on the CUDA backend yet "
+                  "(use --backend host, or jacobi)");
+    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::Chebyshev, who,
+                  ": preconditioner ", to_string(k), " is not distributed yet (none, jacobi, or chebyshev on the host)");
     KRYSP_REQUIRE(!o.spectral_flip, who, ": the spectral flip is not distributed yet");
     KRYSP_REQUIRE(!o.precond_from_b || B, who, ": a preconditioner from B needs the generalized problem");
     if (B)
@@ -104,8 +108,12 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
     comm.collective([&] {
       // Jacobi needs no plan of P's; make_device_preconditioner takes one all the same.
       if (cuda) M = make_device_preconditioner(P.local_block(), (&P == &A ? dA : dB)->local_plan(), o.precond);
-      else M = make_host_preconditioner(P.local_block(), o.precond);
+      else if (o.precond.kind != PrecondKind::Chebyshev) M = make_host_preconditioner(P.local_block(), o.precond);
     });
+    // Chebyshev works on the whole distributed P; its set-up is collective and agrees its errors.
+    if (!cuda && o.precond.kind == PrecondKind::Chebyshev) {
+      M = std::make_unique<DistChebyshev>(P, o.precond);
+    }
   } catch (const InputError& e) {
     if (!o.precond_fallback || o.precond.kind == PrecondKind::None) throw;
     rep.precond_note = detail::concat(to_string(o.precond.kind), " could not be set up (", e.what(), ")");

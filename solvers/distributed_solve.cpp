@@ -8,6 +8,7 @@
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/chebyshev.hpp"
 #include "krysp/solvers/block_cg.hpp"
 #include "krysp/solvers/cg.hpp"
 #include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
@@ -33,9 +34,14 @@ void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* wh
                   "host backend)");
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
     const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi, who,
-                  ": preconditioner ", to_string(k),
-                  " is not distributed yet (none, jacobi, or block-jacobi on each rank's diagonal block)");
+    KRYSP_REQUIRE(k != PrecondKind::Chebyshev || o.backend != Backend::Cuda, who,
+                  ": preconditioner chebyshev is distributed on the host backend only, not on the CUDA backend yet "
+                  "(use --backend host, or jacobi)");
+    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
+                      k == PrecondKind::Chebyshev,
+                  who, ": preconditioner ", to_string(k),
+                  " is not distributed yet (none, jacobi, chebyshev on the host, or block-jacobi on each rank's "
+                  "diagonal block)");
     validate(o.precond);
   });
 }
@@ -51,8 +57,10 @@ void check_finite(const DistCsrMatrix& A, const std::vector<double>& v, const ch
   });
 }
 
-// The preconditioner of this rank's diagonal block; a failure on any rank is agreed.
+// The preconditioner of this rank's diagonal block, or Chebyshev on the whole distributed A (its
+// set-up is collective and agrees its own failures); a failure on any rank is agreed.
 std::unique_ptr<Preconditioner<double>> local_preconditioner(const DistCsrMatrix& A, const SolveOptions& o) {
+  if (o.precond.kind == PrecondKind::Chebyshev) return std::make_unique<DistChebyshev>(A, o.precond);
   std::unique_ptr<Preconditioner<double>> M;
   A.comm().collective([&] { M = make_host_preconditioner(A.local_block(), o.precond); });
   return M;

@@ -197,7 +197,7 @@ TEST_CASE("distributed CG: refusals are agreed on every rank") {
       CHECK_THROWS_WITH_AS(solve_distributed(D, b, x, o), doctest::Contains("needs a GPU on every rank"), InputError);
   }
   SUBCASE("a preconditioner that is not distributed") {
-    CHECK_THROWS_WITH_AS(solve_distributed(D, b, x, options(PrecondKind::Chebyshev)),
+    CHECK_THROWS_WITH_AS(solve_distributed(D, b, x, options(PrecondKind::Amg)),
                          doctest::Contains("not distributed yet"), InputError);
   }
   SUBCASE("a zero diagonal on one rank's rows") {
