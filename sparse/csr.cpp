@@ -216,13 +216,6 @@ CsrMatrix<T> CsrMatrix<T>::from_device_pointers(index_t rows, index_t cols, inde
 }
 
 template <class T>
-CsrMatrix<T> CsrMatrix<T>::from_trusted_device_pointers(index_t rows, index_t cols, index_t nnz,
-                                                        const index_t* d_row_ptr, const index_t* d_col_idx,
-                                                        T* d_values) {
-  return borrow_device(rows, cols, nnz, d_row_ptr, d_col_idx, d_values, false);
-}
-
-template <class T>
 CsrMatrix<T> CsrMatrix<T>::borrow_device(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                          const index_t* d_col_idx, T* d_values, bool check_rows) {
   ensure_kokkos();

@@ -32,6 +32,10 @@
 
 namespace krysp {
 
+namespace detail {
+struct CsrTrustedBorrow;  // internal (sparse/csr_trusted.hpp, not installed)
+}  // namespace detail
+
 /// Identifies a sparsity structure: plans and tuning entries are keyed by it.
 struct StructureFingerprint {
   index_t rows = 0;
@@ -84,14 +88,6 @@ class CsrMatrix {
   /// caller promises to notify every change (promise_notify). set_values() copies into d_values.
   static CsrMatrix from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                         const index_t* d_col_idx, T* d_values);
-  /// As from_device_pointers, for CSR arrays krysp itself built on the device, valid by
-  /// construction (the GPU AMG set-up's level matrices and prolongators: rows sorted, columns in
-  /// range): the structure is downloaded as there (fingerprint, row statistics, host uses) but
-  /// only its size and end offsets are checked, not every row and column (an O(nnz) host pass).
-  /// Never for caller input: a structure that breaks the invariants is undefined behaviour.
-  static CsrMatrix from_trusted_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
-                                                const index_t* d_col_idx, T* d_values);
-
   /// A device-borrowed matrix (as from_device_pointers) with A's structure and the nnz values at
   /// d_values, device memory the caller owns and keeps alive: for a copy of A in another precision
   /// whose values the caller converted on the device. Shares A's host index arrays, A's device
@@ -184,6 +180,7 @@ class CsrMatrix {
  private:
   template <class>
   friend class CsrMatrix;  // with_structure_of reads the other precision's shared state
+  friend struct detail::CsrTrustedBorrow;  // krysp's own device arrays, without the row checks
   struct Shared;  // what all copies share: device arrays, values version, snapshot state
   void check_and_fingerprint(bool check_rows = true);
   static CsrMatrix borrow_device(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,

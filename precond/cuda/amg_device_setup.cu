@@ -19,6 +19,7 @@
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/jacobi.hpp"
+#include "krysp/sparse/csr_trusted.hpp"
 
 #define KRYSP_AMG_CUSPARSE(call)                                                                    \
   do {                                                                                              \
@@ -740,8 +741,8 @@ DeviceCsrArrays<T> level_copy(DCsr&& M) {
 template <class T>
 CsrMatrix<T> borrow(DeviceCsrArrays<T>& a) {
   // Built here, sorted and in range by construction: no O(nnz) host check of the structure.
-  CsrMatrix<T> M = CsrMatrix<T>::from_trusted_device_pointers(a.rows, a.cols, a.nnz, a.row_ptr.data(),
-                                                              a.col_idx.data(), a.values.data());
+  CsrMatrix<T> M = detail::CsrTrustedBorrow::from_device_pointers(a.rows, a.cols, a.nnz, a.row_ptr.data(),
+                                                                   a.col_idx.data(), a.values.data());
   M.promise_notify();
   return M;
 }

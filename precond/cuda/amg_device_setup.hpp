@@ -20,8 +20,9 @@
 /// comparison that falls within rounding of θ could then differ on a coarse level.
 ///
 /// The level matrices, P_l and R_l end up as device-borrowed CsrMatrix objects over arrays the
-/// hierarchy owns (CsrMatrix::from_trusted_device_pointers: their structure is downloaded once for
-/// the fingerprint and host-side uses, not checked row by row: built valid here). With
+/// hierarchy owns (detail::CsrTrustedBorrow, sparse/csr_trusted.hpp: their structure is
+/// downloaded once for the fingerprint and host-side uses, not checked row by row: built valid
+/// here). With
 /// AmgOptions::profile_setup each phase is synchronised and timed into AmgInfo::setup_phases
 /// (no synchronisation is added otherwise). CUDA-free header; internal.
 #include <cstddef>
