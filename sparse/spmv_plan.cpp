@@ -221,7 +221,8 @@ void tune_spmv(const CsrView<T>& dA, index_t nnz, const SpmvPlanOptions& options
   for (const SpmvConfig& cand : cands) {
     const detail::SpmvWorkspaceView ws =
         is_nnz_balanced(cand.algorithm) ? c.nnz.by_key.at(detail::nnz_key(cand)).view() : detail::SpmvWorkspaceView{};
-    runs.push_back([cand, ws, dA, px = xy, py = xy + nx] { detail::spmv_device<T>(cand, dA, ws, T(1), px, T(0), py); });
+    const detail::SpmvArgs<T> args{dA, ws, T(1), xy, T(0), xy + nx, {}};
+    runs.push_back([cand, args] { detail::spmv_device<T>(cand, args); });
   }
   // Round 1 times every candidate; at most kTuneFinalists within kTunePruneFactor of the
   // fastest get tune_reps - 1 more rounds (median), unless the fastest is at the launch floor
@@ -329,7 +330,7 @@ void SpmvPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmvPlan::apply: plan was made for matrix ",
                 state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
   check_vectors("SpmvPlan::apply", A, x, y);
-  detail::spmv_device(state_->config, A.device_view(), state_->workspace, alpha, x, beta, y);
+  detail::spmv_device(state_->config, detail::SpmvArgs<T>{A.device_view(), state_->workspace, alpha, x, beta, y, {}});
 }
 
 template <class T>
@@ -351,7 +352,7 @@ void SpmvPlan<T>::apply_dot(const CsrMatrix<T>& A, const T* x, T* y, double* dot
   });
   detail::SpmvDot dot = s.dot;
   dot.out = dot_xy;
-  detail::spmv_device(s.config, A.device_view(), s.workspace, T(1), x, T(0), y, dot);
+  detail::spmv_device(s.config, detail::SpmvArgs<T>{A.device_view(), s.workspace, T(1), x, T(0), y, dot});
 }
 
 template <class T>

@@ -21,19 +21,16 @@ std::size_t spmv_dot_partials(const SpmvConfig& c, index_t rows, index_t nnz) {
 }
 
 template <class T>
-void spmv_device(const SpmvConfig& c, const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const T* x, T beta,
-                 T* y, const SpmvDot& dot) {
-  if (dot.out && (A.rows == 0 || A.nnz == 0)) {  // no kernel to fuse into
-    spmv_scale(A.rows, beta, y);
-    return spmv_dot_only(A.rows, x, y, dot);
+void spmv_device(const SpmvConfig& c, const SpmvArgs<T>& a) {
+  if (a.dot.out && (a.A.rows == 0 || a.A.nnz == 0)) {  // no kernel to fuse into
+    spmv_scale(a.A.rows, a.beta, a.y);
+    return spmv_dot_only(a.A.rows, a.x, a.y, a.dot);
   }
   switch (c.algorithm) {
-    case SpmvAlgorithm::RowSequential: return spmv_row_sequential(A, alpha, x, beta, y, dot);
-    case SpmvAlgorithm::RowSubwarp: return spmv_row_subwarp(A, c.subwarp, alpha, x, beta, y, dot);
-    case SpmvAlgorithm::NnzSequential:
-      return spmv_nnz(A, ws, false, c.nnz_per_thread, c.block_warps, alpha, x, beta, y, dot);
-    case SpmvAlgorithm::NnzSegmented:
-      return spmv_nnz(A, ws, true, c.nnz_per_thread, c.block_warps, alpha, x, beta, y, dot);
+    case SpmvAlgorithm::RowSequential: return spmv_row_sequential(a);
+    case SpmvAlgorithm::RowSubwarp: return spmv_row_subwarp(a, c.subwarp);
+    case SpmvAlgorithm::NnzSequential: return spmv_nnz(a, false, c.nnz_per_thread, c.block_warps);
+    case SpmvAlgorithm::NnzSegmented: return spmv_nnz(a, true, c.nnz_per_thread, c.block_warps);
   }
   KRYSP_THROW(InputError, "SpMV algorithm ", static_cast<int>(c.algorithm), " is not available");
 }
@@ -50,9 +47,7 @@ void spmv_preload(const SpmvConfig& c) {
 
 template void spmv_preload<double>(const SpmvConfig&);
 template void spmv_preload<float>(const SpmvConfig&);
-template void spmv_device(const SpmvConfig&, const CsrView<double>&, const SpmvWorkspaceView&, double,
-                          const double*, double, double*, const SpmvDot&);
-template void spmv_device(const SpmvConfig&, const CsrView<float>&, const SpmvWorkspaceView&, float, const float*,
-                          float, float*, const SpmvDot&);
+template void spmv_device(const SpmvConfig&, const SpmvArgs<double>&);
+template void spmv_device(const SpmvConfig&, const SpmvArgs<float>&);
 
 }  // namespace krysp::detail

@@ -8,15 +8,15 @@
 namespace krysp::detail {
 /// One thread per row, sequential sum (spmv_row_sequential.cu).
 template <class T>
-void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot);
+void spmv_row_sequential(const SpmvArgs<T>& args);
 /// A sub-warp of `subwarp` lanes per row, shuffle reduction (spmv_row_subwarp.cu).
 template <class T>
-void spmv_row_subwarp(const CsrView<T>& A, int subwarp, T alpha, const T* x, T beta, T* y, const SpmvDot& dot);
+void spmv_row_subwarp(const SpmvArgs<T>& args, int subwarp);
 /// Nonzero-balanced, k nonzeros per lane, block_warps tiles per block; segmented (VSR) or sequential per-lane runs
-/// (spmv_nnz.cu). Launches the carry fix-up kernel too in fix-up mode (which then finishes the fused dot).
+/// (spmv_nnz.cu), with args.ws. Launches the carry fix-up kernel too in fix-up mode (which then finishes the fused
+/// dot).
 template <class T>
-void spmv_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, int k, int block_warps, T alpha,
-              const T* x, T beta, T* y, const SpmvDot& dot);
+void spmv_nnz(const SpmvArgs<T>& args, bool segmented, int k, int block_warps);
 /// y = beta·y over n entries (0 when beta = 0, never reading y).
 template <class T>
 void spmv_scale(index_t n, T beta, T* y);

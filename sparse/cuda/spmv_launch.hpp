@@ -38,11 +38,23 @@ struct SpmvDot {
 /// How many partials the fused dot of `config` needs on a rows × rows matrix with nnz entries.
 std::size_t spmv_dot_partials(const SpmvConfig& config, index_t rows, index_t nnz);
 
-/// y = alpha·A·x + beta·y with the configured kernel, on the default stream (asynchronous), and
-/// the fused xᵀy when dot.out is set. A is a device view. Every launch is checked.
+/// The operands of one SpMV, y = alpha·A·x + beta·y, and its workspace and fused dot (one struct
+/// rather than eight positional arguments through every launcher, as SpmmArgs for SpMM).
 template <class T>
-void spmv_device(const SpmvConfig& config, const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha,
-                 const T* x, T beta, T* y, const SpmvDot& dot = {});
+struct SpmvArgs {
+  CsrView<T> A;          ///< a device view
+  SpmvWorkspaceView ws;  ///< the configuration's partition and carries (empty for the row kernels)
+  T alpha = T(1);
+  const T* x = nullptr;  ///< A.cols entries
+  T beta = T(0);
+  T* y = nullptr;  ///< A.rows entries
+  SpmvDot dot;     ///< the fused xᵀy when dot.out is set
+};
+
+/// y = alpha·A·x + beta·y with the configured kernel, on the default stream (asynchronous), and
+/// the fused xᵀy when args.dot.out is set. Every launch is checked.
+template <class T>
+void spmv_device(const SpmvConfig& config, const SpmvArgs<T>& args);
 
 /// Row statistics of a device row_ptr (one reduction kernel with integer atomics, then a copy to
 /// the host: synchronous). Bitwise equal to row_stats() on the same matrix.

@@ -397,8 +397,13 @@ void spmv_nnz_nw(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmente
 }
 
 template <class T>
-void spmv_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, int k, int block_warps, T alpha,
-              const T* x, T beta, T* y, const SpmvDot& dot) {
+void spmv_nnz(const SpmvArgs<T>& args, bool segmented, int k, int block_warps) {
+  const CsrView<T>& A = args.A;
+  const SpmvWorkspaceView& ws = args.ws;
+  const T alpha = args.alpha, beta = args.beta;
+  const T* const x = args.x;
+  T* const y = args.y;
+  const SpmvDot& dot = args.dot;
   if (A.rows == 0) return;
   if (A.nnz == 0) return spmv_scale(A.rows, beta, y);
   if (ws.partition == nullptr || ws.geometry.nnz_per_lane != k || ws.geometry.tile != 32 * k ||
@@ -439,9 +444,7 @@ template void spmv_scale(index_t, double, double*);
 template void spmv_scale(index_t, float, float*);
 template void spmv_dot_only(index_t, const double*, const double*, const SpmvDot&);
 template void spmv_dot_only(index_t, const float*, const float*, const SpmvDot&);
-template void spmv_nnz(const CsrView<double>&, const SpmvWorkspaceView&, bool, int, int, double, const double*,
-                       double, double*, const SpmvDot&);
-template void spmv_nnz(const CsrView<float>&, const SpmvWorkspaceView&, bool, int, int, float, const float*, float,
-                       float*, const SpmvDot&);
+template void spmv_nnz(const SpmvArgs<double>&, bool, int, int);
+template void spmv_nnz(const SpmvArgs<float>&, bool, int, int);
 
 }  // namespace krysp::detail

@@ -41,7 +41,12 @@ __global__ void __launch_bounds__(kRowSeqBlock) spmv_row_sequential_kernel(CsrVi
 }
 
 template <class T>
-void spmv_row_sequential(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot) {
+void spmv_row_sequential(const SpmvArgs<T>& args) {
+  const CsrView<T>& A = args.A;
+  const T alpha = args.alpha, beta = args.beta;
+  const T* const x = args.x;
+  T* const y = args.y;
+  const SpmvDot& dot = args.dot;
   if (A.rows == 0) return;
   const std::int64_t grid = (std::int64_t(A.rows) + kRowSeqBlock - 1) / kRowSeqBlock;
   if (dot.out)
@@ -63,7 +68,7 @@ void spmv_row_sequential_preload() {
 
 template void spmv_row_sequential_preload<double>();
 template void spmv_row_sequential_preload<float>();
-template void spmv_row_sequential(const CsrView<double>&, double, const double*, double, double*, const SpmvDot&);
-template void spmv_row_sequential(const CsrView<float>&, float, const float*, float, float*, const SpmvDot&);
+template void spmv_row_sequential(const SpmvArgs<double>&);
+template void spmv_row_sequential(const SpmvArgs<float>&);
 
 }  // namespace krysp::detail

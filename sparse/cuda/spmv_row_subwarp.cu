@@ -45,7 +45,12 @@ static void launch(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const
 }
 
 template <class T>
-void spmv_row_subwarp(const CsrView<T>& A, int subwarp, T alpha, const T* x, T beta, T* y, const SpmvDot& dot) {
+void spmv_row_subwarp(const SpmvArgs<T>& args, int subwarp) {
+  const CsrView<T>& A = args.A;
+  const T alpha = args.alpha, beta = args.beta;
+  const T* const x = args.x;
+  T* const y = args.y;
+  const SpmvDot& dot = args.dot;
   if (A.rows == 0) return;
   switch (subwarp) {
     case 2: return launch<T, 2>(A, alpha, x, beta, y, dot);
@@ -77,7 +82,7 @@ void spmv_row_subwarp_preload(int subwarp) {
 
 template void spmv_row_subwarp_preload<double>(int);
 template void spmv_row_subwarp_preload<float>(int);
-template void spmv_row_subwarp(const CsrView<double>&, int, double, const double*, double, double*, const SpmvDot&);
-template void spmv_row_subwarp(const CsrView<float>&, int, float, const float*, float, float*, const SpmvDot&);
+template void spmv_row_subwarp(const SpmvArgs<double>&, int);
+template void spmv_row_subwarp(const SpmvArgs<float>&, int);
 
 }  // namespace krysp::detail
