@@ -11,6 +11,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/solvers/distributed_checks.hpp"
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
 #include "krysp/solvers/inner_solve.hpp"
@@ -28,17 +29,9 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
   A.comm().collective([&] {
     const char* who = "eigensolve_distributed";
-    KRYSP_REQUIRE(o.backend != Backend::Cuda || cuda_device_available(), who,
-                  ": the CUDA backend needs a GPU on every rank, and this one has none");
-    // The GPU ops' kernels are not made for empty launches; the host path takes such partitions.
-    KRYSP_REQUIRE(o.backend != Backend::Cuda || A.rows() > 0, who,
-                  ": the CUDA backend needs rows on every rank, and this one has none (use fewer ranks, or the "
-                  "host backend)");
+    detail::check_distributed_backend(A, o.backend, o.precond.kind, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k != PrecondKind::Chebyshev || o.backend != Backend::Cuda, who,
-                  ": preconditioner chebyshev is distributed on the host backend only, not on the CUDA backend yet "
-                  "(use --backend host, or jacobi)");
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::Chebyshev, who,
                   ": preconditioner ", to_string(k), " is not distributed yet (none, jacobi, or chebyshev on the host)");
     KRYSP_REQUIRE(!o.spectral_flip, who, ": the spectral flip is not distributed yet");
@@ -49,16 +42,6 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
                     " rows): B must have A's order and row_starts");
     lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);  // InputError naming k, b, n
   });
-}
-
-// max |a_ii| over this rank's rows (the local block holds the diagonal).
-double max_abs_diagonal(const CsrMatrix<double>& L) {
-  const auto v = L.host_view();
-  double m = 0;
-  for (index_t i = 0; i < L.rows(); ++i)
-    for (index_t k = v.row_ptr[i]; k < v.row_ptr[i + 1]; ++k)
-      if (v.col_idx[k] == i) m = std::max(m, std::abs(v.values[k]));
-  return m;
 }
 
 // max b_ii over the ranks; a non-positive diagonal entry (it proves B not positive definite) is an
@@ -87,7 +70,7 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   const Communicator& comm = A.comm();
   check_request(A, B, o);
   LobpcgStart st;
-  st.a_norm_floor = comm.max(max_abs_diagonal(A.local_block()));
+  st.a_norm_floor = comm.max(detail::max_abs_diagonal(A.local_block()));  // the local block holds the diagonal
   st.b_norm_floor = B ? check_b_diagonal(*B) : 1.0;
 
   EigReport rep;

@@ -9,6 +9,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/solvers/distributed_checks.hpp"
 #include "krysp/solvers/block_cg.hpp"
 #include "krysp/solvers/cg.hpp"
 #include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
@@ -26,17 +27,9 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // What every distributed solve refuses up front, agreed over the ranks.
 void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* who) {
   A.comm().collective([&] {
-    KRYSP_REQUIRE(o.backend != Backend::Cuda || cuda_device_available(), who,
-                  ": the CUDA backend needs a GPU on every rank, and this one has none");
-    // The GPU ops' kernels are not made for empty launches; the host path takes such partitions.
-    KRYSP_REQUIRE(o.backend != Backend::Cuda || A.rows() > 0, who,
-                  ": the CUDA backend needs rows on every rank, and this one has none (use fewer ranks, or the "
-                  "host backend)");
+    detail::check_distributed_backend(A, o.backend, o.precond.kind, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
     const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k != PrecondKind::Chebyshev || o.backend != Backend::Cuda, who,
-                  ": preconditioner chebyshev is distributed on the host backend only, not on the CUDA backend yet "
-                  "(use --backend host, or jacobi)");
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
                       k == PrecondKind::Chebyshev,
                   who, ": preconditioner ", to_string(k),

@@ -102,10 +102,7 @@ bool positive_diagonal(const CsrMatrix<double>& A) {
   return true;
 }
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
+namespace detail {
 double max_abs_diagonal(const CsrMatrix<double>& A) {
   // An O(nnz) host pass (~40 us at 100k entries): once per values version, like the symmetry
   // check (the bits of the double travel in the memo's string).
@@ -123,6 +120,12 @@ double max_abs_diagonal(const CsrMatrix<double>& A) {
   std::memcpy(&m, bits.data(), std::min(bits.size(), sizeof m));
   return m;
 }
+}  // namespace detail
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 
 /// Column-major rows × cols → row-major.
 std::vector<double> to_row_major(const ColumnBlock& blk) {
@@ -371,7 +374,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
   st.x0_cols = x0.cols;
   st.constraints = yr.data();
   st.constraint_cols = Y.cols;
-  st.a_norm_floor = max_abs_diagonal(A);
+  st.a_norm_floor = detail::max_abs_diagonal(A);
   st.b_norm_floor = bdiag;
   st.profile = prof;
   st.flipped = !std::isnan(flip_sigma);

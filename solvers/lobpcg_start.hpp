@@ -14,6 +14,14 @@
 
 namespace krysp {
 
+template <class T>
+class CsrMatrix;
+namespace detail {
+/// max_i |a_ii| of A's stored diagonal (a lower bound on ‖A‖: LobpcgStart::a_norm_floor), one
+/// O(nnz) host pass per values version (memoised on A). For a distributed matrix, its local block.
+double max_abs_diagonal(const CsrMatrix<double>& A);
+}  // namespace detail
+
 /// Starting vectors and constraints (host, ROW-major n × cols), and lower bounds of ‖A‖₂, ‖B‖₂
 /// (the eigensolve driver passes max |a_ii| and max b_ii).
 struct LobpcgStart {
