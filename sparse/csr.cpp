@@ -12,6 +12,8 @@
 #include "krysp/base/error.hpp"
 #include "krysp/base/kokkos_runtime.hpp"
 #include "krysp/base/overlap.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/cuda/structure_hash.hpp"
 #include "krysp/sparse/early_loads.hpp"
 
 namespace krysp {
@@ -19,6 +21,7 @@ namespace krysp {
 std::string StructureFingerprint::to_string() const {
   std::ostringstream os;
   os << rows << "x" << cols << ":" << nnz << ":" << std::hex << hash;
+  if (kind == StructureHashKind::Device) os << ":device";
   return os.str();
 }
 
@@ -74,6 +77,14 @@ struct CsrDeviceMirror {
   std::uint64_t snapshot_version = ~std::uint64_t(0);
 };
 
+/// The host copy of a trusted device structure (CsrTrustedBorrow), made on the first host use:
+/// the GPU AMG set-up's prolongators hold ~10^8 indices whose download cost more than the set-up
+/// itself, and the V-cycle never reads them on the host.
+struct CsrHostStructure {
+  std::atomic<bool> ready{false};  // set (release) once the views below are filled, never reset
+  Kokkos::View<index_t*, Kokkos::HostSpace> row_ptr, col_idx;
+};
+
 /// Data derived from the matrix and kept with it: the structure's row statistics and memo()'s
 /// results per values version.
 struct CsrDerivedData {
@@ -93,6 +104,7 @@ struct CsrMatrix<T>::Shared {
   CsrValuesState values;
   CsrDeviceMirror<T> device;
   CsrDerivedData derived;
+  CsrHostStructure structure;  // lazy_structure_ matrices only
 };
 
 template <class T>
@@ -113,7 +125,7 @@ CsrMatrix<T>::CsrMatrix(index_t rows, index_t cols, IndexView row_ptr, IndexView
 }
 
 template <class T>
-void CsrMatrix<T>::check_and_fingerprint(bool check_rows) {
+void CsrMatrix<T>::check_and_fingerprint() {
   KRYSP_REQUIRE(rows_ >= 0 && cols_ >= 0, "CSR: negative dimensions ", rows_, "x", cols_);
   KRYSP_REQUIRE(row_ptr_.extent(0) == static_cast<std::size_t>(rows_) + 1, "CSR: row_ptr has ",
                 row_ptr_.extent(0), " entries, expected rows+1 = ", std::int64_t(rows_) + 1);
@@ -126,10 +138,10 @@ void CsrMatrix<T>::check_and_fingerprint(bool check_rows) {
   KRYSP_REQUIRE(row_ptr_(rows_) == nnz, "CSR: row_ptr[rows] = ", row_ptr_(rows_), ", expected nnz = ", nnz);
   // All offsets first: with row_ptr[0] = 0 and row_ptr[rows] = nnz, monotone offsets keep the
   // column loop below inside col_idx even when a middle offset is corrupt.
-  for (index_t i = 0; check_rows && i < rows_; ++i)
+  for (index_t i = 0; i < rows_; ++i)
     KRYSP_REQUIRE(row_ptr_(i) <= row_ptr_(i + 1), "CSR: row_ptr decreases at row ", i, " (", row_ptr_(i), " > ",
                   row_ptr_(i + 1), ")");
-  for (index_t i = 0; check_rows && i < rows_; ++i) {
+  for (index_t i = 0; i < rows_; ++i) {
     const index_t b = row_ptr_(i), e = row_ptr_(i + 1);
     for (index_t k = b; k < e; ++k) {
       const index_t c = col_idx_(k);
@@ -233,27 +245,34 @@ CsrMatrix<T> CsrMatrix<T>::borrow_device(index_t rows, index_t cols, index_t nnz
     require_device_pointer(d_col_idx, "from_device_pointers", "d_col_idx");
     require_device_pointer(d_values, "from_device_pointers", "d_values");
   }
-  // The structure comes to the host once: checks, fingerprint, row statistics. The values do not
-  // (the snapshot is filled on first host use; WithoutInitializing: no pages touched until then).
-  IndexView rp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "row_ptr"), std::size_t(rows) + 1);
-  IndexView ci(Kokkos::view_alloc(Kokkos::WithoutInitializing, "col_idx"), std::size_t(nnz));
-  ValueView va(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(nnz));
-  detail::copy_to_host(rp.data(), d_row_ptr, rp.extent(0) * sizeof(index_t));
-  detail::copy_to_host(ci.data(), d_col_idx, ci.extent(0) * sizeof(index_t));
   CsrMatrix A;
-  try {
-    if (check_rows) {
+  if (check_rows) {
+    // The structure comes to the host once: checks, fingerprint, row statistics. The values do
+    // not (the snapshot is filled on first host use; WithoutInitializing: no pages touched).
+    IndexView rp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "row_ptr"), std::size_t(rows) + 1);
+    IndexView ci(Kokkos::view_alloc(Kokkos::WithoutInitializing, "col_idx"), std::size_t(nnz));
+    ValueView va(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(nnz));
+    detail::copy_to_host(rp.data(), d_row_ptr, rp.extent(0) * sizeof(index_t));
+    detail::copy_to_host(ci.data(), d_col_idx, ci.extent(0) * sizeof(index_t));
+    try {
       A = CsrMatrix(rows, cols, rp, ci, va);  // checks the structure (InputError naming row and value)
-    } else {  // krysp's own arrays: sizes and end offsets only, then the fingerprint
-      A.rows_ = rows;
-      A.cols_ = cols;
-      A.row_ptr_ = rp;
-      A.col_idx_ = ci;
-      A.values_ = va;
-      A.check_and_fingerprint(false);
+    } catch (const InputError& e) {
+      KRYSP_THROW(InputError, "CsrMatrix::from_device_pointers: the device arrays are not valid CSR: ", e.what());
     }
-  } catch (const InputError& e) {
-    KRYSP_THROW(InputError, "CsrMatrix::from_device_pointers: the device arrays are not valid CSR: ", e.what());
+  } else {
+    // krysp's own arrays: hashed on the device, the end offsets checked from the same pass; the
+    // host structure is downloaded only if a host-side use asks for it.
+    const detail::DeviceStructureSummary sum = detail::structure_hash_device(rows, cols, nnz, d_row_ptr, d_col_idx);
+    KRYSP_REQUIRE(sum.first_offset == 0 && sum.last_offset == nnz, "CsrMatrix::from_device_pointers: the device "
+                  "arrays are not valid CSR: row_ptr[0] = ", sum.first_offset, ", row_ptr[rows] = ", sum.last_offset,
+                  ", expected 0 and nnz = ", nnz);
+    A.rows_ = rows;
+    A.cols_ = cols;
+    A.row_ptr_ = IndexView();
+    A.col_idx_ = IndexView();
+    A.values_ = ValueView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(nnz));
+    A.lazy_structure_ = true;
+    A.fingerprint_ = {rows, cols, nnz, sum.hash, StructureHashKind::Device};
   }
   Shared& sh = *A.shared_;
   sh.device.borrowed = true;
@@ -272,8 +291,12 @@ CsrMatrix<T> CsrMatrix<T>::with_structure_of(const CsrMatrix<U>& A, T* d_values)
   CsrMatrix M;
   M.rows_ = A.rows();
   M.cols_ = A.cols();
-  M.row_ptr_ = A.row_ptr();  // Kokkos views: shared, not copied
-  M.col_idx_ = A.col_idx();
+  if (A.lazy_structure_ && !A.host_structure_ready()) {
+    M.lazy_structure_ = true;  // downloaded from the same device arrays if M's host use asks
+  } else {
+    M.row_ptr_ = A.row_ptr();  // Kokkos views: shared, not copied
+    M.col_idx_ = A.col_idx();
+  }
   // The host snapshot of the values, filled on first host use (WithoutInitializing: no pages touched).
   M.values_ = ValueView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "values (host snapshot)"), std::size_t(A.nnz()));
   M.fingerprint_ = A.fingerprint();  // the same structure: checked when A was made
@@ -307,7 +330,36 @@ const typename CsrMatrix<T>::ValueView& CsrMatrix<T>::values() const {
 
 template <class T>
 CsrView<T> CsrMatrix<T>::host_view() const {
-  return {rows_, cols_, nnz(), row_ptr_.data(), col_idx_.data(), host_values()};
+  return {rows_, cols_, nnz(), row_ptr().data(), col_idx().data(), host_values()};
+}
+
+template <class T>
+bool CsrMatrix<T>::host_structure_ready() const {
+  return shared_->structure.ready.load(std::memory_order_acquire);
+}
+
+template <class T>
+const typename CsrMatrix<T>::IndexView& CsrMatrix<T>::lazy_row_ptr() const {
+  Shared& sh = *shared_;
+  if (!sh.structure.ready.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    if (!sh.structure.ready.load(std::memory_order_relaxed)) {  // the first host use: download once
+      IndexView rp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "row_ptr"), std::size_t(rows_) + 1);
+      IndexView ci(Kokkos::view_alloc(Kokkos::WithoutInitializing, "col_idx"), std::size_t(nnz()));
+      detail::copy_to_host(rp.data(), sh.device.d_row_ptr, rp.extent(0) * sizeof(index_t));
+      detail::copy_to_host(ci.data(), sh.device.d_col_idx, ci.extent(0) * sizeof(index_t));
+      sh.structure.row_ptr = rp;
+      sh.structure.col_idx = ci;
+      sh.structure.ready.store(true, std::memory_order_release);
+    }
+  }
+  return sh.structure.row_ptr;
+}
+
+template <class T>
+const typename CsrMatrix<T>::IndexView& CsrMatrix<T>::lazy_col_idx() const {
+  lazy_row_ptr();  // downloads both
+  return shared_->structure.col_idx;
 }
 
 template <class T>
@@ -392,7 +444,10 @@ RowStats CsrMatrix<T>::row_stats() const {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (shared_->derived.row_stats) return *shared_->derived.row_stats;
   }
-  const RowStats s = krysp::row_stats(CsrView<T>{rows(), cols(), nnz(), row_ptr().data(), col_idx().data(), nullptr});
+  // A structure still on the device is summed there (bitwise the host's statistics), not downloaded.
+  const RowStats s = lazy_structure_ && !host_structure_ready()
+                         ? detail::row_stats_device(shared_->device.d_row_ptr, rows(), nnz())
+                         : krysp::row_stats(CsrView<T>{rows(), cols(), nnz(), row_ptr().data(), col_idx().data(), nullptr});
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->derived.row_stats = s;
   return s;
@@ -431,9 +486,11 @@ void CsrMatrix<T>::multiply_host(const T* x, T* y) const {
   KRYSP_REQUIRE(nnz() == 0 || !ranges_overlap(x, cols_, static_cast<const T*>(y), rows_),
                 "CsrMatrix::multiply_host: x and y share entries: y would be written while x is read");
   const T* va = host_values();
+  const IndexView& rp = row_ptr();
+  const IndexView& ci = col_idx();
   for (index_t i = 0; i < rows_; ++i) {
     T sum = 0;
-    for (index_t k = row_ptr_(i); k < row_ptr_(i + 1); ++k) sum += va[k] * x[col_idx_(k)];
+    for (index_t k = rp(i); k < rp(i + 1); ++k) sum += va[k] * x[ci(k)];
     y[i] = sum;
   }
 }

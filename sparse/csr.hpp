@@ -17,6 +17,11 @@
 ///    statistics plans need. The values stay on the device: host-side uses (values(),
 ///    host_view(), multiply_host(), the host backend, preconditioner setup, symmetry checks)
 ///    download them once per values version into a host snapshot (nnz values).
+///  Internally krysp also wraps CSR arrays it built on the device itself (the GPU AMG set-up's
+///  level matrices and prolongators): their fingerprint is hashed on the device
+///  (StructureHashKind::Device) and their host structure is downloaded only when a host-side use
+///  asks for it (row_ptr(), col_idx(), host_view(), multiply_host()); row_stats() is then
+///  computed on the device.
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -36,19 +41,29 @@ namespace detail {
 struct CsrTrustedBorrow;  // internal (sparse/csr_trusted.hpp, not installed)
 }  // namespace detail
 
+/// How a StructureFingerprint's hash was computed.
+enum class StructureHashKind : std::uint8_t {
+  Fnv1a,   ///< FNV-1a over the host arrays: every matrix made through the public API
+  Device,  ///< an order-free hash computed on the device, for arrays krysp built there itself
+};
+
 /// Identifies a sparsity structure: plans and tuning entries are keyed by it.
 struct StructureFingerprint {
   index_t rows = 0;
   index_t cols = 0;
   index_t nnz = 0;
-  std::uint64_t hash = 0;  ///< FNV-1a over row_ptr and col_idx
-  /// Same size, same nnz, same hash: treated as the same structure.
+  std::uint64_t hash = 0;  ///< FNV-1a over row_ptr and col_idx (or the device hash, see kind)
+  /// Which hash `hash` is: fingerprints of different kinds never compare equal, so a plan or
+  /// preconditioner never takes a matrix whose hash of the other kind happens to match.
+  StructureHashKind kind = StructureHashKind::Fnv1a;
+  /// Same size, same nnz, same hash of the same kind: treated as the same structure.
   bool operator==(const StructureFingerprint& o) const {
-    return rows == o.rows && cols == o.cols && nnz == o.nnz && hash == o.hash;
+    return rows == o.rows && cols == o.cols && nnz == o.nnz && hash == o.hash && kind == o.kind;
   }
   /// Not the same structure.
   bool operator!=(const StructureFingerprint& o) const { return !(*this == o); }
-  /// "rows x cols : nnz : hash" (hash in hex), as the tuning caches key it.
+  /// "rows x cols : nnz : hash" (hash in hex), as the tuning caches key it; ":device" follows
+  /// a device hash.
   std::string to_string() const;
 };
 
@@ -102,11 +117,13 @@ class CsrMatrix {
   /// Number of columns.
   index_t cols() const { return cols_; }
   /// Number of stored entries.
-  index_t nnz() const { return static_cast<index_t>(col_idx_.extent(0)); }
-  /// Host row offsets (rows + 1 entries).
-  const IndexView& row_ptr() const { return row_ptr_; }
-  /// Host column indices (nnz entries, strictly increasing within each row).
-  const IndexView& col_idx() const { return col_idx_; }
+  index_t nnz() const { return fingerprint_.nnz; }
+  /// Host row offsets (rows + 1 entries). Downloaded on first call for a matrix krysp built on
+  /// the device (see the file comment; DeviceError on a failed copy).
+  const IndexView& row_ptr() const { return lazy_structure_ ? lazy_row_ptr() : row_ptr_; }
+  /// Host column indices (nnz entries, strictly increasing within each row); downloaded on first
+  /// call as row_ptr().
+  const IndexView& col_idx() const { return lazy_structure_ ? lazy_col_idx() : col_idx_; }
   /// Host values (nnz entries). For a device-borrowed matrix, the host snapshot, downloaded first
   /// when the values changed since the last download (DeviceError on a failed copy). Take it once
   /// before a loop rather than per entry (each call checks the snapshot).
@@ -182,11 +199,18 @@ class CsrMatrix {
   friend class CsrMatrix;  // with_structure_of reads the other precision's shared state
   friend struct detail::CsrTrustedBorrow;  // krysp's own device arrays, without the row checks
   struct Shared;  // what all copies share: device arrays, values version, snapshot state
-  void check_and_fingerprint(bool check_rows = true);
+  void check_and_fingerprint();
+  // check_rows false: krysp's own arrays, hashed on the device and not downloaded (lazy structure).
   static CsrMatrix borrow_device(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                  const index_t* d_col_idx, T* d_values, bool check_rows);
   const T* host_values() const;  // values_.data(), refreshed first for a device-borrowed matrix
+  // Trusted device arrays (lazy_structure_): the host structure in the shared state, downloaded
+  // by the first call of either.
+  const IndexView& lazy_row_ptr() const;
+  const IndexView& lazy_col_idx() const;
+  bool host_structure_ready() const;
   index_t rows_ = 0, cols_ = 0;
+  bool lazy_structure_ = false;  // row_ptr_, col_idx_ empty: the structure stays on the device
   IndexView row_ptr_;
   IndexView col_idx_;
   ValueView values_;

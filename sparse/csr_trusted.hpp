@@ -11,10 +11,11 @@ namespace krysp::detail {
 
 /// The only way to CsrMatrix's unchecked borrow (a friend of CsrMatrix).
 struct CsrTrustedBorrow {
-  /// As CsrMatrix::from_device_pointers (same pointer, size and device checks; the structure is
-  /// downloaded once for the fingerprint, row statistics and host uses), but of the structure only
-  /// its size and end offsets are checked, not every row and column (an O(nnz) host pass).
-  /// Never for caller input.
+  /// As CsrMatrix::from_device_pointers (same pointer, size and device checks), but the structure
+  /// stays on the device: its fingerprint is hashed there (StructureHashKind::Device, one pass and
+  /// a 16-byte download, which also checks the end offsets), row_stats() are computed there, and
+  /// the host arrays are downloaded only when a host-side use asks for them (row_ptr(), col_idx(),
+  /// host_view(), multiply_host()). Rows and columns are not checked. Never for caller input.
   template <class T>
   static CsrMatrix<T> from_device_pointers(index_t rows, index_t cols, index_t nnz, const index_t* d_row_ptr,
                                            const index_t* d_col_idx, T* d_values) {

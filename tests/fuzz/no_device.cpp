@@ -3,6 +3,8 @@
 #include "krysp/base/device_memory.hpp"
 
 #include "krysp/base/error.hpp"
+#include "krysp/sparse/cuda/spmv_launch.hpp"
+#include "krysp/sparse/cuda/structure_hash.hpp"
 
 namespace krysp {
 
@@ -30,6 +32,11 @@ void copy_device_to_device(void*, const void*, std::size_t) {
   KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
 }
 void device_memset_zero(void*, std::size_t) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+// csr.cpp's device paths (trusted borrow, lazy row statistics), unreachable without a device.
+DeviceStructureSummary structure_hash_device(index_t, index_t, index_t, const index_t*, const index_t*) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
+}
+RowStats row_stats_device(const index_t*, index_t, index_t) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
 }  // namespace detail
 
 }  // namespace krysp

@@ -3,12 +3,15 @@
 // null pointers (InputError) and, with no device, everything else (DeviceError, saying why).
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/cuda/structure_hash.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/symmetry.hpp"
 
@@ -114,4 +117,27 @@ TEST_CASE("CsrMatrix::memo: computed once per values version, shared by copies; 
   A.set_values({2.0, 1.0, -1.0, 3.0});  // now A(2,1) = -1: not symmetric
   CHECK(A.memo("t", f) == "3");        // recomputed after the update
   CHECK(symmetry_violation_cached(A, "A").find("not symmetric") != std::string::npos);
+}
+
+TEST_CASE("CSR: a device-hashed fingerprint never equals an FNV one; the structure hash is order-free") {
+  const auto A = laplacian_2d(6, 5);
+  StructureFingerprint dev = A.fingerprint();
+  CHECK(dev.kind == StructureHashKind::Fnv1a);  // every public path
+  dev.kind = StructureHashKind::Device;
+  CHECK(dev != A.fingerprint());  // same numbers, other hash: not the same structure
+  CHECK(dev.to_string() == A.fingerprint().to_string() + ":device");
+  // The device hash, computed on the host: a sum of per-entry terms, so the order of summation
+  // does not matter, but positions do.
+  const auto& rp = A.row_ptr();
+  const auto& ci = A.col_idx();
+  const std::uint64_t h = detail::structure_hash_host(A.rows(), A.cols(), A.nnz(), rp.data(), ci.data());
+  std::uint64_t sum = 0;
+  for (std::int64_t k = A.nnz() - 1; k >= 0; --k) sum += detail::structure_term(1, k, ci(k));
+  for (std::int64_t i = A.rows(); i >= 0; --i) sum += detail::structure_term(0, i, rp(i));
+  CHECK(detail::structure_hash_finish(A.rows(), A.cols(), A.nnz(), sum) == h);
+  std::vector<index_t> c(ci.data(), ci.data() + A.nnz());
+  std::swap(c[1], c[2]);  // the same multiset of columns at other positions
+  CHECK(detail::structure_hash_host(A.rows(), A.cols(), A.nnz(), rp.data(), c.data()) != h);
+  CHECK(detail::structure_hash_host(A.rows(), A.cols() + 1, A.nnz(), rp.data(), ci.data()) != h);
+  CHECK(h != A.fingerprint().hash);
 }
