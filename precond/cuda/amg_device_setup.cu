@@ -20,6 +20,7 @@
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/jacobi.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
+#include "krysp/sparse/cuda/structure_hash.hpp"
 
 #define KRYSP_AMG_CUSPARSE(call)                                                                    \
   do {                                                                                              \
@@ -189,13 +190,41 @@ __global__ void k_lz_advance(index_t n, bool shift, const double* beta, const do
   if (shift) v[i] = w[i] / *beta;
   u[i] = s[i] * v[i];
 }
-// y = A·x, one thread a row, entries in order.
+// y = A·x, W lanes a row (W a power of two ≤ 32): lane t sums entries t, t + W, ... in order,
+// then a fixed shuffle tree. Deterministic for a given W; one thread a row (W = 1) read the long
+// rows of the coarse levels uncoalesced (level 1 cost as much as level 0, with 1/20 of its rows).
+template <int W>
 __global__ void k_spmv(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* x, double* y) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  const int lane = int(g % W);
   double t = 0;
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k) t = __dadd_rn(t, __dmul_rn(va[k], x[ci[k]]));
-  y[i] = t;
+  if (i < n)
+    for (index_t k = rp[i] + lane; k < rp[i + 1]; k += W) t = __dadd_rn(t, __dmul_rn(va[k], x[ci[k]]));
+  for (int off = W / 2; off > 0; off >>= 1) t = __dadd_rn(t, __shfl_down_sync(0xffffffffu, t, off, W));
+  if (i < n && lane == 0) y[i] = t;
+}
+
+// Lanes a row for the kernels above: half the mean row length, rounded up to a power of two.
+int row_lanes(index_t n, index_t nnz) {
+  const double half = n > 0 ? 0.5 * double(nnz) / double(n) : 1.0;
+  int w = 1;
+  while (w < 32 && double(w) < half) w *= 2;
+  return w;
+}
+
+void launch_spmv(int w, index_t n, const index_t* rp, const index_t* ci, const double* va, const double* x,
+                 double* y) {
+  const int blocks = blocks_for(std::int64_t(n) * w);
+  switch (w) {
+    case 1: k_spmv<1><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
+    case 2: k_spmv<2><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
+    case 4: k_spmv<4><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
+    case 8: k_spmv<8><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
+    case 16: k_spmv<16><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
+    default: k_spmv<32><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
+  }
+  KRYSP_CUDA_CHECK_LAUNCH("k_spmv");
 }
 // w = s∘y − β·v_prev; partials of wᵀv
 __global__ void k_lz_alpha(index_t n, const double* s, const double* y, const double* beta, const double* vp,
@@ -339,13 +368,31 @@ __global__ void k_tent_fill(index_t n, const index_t* agg, const index_t* rp, co
   va[rp[i]] = b[i] / norm[agg[i]];
 }
 
-// S = I − ω·D⁻¹A in A's pattern, the host's expression and rounding.
+// S = I − ω·D⁻¹A in A's pattern, the host's expression and rounding; W lanes a row (entrywise,
+// so the lanes change nothing but the memory access).
+template <int W>
 __global__ void k_smoother_values(index_t n, const index_t* rp, const index_t* ci, const double* va,
                                   const double* dinv, double omega, double* out) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
   if (i >= n) return;
   const double od = __dmul_rn(omega, dinv[i]);
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k) out[k] = __dsub_rn(ci[k] == i ? 1.0 : 0.0, __dmul_rn(od, va[k]));
+  for (index_t k = rp[i] + index_t(g % W); k < rp[i + 1]; k += W)
+    out[k] = __dsub_rn(ci[k] == i ? 1.0 : 0.0, __dmul_rn(od, va[k]));
+}
+
+void launch_smoother_values(int w, index_t n, const index_t* rp, const index_t* ci, const double* va,
+                            const double* dinv, double omega, double* out) {
+  const int blocks = blocks_for(std::int64_t(n) * w);
+  switch (w) {
+    case 1: k_smoother_values<1><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
+    case 2: k_smoother_values<2><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
+    case 4: k_smoother_values<4><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
+    case 8: k_smoother_values<8><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
+    case 16: k_smoother_values<16><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
+    default: k_smoother_values<32><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
+  }
+  KRYSP_CUDA_CHECK_LAUNCH("k_smoother_values");
 }
 
 // Columns in increasing order within each row (insertion sort: a no-op pass when sorted).
@@ -404,8 +451,11 @@ __global__ void k_union_count(index_t n, const index_t* arp, const index_t* aci,
   }
   count[i] = c;
 }
+// With maps (B = Aᵀ, b_perm its transpose permutation): map_a[o], map_b[o] = the positions in A
+// of the two halves of entry o (−1: absent), so a re-set-up of the same pattern is a gather.
 __global__ void k_union_fill(index_t n, const index_t* arp, const index_t* aci, const double* ava, const index_t* brp,
-                             const index_t* bci, const double* bva, const index_t* crp, index_t* cci, double* cva) {
+                             const index_t* bci, const double* bva, const index_t* crp, index_t* cci, double* cva,
+                             const index_t* b_perm, index_t* map_a, index_t* map_b) {
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   index_t p = arp[i], q = brp[i], o = crp[i];
@@ -414,12 +464,38 @@ __global__ void k_union_fill(index_t n, const index_t* arp, const index_t* aci, 
     const index_t ja = p < pe ? aci[p] : 0x7fffffff, jb = q < qe ? bci[q] : 0x7fffffff;
     const index_t j = ja < jb ? ja : jb;
     double v = 0;
-    if (ja == j) v = __dadd_rn(v, __dmul_rn(0.5, ava[p++]));
-    if (jb == j) v = __dadd_rn(v, __dmul_rn(0.5, bva[q++]));
+    index_t ma = -1, mb = -1;
+    if (ja == j) {
+      ma = p;
+      v = __dadd_rn(v, __dmul_rn(0.5, ava[p++]));
+    }
+    if (jb == j) {
+      mb = b_perm ? b_perm[q] : -1;
+      v = __dadd_rn(v, __dmul_rn(0.5, bva[q++]));
+    }
     cci[o] = j;
     cva[o] = v;
+    if (map_a) {
+      map_a[o] = ma;
+      map_b[o] = mb;
+    }
     ++o;
   }
+}
+// The same values from kept maps: the same operations in the same order, so bitwise equal.
+__global__ void k_half_sum_gather(index_t nnz, const index_t* map_a, const index_t* map_b, const double* va,
+                                  double* out) {
+  const index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= nnz) return;
+  double v = 0;
+  if (map_a[o] >= 0) v = __dadd_rn(v, __dmul_rn(0.5, va[map_a[o]]));
+  if (map_b[o] >= 0) v = __dadd_rn(v, __dmul_rn(0.5, va[map_b[o]]));
+  out[o] = v;
+}
+// Transposed values from a kept permutation (k_gather_transpose's values).
+__global__ void k_gather(index_t nnz, const index_t* perm, const double* va, double* out) {
+  const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p < nnz) out[p] = va[perm[p]];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -467,8 +543,9 @@ int bits_for(index_t max_key) {
   return b;
 }
 
-/// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted.
-DCsr transpose(const DCsr& A) {
+/// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted. perm_out:
+/// receives the permutation (entry p of Aᵀ is entry perm[p] of A), for numeric re-set-ups.
+DCsr transpose(const DCsr& A, DeviceArray<index_t>* perm_out = nullptr) {
   DCsr T;
   T.rows = A.cols;
   T.cols = A.rows;
@@ -492,6 +569,7 @@ DCsr transpose(const DCsr& A) {
     check_launch("k_gather_transpose");
     k_column_counts<<<blocks_for(A.nnz), kThreads>>>(A.nnz, A.ci, count.data());
     check_launch("k_column_counts");
+    if (perm_out) *perm_out = std::move(perm);
   }
   static_assert(sizeof(int) == sizeof(index_t), "index_t is int32");
   exclusive_scan(reinterpret_cast<const index_t*>(count.data()), T.rp_own.data(), T.rows);
@@ -582,8 +660,10 @@ DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B, PhaseClock* pc = nullptr
   return C;
 }
 
-/// (A + B)/2 over the union of the patterns (A, B: same shape, sorted rows).
-DCsr half_sum(const DCsr& A, const DCsr& B) {
+/// (A + B)/2 over the union of the patterns (A, B: same shape, sorted rows). With b_perm (B = Aᵀ
+/// and its transpose permutation): map_a, map_b receive the gather maps (k_union_fill).
+DCsr half_sum(const DCsr& A, const DCsr& B, const index_t* b_perm = nullptr, DeviceArray<index_t>* map_a = nullptr,
+              DeviceArray<index_t>* map_b = nullptr) {
   DCsr C;
   C.rows = A.rows;
   C.cols = A.cols;
@@ -595,8 +675,13 @@ DCsr half_sum(const DCsr& A, const DCsr& B) {
   C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
   C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
   C.own();
+  if (map_a) {
+    *map_a = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
+    *map_b = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
+  }
   k_union_fill<<<blocks_for(C.rows), kThreads>>>(C.rows, A.rp, A.ci, A.va, B.rp, B.ci, B.va, C.rp, C.ci_own.data(),
-                                                 C.va_own.data());
+                                                 C.va_own.data(), map_a ? b_perm : nullptr,
+                                                 map_a ? map_a->data() : nullptr, map_b ? map_b->data() : nullptr);
   check_launch("k_union_fill");
   return C;
 }
@@ -606,7 +691,8 @@ DCsr half_sum(const DCsr& A, const DCsr& B) {
 /// past a stop are wasted, never a different result: lanczos_largest decides from the α, β).
 class GpuLevelLanczos final : public LanczosOperator {
  public:
-  GpuLevelLanczos(const DCsr& A, const double* s) : A_(A), s_(s), n_(A.rows), grid_(partial_blocks(A.rows)) {
+  GpuLevelLanczos(const DCsr& A, const double* s)
+      : A_(A), s_(s), n_(A.rows), grid_(partial_blocks(A.rows)), lanes_(row_lanes(A.rows, A.nnz)) {
     for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
     partials_ = DeviceArray<double>(std::size_t(grid_));
     ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
@@ -632,8 +718,7 @@ class GpuLevelLanczos final : public LanczosOperator {
       if (step_ > 0) std::swap(v_, vp_);  // v_prev = v (by buffer); v is written below
       k_lz_advance<<<blocks_for(n_), kThreads>>>(n_, step_ > 0, prev_beta, w_.data(), v_.data(), s_, u_.data());
       check_launch("k_lz_advance");
-      k_spmv<<<blocks_for(n_), kThreads>>>(n_, A_.rp, A_.ci, A_.va, u_.data(), y_.data());
-      check_launch("k_spmv");
+      launch_spmv(lanes_, n_, A_.rp, A_.ci, A_.va, u_.data(), y_.data());
       k_lz_alpha<<<grid_, kThreads>>>(n_, s_, y_.data(), prev_beta, vp_.data(), step_ > 0, w_.data(), v_.data(),
                                       partials_.data());
       check_launch("k_lz_alpha");
@@ -660,6 +745,7 @@ class GpuLevelLanczos final : public LanczosOperator {
   const double* s_;
   index_t n_;
   int grid_;
+  int lanes_;  // of the SpMV
   int step_ = 0;
   DeviceArray<double> v_, vp_, w_, u_, y_, partials_, ab_;
 };
@@ -703,6 +789,16 @@ struct GpuAmgPlan {
     index_t aggregates = 0;
     index_t isolated = 0;
     DCsr tent;             ///< P_tent (when next)
+    // The structure work a numeric re-set-up skips (same aggregates, so the same patterns; the
+    // SpGEMMs' patterns are checked by their hash, and a mismatch takes the full path):
+    std::uint64_t p_hash = 0, rap_hash = 0;  ///< device structure hashes of P and R·(A·P)
+    index_t p_nnz = 0, rap_nnz = 0;
+    DeviceArray<index_t> r_perm;             ///< R = Pᵀ: entry k of R is entry r_perm[k] of P
+    DeviceArray<index_t> sym_a, sym_b;       ///< Aᶜ = (RAP + RAPᵀ)/2 as a gather from RAP
+    /// The structures of R and of Aᶜ (the next level's A) in the hierarchy this plan came from,
+    /// which the plan's user keeps alive (DeviceAmg does): a re-set-up reads them, not copies.
+    const index_t *r_rp = nullptr, *r_ci = nullptr, *ac_rp = nullptr, *ac_ci = nullptr;
+    index_t ac_nnz = 0;
   };
   std::vector<Level> levels;
   std::string stop_reason;
@@ -711,18 +807,23 @@ struct GpuAmgPlan {
 
 namespace {
 
-/// The V-cycle's copy of a double device CSR in T: for double, its arrays taken over.
+/// The V-cycle's copy of a double device CSR in T: for double, its arrays taken over. A structure
+/// M does not own (kept by a plan) is copied when copy_structure, else left out (values only).
 template <class T>
-DeviceCsrArrays<T> level_copy(DCsr&& M) {
+DeviceCsrArrays<T> level_copy(DCsr&& M, bool copy_structure) {
   DeviceCsrArrays<T> out;
   out.rows = M.rows;
   out.cols = M.cols;
   out.nnz = M.nnz;
-  if (M.rp_own.size() == 0) {  // level 0 reads A's arrays: nothing to take
-    return out;
-  }
-  out.row_ptr = std::move(M.rp_own);
-  out.col_idx = std::move(M.ci_own);
+  if (M.rp_own.size() > 0) {
+    out.row_ptr = std::move(M.rp_own);
+    out.col_idx = std::move(M.ci_own);
+  } else if (copy_structure) {  // a re-set-up's structure is the kept one: its own copy
+    out.row_ptr = DeviceArray<index_t>(std::size_t(M.rows) + 1);
+    out.col_idx = DeviceArray<index_t>(std::size_t(std::max<index_t>(M.nnz, 1)));
+    copy_device_to_device(out.row_ptr.data(), M.rp, (std::size_t(M.rows) + 1) * sizeof(index_t));
+    if (M.nnz > 0) copy_device_to_device(out.col_idx.data(), M.ci, std::size_t(M.nnz) * sizeof(index_t));
+  }  // else values only: a re-set-up that copies them into matrices made before
   if constexpr (std::is_same_v<T, double>) {
     out.values = std::move(M.va_own);
   } else {
@@ -809,6 +910,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   check_launch("k_fill");
   pc.mark(-1, "start (checks, cuSPARSE handle, level 0 in double)");
 
+  // A re-set-up gathers R and Aᶜ through the kept maps while every pattern so far is the kept one.
+  bool exact = reuse != nullptr;
   for (std::size_t l = 0;; ++l) {
     const int lv = int(l);
     const index_t n = Al.rows;
@@ -1007,32 +1110,74 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         S.ci = Al.ci;
         S.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Al.nnz, 1)));
         S.va = S.va_own.data();
-        k_smoother_values<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, S.va_own.data());
-        check_launch("k_smoother_values");
+        launch_smoother_values(row_lanes(n, Al.nnz), n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, S.va_own.data());
         pc.mark(lv, "S = I - omega D^-1 A");
         P = multiply(sp, S, Pt, &pc, lv, "SpGEMM P = S*P_tent");
       } else {
         P = copy_of(Pt);
         pc.mark(lv, "P = P_tent (copy)");
       }
-      DCsr R = transpose(P);
-      pc.mark(lv, "transpose R = P^T");
+      // R = Pᵀ and Aᶜ = (RAP + RAPᵀ)/2: by sorts on a full set-up (keeping the permutations), by
+      // gathers on a re-set-up whose patterns are the kept ones (same hash and nnz).
+      GpuAmgPlan::Level& pl = plan->levels.emplace_back();
+      const std::uint64_t p_hash = structure_hash_device(P.rows, P.cols, P.nnz, P.rp, P.ci).hash;
+      exact = exact && kept && kept->p_hash == p_hash && kept->p_nnz == P.nnz && kept->r_rp;
+      DCsr R;
+      if (exact) {
+        R.rows = P.cols;
+        R.cols = P.rows;
+        R.nnz = P.nnz;
+        R.rp = kept->r_rp;
+        R.ci = kept->r_ci;
+        R.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(R.nnz, 1)));
+        R.va = R.va_own.data();
+        k_gather<<<blocks_for(R.nnz), kThreads>>>(R.nnz, kept->r_perm.data(), P.va, R.va_own.data());
+        check_launch("k_gather");
+        pc.mark(lv, "R = P^T (kept permutation)");
+      } else {
+        R = transpose(P, &pl.r_perm);
+        pc.mark(lv, "transpose R = P^T");
+      }
       const DCsr AP = multiply(sp, Al, P, &pc, lv, "SpGEMM A*P");
       const DCsr RAP = multiply(sp, R, AP, &pc, lv, "SpGEMM R*(AP)");
-      {
-        const DCsr RAPt = transpose(RAP);
+      const std::uint64_t rap_hash = structure_hash_device(RAP.rows, RAP.cols, RAP.nnz, RAP.rp, RAP.ci).hash;
+      exact = exact && kept->rap_hash == rap_hash && kept->rap_nnz == RAP.nnz && kept->ac_rp;
+      if (exact) {
+        Ac.rows = Ac.cols = RAP.rows;
+        Ac.nnz = kept->ac_nnz;
+        Ac.rp = kept->ac_rp;
+        Ac.ci = kept->ac_ci;
+        Ac.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Ac.nnz, 1)));
+        Ac.va = Ac.va_own.data();
+        k_half_sum_gather<<<blocks_for(Ac.nnz), kThreads>>>(Ac.nnz, kept->sym_a.data(), kept->sym_b.data(), RAP.va,
+                                                            Ac.va_own.data());
+        check_launch("k_half_sum_gather");
+        pc.mark(lv, "symmetrise (kept maps)");
+      } else {
+        DeviceArray<index_t> perm_t;
+        const DCsr RAPt = transpose(RAP, &perm_t);
         pc.mark(lv, "transpose (RAP)^T");
-        Ac = half_sum(RAP, RAPt);  // symmetric to rounding: now exactly
+        Ac = half_sum(RAP, RAPt, perm_t.data(), &pl.sym_a, &pl.sym_b);  // symmetric to rounding: now exactly
+        pc.mark(lv, "symmetrise (RAP + (RAP)^T)/2");
       }
-      pc.mark(lv, "symmetrise (RAP + (RAP)^T)/2");
-      L.p = level_copy<T>(std::move(P));
-      L.r = level_copy<T>(std::move(R));
+      pl.next = true;
+      pl.aggregates = nc;
+      pl.isolated = li.isolated;
+      if (!kept) {  // what a re-set-up of this level gathers from (pointers stay valid: moves below)
+        pl.tent = std::move(Pt);
+        pl.p_hash = p_hash;
+        pl.p_nnz = P.nnz;
+        pl.r_rp = R.rp;
+        pl.r_ci = R.ci;
+        pl.rap_hash = rap_hash;
+        pl.rap_nnz = RAP.nnz;
+        pl.ac_rp = Ac.rp;
+        pl.ac_ci = Ac.ci;
+        pl.ac_nnz = Ac.nnz;
+      }
+      L.p = level_copy<T>(std::move(P), make_matrices);
+      L.r = level_copy<T>(std::move(R), make_matrices);
       if (!kept) B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
-      plan->levels.emplace_back();
-      plan->levels.back().next = true;
-      plan->levels.back().aggregates = nc;
-      plan->levels.back().isolated = li.isolated;
-      if (!kept) plan->levels.back().tent = std::move(Pt);
     } else if (n <= kAmgMaxDenseRows) {
       // Dense Cholesky of the coarsest level, on the host.
       std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
@@ -1066,7 +1211,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     if (l == 0) {
       L.A = A;
     } else {
-      L.a = level_copy<T>(std::move(Al));
+      L.a = level_copy<T>(std::move(Al), make_matrices);
     }
     pc.mark(lv, "level arrays (P, R, A_l in T)");
     H.levels.push_back(std::move(L));
@@ -1080,12 +1225,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     GpuAmgLevel<T>& L = H.levels[l];
     if (l > 0) {
       L.A = borrow(L.a);
-      pc.mark(int(l), "CsrMatrix A_l (structure download, fingerprint)");
+      pc.mark(int(l), "CsrMatrix A_l (device fingerprint)");
     }
     if (l + 1 < H.levels.size()) {
       L.P = borrow(L.p);
       L.R = borrow(L.r);
-      pc.mark(int(l), "CsrMatrix P, R (structure download, fingerprint)");
+      pc.mark(int(l), "CsrMatrix P, R (device fingerprint)");
     }
   }
   if (reuse) {
@@ -1104,6 +1249,15 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   cuda_synchronize();
   info.setup_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return H;
+}
+
+std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
+  std::size_t bytes = 0;
+  for (const GpuAmgPlan::Level& l : plan.levels) {
+    bytes += (l.tent.rp_own.size() + l.tent.ci_own.size()) * sizeof(index_t) + l.tent.va_own.size() * sizeof(double);
+    bytes += (l.r_perm.size() + l.sym_a.size() + l.sym_b.size()) * sizeof(index_t);
+  }
+  return bytes;
 }
 
 template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);

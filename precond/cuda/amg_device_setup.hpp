@@ -20,9 +20,10 @@
 /// comparison that falls within rounding of θ could then differ on a coarse level.
 ///
 /// The level matrices, P_l and R_l end up as device-borrowed CsrMatrix objects over arrays the
-/// hierarchy owns (detail::CsrTrustedBorrow, sparse/csr_trusted.hpp: their structure is
-/// downloaded once for the fingerprint and host-side uses, not checked row by row: built valid
-/// here). With
+/// hierarchy owns (detail::CsrTrustedBorrow, sparse/csr_trusted.hpp: fingerprint hashed on the
+/// device, host structure downloaded only if a host-side use asks, not checked row by row: built
+/// valid here). The Lanczos SpMV and S = I − ω·D⁻¹A run several lanes a row (a fixed shuffle
+/// tree: still deterministic). With
 /// AmgOptions::profile_setup each phase is synchronised and timed into AmgInfo::setup_phases
 /// (no synchronisation is added otherwise). CUDA-free header; internal.
 #include <cstddef>
@@ -59,8 +60,13 @@ struct GpuAmgLevel {
 };
 
 /// What a numeric re-set-up keeps of a full GPU set-up: each level's aggregate count, isolated
-/// nodes and tentative prolongator (device arrays), and where the hierarchy stops. Opaque.
+/// nodes and tentative prolongator (device arrays), where the hierarchy stops, and the structure
+/// work's results: the permutation of R = Pᵀ and the gather maps of the symmetrisation (device
+/// arrays), with the hashes of the SpGEMM patterns they belong to. Opaque.
 struct GpuAmgPlan;
+
+/// Device bytes a plan holds (P_tent, the permutations and maps), for DeviceAmg::device_bytes().
+std::size_t plan_device_bytes(const GpuAmgPlan& plan);
 
 /// What the GPU set-up built: the levels, the coarse factor and the AmgInfo HostAmg would report.
 template <class T>
@@ -85,9 +91,13 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// only). reuse: the plan of an earlier set-up of A's structure with the same options (new
 /// values, time stepping): the aggregates, tentative prolongators and level count are kept and
 /// only the numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the
-/// coarse factor), as HostAmg::update_values does. make_matrices false: the levels' arrays only,
-/// no CsrMatrix objects (a re-set-up that copies the values into existing ones). Sets
-/// info.setup_seconds to the wall time of the whole call (synchronised).
+/// coarse factor), as HostAmg::update_values does; R and the symmetrised coarse matrix come by
+/// gathers through the plan's permutations while the SpGEMMs give the kept patterns (checked by
+/// hash; otherwise the sorts run as in a full set-up), bitwise what a full set-up gives. The
+/// hierarchy the plan came from must still be alive: the plan reads its R and coarse-matrix
+/// structures. make_matrices false: the levels' values only (no structure arrays when a level's
+/// structure is the kept one), no CsrMatrix objects (a re-set-up that copies the values into
+/// existing ones). Sets info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
                                  std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true);

@@ -195,6 +195,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   for (const auto& g : gpu_->levels)
     for (const auto* m : {&g.a, &g.p, &g.r})
       held += (m->row_ptr.size() + m->col_idx.size()) * sizeof(index_t) + m->values.size() * sizeof(T);
+  if (gpu_->plan) held += detail::plan_device_bytes(*gpu_->plan);  // what update_values reuses
   const std::size_t after = device_bytes_allocated();
   upload_bytes_ = held + (after > before ? after - before : 0);
   cuda_synchronize();

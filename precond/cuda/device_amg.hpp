@@ -5,7 +5,8 @@
 /// Set-up on the GPU (amg_device_setup.hpp) for one unknown per node, no coordinates and the
 /// mis2 aggregation (the default): the hierarchy is built there and adopted as is
 /// (set_up_on_gpu()); update_values then redoes its numbers on the GPU (aggregates and tentative
-/// prolongators kept, as on the host; the SpGEMMs run again in full). Otherwise the host
+/// prolongators kept, as on the host; the SpGEMMs run again, the transposes and the
+/// symmetrisation become gathers). Otherwise the host
 /// set-up (a HostAmg, kept: it owns the hierarchy and does the numeric re-set-up), then one
 /// upload. Each level's A_l becomes a CsrMatrix with its device mirror and
 /// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),

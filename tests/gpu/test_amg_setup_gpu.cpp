@@ -3,12 +3,16 @@
 // the coarse factor to 1e-10; two GPU set-ups bitwise equal; DeviceAmg built on it applies the
 // host's V-cycle to 1e-10; PCG with it converges (true residual recomputed on the host); the
 // summary says where it was set up; update_values against a fresh set-up (bitwise) and the
-// host's numeric re-set-up; greedy or b = 3 keep the host set-up; fp32.
+// host's numeric re-set-up; greedy or b = 3 keep the host set-up; fp32. Also the trusted borrow
+// of the set-up's matrices: the device structure hash against the host's computation of it, and
+// the host structure downloaded only when a host use asks for it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,7 +23,10 @@
 #include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/csr_trusted.hpp"
+#include "krysp/sparse/cuda/structure_hash.hpp"
 #include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/row_stats.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
@@ -215,11 +222,15 @@ TEST_CASE("AMG GPU set-up: profile_setup times the phases, changes nothing; trus
       return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;
     };
     // The borrowed matrices skipped the row-by-row checks: the full checks on a host copy pass,
-    // and the fingerprint is the checked path's.
+    // and the device fingerprint is the host's computation of the same hash (never equal to the
+    // checked path's FNV fingerprint).
     auto valid = [](const CsrMatrix<double>& M) {
+      const StructureFingerprint f = M.fingerprint();  // before any host use
       const auto C = host_copy(M);
       const auto H = CsrMatrix<double>::from_arrays(C.rows, C.cols, C.row_ptr, C.col_idx, C.values);
-      return H.fingerprint() == M.fingerprint();
+      return f.kind == StructureHashKind::Device && H.fingerprint() != f && H.nnz() == f.nnz &&
+             f.hash == detail::structure_hash_host(C.rows, C.cols, H.nnz(), C.row_ptr.data(), C.col_idx.data()) &&
+             M.fingerprint() == f;
     };
     for (std::size_t l = 0; l < G1.levels.size(); ++l) {
       CAPTURE(l);
@@ -387,4 +398,160 @@ TEST_CASE("AMG GPU set-up: update_values (numeric, aggregates kept); greedy and 
   for (std::size_t i = 0; i < zd.size(); ++i)
     d = std::max(d, double(std::abs(zd[i] - zh[i]))), m = std::max(m, double(std::abs(zh[i])));
   CHECK(d <= 1e-4 * m);
+}
+
+namespace {
+/// A random CSR structure: rows of 0..max_len distinct sorted columns.
+void random_structure(index_t rows, index_t cols, int max_len, std::mt19937_64& rng, std::vector<index_t>& rp,
+                      std::vector<index_t>& ci) {
+  rp.assign(1, 0);
+  ci.clear();
+  std::uniform_int_distribution<int> len(0, max_len);
+  std::uniform_int_distribution<index_t> col(0, cols - 1);
+  for (index_t i = 0; i < rows; ++i) {
+    std::vector<index_t> r;
+    for (int k = len(rng); k > 0; --k) r.push_back(col(rng));
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    ci.insert(ci.end(), r.begin(), r.end());
+    rp.push_back(index_t(ci.size()));
+  }
+}
+}  // namespace
+
+TEST_CASE("structure hash: the device pass equals the host's computation on random structures") {
+  std::mt19937_64 rng(2026);
+  const index_t sizes[][3] = {{0, 1, 0}, {1, 1, 1}, {17, 9, 4}, {1000, 1000, 12}, {300000, 5000, 30}};
+  for (const auto& sz : sizes) {
+    CAPTURE(sz[0]);
+    std::vector<index_t> rp, ci;
+    random_structure(sz[0], sz[1], int(sz[2]), rng, rp, ci);
+    const index_t nnz = index_t(ci.size());
+    auto drp = to_device(rp);
+    DeviceArray<index_t> dci(std::max<std::size_t>(ci.size(), 1));
+    if (nnz > 0) dci.upload(ci.data(), ci.size());
+    const auto d = detail::structure_hash_device(sz[0], sz[1], nnz, drp.data(), dci.data());
+    CHECK(d.hash == detail::structure_hash_host(sz[0], sz[1], nnz, rp.data(), ci.data()));
+    CHECK(d.first_offset == 0);
+    CHECK(d.last_offset == nnz);
+    CHECK(detail::structure_hash_device(sz[0], sz[1], nnz, drp.data(), dci.data()).hash == d.hash);  // deterministic
+    if (nnz > 1) {  // one column moved: another hash
+      ci[std::size_t(nnz) / 2] = (ci[std::size_t(nnz) / 2] + 1) % sz[1];
+      dci.upload(ci.data(), ci.size());
+      CHECK(detail::structure_hash_device(sz[0], sz[1], nnz, drp.data(), dci.data()).hash != d.hash);
+    }
+  }
+}
+
+TEST_CASE("trusted borrow: no structure download until a host use asks; then the right arrays") {
+  const auto A = diffusion_3d(12, 1, 1, 0.01, 1e4);
+  const std::vector<index_t> rp(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1);
+  const std::vector<index_t> ci(A.col_idx().data(), A.col_idx().data() + A.nnz());
+  const std::vector<double> va(A.values().data(), A.values().data() + A.nnz());
+  auto drp = to_device(rp);
+  auto dci = to_device(ci);
+  auto dva = to_device(va);
+  const std::uint64_t before = device_to_host_copies();
+  const auto M = detail::CsrTrustedBorrow::from_device_pointers(A.rows(), A.cols(), A.nnz(), drp.data(), dci.data(),
+                                                                dva.data());
+  CHECK(device_to_host_copies() - before == 1);  // the 16-byte hash summary only
+  CHECK(M.nnz() == A.nnz());
+  CHECK(M.fingerprint().kind == StructureHashKind::Device);
+  CHECK(M.fingerprint() != A.fingerprint());
+  CHECK(M.fingerprint().hash == detail::structure_hash_host(A.rows(), A.cols(), A.nnz(), rp.data(), ci.data()));
+  const RowStats s = M.row_stats();  // on the device, bitwise the host's
+  const RowStats h = A.row_stats();
+  CHECK(s.mean == h.mean);
+  CHECK(s.stddev == h.stddev);
+  CHECK(s.max_len == h.max_len);
+  CHECK(s.empty_rows == h.empty_rows);
+  const SpmvPlan<double> plan(M);  // plans take it without a host structure
+  CHECK(plan.matches(M));
+  const auto copy = M;  // copies share the lazy structure
+  const CsrView<double> v = copy.host_view();  // the first host use: downloaded now
+  CHECK(std::vector<index_t>(v.row_ptr, v.row_ptr + A.rows() + 1) == rp);
+  CHECK(std::vector<index_t>(v.col_idx, v.col_idx + A.nnz()) == ci);
+  CHECK(std::vector<double>(v.values, v.values + A.nnz()) == va);
+  CHECK(M.row_ptr().data() == v.row_ptr);  // one download, seen by every copy
+  CHECK(M.col_idx().data() == v.col_idx);
+  const auto x = test::random_vector<double>(std::size_t(A.cols()));
+  std::vector<double> y1(std::size_t(A.rows())), y2(y1.size());
+  A.multiply_host(x.data(), y1.data());
+  M.multiply_host(x.data(), y2.data());
+  CHECK(y1 == y2);
+  CHECK(M.fingerprint() == copy.fingerprint());
+}
+
+TEST_CASE("trusted borrow: with_structure_of a lazy matrix, and a lazy matrix's row_stats after download") {
+  const auto A = laplacian_3d(9, 7, 5);
+  const std::vector<index_t> rp(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1);
+  const std::vector<index_t> ci(A.col_idx().data(), A.col_idx().data() + A.nnz());
+  const std::vector<double> va(A.values().data(), A.values().data() + A.nnz());
+  const std::vector<float> vf(va.begin(), va.end());
+  auto drp = to_device(rp);
+  auto dci = to_device(ci);
+  auto dva = to_device(va);
+  auto dvf = to_device(vf);
+  const auto M = detail::CsrTrustedBorrow::from_device_pointers(A.rows(), A.cols(), A.nnz(), drp.data(), dci.data(),
+                                                                dva.data());
+  const auto F = CsrMatrix<float>::with_structure_of(M, dvf.data());
+  CHECK(F.fingerprint() == CsrMatrix<float>::with_structure_of(M, dvf.data()).fingerprint());
+  CHECK(std::vector<index_t>(F.col_idx().data(), F.col_idx().data() + F.nnz()) == ci);
+  CHECK(std::vector<index_t>(F.row_ptr().data(), F.row_ptr().data() + F.rows() + 1) == rp);
+  CHECK(std::vector<float>(F.values().data(), F.values().data() + F.nnz()) == vf);
+  (void)M.row_ptr();  // downloaded: row_stats() from the host arrays, the same numbers
+  CHECK(M.row_stats().stddev == A.row_stats().stddev);
+}
+
+TEST_CASE("AMG GPU set-up: a numeric re-set-up gathers R and the coarse matrices, bitwise a fresh set-up's") {
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    AmgOptions po = mis2();
+    po.profile_setup = true;
+    const auto G = detail::gpu_amg_setup(p.A, mis2(), true);
+    // 2·A: the same strength graphs (exact scaling), so a fresh set-up makes the kept aggregates.
+    std::vector<double> v(p.A.values().data(), p.A.values().data() + p.A.nnz());
+    for (double& e : v) e *= 2.0;
+    const auto A2 = CsrMatrix<double>::from_arrays(
+        p.A.rows(), p.A.cols(), std::vector<index_t>(p.A.row_ptr().data(), p.A.row_ptr().data() + p.A.rows() + 1),
+        std::vector<index_t>(p.A.col_idx().data(), p.A.col_idx().data() + p.A.nnz()), v);
+    const auto F = detail::gpu_amg_setup(A2, mis2());
+    const auto R = detail::gpu_amg_setup(A2, po, false, G.plan);          // with matrices
+    const auto V = detail::gpu_amg_setup(A2, mis2(), false, G.plan, false);  // values only (DeviceAmg's)
+    REQUIRE(F.levels.size() == R.levels.size());
+    REQUIRE(F.levels.size() == V.levels.size());
+    auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
+      return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;
+    };
+    auto values = [](const detail::DeviceCsrArrays<double>& a) {
+      std::vector<double> h(static_cast<std::size_t>(a.nnz));
+      if (a.nnz > 0) a.values.download(h.data(), h.size());
+      return h;
+    };
+    for (std::size_t l = 0; l < F.levels.size(); ++l) {
+      CAPTURE(l);
+      CHECK(F.info.levels[l].lambda_estimate == R.info.levels[l].lambda_estimate);
+      if (l > 0) {
+        CHECK(same(host_copy(F.levels[l].A), host_copy(R.levels[l].A)));
+        CHECK(values(F.levels[l].a) == values(V.levels[l].a));
+        CHECK(R.levels[l].A.fingerprint() == F.levels[l].A.fingerprint());
+      }
+      if (l + 1 < F.levels.size()) {
+        CHECK(same(host_copy(F.levels[l].P), host_copy(R.levels[l].P)));
+        CHECK(same(host_copy(F.levels[l].R), host_copy(R.levels[l].R)));
+        CHECK(values(F.levels[l].p) == values(V.levels[l].p));
+        CHECK(values(F.levels[l].r) == values(V.levels[l].r));
+      }
+    }
+    CHECK(F.coarse_factor == R.coarse_factor);
+    CHECK(F.coarse_factor == V.coarse_factor);
+    // The gathers ran (not the sorts) on every level with a coarser one.
+    int gathers = 0, sorts = 0;
+    for (const auto& ph : R.info.setup_phases) {
+      gathers += ph.name == "R = P^T (kept permutation)" || ph.name == "symmetrise (kept maps)";
+      sorts += ph.name == "transpose R = P^T" || ph.name == "transpose (RAP)^T";
+    }
+    CHECK(gathers == 2 * int(F.levels.size() - 1));
+    CHECK(sorts == 0);
+  }
 }
