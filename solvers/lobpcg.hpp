@@ -101,6 +101,13 @@ namespace krysp {
 
 namespace lobpcg_detail {
 
+/// A pair whose measure is within this factor of its rounding floor counts as at the floor
+/// (Lobpcg::far_above_floor): there only the residuals decide stagnation.
+inline constexpr double kFloorMargin = 100;
+/// The relative move of the wanted Ritz values' sum that counts as progress far above the floor
+/// (Lobpcg::ritz_progress).
+inline constexpr double kRitzProgress = 1e-3;
+
 /// One LOBPCG run over `Ops` (the operations listed in the file comment): construct, then run()
 /// once. The steps, in the order run() takes them:
 ///   allocate → constrain → start → repeat { evaluate_residuals, update_norm_estimates,
@@ -157,7 +164,9 @@ class Lobpcg {
     return r < 0 || saw_indefinite_;
   }
   Check check_convergence();  // measures, history, progress
-  bool stagnated(double worst);  // the worst wanted residual has stopped halving
+  bool stagnated(const Check& check);  // no progress for max(kStagnationWindow, i) iterations
+  bool far_above_floor() const;  // an unconverged wanted pair is far above its rounding floor
+  bool ritz_progress();       // the wanted Ritz values moved clearly toward the wanted end
   index_t expand();           // W = M⁻¹·R of the active pairs, B-orthonormal, off Y and [X P]
   bool rayleigh_ritz_step(index_t aw, Projection& pr);  // on [W X P], dropping P when ill-conditioned
   void update_basis(index_t aw, const Projection& pr);  // [X P] ← S·[C₁ | C₂·orth(F)] (implicit P)
@@ -213,8 +222,11 @@ class Lobpcg {
   bool saw_indefinite_ = false;  ///< a B-Gram matrix was clearly indefinite
   bool nonfinite_ = false;       ///< refresh_x failed on non-finite values
   std::vector<index_t> dest_all_, active_;  ///< 0..b−1; the pairs not converged (they get W)
+  // The stagnation clock (stagnated()): the last progress, and what each kind was measured from.
   double best_res_ = std::numeric_limits<double>::infinity();  ///< the worst wanted residual's last halving
-  index_t best_it_ = 0;
+  index_t best_conv_ = 0;      ///< the most wanted pairs that met tol at once
+  double ritz_ref_ = std::numeric_limits<double>::quiet_NaN();  ///< Σ wanted Ritz values at their last progress
+  index_t best_it_ = 0;        ///< the iteration of the last progress
   bool fresh_ = true;          ///< A·X, B·X were computed by SpMM for the current X
   bool recheck_ = false;       ///< this residual evaluation follows a refresh in the same iteration
   index_t it_ = 0;
@@ -555,7 +567,7 @@ void Lobpcg<Ops>::iterate() {
       fresh_ = recheck_ = true;
       continue;
     }
-    if (stagnated(check.worst)) {
+    if (stagnated(check)) {
       res_.status = EigStatus::Stagnated;
       break;
     }
@@ -644,16 +656,64 @@ typename Lobpcg<Ops>::Check Lobpcg<Ops>::check_convergence() {
   return check;
 }
 
-/// Stagnation: the worst wanted residual has not halved for max(kStagnationWindow, i)
-/// iterations since iteration i (typically the rounding floor ε·‖A‖/|λ| is above tol).
+/// Stagnation: no progress for max(kStagnationWindow, i) iterations since the last, at iteration
+/// i. Progress is the worst wanted residual halving; and, while some unconverged wanted pair is
+/// far above its rounding floor, also more wanted pairs meeting tol than ever before, or the
+/// wanted Ritz values moving toward the wanted end (ritz_progress). These keep slow but steady
+/// runs going, whose relative residuals first rise (the Ritz values still falling toward tiny
+/// eigenvalues) or plateau for hundreds of iterations (2-D Laplacian 1024², Chebyshev). At the
+/// floor, pairs drift across tol and Ritz values move by noise, so only halving counts there, as
+/// before: such runs (tol below about ε·‖A‖/|λ|) still end promptly. max_iters bounds every run.
 template <class Ops>
-bool Lobpcg<Ops>::stagnated(double worst) {
-  if (worst < 0.5 * best_res_) {
-    best_res_ = worst;
-    best_it_ = it_;
-    return false;
+bool Lobpcg<Ops>::stagnated(const Check& check) {
+  bool progress = false;
+  if (check.worst < 0.5 * best_res_) {
+    best_res_ = check.worst;
+    progress = true;
   }
+  if (far_above_floor()) {
+    if (check.converged > best_conv_) progress = true;
+    if (ritz_progress()) progress = true;
+  }
+  best_conv_ = std::max(best_conv_, check.converged);
+  if (progress) best_it_ = it_;
   return it_ - best_it_ > std::max(kStagnationWindow, best_it_);
+}
+
+/// True when some wanted pair above tol has a measure above kFloorMargin times its rounding floor:
+/// the measure of a residual of norm ε·(‖A‖ₑ + |λ|·‖B‖ₑ)·‖x‖, what computing A·x − λ·B·x alone
+/// errs by. (Runs that stagnated at the floor on the shared set stopped within 2x of it.)
+template <class Ops>
+bool Lobpcg<Ops>::far_above_floor() const {
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (index_t j = 0; j < k_; ++j) {
+    if (!(rel_[j] > opt_.tol)) continue;
+    const double noise = eps * (anorm_ + std::abs(lambda_[j]) * bnorm_);
+    const double lam = st_.flipped ? st_.flip_sigma - lambda_[j] : lambda_[j];
+    const double floor =
+        convergence_measure(opt_.convergence, noise * noise * xx_[j], xx_[j], bxx_[j], lambda_[j], lam, anorm_, bnorm_);
+    if (rel_[j] > kFloorMargin * floor) return true;
+  }
+  return false;
+}
+
+/// True when Σ of the k wanted Ritz values moved toward the wanted end (down for the smallest) by
+/// more than kRitzProgress of Σ|λ_j| and kFloorMargin times their rounding error since the last
+/// time it did. Rayleigh–Ritz on a basis holding X never moves them away in exact arithmetic, so
+/// this is progress even while the relative residuals rise.
+template <class Ops>
+bool Lobpcg<Ops>::ritz_progress() {
+  double sum = 0, scale = 0;
+  for (index_t j = 0; j < k_; ++j) {
+    sum += lambda_[j];
+    scale += std::abs(lambda_[j]);
+  }
+  if (std::isnan(ritz_ref_)) ritz_ref_ = sum;
+  const double moved = largest_ ? sum - ritz_ref_ : ritz_ref_ - sum;
+  const double noise = std::numeric_limits<double>::epsilon() * (double(k_) * anorm_ + scale * bnorm_);
+  if (!(moved > std::max(kRitzProgress * scale, kFloorMargin * noise))) return false;
+  ritz_ref_ = sum;
+  return true;
 }
 
 /// W = M⁻¹·R for the active pairs (those above tol), B-orthonormal, off Y and [X P], written
