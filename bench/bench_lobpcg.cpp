@@ -3,13 +3,14 @@
 // wall time, iterations, converged. bench/cupy_lobpcg.py runs CuPy's lobpcg on the same matrices.
 //
 // usage: bench_lobpcg [--quick] [--k 8] [--tol 1e-6] [--max-iters 10000] [--reps 1]
-//                     [--precond auto|none|jacobi] [--backend cuda|host] [--json out.json] [--profile]
+//                     [--precond auto|none|jacobi|chebyshev|amg] [--backend cuda|host] [--json out.json] [--profile]
 //                     [A.mtx ...]
 //   --quick: 2-D 256^2 and 3-D 40^3 instead. --no-generated: only the given files.
 //   --profile: each measured solve prints its phase profile to stderr (EigOptions::profile; the
 //   device is synchronised around every phase, so the times of profiled runs are inflated).
-//   precond auto = chebyshev (degree 4; jacobi if it cannot be set up) for smallest; for largest
-//   none, or from kSpectralFlipMinRows rows Chebyshev on σI − A (what `krysp eigs` does).
+//   precond auto = what `krysp eigs --precond auto` does (choose_auto_preconditioner): for the
+//   smallest, 8 inner PCG steps over Chebyshev; for the largest none, or from kSpectralFlipMinRows
+//   rows Chebyshev on σI − A. The others apply that preconditioner directly (no inner solve).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,13 +50,10 @@ Row measure(const std::string& name, const CsrMatrix<double>& A, EigWhich which,
   o.lobpcg.which = which;
   o.lobpcg.tol = tol;
   o.lobpcg.max_iters = max_iters;
-  // auto: what `krysp eigs` does — Chebyshev (falling back to Jacobi) for the smallest, none for the largest
-  // auto: what `krysp eigs` does for a standard problem: Chebyshev, for the largest pairs on the
-  // flipped operator σI − A (EigOptions::spectral_flip).
-  o.spectral_flip = precond == "auto" && which == EigWhich::Largest && A.rows() >= kSpectralFlipMinRows;
-  o.precond.kind = precond != "auto" ? parse_precond(precond)
-                   : which == EigWhich::Smallest || o.spectral_flip ? PrecondKind::Chebyshev : PrecondKind::None;
-  o.precond_fallback = precond == "auto";
+  // auto: what `krysp eigs --precond auto` does (choose_auto_preconditioner: the inner PCG solve
+  // over Chebyshev for the smallest pairs; none, or Chebyshev on σI − A, for the largest).
+  if (precond == "auto") choose_auto_preconditioner(o, A, nullptr);
+  else o.precond.kind = parse_precond(precond);
   o.profile = profile;
   o.check_symmetry = false;  // known symmetric (generated, or SuiteSparse symmetric files); CuPy checks nothing either
   Row row;
