@@ -597,4 +597,7 @@ inline void trust_shared_set(Backend backend, bool amg = false) {
   } \
   TEST_CASE(prefix "every SPD matrix of ../shared/matrices up to 20k rows, k = 8 smallest and largest, vs LAPACK") { \
     krysp::test::trust_shared_set(backend); \
+  } \
+  TEST_CASE(prefix "every SPD matrix of ../shared/matrices up to 20k rows, k = 8 smallest with AMG, vs LAPACK") { \
+    krysp::test::trust_shared_set(backend, true); \
   }

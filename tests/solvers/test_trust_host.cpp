@@ -16,11 +16,6 @@ using namespace krysp::test;
 
 KRYSP_TRUST_CASES("Trust: ", Backend::Host)
 
-// AMG runs on the host only for now (the GPU factory refuses it), so this case is not in the macro.
-TEST_CASE("Trust: every SPD matrix of ../shared/matrices up to 20k rows, k = 8 smallest with AMG, vs LAPACK") {
-  trust_shared_set(Backend::Host, true);
-}
-
 TEST_CASE("Trust: krysp solve writes the true residual's verdict to HDF5 (stagnated, not converged)") {
   const std::string cli = KRYSP_CLI_PATH, out = "trust_cli_test.h5";
   if (!std::ifstream(cli).good()) {
