@@ -53,9 +53,11 @@ enum class EigStatus {
   Converged,       ///< all k wanted pairs meet the tolerance (checked on freshly computed A·X, B·X)
                    ///< and, when verified, no eigenvalue beyond the k-th was found missing
   MaxIterations,   ///< stopped at max_iters; the best pairs are returned
-  /// The new directions W vanished (all numerically in the current basis), or the largest
-  /// residual of the wanted pairs did not halve in max(kStagnationWindow, i) iterations after
-  /// iteration i: typically tol is below the rounding floor ε·‖A‖/|λ| of the Relative test.
+  /// The new directions W vanished (all numerically in the current basis), or no progress in
+  /// max(kStagnationWindow, i) iterations after the last, at iteration i (the largest residual of
+  /// the wanted pairs halving; far above the rounding floor also more pairs converged or the
+  /// Ritz values moving: Lobpcg::stagnated): typically tol is below the rounding floor
+  /// ε·‖A‖/|λ| of the Relative test.
   Stagnated,
   NotPositiveDefinite,  ///< B-Gram matrices stayed indefinite/singular: B (or the preconditioner) is not SPD
   NonFinite,       ///< NaN or Inf appeared (in A, B, x0, or during the iteration)
@@ -105,7 +107,7 @@ index_t default_block_size(index_t k, index_t n, index_t constraints = 0);
 /// Default iteration limit: 5000 — LOBPCG without a good preconditioner needs hundreds to a few
 /// thousand iterations on large, poorly separated spectra (2-D Laplacians).
 index_t default_max_iters(index_t n);
-/// Iterations without the wanted pairs' largest residual halving after which a run has stagnated.
+/// Iterations without progress (Lobpcg::stagnated) after which a run has stagnated.
 inline constexpr index_t kStagnationWindow = 200;
 /// Largest block size accepted (the Rayleigh–Ritz problem is 3b × 3b on the host).
 inline constexpr index_t kMaxBlockSize = 256;
