@@ -44,6 +44,29 @@ struct Result {
   double per_iteration_s = 0, setup_s = 0;
 };
 
+// `reps` solves after a warm-up, each run by `solve()` returning {iterations, seconds, setup
+// seconds}; the medians of the slowest rank's time per iteration and set-up.
+template <class Solve>
+Result time_solves(const Communicator& comm, const std::string& what, int reps, Solve solve) {
+  std::vector<double> per, setup;
+  Result r{what};
+  for (int t = 0; t <= reps; ++t) {  // the first is a warm-up
+    const auto [iterations, seconds, setup_seconds] = solve();
+    if (t == 0) continue;
+    per.push_back(comm.max(seconds / double(std::max<index_t>(iterations, 1))));
+    setup.push_back(comm.max(setup_seconds));
+    r.iterations = iterations;
+  }
+  r.per_iteration_s = median(per);
+  r.setup_s = median(setup);
+  return r;
+}
+
+struct Run {
+  index_t iterations;
+  double seconds, setup_seconds;
+};
+
 Result time_cg(const Communicator& comm, const DistCsrMatrix& A, Backend backend, int iters, int reps) {
   SolveOptions o;
   o.backend = backend;
@@ -52,19 +75,11 @@ Result time_cg(const Communicator& comm, const DistCsrMatrix& A, Backend backend
   o.cg.atol = 0;
   o.cg.max_iters = iters;
   const std::vector<double> b(static_cast<std::size_t>(A.rows()), 1.0);
-  std::vector<double> per, setup;
-  Result r{"cg"};
-  for (int k = 0; k <= reps; ++k) {  // the first is a warm-up
+  return time_solves(comm, "cg", reps, [&] {
     std::vector<double> x;
     const SolveReport rep = solve_distributed(A, b, x, o);
-    if (k == 0) continue;
-    per.push_back(comm.max(rep.seconds / double(std::max<index_t>(rep.iterations, 1))));
-    setup.push_back(comm.max(rep.setup_seconds));
-    r.iterations = rep.iterations;
-  }
-  r.per_iteration_s = median(per);
-  r.setup_s = median(setup);
-  return r;
+    return Run{rep.iterations, rep.seconds, rep.setup_seconds};
+  });
 }
 
 Result time_lobpcg(const Communicator& comm, const DistCsrMatrix& A, Backend backend, index_t k, int iters,
@@ -79,18 +94,10 @@ Result time_lobpcg(const Communicator& comm, const DistCsrMatrix& A, Backend bac
   o.verify = false;
   o.refine = false;
   o.check_symmetry = false;
-  std::vector<double> per, setup;
-  Result r{"lobpcg"};
-  for (int t = 0; t <= reps; ++t) {
+  return time_solves(comm, "lobpcg", reps, [&] {
     const EigReport rep = eigensolve_distributed(A, nullptr, o);
-    if (t == 0) continue;
-    per.push_back(comm.max(rep.seconds / double(std::max<index_t>(rep.iterations, 1))));
-    setup.push_back(comm.max(rep.setup_seconds));
-    r.iterations = rep.iterations;
-  }
-  r.per_iteration_s = median(per);
-  r.setup_s = median(setup);
-  return r;
+    return Run{rep.iterations, rep.seconds, rep.setup_seconds};
+  });
 }
 
 }  // namespace
