@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <type_traits>
 
@@ -20,7 +21,6 @@ namespace {
 
 constexpr double kStallRatio = 1.2;      ///< a level must shrink by at least this factor
 constexpr double kLambdaBoost = 1.1;     ///< smoother's λmax = min(boost·estimate, Gershgorin)
-constexpr int kLanczosSteps = 40;        ///< at most, per level
 
 /// Lanczos on S = D^{-1/2}·A·D^{-1/2} (the spectrum of D⁻¹A) for a level in double.
 class LevelLanczos final : public LanczosOperator {
@@ -197,7 +197,9 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     li.block_size = bl;
     li.gershgorin = gershgorin;
     LevelLanczos lanczos(Al, dinv);
-    const LanczosResult lr = lanczos_largest(lanczos, n, kLanczosSteps);
+    const LanczosResult lr = lanczos_largest(lanczos, n, kAmgLanczosMaxSteps, std::numeric_limits<double>::infinity(),
+                                             kAmgLanczosSettleTol);
+    li.lanczos_steps = lr.steps;
     KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
                   l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
     li.lambda_estimate = lr.theta;

@@ -16,7 +16,7 @@ namespace krysp {
 
 namespace {
 constexpr int kLanczosMinSteps = 8;        ///< steps before the settling test may end the run
-constexpr double kLanczosTol = 1e-3;       ///< |θ_j − θ_{j−2}| ≤ tol·θ_j: settled
+constexpr double kLanczosTol = kLanczosSettleTol;  ///< |θ_j − θ_{j−2}| ≤ tol·θ_j: settled
 constexpr double kLanczosBreakdown = 1e-12;  ///< β ≤ this·θ: invariant subspace, θ exact
 }  // namespace
 
@@ -66,7 +66,7 @@ double tridiagonal_max_eigenvalue(const std::vector<double>& a, const std::vecto
   return hi;
 }
 
-LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, double enough) {
+LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, double enough, double settle_tol) {
   LanczosResult res;
   if (n <= 0 || max_steps <= 0) return res;
   std::vector<double> a, b, thetas;
@@ -99,7 +99,7 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, dou
       res.converged = true;
       return res;
     }
-    if (j + 1 >= kLanczosMinSteps && res.change <= kLanczosTol) {
+    if (j + 1 >= kLanczosMinSteps && res.change <= settle_tol) {
       res.converged = true;
       return res;
     }

@@ -89,11 +89,17 @@ struct LanczosResult {
   int steps = 0;
   bool converged = false;
 };
+/// The settling tolerance of lanczos_largest unless the caller passes another: |θ_j − θ_{j−2}|
+/// ≤ this·θ_j ends the run (after 8 steps at least).
+inline constexpr double kLanczosSettleTol = 1e-3;
 /// Runs Lanczos until the largest Ritz value settles (see the file comment), or reaches `enough`
 /// (Ritz values only grow, so the caller's use of it is then decided: Chebyshev passes
-/// Gershgorin/boost, above which λmax is the Gershgorin bound); never throws.
+/// Gershgorin/boost, above which λmax is the Gershgorin bound); never throws. settle_tol: the
+/// relative change over two steps that counts as settled (AMG passes a looser one and a safety
+/// factor: it needs λmax for a weight and an interval only).
 LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps,
-                              double enough = std::numeric_limits<double>::infinity());
+                              double enough = std::numeric_limits<double>::infinity(),
+                              double settle_tol = kLanczosSettleTol);
 /// Largest eigenvalue of the symmetric tridiagonal matrix with diagonal a and off-diagonal b
 /// (b[i] couples i and i+1; b.size() ≥ a.size() − 1), by Sturm-sequence bisection.
 double tridiagonal_max_eigenvalue(const std::vector<double>& a, const std::vector<double>& b);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -37,7 +38,7 @@ namespace {
 // The host set-up's constants (amg.cpp): both set-ups must stop and scale alike.
 constexpr double kStallRatio = 1.2;
 constexpr double kLambdaBoost = 1.1;
-constexpr int kLanczosSteps = 40;
+constexpr int kLanczosSteps = kAmgLanczosMaxSteps;
 
 constexpr int kThreads = 256;
 constexpr int kMaxPartials = 1024;  // blocks of a reduction: fixed for a given n (deterministic)
@@ -956,12 +957,13 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
     LanczosResult lr;
     {
       GpuLevelLanczos lanczos(Al, s.data());
-      lr = lanczos_largest(lanczos, n, kLanczosSteps);
+      lr = lanczos_largest(lanczos, n, kLanczosSteps, std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
     }
     pc.mark(lv, "Lanczos lambda_max");
     KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
                   l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
     li.lambda_estimate = lr.theta;
+    li.lanczos_steps = lr.steps;
     const double rho = std::min(lr.theta, gershgorin);
 
     bool last = false;
