@@ -1,7 +1,7 @@
 #pragma once
 /// \file distributed_checks.hpp
 /// What both distributed drivers (distributed_solve.cpp, distributed_eigensolve.cpp) refuse up
-/// front about the backend and the preconditioner (internal, not installed). Call inside
+/// front about the backend (internal, not installed). Call inside
 /// A.comm().collective() so that a refusal on one rank is the same InputError on every rank.
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
@@ -11,9 +11,8 @@
 
 namespace krysp::detail {
 
-/// The CUDA backend needs a GPU and rows on every rank; Chebyshev is distributed on the host only.
-inline void check_distributed_backend(const DistCsrMatrix& A, Backend backend, PrecondKind precond,
-                                      const char* who) {
+/// The CUDA backend needs a GPU and rows on every rank.
+inline void check_distributed_backend(const DistCsrMatrix& A, Backend backend, const char* who) {
   const bool cuda = backend == Backend::Cuda;
   KRYSP_REQUIRE(!cuda || cuda_device_available(), who,
                 ": the CUDA backend needs a GPU on every rank, and this one has none");
@@ -21,9 +20,6 @@ inline void check_distributed_backend(const DistCsrMatrix& A, Backend backend, P
   KRYSP_REQUIRE(!cuda || A.rows() > 0, who,
                 ": the CUDA backend needs rows on every rank, and this one has none (use fewer ranks, or the "
                 "host backend)");
-  KRYSP_REQUIRE(precond != PrecondKind::Chebyshev || !cuda, who,
-                ": preconditioner chebyshev is distributed on the host backend only, not on the CUDA backend yet "
-                "(use --backend host, or jacobi)");
 }
 
 }  // namespace krysp::detail

@@ -11,6 +11,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/device_dist_chebyshev.hpp"
 #include "krysp/solvers/distributed_checks.hpp"
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
@@ -29,11 +30,11 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
   A.comm().collective([&] {
     const char* who = "eigensolve_distributed";
-    detail::check_distributed_backend(A, o.backend, o.precond.kind, who);
+    detail::check_distributed_backend(A, o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::Chebyshev, who,
-                  ": preconditioner ", to_string(k), " is not distributed yet (none, jacobi, or chebyshev on the host)");
+                  ": preconditioner ", to_string(k), " is not distributed yet (none, jacobi or chebyshev)");
     KRYSP_REQUIRE(!o.spectral_flip, who, ": the spectral flip is not distributed yet");
     KRYSP_REQUIRE(!o.precond_from_b || B, who, ": a preconditioner from B needs the generalized problem");
     if (B)
@@ -88,15 +89,17 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   }
   std::unique_ptr<Preconditioner<double>> M;
   try {
+    const bool cheb = o.precond.kind == PrecondKind::Chebyshev;
+    const DeviceDistCsr* dP = cuda ? (&P == &A ? dA : dB).get() : nullptr;
     comm.collective([&] {
+      if (cheb) return;
       // Jacobi needs no plan of P's; make_device_preconditioner takes one all the same.
-      if (cuda) M = make_device_preconditioner(P.local_block(), (&P == &A ? dA : dB)->local_plan(), o.precond);
-      else if (o.precond.kind != PrecondKind::Chebyshev) M = make_host_preconditioner(P.local_block(), o.precond);
+      if (cuda) M = make_device_preconditioner(P.local_block(), dP->local_plan(), o.precond);
+      else M = make_host_preconditioner(P.local_block(), o.precond);
     });
     // Chebyshev works on the whole distributed P; its set-up is collective and agrees its errors.
-    if (!cuda && o.precond.kind == PrecondKind::Chebyshev) {
-      M = std::make_unique<DistChebyshev>(P, o.precond);
-    }
+    if (cheb && cuda) M = std::make_unique<DeviceDistChebyshev>(*dP, o.precond);
+    else if (cheb) M = std::make_unique<DistChebyshev>(P, o.precond);
   } catch (const InputError& e) {
     if (!o.precond_fallback || o.precond.kind == PrecondKind::None) throw;
     rep.precond_note = detail::concat(to_string(o.precond.kind), " could not be set up (", e.what(), ")");

@@ -6,10 +6,11 @@
 /// with the same options and gets the same eigenvalues, statuses and residual norms (they come
 /// from reduced scalars, bitwise equal on all ranks) and its own rows of the eigenvectors.
 ///
-/// Host backend only for now (Backend::Cuda is an InputError saying so; Auto runs on the host).
-/// Preconditioners: none and jacobi (of A, or of B with precond_from_b), alone or inside the inner
-/// PCG solve (inner_iters > 0); chebyshev, amg and the spectral flip are refused until they are
-/// distributed. The check
+/// Backend::Host (and Auto) run on the host; Backend::Cuda on the current GPU of each rank, A
+/// and B as DeviceDistCsr (docs/distributed.md). Preconditioners: none, jacobi and chebyshev (of
+/// A, or of B with precond_from_b; chebyshev of the whole distributed matrix, the same interval on
+/// both backends), alone or inside the inner PCG solve (inner_iters > 0); block-jacobi, amg and
+/// the spectral flip are refused until they are distributed. The check
 /// for missed eigenvalues (EigOptions::verify) runs as in eigensolve(), through the same ops. The
 /// refinement of stagnated pairs by inverse iteration (EigOptions::refine) needs a direct solver
 /// and is not done here: a stagnated run stays Stagnated. Bad input on any rank (B on another

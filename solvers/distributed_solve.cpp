@@ -9,6 +9,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/device_dist_chebyshev.hpp"
 #include "krysp/solvers/distributed_checks.hpp"
 #include "krysp/solvers/block_cg.hpp"
 #include "krysp/solvers/cg.hpp"
@@ -27,14 +28,13 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // What every distributed solve refuses up front, agreed over the ranks.
 void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* who) {
   A.comm().collective([&] {
-    detail::check_distributed_backend(A, o.backend, o.precond.kind, who);
+    detail::check_distributed_backend(A, o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
                       k == PrecondKind::Chebyshev,
                   who, ": preconditioner ", to_string(k),
-                  " is not distributed yet (none, jacobi, chebyshev on the host, or block-jacobi on each rank's "
-                  "diagonal block)");
+                  " is not distributed yet (none, jacobi, chebyshev, or block-jacobi on each rank's diagonal block)");
     validate(o.precond);
   });
 }
@@ -60,9 +60,14 @@ std::unique_ptr<Preconditioner<double>> local_preconditioner(const DistCsrMatrix
 }
 
 // The GPU side of a solve: A on this rank's GPU (the current device: one rank per GPU), the
-// preconditioner of its diagonal block there (Jacobi and block Jacobi need no plan of A's).
+// preconditioner of its diagonal block there (Jacobi and block Jacobi need no plan of A's), or
+// Chebyshev on the whole distributed A (its set-up is collective and agrees its own failures).
 struct DeviceSide {
   explicit DeviceSide(const DistCsrMatrix& A, const SolveOptions& o) : op(A) {
+    if (o.precond.kind == PrecondKind::Chebyshev) {
+      M = std::make_unique<DeviceDistChebyshev>(op, o.precond);
+      return;
+    }
     A.comm().collective([&] { M = make_device_preconditioner(A.local_block(), op.local_plan(), o.precond); });
   }
   std::string kernel(const DistCsrMatrix& A) const {

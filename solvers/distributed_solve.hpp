@@ -10,8 +10,10 @@
 /// (one rank per GPU: the caller makes it current, e.g. by local rank): A's rows there as a
 /// DeviceDistCsr, halos and reductions through the communicator's device transport (NCCL, or MPI
 /// staged through pinned host memory: docs/distributed.md); b and x stay host vectors.
-/// Preconditioners: none, jacobi, and block-jacobi on each rank's diagonal block (its local
-/// block: blocks never straddle ranks); chebyshev and amg are refused until they are distributed.
+/// Preconditioners: none, jacobi, chebyshev (of the whole distributed A: DistChebyshev on the
+/// host, DeviceDistChebyshev on the GPUs, the same interval), and block-jacobi on each rank's
+/// diagonal block (its local block: blocks never straddle ranks); amg is refused until it is
+/// distributed.
 /// Bad input on any rank (sizes, non-finite b or x0, a zero diagonal) is an InputError on all.
 #include <vector>
 

@@ -197,6 +197,40 @@ __global__ void __launch_bounds__(kBlock)
   double d;
   if (finish_in_last_block(partials, ticket, beta, true, d) && s) advance_in_block(n, d, w, s, u);
 }
+
+// The distributed variants: each rank's sum stays unrooted for the sum over the ranks.
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_start_partial_kernel(index_t n, std::int64_t first, T* __restrict__ v, double* partials, unsigned* ticket,
+                                 double* sumsq) {
+  double sum = 0;
+  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+    const T e = T(lanczos_start_entry(first + i));
+    v[i] = e;
+    sum += double(e) * double(e);
+  }
+  block_partial(sum, partials);
+  double unused;
+  finish_in_last_block(partials, ticket, sumsq, false, unused);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    lanczos_beta_partial_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* w,
+                                double* partials, unsigned* ticket, double* sumsq) {
+  const T alpha = T(*alpha_p);
+  double sum = 0;
+  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
+    const T wi = w[i] - alpha * v[i];
+    w[i] = wi;
+    sum += double(wi) * double(wi);
+  }
+  block_partial(sum, partials);
+  double unused;
+  finish_in_last_block(partials, ticket, sumsq, false, unused);
+}
+
+__global__ void lanczos_root_kernel(double* x) { *x = sqrt(*x); }
 }  // namespace
 
 template <class T, class S, class O>
@@ -246,6 +280,24 @@ void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double
   KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_fused_kernel");
 }
 
+template <class T>
+void lanczos_start_partial(index_t n, std::int64_t first, T* v, double* partials, unsigned* ticket, double* sumsq) {
+  lanczos_start_partial_kernel<T><<<lanczos_grid(n), kBlock>>>(n, first, v, partials, ticket, sumsq);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_partial_kernel");
+}
+
+template <class T>
+void lanczos_beta_partial(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
+                          double* sumsq) {
+  lanczos_beta_partial_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, sumsq);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_partial_kernel");
+}
+
+void lanczos_root(double* x) {
+  lanczos_root_kernel<<<1, 1>>>(x);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_root_kernel");
+}
+
 #define KRYSP_INSTANTIATE_CHEB(T, S, O)                                                                             \
   template void cheb_first<T, S, O>(index_t, index_t, S, const S*, const T*, index_t, O*, index_t);                 \
   template void cheb_step<T, S, O>(index_t, index_t, S, S, const S*, const T*, index_t, const S*, index_t, const S*, \
@@ -264,5 +316,8 @@ KRYSP_INSTANTIATE_CHEB(double, float, double)
                                       const T*, T*);
 KRYSP_INSTANTIATE_LANCZOS(double)
 KRYSP_INSTANTIATE_LANCZOS(float)
+template void lanczos_start_partial<double>(index_t, std::int64_t, double*, double*, unsigned*, double*);
+template void lanczos_beta_partial<double>(index_t, const double*, const double*, double*, double*, unsigned*,
+                                           double*);
 
 }  // namespace krysp::detail

@@ -75,4 +75,19 @@ template <class T>
 void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
                         double* beta, const T* s = nullptr, T* u = nullptr);
 
+
+// The distributed Lanczos (device_dist_chebyshev.cpp) sums each reduction over the ranks between
+// launches, so its launches leave this rank's sum of squares, not its root, for
+// Communicator::sum_device; lanczos_root then takes the root of the total (on one rank bitwise
+// the fused launches' sqrt of the same partials).
+/// v_i = lanczos_start_entry(first + i), the start vector by global row; *sumsq = Σ v_i² here.
+template <class T>
+void lanczos_start_partial(index_t n, std::int64_t first, T* v, double* partials, unsigned* ticket, double* sumsq);
+/// w −= T(*alpha)·v; *sumsq = Σ w_i² here.
+template <class T>
+void lanczos_beta_partial(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
+                          double* sumsq);
+/// *x = sqrt(*x), in device memory (one thread, on the default stream).
+void lanczos_root(double* x);
+
 }  // namespace krysp::detail

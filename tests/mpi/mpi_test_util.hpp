@@ -1,6 +1,7 @@
 #pragma once
 // Helpers of the distributed suites: the world communicator, deterministic vectors (the same on
 // every rank), and a global matrix's rows cut as a simulation code would hand them over.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -78,6 +79,38 @@ inline double relative_difference(const std::vector<double>& a, const std::vecto
     s += b[i] * b[i];
   }
   return std::sqrt(d) / std::sqrt(s);
+}
+
+/// The global n × k eigenvector block (row-major) from each rank's rows.
+inline std::vector<double> gather_rows(const Communicator& comm, const std::vector<double>& local, std::int64_t n,
+                                       std::int64_t first, index_t k) {
+  std::vector<double> g(static_cast<std::size_t>(n) * static_cast<std::size_t>(k), 0.0);
+  std::copy(local.begin(), local.end(), g.begin() + first * k);
+  comm.sum(g.data(), g.size());  // each entry is nonzero on its owner only: the sum is exact
+  return g;
+}
+
+/// max_j ‖A·x_j − λ_j·B·x_j‖ / (|λ_j|·‖B·x_j‖) from the global matrices (no solver code).
+inline double worst_relative_residual(const CsrMatrix<double>& A, const CsrMatrix<double>* B,
+                                      const std::vector<double>& X, const std::vector<double>& lambda) {
+  const std::size_t n = static_cast<std::size_t>(A.rows()), k = lambda.size();
+  double worst = 0;
+  for (std::size_t j = 0; j < k; ++j) {
+    std::vector<double> x(n), ax(n), bx(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = X[i * k + j];
+    A.multiply_host(x.data(), ax.data());
+    if (B)
+      B->multiply_host(x.data(), bx.data());
+    else
+      bx = x;
+    double r = 0, b = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      r += (ax[i] - lambda[j] * bx[i]) * (ax[i] - lambda[j] * bx[i]);
+      b += bx[i] * bx[i];
+    }
+    worst = std::max(worst, std::sqrt(r) / (std::abs(lambda[j]) * std::sqrt(b)));
+  }
+  return worst;
 }
 
 }  // namespace krysp::test

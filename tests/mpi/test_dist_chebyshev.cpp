@@ -1,7 +1,7 @@
 // Distributed Chebyshev on the host (issue 27): CG, block CG and LOBPCG with --precond chebyshev
 // give the one-rank answers on 1, 2 and 4 ranks (and on a partition with an empty rank), the
 // true residual recomputed from the global matrix, iteration counts within one of the one-rank
-// run's; the GPU path refuses it on every rank.
+// run's; the host part of the GPU set-up (tests/mpi/test_dist_device_chebyshev.cpp runs the rest).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/device_dist_chebyshev.hpp"
 #include "krysp/solvers/distributed_eigensolve.hpp"
 #include "krysp/solvers/distributed_solve.hpp"
 #include "krysp/solvers/eigensolve.hpp"
@@ -178,21 +179,60 @@ TEST_CASE("distributed LOBPCG with Chebyshev: the one-rank eigenvalues") {
   }
 }
 
-TEST_CASE("distributed Chebyshev: the CUDA backend refuses it on every rank") {
+TEST_CASE("distributed Chebyshev on the GPUs: the set-up's host part gives DistChebyshev's bound") {
+  // DeviceDistChebyshev takes the local block's bound from the GPU and adds the rows with
+  // off-rank entries on the host: with the host's local bound, the result is DistChebyshev's.
   const auto& comm = world();
+  for (const auto& c : cheb_cases()) {
+    CAPTURE(c.name);
+    PrecondOptions p;
+    p.kind = PrecondKind::Chebyshev;
+    for (const auto& starts : partitions(comm, c.A)) {
+      const auto D = DistCsrMatrix::scatter(comm, c.A, 0, starts);
+      double local = 0;
+      if (D.rows() > 0) chebyshev_scaling(D.local_block(), &local);
+      const double g = detail::dist_gershgorin_max(comm, detail::dist_gershgorin(D, local));
+      CHECK(g == DistChebyshev(D, p).info().gershgorin);
+      CHECK_NOTHROW(detail::check_dist_chebyshev_diagonal(D));
+    }
+  }
+}
+
+TEST_CASE("distributed Chebyshev on the GPUs: a bad diagonal names its global row, agreed on every rank") {
+  const auto& comm = world();
+  const auto L = laplacian_3d(5, 5, 5);
+  const index_t bad = index_t(L.rows() - 3);  // on the last rank
+  const auto v = L.host_view();
+  std::vector<index_t> rp(v.row_ptr, v.row_ptr + L.rows() + 1), ci(v.col_idx, v.col_idx + L.nnz());
+  std::vector<double> vals(v.values, v.values + L.nnz());
+  for (index_t k = rp[bad]; k < rp[bad + 1]; ++k)
+    if (ci[k] == bad) vals[k] = -1.0;
+  const auto A = CsrMatrix<double>::from_arrays(L.rows(), L.cols(), rp, ci, vals);
+  const auto D = DistCsrMatrix::scatter(comm, A);
+  std::string what;
+  try {
+    comm.collective([&] { detail::check_dist_chebyshev_diagonal(D); });
+  } catch (const InputError& e) {
+    what = e.what();
+  }
+  CAPTURE(what);
+  CHECK(what.find("row " + std::to_string(bad + 1)) != std::string::npos);
+}
+
+TEST_CASE("distributed Chebyshev: without a GPU the CUDA backend is refused on every rank") {
+  const auto& comm = world();
+  if (cuda_device_available()) return;  // with GPUs: tests/mpi/test_dist_device_chebyshev.cpp
   const auto A = laplacian_3d(5, 5, 5);
   const auto D = DistCsrMatrix::scatter(comm, A);
   auto o = cheb_options(1e-8);
   o.backend = Backend::Cuda;
   std::vector<double> x;
   const auto b = slice(fixed_vector(A.rows()), D.first_row(), D.first_row() + D.rows());
-  bool refused = false;
+  std::string what;
   try {
     solve_distributed(D, b, x, o);
   } catch (const InputError& e) {
-    const std::string what = e.what();
-    // Without a GPU the missing device is refused first; with one, Chebyshev is named.
-    refused = !cuda_device_available() || what.find("chebyshev") != std::string::npos;
+    what = e.what();
   }
-  CHECK(refused);
+  CHECK(what.find("GPU") != std::string::npos);
 }
