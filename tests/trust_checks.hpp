@@ -358,6 +358,26 @@ inline void trust_cg_unattainable(Backend backend) {
   CHECK(test::true_relative_residual(A, b, x) > 1e-17);
 }
 
+/// The SPD matrices of ../shared/matrices (MANIFEST.tsv) up to 20k rows, by name; empty, with a
+/// message, in a clone without ../shared.
+inline std::vector<std::string> shared_spd_names() {
+  std::vector<std::string> names;
+  std::ifstream manifest(shared_matrices() + "/MANIFEST.tsv");
+  if (!manifest) {
+    MESSAGE("skipped: ", shared_matrices(), " is not there (a clone without ../shared)");
+    return names;
+  }
+  std::string line;
+  std::getline(manifest, line);  // header
+  while (std::getline(manifest, line)) {
+    std::istringstream ls(line);
+    std::vector<std::string> f;
+    for (std::string c; std::getline(ls, c, '\t');) f.push_back(c);
+    if (f.size() >= 7 && f[6] == "yes" && std::stol(f[1]) <= 20000) names.push_back(f[0]);
+  }
+  return names;
+}
+
 /// One block CG solve of s columns (seeded, b_0 = A·1, the others random) against CG alone on
 /// each column, checked: every converged column meets rtol by its true residual, recomputed
 /// here, and converges whenever CG alone does; the slowest column needs at most CG's iterations
@@ -457,23 +477,11 @@ inline void trust_block_cg_columns(Backend backend) {
 /// column). A matrix on which CG alone reaches the iteration cap (ex15) is skipped: there is
 /// nothing to compare with.
 inline void trust_shared_block_cg(Backend backend) {
-  const std::string dir = shared_matrices();
-  std::ifstream manifest(dir + "/MANIFEST.tsv");
-  if (!manifest) {
-    MESSAGE("skipped: ", dir, " is not there (a clone without ../shared)");
-    return;
-  }
-  std::string line;
-  std::getline(manifest, line);  // header
+  const auto names = shared_spd_names();
+  if (names.empty()) return;
   int matrices = 0;
-  while (std::getline(manifest, line)) {
-    std::istringstream ls(line);
-    std::vector<std::string> f;
-    for (std::string c; std::getline(ls, c, '\t');) f.push_back(c);
-    if (f.size() < 7 || f[6] != "yes" || std::stol(f[1]) > 20000) continue;
-    const std::string name = f[0];
-    CAPTURE(name);
-    const auto A = io::read_matrix_market<double>(dir + "/" + name + ".mtx");
+  for (const std::string& name : names) {
+    const auto A = io::read_matrix_market<double>(shared_matrices() + "/" + name + ".mtx");
     std::mt19937_64 rng(17);
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
     std::vector<double> b(std::size_t(A.rows())), x;
@@ -501,26 +509,15 @@ inline void trust_shared_block_cg(Backend backend) {
 /// Trust: every SPD matrix of ../shared/matrices up to 20k rows, k = 8 smallest and largest, vs LAPACK.
 /// With `amg`, the smallest only, with AMG inside the inner solve (`krysp eigs --precond amg`).
 inline void trust_shared_set(Backend backend, bool amg = false) {
-  const std::string dir = shared_matrices();
-  std::ifstream manifest(dir + "/MANIFEST.tsv");
-  if (!manifest) {
-    MESSAGE("skipped: ", dir, " is not there (a clone without ../shared)");
-    return;
-  }
+  const auto names = shared_spd_names();
+  if (names.empty()) return;
   const auto refs = reference_table();
-  std::string line;
-  std::getline(manifest, line);  // header
   int cases = 0, converged = 0;
-  while (std::getline(manifest, line)) {
-    std::istringstream ls(line);
-    std::vector<std::string> f;
-    for (std::string c; std::getline(ls, c, '\t');) f.push_back(c);
-    if (f.size() < 7 || f[6] != "yes" || std::stol(f[1]) > 20000) continue;
-    const std::string name = f[0];
+  for (const std::string& name : names) {
     CAPTURE(name);
     const auto it = refs.find(name);
     REQUIRE_MESSAGE(it != refs.end(), "no LAPACK reference for ", name, ": run scripts/eig_reference.py");
-    const auto A = io::read_matrix_market<double>(dir + "/" + name + ".mtx");
+    const auto A = io::read_matrix_market<double>(shared_matrices() + "/" + name + ".mtx");
     const auto& small = it->second.at("smallest");
     const auto& large = it->second.at("largest");
     for (EigWhich which : {EigWhich::Smallest, EigWhich::Largest}) {
