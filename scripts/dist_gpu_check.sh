@@ -2,8 +2,9 @@
 # The distributed GPU path on one host with 2 GPUs (docs/distributed.md): builds krysp with NCCL
 # (found in the Python environment's nvidia/nccl package when NCCL_ROOT is not set), runs the
 # distributed suites on 1 and 2 ranks (both device transports), the command line with
-# --backend cuda, and bench_dist_cg for strong and weak scaling; logs and JSON go to $OUT (or
-# ./dist-gpu-out). Needs .deps/kokkos (scripts/fetch_kokkos.sh) when the machine has no Kokkos.
+# --backend cuda (Jacobi and Chebyshev), and bench_dist_cg for strong and weak scaling (its
+# textbook CG and, --library, solve_distributed with and without Chebyshev); logs and JSON go
+# to $OUT (or ./dist-gpu-out). Needs .deps/kokkos (scripts/fetch_kokkos.sh) when the machine has no Kokkos.
 #   scripts/dist_gpu_check.sh [test] [cli] [bench] [bench-quick]      (default: test cli bench)
 #   BENCH_N_STRONG (384) and BENCH_N_WEAK (256) set the grids; BENCH_ITERS (100) the iterations.
 set -uo pipefail
@@ -58,20 +59,30 @@ for step in $steps; do
           tests/data/bcsstk06.mtx --backend cuda --nrhs 4 --rtol 1e-9
         run "cli_eigs_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp eigs \
           tests/data/bcsstk06.mtx -k 4 --backend cuda --tol 1e-8
+        # Chebyshev on the GPUs (DeviceDistChebyshev): CG, block CG, LOBPCG with the inner PCG solve
+        run "cli_solve_cheb_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp solve \
+          tests/data/bcsstk06.mtx --backend cuda --precond chebyshev --rtol 1e-10
+        run "cli_block_cheb_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp solve \
+          tests/data/bcsstk06.mtx --backend cuda --precond chebyshev --nrhs 4 --rtol 1e-9
+        run "cli_eigs_cheb_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp eigs \
+          tests/data/bcsstk06.mtx -k 4 --backend cuda --precond chebyshev --inner-iters 8 --tol 1e-8
       done
       ;;
     bench|bench-quick)
       ns=${BENCH_N_STRONG:-384} nw=${BENCH_N_WEAK:-256} it=${BENCH_ITERS:-100}
       [ "$step" = bench-quick ] && ns=128 nw=96 it=50
       day=$(date -u +%F)
+      # --library: also the library's CG (solve_distributed), without a preconditioner and with
+      # Chebyshev, on the same slabs (JSON "library")
       for np in 1 2; do
         run "dist_cg_strong_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_cg --mode strong --n "$ns" \
-          --iters "$it" --json "$out/dist_cg_strong_np${np}_$day.json"
+          --iters "$it" --library --json "$out/dist_cg_strong_np${np}_$day.json"
         run "dist_cg_weak_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_cg --mode weak --n "$nw" \
-          --iters "$it" --json "$out/dist_cg_weak_np${np}_$day.json"
+          --iters "$it" --library --json "$out/dist_cg_weak_np${np}_$day.json"
       done
       run dist_cg_strong_np2_staged env KRYSP_COMM=mpi "${mpi[@]}" -x KRYSP_COMM -np 2 \
-        build-gpu/bench/bench_dist_cg --mode strong --n "$ns" --iters "$it" --json "$out/dist_cg_strong_np2_staged_$day.json"
+        build-gpu/bench/bench_dist_cg --mode strong --n "$ns" --iters "$it" --library \
+        --json "$out/dist_cg_strong_np2_staged_$day.json"
       ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
