@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "dist_cg_kernels.hpp"
+#include "dist_slab.hpp"
 #include "krysp/base/communicator.hpp"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/device_transport.hpp"
@@ -54,37 +55,6 @@ using namespace krysp;
   } while (0)
 
 namespace {
-
-// Rows of planes [z0, z1) of the nx × ny × nz 7-point Laplacian (6 on the diagonal), global ids.
-DistCsrMatrix slab(const Communicator& comm, std::int64_t nx, std::int64_t ny, std::int64_t nz, std::int64_t z0,
-                   std::int64_t z1) {
-  const std::int64_t plane = nx * ny, m = plane * (z1 - z0);
-  std::vector<index_t> row_ptr;
-  row_ptr.reserve(static_cast<std::size_t>(m) + 1);
-  row_ptr.push_back(0);
-  std::vector<std::int64_t> cols;
-  std::vector<double> vals;
-  cols.reserve(static_cast<std::size_t>(m) * 7);
-  vals.reserve(static_cast<std::size_t>(m) * 7);
-  for (std::int64_t z = z0; z < z1; ++z)
-    for (std::int64_t y = 0; y < ny; ++y)
-      for (std::int64_t x = 0; x < nx; ++x) {
-        const std::int64_t g = z * plane + y * nx + x;
-        auto add = [&](std::int64_t c, double v) {
-          cols.push_back(c);
-          vals.push_back(v);
-        };
-        if (z > 0) add(g - plane, -1);
-        if (y > 0) add(g - nx, -1);
-        if (x > 0) add(g - 1, -1);
-        add(g, 6);
-        if (x + 1 < nx) add(g + 1, -1);
-        if (y + 1 < ny) add(g + nx, -1);
-        if (z + 1 < nz) add(g + plane, -1);
-        row_ptr.push_back(index_t(cols.size()));
-      }
-  return DistCsrMatrix::from_local_rows(comm, plane * nz, row_ptr, cols, vals, false);
-}
 
 // A pool of CUDA event pairs around the reductions, read after the run (no synchronisation in it).
 struct ReductionTimer {
@@ -278,7 +248,7 @@ int main(int argc, char** argv) {
     if (n <= 0) n = mode == "strong" ? 384 : 256;
     const std::int64_t nx = n, ny = n, nz = mode == "strong" ? n : n * P;
     const std::int64_t z0 = nz * me / P, z1 = nz * (me + 1) / P;
-    const DistCsrMatrix A = slab(comm, nx, ny, nz, z0, z1);
+    const DistCsrMatrix A = bench::laplacian_slab(comm, nx, ny, nz, z0, z1);
     const Textbook tb = run_textbook(comm, A, iters, warmup, reps);  // its device memory is freed on return
     std::vector<Library> libs;
     if (library)
