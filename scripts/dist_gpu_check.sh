@@ -5,8 +5,10 @@
 # --backend cuda (Jacobi and Chebyshev), and bench_dist_cg for strong and weak scaling (its
 # textbook CG and, --library, solve_distributed with and without Chebyshev); logs and JSON go
 # to $OUT (or ./dist-gpu-out). Needs .deps/kokkos (scripts/fetch_kokkos.sh) when the machine has no Kokkos.
-#   scripts/dist_gpu_check.sh [test] [cli] [bench] [bench-quick]      (default: test cli bench)
+#   scripts/dist_gpu_check.sh [test] [cli] [bench] [bench-quick] [scale]   (default: test cli bench)
 #   BENCH_N_STRONG (384) and BENCH_N_WEAK (256) set the grids; BENCH_ITERS (100) the iterations.
+#   scale: bench_dist_scale (the library's CG and LOBPCG) on 1 and 2 ranks, SCALE_N_CG (464:
+#   99.9 M rows) and SCALE_N_EIG (292: 24.9 M rows, what LOBPCG k = 8 fits on one GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-dist-gpu-out}
@@ -83,6 +85,16 @@ for step in $steps; do
       run dist_cg_strong_np2_staged env KRYSP_COMM=mpi "${mpi[@]}" -x KRYSP_COMM -np 2 \
         build-gpu/bench/bench_dist_cg --mode strong --n "$ns" --iters "$it" --library \
         --json "$out/dist_cg_strong_np2_staged_$day.json"
+      ;;
+    scale)  # issue 29: the library's CG (100 M rows) and LOBPCG k = 8 on 1 and 2 GPUs
+      nc=${SCALE_N_CG:-464} ne=${SCALE_N_EIG:-292}
+      day=$(date -u +%F)
+      for np in 1 2; do
+        run "dist_scale_cg_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_scale --what cg --n "$nc" \
+          --json "$out/dist_scale_cg_np${np}_$day.json"
+        run "dist_scale_lobpcg_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_scale --what lobpcg \
+          --n "$ne" --json "$out/dist_scale_lobpcg_np${np}_$day.json"
+      done
       ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
