@@ -1,6 +1,7 @@
 // The AMG set-up on the GPU (amg_device_setup.hpp): strength, MIS-2 aggregation, P_tent, the
 // Lanczos estimate, prolongator smoothing and the Galerkin products, level by level.
 #include "krysp/precond/cuda/amg_device_setup.hpp"
+#include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <cub/cub.cuh>
 #include <cusparse.h>
@@ -21,7 +22,6 @@
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/jacobi.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
-#include "krysp/sparse/cuda/structure_hash.hpp"
 
 #define KRYSP_AMG_CUSPARSE(call)                                                                    \
   do {                                                                                              \
@@ -781,6 +781,29 @@ DCsr view_of(const DCsr& M) {
   return V;
 }
 
+/// A product's kept structure (not owned) with fresh storage for its values.
+DCsr with_structure(index_t rows, index_t cols, index_t nnz, const index_t* rp, const index_t* ci) {
+  DCsr C;
+  C.rows = rows;
+  C.cols = cols;
+  C.nnz = nnz;
+  C.rp = rp;
+  C.ci = ci;
+  C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(nnz, 1)));
+  C.va = C.va_own.data();
+  return C;
+}
+
+/// C's values = A·B into C's structure (spgemm_numeric: fixed order, so a re-set-up fills what a
+/// fresh set-up does, bitwise), timed as `name`: numeric.
+void fill_product(const DCsr& A, const DCsr& B, DCsr& C, PhaseClock& pc, int level, const char* name) {
+  KRYSP_REQUIRE(A.cols == B.rows && C.rows == A.rows && C.cols == B.cols && C.va == C.va_own.data(),
+                "AMG: numeric product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols, " into ", C.rows, "x",
+                C.cols);
+  spgemm_numeric(C.rows, A.rp, A.ci, A.va, B.rows, B.nnz, B.rp, B.ci, B.va, C.rp, C.ci, C.nnz, C.va_own.data());
+  pc.mark(level, std::string(name) + ": numeric");
+}
+
 }  // namespace
 
 /// What a numeric re-set-up keeps (amg_device_setup.hpp).
@@ -790,10 +813,13 @@ struct GpuAmgPlan {
     index_t aggregates = 0;
     index_t isolated = 0;
     DCsr tent;             ///< P_tent (when next)
-    // The structure work a numeric re-set-up skips (same aggregates, so the same patterns; the
-    // SpGEMMs' patterns are checked by their hash, and a mismatch takes the full path):
-    std::uint64_t p_hash = 0, rap_hash = 0;  ///< device structure hashes of P and R·(A·P)
-    index_t p_nnz = 0, rap_nnz = 0;
+    // The structure work a numeric re-set-up skips (same structure of A, same aggregates, so the
+    // same patterns: the products' values are filled into them by spgemm_numeric):
+    DeviceArray<index_t> ap_rp, ap_ci, rap_rp, rap_ci;  ///< the patterns of A·P and R·(A·P)
+    index_t ap_nnz = 0, rap_nnz = 0;
+    /// P's structure in the hierarchy this plan came from (with prolongator smoothing).
+    const index_t *p_rp = nullptr, *p_ci = nullptr;
+    index_t p_nnz = 0;
     DeviceArray<index_t> r_perm;             ///< R = Pᵀ: entry k of R is entry r_perm[k] of P
     DeviceArray<index_t> sym_a, sym_b;       ///< Aᶜ = (RAP + RAPᵀ)/2 as a gather from RAP
     /// The structures of R and of Aᶜ (the next level's A) in the hierarchy this plan came from,
@@ -911,8 +937,6 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   check_launch("k_fill");
   pc.mark(-1, "start (checks, cuSPARSE handle, level 0 in double)");
 
-  // A re-set-up gathers R and Aᶜ through the kept maps while every pattern so far is the kept one.
-  bool exact = reuse != nullptr;
   for (std::size_t l = 0;; ++l) {
     const int lv = int(l);
     const index_t n = Al.rows;
@@ -1114,16 +1138,22 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         S.va = S.va_own.data();
         launch_smoother_values(row_lanes(n, Al.nnz), n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, S.va_own.data());
         pc.mark(lv, "S = I - omega D^-1 A");
-        P = multiply(sp, S, Pt, &pc, lv, "SpGEMM P = S*P_tent");
+        // The structure: cuSPARSE's SpGEMM on a full set-up, the kept one on a re-set-up; the
+        // values: spgemm_numeric on both, so both give the same bits.
+        if (kept && kept->p_rp)
+          P = with_structure(n, nc, kept->p_nnz, kept->p_rp, kept->p_ci);
+        else
+          P = multiply(sp, S, Pt, &pc, lv, "SpGEMM P = S*P_tent");
+        fill_product(S, Pt, P, pc, lv, "SpGEMM P = S*P_tent");
       } else {
         P = copy_of(Pt);
         pc.mark(lv, "P = P_tent (copy)");
       }
       // R = Pᵀ and Aᶜ = (RAP + RAPᵀ)/2: by sorts on a full set-up (keeping the permutations), by
-      // gathers on a re-set-up whose patterns are the kept ones (same hash and nnz).
+      // gathers on a re-set-up (the patterns are the kept ones: same structure of A, same
+      // aggregates).
       GpuAmgPlan::Level& pl = plan->levels.emplace_back();
-      const std::uint64_t p_hash = structure_hash_device(P.rows, P.cols, P.nnz, P.rp, P.ci).hash;
-      exact = exact && kept && kept->p_hash == p_hash && kept->p_nnz == P.nnz && kept->r_rp;
+      const bool exact = kept && kept->r_rp && kept->ac_rp;
       DCsr R;
       if (exact) {
         R.rows = P.cols;
@@ -1140,10 +1170,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         R = transpose(P, &pl.r_perm);
         pc.mark(lv, "transpose R = P^T");
       }
-      const DCsr AP = multiply(sp, Al, P, &pc, lv, "SpGEMM A*P");
-      const DCsr RAP = multiply(sp, R, AP, &pc, lv, "SpGEMM R*(AP)");
-      const std::uint64_t rap_hash = structure_hash_device(RAP.rows, RAP.cols, RAP.nnz, RAP.rp, RAP.ci).hash;
-      exact = exact && kept->rap_hash == rap_hash && kept->rap_nnz == RAP.nnz && kept->ac_rp;
+      DCsr AP = exact ? with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data())
+                      : multiply(sp, Al, P, &pc, lv, "SpGEMM A*P");
+      fill_product(Al, P, AP, pc, lv, "SpGEMM A*P");
+      DCsr RAP = exact ? with_structure(nc, nc, kept->rap_nnz, kept->rap_rp.data(), kept->rap_ci.data())
+                       : multiply(sp, R, AP, &pc, lv, "SpGEMM R*(AP)");
+      fill_product(R, AP, RAP, pc, lv, "SpGEMM R*(AP)");
       if (exact) {
         Ac.rows = Ac.cols = RAP.rows;
         Ac.nnz = kept->ac_nnz;
@@ -1167,12 +1199,19 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       pl.isolated = li.isolated;
       if (!kept) {  // what a re-set-up of this level gathers from (pointers stay valid: moves below)
         pl.tent = std::move(Pt);
-        pl.p_hash = p_hash;
-        pl.p_nnz = P.nnz;
+        if (o.prolongation_weight > 0) {
+          pl.p_rp = P.rp;
+          pl.p_ci = P.ci;
+          pl.p_nnz = P.nnz;
+        }
         pl.r_rp = R.rp;
         pl.r_ci = R.ci;
-        pl.rap_hash = rap_hash;
+        pl.ap_nnz = AP.nnz;
+        pl.ap_rp = std::move(AP.rp_own);
+        pl.ap_ci = std::move(AP.ci_own);
         pl.rap_nnz = RAP.nnz;
+        pl.rap_rp = std::move(RAP.rp_own);
+        pl.rap_ci = std::move(RAP.ci_own);
         pl.ac_rp = Ac.rp;
         pl.ac_ci = Ac.ci;
         pl.ac_nnz = Ac.nnz;
@@ -1258,6 +1297,7 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
   for (const GpuAmgPlan::Level& l : plan.levels) {
     bytes += (l.tent.rp_own.size() + l.tent.ci_own.size()) * sizeof(index_t) + l.tent.va_own.size() * sizeof(double);
     bytes += (l.r_perm.size() + l.sym_a.size() + l.sym_b.size()) * sizeof(index_t);
+    bytes += (l.ap_rp.size() + l.ap_ci.size() + l.rap_rp.size() + l.rap_ci.size()) * sizeof(index_t);
   }
   return bytes;
 }

@@ -10,9 +10,11 @@
 ///    (amg_mis2_rules.hpp: the host reference's per-node rules, so the aggregates are the host's
 ///    amg::aggregate_mis2 ones exactly, given the same strength graph);
 ///  - P_tent (b_i/‖b_aggregate‖, the sums in node order as on the host), S = I − ω·D⁻¹A,
-///    P = S·P_tent, A·P and R·(A·P) by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1, documented to give
-///    bit-wise equal results run to run), R = Pᵀ and the symmetrisation's transpose by a stable
-///    radix sort (CUB), the symmetrisation (Aᶜ + Aᶜᵀ)/2 by a row merge.
+///    P = S·P_tent, A·P and R·(A·P): their structures by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1,
+///    rows sorted after), their values by spgemm_numeric (amg_galerkin.hpp: a fixed order of the
+///    terms, so a re-set-up that keeps the structures fills the same bits); R = Pᵀ and the
+///    symmetrisation's transpose by a stable radix sort (CUB), the symmetrisation (Aᶜ + Aᶜᵀ)/2
+///    by a row merge.
 /// The coarsest level is downloaded and factored by amg::cholesky on the host, as HostAmg does.
 /// No atomics touch floating-point values (integer counters only), so two set-ups of one matrix
 /// give bitwise equal hierarchies. Against the host (HostAmg with aggregation mis2) the values
@@ -61,8 +63,8 @@ struct GpuAmgLevel {
 
 /// What a numeric re-set-up keeps of a full GPU set-up: each level's aggregate count, isolated
 /// nodes and tentative prolongator (device arrays), where the hierarchy stops, and the structure
-/// work's results: the permutation of R = Pᵀ and the gather maps of the symmetrisation (device
-/// arrays), with the hashes of the SpGEMM patterns they belong to. Opaque.
+/// work's results: the structures of A·P and R·(A·P), the permutation of R = Pᵀ and the gather
+/// maps of the symmetrisation (device arrays). Opaque.
 struct GpuAmgPlan;
 
 /// Device bytes a plan holds (P_tent, the permutations and maps), for DeviceAmg::device_bytes().
@@ -91,10 +93,11 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// only). reuse: the plan of an earlier set-up of A's structure with the same options (new
 /// values, time stepping): the aggregates, tentative prolongators and level count are kept and
 /// only the numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the
-/// coarse factor), as HostAmg::update_values does; R and the symmetrised coarse matrix come by
-/// gathers through the plan's permutations while the SpGEMMs give the kept patterns (checked by
-/// hash; otherwise the sorts run as in a full set-up), bitwise what a full set-up gives. The
-/// hierarchy the plan came from must still be alive: the plan reads its R and coarse-matrix
+/// coarse factor), as HostAmg::update_values does: the products' values by spgemm_numeric into
+/// the kept structures of P, A·P and R·(A·P) (no SpGEMM, no sort), R and the symmetrised coarse
+/// matrix by gathers through the plan's permutations, bitwise what a full set-up of the same
+/// values with the same aggregates gives. A must have the structure the plan was made for. The
+/// hierarchy the plan came from must still be alive: the plan reads its P, R and coarse-matrix
 /// structures. make_matrices false: the levels' values only (no structure arrays when a level's
 /// structure is the kept one), no CsrMatrix objects (a re-set-up that copies the values into
 /// existing ones). Sets info.setup_seconds to the wall time of the whole call (synchronised).

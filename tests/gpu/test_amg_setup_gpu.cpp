@@ -5,7 +5,8 @@
 // summary says where it was set up; update_values against a fresh set-up (bitwise) and the
 // host's numeric re-set-up; greedy or b = 3 keep the host set-up; fp32. Also the trusted borrow
 // of the set-up's matrices: the device structure hash against the host's computation of it, and
-// the host structure downloaded only when a host use asks for it.
+// the host structure downloaded only when a host use asks for it. spgemm_numeric (the products'
+// numeric phase) against the host's product, bitwise for any launch shape.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/cuda/amg_device_setup.hpp"
+#include "krysp/precond/cuda/amg_galerkin.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
@@ -545,13 +547,131 @@ TEST_CASE("AMG GPU set-up: a numeric re-set-up gathers R and the coarse matrices
     }
     CHECK(F.coarse_factor == R.coarse_factor);
     CHECK(F.coarse_factor == V.coarse_factor);
-    // The gathers ran (not the sorts) on every level with a coarser one.
-    int gathers = 0, sorts = 0;
+    // The gathers ran (not the sorts) on every level with a coarser one, and the products'
+    // numeric phase alone (no cuSPARSE SpGEMM: no work estimation, compute, copy or row sort).
+    int gathers = 0, sorts = 0, numeric = 0, symbolic = 0;
     for (const auto& ph : R.info.setup_phases) {
       gathers += ph.name == "R = P^T (kept permutation)" || ph.name == "symmetrise (kept maps)";
       sorts += ph.name == "transpose R = P^T" || ph.name == "transpose (RAP)^T";
+      const bool spgemm = ph.name.rfind("SpGEMM", 0) == 0;
+      const bool num = ph.name.size() >= 9 && ph.name.compare(ph.name.size() - 9, 9, ": numeric") == 0;
+      numeric += spgemm && num;
+      symbolic += spgemm && !num;
     }
     CHECK(gathers == 2 * int(F.levels.size() - 1));
     CHECK(sorts == 0);
+    CHECK(numeric == 3 * int(F.levels.size() - 1));
+    CHECK(symbolic == 0);
   }
+}
+
+namespace {
+/// A random CSR matrix on the host: rows of 0..max_len distinct sorted columns, values in [-1, 1).
+amg::Csr<double> random_csr(index_t rows, index_t cols, int max_len, std::mt19937_64& rng) {
+  amg::Csr<double> M;
+  M.rows = rows;
+  M.cols = cols;
+  random_structure(rows, cols, max_len, rng, M.row_ptr, M.col_idx);
+  std::uniform_real_distribution<double> v(-1, 1);
+  for (std::size_t k = 0; k < M.col_idx.size(); ++k) M.values.push_back(v(rng));
+  return M;
+}
+
+struct DeviceCsr {
+  DeviceArray<index_t> rp, ci;
+  DeviceArray<double> va;
+  explicit DeviceCsr(const amg::Csr<double>& M)
+      : rp(to_device(M.row_ptr)), ci(to_device(M.col_idx.empty() ? std::vector<index_t>{0} : M.col_idx)),
+        va(to_device(M.values.empty() ? std::vector<double>{0} : M.values)) {}
+};
+
+/// spgemm_numeric(A, B) into C's structure with `lanes`, downloaded; *missing: its flag.
+std::vector<double> numeric_product(const amg::Csr<double>& A, const amg::Csr<double>& B, const amg::Csr<double>& C,
+                                    int lanes, int* missing) {
+  const DeviceCsr a(A), b(B), c(C);
+  DeviceArray<double> out(std::max<std::size_t>(C.values.size(), 1));
+  DeviceArray<int> flag(1);
+  flag.zero();
+  detail::spgemm_numeric(C.rows, a.rp.data(), a.ci.data(), a.va.data(), B.rows, B.nnz(), b.rp.data(), b.ci.data(),
+                         b.va.data(), c.rp.data(), c.ci.data(), C.nnz(), out.data(), lanes, flag.data());
+  std::vector<double> h(C.values.size());
+  if (!h.empty()) out.download(h.data(), h.size());
+  flag.download(missing, 1);
+  return h;
+}
+}  // namespace
+
+TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, bitwise for any lanes") {
+  std::mt19937_64 rng(20261126);
+  struct Shape {
+    index_t m, k, n;
+    int a_len, b_len;
+  };
+  // Short rows (shared-memory path), and rows of C longer than 8 slots a lane (global path).
+  for (const Shape& s : {Shape{500, 400, 300, 8, 6}, Shape{2000, 1500, 800, 4, 3}, Shape{60, 300, 900, 40, 60},
+                         Shape{1, 5, 5, 0, 3}}) {
+    CAPTURE(s.m);
+    const amg::Csr<double> A = random_csr(s.m, s.k, s.a_len, rng), B = random_csr(s.k, s.n, s.b_len, rng);
+    const amg::Csr<double> C = amg::multiply(A, B);
+    // A bound of the rounding of each entry: Σ|a_ik·b_kj| times a few ulps a term.
+    std::vector<double> bound(C.values.size(), 0.0);
+    for (index_t i = 0; i < A.rows; ++i)
+      for (index_t p = A.row_ptr[std::size_t(i)]; p < A.row_ptr[std::size_t(i) + 1]; ++p) {
+        const index_t r = A.col_idx[std::size_t(p)];
+        for (index_t q = B.row_ptr[std::size_t(r)]; q < B.row_ptr[std::size_t(r) + 1]; ++q) {
+          const auto b = C.col_idx.begin() + C.row_ptr[std::size_t(i)], e = C.col_idx.begin() + C.row_ptr[std::size_t(i) + 1];
+          const auto at = std::lower_bound(b, e, B.col_idx[std::size_t(q)]);
+          REQUIRE(at != e);
+          bound[std::size_t(at - C.col_idx.begin())] += std::abs(A.values[std::size_t(p)] * B.values[std::size_t(q)]);
+        }
+      }
+    int missing = -1;
+    const std::vector<double> first = numeric_product(A, B, C, 0, &missing);
+    CHECK(missing == 0);
+    REQUIRE(first.size() == C.values.size());
+    std::size_t bad = 0;
+    for (std::size_t p = 0; p < first.size(); ++p)
+      bad += std::abs(first[p] - C.values[p]) > 1e-13 * bound[p] + 1e-300;  // at most 40 terms a sum
+    CHECK(bad == 0);
+    for (int lanes : {0, 1, 2, 4, 8, 16, 32}) {
+      CAPTURE(lanes);
+      CHECK(numeric_product(A, B, C, lanes, &missing) == first);  // bitwise: run to run, any lanes
+      CHECK(missing == 0);
+    }
+    // A structure missing a column of the product is flagged.
+    if (C.nnz() > 0) {
+      amg::Csr<double> D = C;
+      D.col_idx.erase(D.col_idx.begin());
+      D.values.erase(D.values.begin());
+      for (std::size_t i = 1; i < D.row_ptr.size(); ++i) D.row_ptr[i] -= 1;
+      numeric_product(A, B, D, 0, &missing);
+      CHECK(missing == 1);
+    }
+  }
+  // A superset structure: the extra positions are zero, the rest unchanged.
+  const amg::Csr<double> A = random_csr(300, 200, 6, rng), B = random_csr(200, 100, 5, rng);
+  const amg::Csr<double> C = amg::multiply(A, B);
+  amg::Csr<double> W;
+  W.rows = C.rows;
+  W.cols = C.cols;
+  W.row_ptr.assign(1, 0);
+  for (index_t i = 0; i < C.rows; ++i) {
+    for (index_t j = 0; j < C.cols; ++j) W.col_idx.push_back(j), W.values.push_back(0.0);
+    W.row_ptr.push_back(index_t(W.col_idx.size()));
+  }
+  int missing = -1;
+  const std::vector<double> wide = numeric_product(A, B, W, 0, &missing), exact = numeric_product(A, B, C, 0, &missing);
+  CHECK(missing == 0);
+  std::size_t wrong = 0;
+  for (index_t i = 0; i < C.rows; ++i) {
+    std::size_t q = std::size_t(C.row_ptr[std::size_t(i)]);
+    for (index_t j = 0; j < C.cols; ++j) {
+      const double w = wide[std::size_t(i) * std::size_t(C.cols) + std::size_t(j)];
+      if (q < std::size_t(C.row_ptr[std::size_t(i) + 1]) && C.col_idx[q] == j)
+        wrong += w != exact[q++];
+      else
+        wrong += w != 0.0;
+    }
+  }
+  CHECK(wrong == 0);
 }

@@ -1,0 +1,28 @@
+#pragma once
+/// \file amg_galerkin.hpp
+/// The numeric phase of a sparse product C = A·B whose structure is already known (the AMG
+/// set-up's P = S·P_tent, A·P and R·(A·P): the first set-up takes the structures from cuSPARSE's
+/// SpGEMM, a numeric re-set-up keeps them). Deterministic: C(i, j) = Σ_k A(i,k)·B(k,j) adds its
+/// terms in the order of A's row i (positions ascending), starting from 0, with separate rounded
+/// multiply and add (no contraction). Which lanes do the work changes nothing, so the values are
+/// bitwise equal run to run and for every launch shape: a re-set-up fills exactly what a fresh
+/// set-up of the same values fills. CUDA-free header; internal (device pointers, the default
+/// stream, asynchronous).
+#include <cstdint>
+
+#include "krysp/sparse/csr.hpp"
+
+namespace krysp::detail {
+
+/// Fills c_va (C's c_nnz values) with A·B for C's structure (c_rp, c_ci: `rows` rows, columns
+/// sorted ascending and unique in each row, covering every column the product produces; A: rows
+/// × b_rows, any column order; B: b_rows rows, b_nnz entries, unique columns in each row).
+/// lanes: threads per row of C (1, 2, 4, 8, 16 or 32; 0 chooses from the mean row lengths); the
+/// values do not depend on it. missing: when not null, a device int set to 1 if a product term
+/// has no position in C's row (a wrong structure; the term is dropped). InputError for other
+/// lanes; DeviceError when the launch fails.
+void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, const double* a_va, index_t b_rows,
+                    index_t b_nnz, const index_t* b_rp, const index_t* b_ci, const double* b_va, const index_t* c_rp,
+                    const index_t* c_ci, index_t c_nnz, double* c_va, int lanes = 0, int* missing = nullptr);
+
+}  // namespace krysp::detail
