@@ -369,33 +369,6 @@ __global__ void k_tent_fill(index_t n, const index_t* agg, const index_t* rp, co
   va[rp[i]] = b[i] / norm[agg[i]];
 }
 
-// S = I − ω·D⁻¹A in A's pattern, the host's expression and rounding; W lanes a row (entrywise,
-// so the lanes change nothing but the memory access).
-template <int W>
-__global__ void k_smoother_values(index_t n, const index_t* rp, const index_t* ci, const double* va,
-                                  const double* dinv, double omega, double* out) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
-  if (i >= n) return;
-  const double od = __dmul_rn(omega, dinv[i]);
-  for (index_t k = rp[i] + index_t(g % W); k < rp[i + 1]; k += W)
-    out[k] = __dsub_rn(ci[k] == i ? 1.0 : 0.0, __dmul_rn(od, va[k]));
-}
-
-void launch_smoother_values(int w, index_t n, const index_t* rp, const index_t* ci, const double* va,
-                            const double* dinv, double omega, double* out) {
-  const int blocks = blocks_for(std::int64_t(n) * w);
-  switch (w) {
-    case 1: k_smoother_values<1><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
-    case 2: k_smoother_values<2><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
-    case 4: k_smoother_values<4><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
-    case 8: k_smoother_values<8><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
-    case 16: k_smoother_values<16><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
-    default: k_smoother_values<32><<<blocks, kThreads>>>(n, rp, ci, va, dinv, omega, out); break;
-  }
-  KRYSP_CUDA_CHECK_LAUNCH("k_smoother_values");
-}
-
 // Columns in increasing order within each row (insertion sort: a no-op pass when sorted).
 __global__ void k_sort_rows(index_t n, const index_t* rp, index_t* ci, double* va) {
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -781,6 +754,23 @@ DCsr view_of(const DCsr& M) {
   return V;
 }
 
+/// The structure of P = S·P_tent (S in A's pattern, P_tent one entry a row at most), with
+/// storage for its values: prolongator_count, a scan, prolongator_fill.
+DCsr prolongator_structure(const DCsr& A, const DCsr& Pt) {
+  DCsr P;
+  P.rows = A.rows;
+  P.cols = Pt.cols;
+  P.rp_own = DeviceArray<index_t>(std::size_t(P.rows) + 1);
+  DeviceArray<index_t> counts(std::size_t(std::max<index_t>(P.rows, 1)));
+  prolongator_count(A.rows, A.rp, A.ci, A.nnz, Pt.rp, Pt.ci, counts.data());
+  P.nnz = exclusive_scan(counts.data(), P.rp_own.data(), P.rows);
+  P.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(P.nnz, 1)));
+  P.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(P.nnz, 1)));
+  P.own();
+  prolongator_fill(A.rows, A.rp, A.ci, A.nnz, Pt.rp, Pt.ci, P.rp, P.ci_own.data());
+  return P;
+}
+
 /// A product's kept structure (not owned) with fresh storage for its values.
 DCsr with_structure(index_t rows, index_t cols, index_t nnz, const index_t* rp, const index_t* ci) {
   DCsr C;
@@ -1129,22 +1119,19 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       DCsr P;
       if (o.prolongation_weight > 0) {
         li.omega = o.prolongation_weight / rho;
-        DCsr S;
-        S.rows = S.cols = n;
-        S.nnz = Al.nnz;
-        S.rp = Al.rp;
-        S.ci = Al.ci;
-        S.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Al.nnz, 1)));
-        S.va = S.va_own.data();
-        launch_smoother_values(row_lanes(n, Al.nnz), n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, S.va_own.data());
-        pc.mark(lv, "S = I - omega D^-1 A");
-        // The structure: cuSPARSE's SpGEMM on a full set-up, the kept one on a re-set-up; the
-        // values: spgemm_numeric on both, so both give the same bits.
-        if (kept && kept->p_rp)
+        // P = (I − ω·D⁻¹A)·P_tent: P_tent has one entry a row at most, so P is a column
+        // aggregation of S = I − ω·D⁻¹A, which is never formed. The structure: A's rows'
+        // distinct aggregates on a full set-up, the kept one on a re-set-up; the values by the
+        // same kernel on both, so both give the same bits.
+        if (kept && kept->p_rp) {
           P = with_structure(n, nc, kept->p_nnz, kept->p_rp, kept->p_ci);
-        else
-          P = multiply(sp, S, Pt, &pc, lv, "SpGEMM P = S*P_tent");
-        fill_product(S, Pt, P, pc, lv, "SpGEMM P = S*P_tent");
+        } else {
+          P = prolongator_structure(Al, Pt);
+          pc.mark(lv, "P = S*P_tent: structure (column aggregation)");
+        }
+        prolongator_values(n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, Pt.rp, Pt.ci, Pt.va, P.rp, P.ci,
+                           P.va_own.data(), Al.nnz);
+        pc.mark(lv, "P = S*P_tent: numeric");
       } else {
         P = copy_of(Pt);
         pc.mark(lv, "P = P_tent (copy)");

@@ -9,9 +9,10 @@
 ///  - the strength graph (count, scan, fill), the MIS-2 rounds and the aggregate joins
 ///    (amg_mis2_rules.hpp: the host reference's per-node rules, so the aggregates are the host's
 ///    amg::aggregate_mis2 ones exactly, given the same strength graph);
-///  - P_tent (b_i/‖b_aggregate‖, the sums in node order as on the host), S = I − ω·D⁻¹A,
-///    P = S·P_tent, A·P and R·(A·P): their structures by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1,
-///    rows sorted after), their values by spgemm_numeric (amg_galerkin.hpp: a fixed order of the
+///  - P_tent (b_i/‖b_aggregate‖, the sums in node order as on the host), P = (I − ω·D⁻¹A)·P_tent
+///    as a column aggregation of A (amg_galerkin.hpp: prolongator_count/_fill/_values; no S, no
+///    SpGEMM), A·P and R·(A·P): their structures by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1, rows
+///    sorted after), their values by spgemm_numeric (amg_galerkin.hpp: a fixed order of the
 ///    terms, so a re-set-up that keeps the structures fills the same bits); R = Pᵀ and the
 ///    symmetrisation's transpose by a stable radix sort (CUB), the symmetrisation (Aᶜ + Aᶜᵀ)/2
 ///    by a row merge.
@@ -24,8 +25,8 @@
 /// The level matrices, P_l and R_l end up as device-borrowed CsrMatrix objects over arrays the
 /// hierarchy owns (detail::CsrTrustedBorrow, sparse/csr_trusted.hpp: fingerprint hashed on the
 /// device, host structure downloaded only if a host-side use asks, not checked row by row: built
-/// valid here). The Lanczos SpMV and S = I − ω·D⁻¹A run several lanes a row (a fixed shuffle
-/// tree: still deterministic). With
+/// valid here). The Lanczos SpMV runs several lanes a row (a fixed shuffle tree: still
+/// deterministic). With
 /// AmgOptions::profile_setup each phase is synchronised and timed into AmgInfo::setup_phases
 /// (no synchronisation is added otherwise). CUDA-free header; internal.
 #include <cstddef>

@@ -25,4 +25,23 @@ void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, cons
                     index_t b_nnz, const index_t* b_rp, const index_t* b_ci, const double* b_va, const index_t* c_rp,
                     const index_t* c_ci, index_t c_nnz, double* c_va, int lanes = 0, int* missing = nullptr);
 
+/// The smoothed prolongator P = (I − ω·D⁻¹A)·P_tent for a P_tent with at most one entry a row (the
+/// scalar set-up's): a column aggregation of A, so no general product is needed. Structure, in
+/// two passes: counts[i] = the number of distinct columns of P_tent's rows k over A's row i
+/// (then an exclusive scan gives p_rp), and prolongator_fill writes them sorted into p_ci: the
+/// pattern a symbolic SpGEMM of S (A's pattern) and P_tent gives. a_nnz: A's entries (chooses
+/// the lanes a row). Device pointers, asynchronous; DeviceError when a launch fails.
+void prolongator_count(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
+                       const index_t* t_ci, index_t* counts);
+/// The second pass of prolongator_count: P's sorted columns into p_ci (p_rp from the counts).
+void prolongator_fill(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
+                      const index_t* t_ci, const index_t* p_rp, index_t* p_ci);
+/// P's values into its structure (p_rp, p_ci): P(i, J) = Σ_k s_ik·t_k over A's row i in order,
+/// s_ik = δ_ik − (ω·dinv_i)·a_ik rounded as the host forms S (amg.cpp), t_k P_tent's entry of row
+/// k in column J: bitwise reproducible (a fixed order, whatever the lanes a row). a_nnz: A's
+/// entries (chooses the lanes a row). DeviceError when the launch fails.
+void prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, const double* a_va, const double* dinv,
+                        double omega, const index_t* t_rp, const index_t* t_ci, const double* t_va,
+                        const index_t* p_rp, const index_t* p_ci, double* p_va, index_t a_nnz);
+
 }  // namespace krysp::detail
