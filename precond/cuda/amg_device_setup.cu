@@ -466,6 +466,26 @@ __global__ void k_half_sum_gather(index_t nnz, const index_t* map_a, const index
   if (map_b[o] >= 0) v = __dadd_rn(v, __dmul_rn(0.5, va[map_b[o]]));
   out[o] = v;
 }
+// A structurally symmetric pattern's transpose map, by search: for entry o = (i, j), map_b[o] =
+// the position of (j, i) in row j (rows sorted), map_a[o] = o; *asym = 1 when one is missing.
+__global__ void k_symmetric_maps(index_t nnz, const index_t* rows, const index_t* rp, const index_t* ci,
+                                 index_t* map_a, index_t* map_b, int* asym) {
+  const index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= nnz) return;
+  const index_t i = rows[o], j = ci[o];
+  index_t lo = rp[j], hi = rp[j + 1];
+  while (lo < hi) {
+    const index_t mid = lo + (hi - lo) / 2;
+    if (ci[mid] < i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const bool found = lo < rp[j + 1] && ci[lo] == i;
+  if (!found) *asym = 1;
+  map_a[o] = o;
+  map_b[o] = found ? lo : -1;
+}
 // Transposed values from a kept permutation (k_gather_transpose's values).
 __global__ void k_gather(index_t nnz, const index_t* perm, const double* va, double* out) {
   const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -658,6 +678,40 @@ DCsr half_sum(const DCsr& A, const DCsr& B, const index_t* b_perm = nullptr, Dev
                                                  map_a ? map_a->data() : nullptr, map_b ? map_b->data() : nullptr);
   check_launch("k_union_fill");
   return C;
+}
+
+/// (M + Mᵀ)/2 when M's pattern is symmetric (the usual case: R = Pᵀ and A's pattern symmetric):
+/// the pattern is M's, and the transpose map comes by a search per entry instead of a sort.
+/// The values are k_union_fill's operations (0 + ½·m_o, then + ½·m_o'), so bitwise what
+/// half_sum(M, Mᵀ) gives. False, with nothing built, when the pattern is not symmetric.
+bool symmetric_half_sum(const DCsr& M, DCsr& C, DeviceArray<index_t>& map_a, DeviceArray<index_t>& map_b) {
+  const std::size_t nz = std::size_t(std::max<index_t>(M.nnz, 1));
+  DeviceArray<index_t> rows(nz), a(nz), b(nz);
+  DeviceArray<int> asym(1);
+  asym.zero();
+  if (M.nnz > 0) {
+    k_entry_rows<<<blocks_for(M.rows), kThreads>>>(M.rows, M.rp, rows.data());
+    check_launch("k_entry_rows");
+    k_symmetric_maps<<<blocks_for(M.nnz), kThreads>>>(M.nnz, rows.data(), M.rp, M.ci, a.data(), b.data(), asym.data());
+    check_launch("k_symmetric_maps");
+  }
+  if (download_int(asym.data()) != 0) return false;
+  C.rows = M.rows;
+  C.cols = M.cols;
+  C.nnz = M.nnz;
+  C.rp_own = DeviceArray<index_t>(std::size_t(M.rows) + 1);
+  C.ci_own = DeviceArray<index_t>(nz);
+  C.va_own = DeviceArray<double>(nz);
+  C.own();
+  copy_device_to_device(C.rp_own.data(), M.rp, (std::size_t(M.rows) + 1) * sizeof(index_t));
+  if (M.nnz > 0) {
+    copy_device_to_device(C.ci_own.data(), M.ci, std::size_t(M.nnz) * sizeof(index_t));
+    k_half_sum_gather<<<blocks_for(M.nnz), kThreads>>>(M.nnz, a.data(), b.data(), M.va, C.va_own.data());
+    check_launch("k_half_sum_gather");
+  }
+  map_a = std::move(a);
+  map_b = std::move(b);
+  return true;
 }
 
 /// Lanczos on D^{-1/2}·A·D^{-1/2} on the device (the host's LevelLanczos, amg.cpp): α and β stay
@@ -1174,11 +1228,13 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
                                                             Ac.va_own.data());
         check_launch("k_half_sum_gather");
         pc.mark(lv, "symmetrise (kept maps)");
+      } else if (symmetric_half_sum(RAP, Ac, pl.sym_a, pl.sym_b)) {  // symmetric to rounding: now exactly
+        pc.mark(lv, "symmetrise (RAP + (RAP)^T)/2, symmetric pattern (search)");
       } else {
         DeviceArray<index_t> perm_t;
         const DCsr RAPt = transpose(RAP, &perm_t);
         pc.mark(lv, "transpose (RAP)^T");
-        Ac = half_sum(RAP, RAPt, perm_t.data(), &pl.sym_a, &pl.sym_b);  // symmetric to rounding: now exactly
+        Ac = half_sum(RAP, RAPt, perm_t.data(), &pl.sym_a, &pl.sym_b);
         pc.mark(lv, "symmetrise (RAP + (RAP)^T)/2");
       }
       pl.next = true;

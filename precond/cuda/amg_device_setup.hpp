@@ -13,9 +13,9 @@
 ///    as a column aggregation of A (amg_galerkin.hpp: prolongator_count/_fill/_values; no S, no
 ///    SpGEMM), A·P and R·(A·P): their structures by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1, rows
 ///    sorted after), their values by spgemm_numeric (amg_galerkin.hpp: a fixed order of the
-///    terms, so a re-set-up that keeps the structures fills the same bits); R = Pᵀ and the
-///    symmetrisation's transpose by a stable radix sort (CUB), the symmetrisation (Aᶜ + Aᶜᵀ)/2
-///    by a row merge.
+///    terms, so a re-set-up that keeps the structures fills the same bits); R = Pᵀ by a stable
+///    radix sort (CUB); the symmetrisation (Aᶜ + Aᶜᵀ)/2 by a search for each entry's mirror when
+///    the pattern is symmetric, else by the radix sort's transpose and a row merge.
 /// The coarsest level is downloaded and factored by amg::cholesky on the host, as HostAmg does.
 /// No atomics touch floating-point values (integer counters only), so two set-ups of one matrix
 /// give bitwise equal hierarchies. Against the host (HostAmg with aggregation mis2) the values
