@@ -3,6 +3,7 @@
 #include "krysp/base/device_memory.hpp"
 
 #include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/amg_galerkin.hpp"
 #include "krysp/sparse/cuda/spmv_launch.hpp"
 #include "krysp/sparse/cuda/structure_hash.hpp"
 
@@ -37,6 +38,22 @@ DeviceStructureSummary structure_hash_device(index_t, index_t, index_t, const in
   KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
 }
 RowStats row_stats_device(const index_t*, index_t, index_t) { KRYSP_THROW(DeviceError, "fuzz build: no CUDA device"); }
+// The GPU AMG set-up's products (amg_galerkin.hpp), so that a host file that names them links.
+void spgemm_numeric(index_t, const index_t*, const index_t*, const double*, index_t, index_t, const index_t*,
+                    const index_t*, const double*, const index_t*, const index_t*, index_t, double*, int, int*) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
+}
+void prolongator_count(index_t, const index_t*, const index_t*, index_t, const index_t*, const index_t*, index_t*) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
+}
+void prolongator_fill(index_t, const index_t*, const index_t*, index_t, const index_t*, const index_t*, const index_t*,
+                      index_t*) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
+}
+void prolongator_values(index_t, const index_t*, const index_t*, const double*, const double*, double, const index_t*,
+                        const index_t*, const double*, const index_t*, const index_t*, double*, index_t) {
+  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
+}
 }  // namespace detail
 
 }  // namespace krysp
