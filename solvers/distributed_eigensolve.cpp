@@ -33,8 +33,10 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
     detail::check_distributed_backend(A, o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::Chebyshev, who,
-                  ": preconditioner ", to_string(k), " is not distributed yet (none, jacobi or chebyshev)");
+    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
+                      k == PrecondKind::Chebyshev,
+                  who, ": preconditioner ", to_string(k),
+                  " is not distributed yet (none, jacobi, chebyshev, or block-jacobi on each rank's diagonal block)");
     KRYSP_REQUIRE(!o.spectral_flip, who, ": the spectral flip is not distributed yet");
     KRYSP_REQUIRE(!o.precond_from_b || B, who, ": a preconditioner from B needs the generalized problem");
     if (B)
@@ -93,7 +95,8 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
     const DeviceDistCsr* dP = cuda ? (&P == &A ? dA : dB).get() : nullptr;
     comm.collective([&] {
       if (cheb) return;
-      // Jacobi needs no plan of P's; make_device_preconditioner takes one all the same.
+      // Jacobi and block Jacobi (of this rank's diagonal block, as for CG) need no plan of P's;
+      // make_device_preconditioner takes one all the same.
       if (cuda) M = make_device_preconditioner(P.local_block(), dP->local_plan(), o.precond);
       else M = make_host_preconditioner(P.local_block(), o.precond);
     });
