@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "krysp/base/communicator.hpp"
-#include "krysp/io/matrix_market.hpp"
 #include "krysp/sparse/csr.hpp"
+#include "test_util.hpp"  // load() (read on every rank), true_relative_residual()
 
 namespace krysp::test {
 
@@ -17,11 +17,6 @@ namespace krysp::test {
 inline const Communicator& world() {
   static const Communicator comm = Communicator::world();
   return comm;
-}
-
-/// A bundled SuiteSparse matrix (tests/data/<name>.mtx), read on every rank.
-inline CsrMatrix<double> load(const std::string& name) {
-  return io::read_matrix_market<double>(std::string(KRYSP_TEST_DATA) + "/" + name + ".mtx");
 }
 
 /// Entry i of a fixed vector, the same on every rank and run (seed picks the vector).
@@ -58,19 +53,6 @@ inline LocalRows rows_of(const CsrMatrix<double>& A, std::int64_t first, std::in
   return r;
 }
 
-/// ‖b − A·x‖ / ‖b‖ for the global A, b and x, from the plain host product (no solver code).
-inline double true_relative_residual(const CsrMatrix<double>& A, const std::vector<double>& b,
-                                     const std::vector<double>& x) {
-  std::vector<double> ax(b.size());
-  A.multiply_host(x.data(), ax.data());
-  double r = 0, s = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    r += (b[i] - ax[i]) * (b[i] - ax[i]);
-    s += b[i] * b[i];
-  }
-  return std::sqrt(r) / std::sqrt(s);
-}
-
 /// ‖a − b‖ / ‖b‖.
 inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
   double d = 0, s = 0;
@@ -88,6 +70,13 @@ inline std::vector<double> gather_rows(const Communicator& comm, const std::vect
   std::copy(local.begin(), local.end(), g.begin() + first * k);
   comm.sum(g.data(), g.size());  // each entry is nonzero on its owner only: the sum is exact
   return g;
+}
+
+/// ‖b − A·x‖/‖b‖ over all ranks, from the global matrix and this rank's rows of x (from row
+/// `first`) gathered: not from the solver.
+inline double global_true_residual(const Communicator& comm, const CsrMatrix<double>& A, const std::vector<double>& b,
+                                   const std::vector<double>& x_local, std::int64_t first) {
+  return true_relative_residual(A, b, gather_rows(comm, x_local, std::int64_t(b.size()), first, 1));
 }
 
 /// max_j ‖A·x_j − λ_j·B·x_j‖ / (|λ_j|·‖B·x_j‖) from the global matrices (no solver code).

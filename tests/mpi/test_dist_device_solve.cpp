@@ -24,14 +24,6 @@ SolveOptions device_options(PrecondKind k, double rtol) {
   return o;
 }
 
-double global_true_residual(const Communicator& comm, const CsrMatrix<double>& A, const std::vector<double>& b,
-                            const std::vector<double>& x_local, std::int64_t first) {
-  std::vector<double> x(b.size(), 0.0);
-  std::copy(x_local.begin(), x_local.end(), x.begin() + first);
-  comm.sum(x.data(), x.size());
-  return true_relative_residual(A, b, x);
-}
-
 struct Case {
   std::string name;
   CsrMatrix<double> A;

@@ -23,15 +23,6 @@ SolveOptions options(PrecondKind k = PrecondKind::Jacobi, double rtol = 1e-10) {
   return o;
 }
 
-// ‖b − A·x‖/‖b‖ over all ranks, from the global matrix and the gathered x (not from the solver).
-double global_true_residual(const Communicator& comm, const CsrMatrix<double>& A, const std::vector<double>& b,
-                            const std::vector<double>& x_local, std::int64_t first) {
-  std::vector<double> x(b.size(), 0.0);
-  std::copy(x_local.begin(), x_local.end(), x.begin() + first);
-  comm.sum(x.data(), x.size());  // each entry is nonzero on its owner only: the sum is exact
-  return true_relative_residual(A, b, x);
-}
-
 // Each matrix with the rtols that one-rank CG and block CG reach (tighter ones stagnate: CG on
 // 1138_bus below 1e-10 and on bcsstk06 below 1e-12, block CG two orders sooner) and the
 // preconditioners CG converges with in time.
