@@ -33,11 +33,6 @@ using namespace krysp;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Result {
   std::string what;
   index_t iterations = 0;
@@ -57,8 +52,8 @@ Result time_solves(const Communicator& comm, const std::string& what, int reps, 
     setup.push_back(comm.max(setup_seconds));
     r.iterations = iterations;
   }
-  r.per_iteration_s = median(per);
-  r.setup_s = median(setup);
+  r.per_iteration_s = bench::median(per);
+  r.setup_s = bench::median(setup);
   return r;
 }
 
