@@ -217,7 +217,11 @@ void tall_spmm_gram(const CsrView<double>& A, index_t w, const double* Pn, index
   KRYSP_REQUIRE(k && (variant.cols == 1 || ld % variant.cols == 0), "tall_spmm_gram: variant ", variant.lanes, "x",
                 variant.cols, "/b", variant.min_blocks, variant.prefetch ? "/prefetch" : "", " does not serve width ", w,
                 " with ld ", ld);
-  if (A.rows == 0) return;
+  if (A.rows == 0) {  // no rows: PnᵀQn is zero, written all the same (the caller reads it)
+    TallWorkspace r = ws;
+    r.grid = 0;  // the reduction of no partials writes zeros
+    return tall_reduce(int(w * w), r);
+  }
   // One full wave: every block takes the same share of the tiles, which measured faster than
   // runs of 4 or 16 tiles per block or one contiguous share per block (docs/tuning.md, "Fused
   // SpMM and Gram").

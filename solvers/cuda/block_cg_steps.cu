@@ -407,7 +407,9 @@ void tall_step(index_t n, index_t s, index_t w, const double* AP, const double* 
   const int S = step_width(s);
   KRYSP_REQUIRE(S > 0 && (S <= 8 || !grams) && (update || grams) && w > 0 && w <= s && wq <= s, "tall_step: ", s,
                 " columns, width ", w, " from ", wq, grams ? " with" : " without", " Gram products");
-  if (n == 0) return;
+  // No rows: nothing to update, but the Gram products are still due (zeros: a rank without rows
+  // adds them to the other ranks' sums), so the kernel runs its blocks over no rows.
+  if (n == 0 && !grams) return;
   if (S == 16) {
     Coefs<16> k{};
     put<16>(k.a, xi, w, w);

@@ -41,6 +41,20 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
   return cublasSgemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+/// C (bx × by, column-major, ld bx) = X_cm·Y_cmᵀ for row-major X (n × bx) and Y (n × by): a gemm,
+/// or zeros without rows (a rank without rows adds them to the others' Gram matrices; cuBLAS's
+/// k = 0 is not relied on to write C).
+template <class T>
+void gram_gemm(cublasHandle_t h, index_t n, const T* X, index_t ldx, index_t bx, const T* Y, index_t ldy, index_t by,
+               T* C) {
+  if (n == 0) {
+    KRYSP_CUDA_CHECK(cudaMemsetAsync(C, 0, std::size_t(bx) * by * sizeof(T), nullptr));  // cuBLAS's stream
+    return;
+  }
+  const T one = 1, zero = 0;
+  KRYSP_CUBLAS_CHECK(gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y, ldy, &zero, C, bx));
+}
+
 template <class T>
 __global__ void copy_block_kernel(index_t n, index_t b, const T* X, index_t ldx, T* Y, index_t ldy) {
   const std::int64_t total = std::int64_t(n) * b;
@@ -137,9 +151,7 @@ template <class T>
 void CudaBlockOps<T>::gram(index_t n, const T* X, index_t ldx, index_t bx, const T* Y, index_t ldy, index_t by,
                            double* C) {
   KRYSP_REQUIRE(bx <= max_cols_ && by <= max_cols_, "gram: ", bx, "x", by, " exceeds the workspace ", max_cols_);
-  const T one = 1, zero = 0;
-  // Row-major X (n × bx) is column-major bx × n: C = X_cm · Y_cmᵀ.
-  KRYSP_CUBLAS_CHECK(gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y, ldy, &zero, small_.data(), bx));
+  gram_gemm(h_->h, n, X, ldx, bx, Y, ldy, by, small_.data());  // row-major X (n × bx) is column-major bx × n
   std::vector<T> c(std::size_t(bx) * by);
   small_.download(c.data(), c.size());  // waits for all earlier work on the default stream
   ring_used_ = 0;                       // so every queued ring copy is done
@@ -151,11 +163,9 @@ template <class T>
 void CudaBlockOps<T>::gram2(index_t n, const T* X, index_t ldx, index_t bx, const T* Y1, index_t ldy1, const T* Y2,
                             index_t ldy2, index_t by, double* C1, double* C2) {
   KRYSP_REQUIRE(bx <= max_cols_ && by <= max_cols_, "gram2: ", bx, "x", by, " exceeds the workspace ", max_cols_);
-  const T one = 1, zero = 0;
   const std::size_t sz = std::size_t(bx) * by;
-  KRYSP_CUBLAS_CHECK(gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y1, ldy1, &zero, small_.data(), bx));
-  KRYSP_CUBLAS_CHECK(
-      gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx, by, n, &one, X, ldx, Y2, ldy2, &zero, small_.data() + sz, bx));
+  gram_gemm(h_->h, n, X, ldx, bx, Y1, ldy1, by, small_.data());
+  gram_gemm(h_->h, n, X, ldx, bx, Y2, ldy2, by, small_.data() + sz);
   std::vector<T> c(2 * sz);
   small_.download(c.data(), c.size());  // one wait for both
   ring_used_ = 0;
@@ -172,12 +182,9 @@ void CudaBlockOps<T>::gram_pair(index_t n, const T* X1, index_t ldx1, index_t bx
                                 index_t ldy2, index_t by2, double* C2) {
   KRYSP_REQUIRE(bx1 <= max_cols_ && by1 <= max_cols_ && bx2 <= max_cols_ && by2 <= max_cols_, "gram_pair: ", bx1,
                 "x", by1, " and ", bx2, "x", by2, " exceed the workspace ", max_cols_);
-  const T one = 1, zero = 0;
   const std::size_t sz1 = std::size_t(bx1) * by1, sz2 = std::size_t(bx2) * by2;
-  KRYSP_CUBLAS_CHECK(
-      gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx1, by1, n, &one, X1, ldx1, Y1, ldy1, &zero, small_.data(), bx1));
-  KRYSP_CUBLAS_CHECK(
-      gemm(h_->h, CUBLAS_OP_N, CUBLAS_OP_T, bx2, by2, n, &one, X2, ldx2, Y2, ldy2, &zero, small_.data() + sz1, bx2));
+  gram_gemm(h_->h, n, X1, ldx1, bx1, Y1, ldy1, by1, small_.data());
+  gram_gemm(h_->h, n, X2, ldx2, bx2, Y2, ldy2, by2, small_.data() + sz1);
   std::vector<T> c(sz1 + sz2);
   small_.download(c.data(), c.size());  // one wait for both
   ring_used_ = 0;
@@ -190,6 +197,7 @@ template <class T>
 void CudaBlockOps<T>::combine(index_t n, const T* X, index_t ldx, index_t bx, const double* C, double alpha,
                               double beta, T* Y, index_t ldy, index_t by) {
   KRYSP_REQUIRE(bx <= max_cols_ && by <= max_cols_, "combine: ", bx, "x", by, " exceeds the workspace ", max_cols_);
+  if (n == 0) return;  // no rows to write
   const T* c = stage(C, std::size_t(bx) * by);  // asynchronous: no wait for the device
   const T a = T(alpha), b = T(beta);
   // Y_cm (by × n) = alpha·Cᵀ·X_cm + beta·Y_cm.

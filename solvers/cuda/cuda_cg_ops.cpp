@@ -92,8 +92,18 @@ void CudaCgOps<T>::residual(const Vector& b, const Vector& x, Vector& r) {
 }
 
 template <class T>
+bool CudaCgOps<T>::general() {
+  if (general_ < 0) {
+    const bool diagonal = detail::diagonal_on_every_rank(M_, comm_);
+    if (!diagonal) inv_diag_ = nullptr;
+    general_ = M_ && !diagonal ? 1 : 0;
+  }
+  return general_ == 1;
+}
+
+template <class T>
 void CudaCgOps<T>::precondition(const Vector& r, Vector& z, int rz, int rr) {
-  const bool general = M_ && !inv_diag_;  // neither none nor diagonal: apply M on its own first
+  const bool general = this->general();  // neither none nor diagonal: apply M on its own first
   if (general) M_->apply(r.data(), z.data());
   detail::launch_precondition(size(), inv_diag_, r.data(), z.data(), general, scalars_.data(), rz, rr,
                               ws(partials_, ticket_, grid_));
@@ -110,13 +120,14 @@ void CudaCgOps<T>::update(int rz_k, int pq, const Vector& p, const Vector& q, Ve
                           int rz_next, int rr_next, index_t iteration) {
   // On several ranks this rank's rᵀr is a partial sum: the convergence test waits for the sum.
   const bool ranks = comm_.size() > 1;
+  const bool general = this->general();
   detail::launch_cg_update(size(), scalars_.data(), rz_k, pq, CgSlots::flag, CgSlots::flag_iter,
                            ranks ? -1 : CgSlots::tol2, iteration, p.data(), q.data(), x.data(), r.data(), inv_diag_,
                            z.data(), rz_next, rr_next, ws(partials_, ticket_, grid_));
   reduced({rz_next, rr_next});
   if (ranks)
     detail::launch_cg_converged(scalars_.data(), rr_next, CgSlots::tol2, CgSlots::flag, CgSlots::flag_iter, iteration);
-  if (M_ && !inv_diag_) precondition(r, z, rz_next, rr_next);  // z = M⁻¹·r, then ρ = rᵀz
+  if (general) precondition(r, z, rz_next, rr_next);  // z = M⁻¹·r, then ρ = rᵀz
 }
 
 template <class T>

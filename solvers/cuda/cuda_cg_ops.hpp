@@ -74,11 +74,16 @@ class CudaCgOps {
   /// Where every reduction's slots go: summed over the ranks on the device (Communicator::
   /// sum_device, deterministic), so every rank branches on the same bits; a no-op on one rank.
   void reduced(std::initializer_list<int> slots);
+  /// True when M is applied on its own, false when none or fused as a diagonal (inv_diag_, null
+  /// on a rank without rows). Decided at the first call, the same on every rank
+  /// (detail::diagonal_on_every_rank: collective on several ranks, at the solve's first step).
+  bool general();
   std::shared_ptr<const LinearOperator<T>> A_;  ///< owns the MatrixOperator made for a CsrMatrix
   const FusedOperator<T>* fused_;               ///< A's fused passes, or null
   const Preconditioner<T>* M_;
   Communicator comm_;
   const T* inv_diag_;  ///< M's inverse diagonal when M is diagonal (fused into the vector kernels)
+  int general_ = -1;   ///< general(), once decided
   DeviceArray<double> scalars_;
   DeviceArray<double> partials_;
   DeviceArray<unsigned int> ticket_;
