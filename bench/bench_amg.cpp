@@ -7,7 +7,7 @@
 // alone, and the host set-up / upload split, levels, complexities and GPU bytes. One untimed
 // warm-up solve per preconditioner; medians over --reps repetitions.
 //
-// usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--precond jacobi,chebyshev,amg]
+// usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media N] [--precond jacobi,chebyshev,amg]
 //                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
 //                  [--write-mtx DIR] [--no-solve] [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
@@ -16,7 +16,9 @@
 //   amg the "host set-up" figures are the GPU set-up's (info().setup_seconds) and "upload" the
 //   SpMV plans made for its levels.
 //   Problems: the 7-point 3-D Laplacian on each size³; 3-D diffusion with coefficient jumps 1e4
-//   and anisotropy 100 (diffusion_3d(n, 1, 1, 0.01, 1e4)) on --diffusion n³ (0: none); every
+//   and anisotropy 100 (diffusion_3d(n, 1, 1, 0.01, 1e4)) on --diffusion n³ (0: none); random
+//   media, a fifth of the cells 1e4 stiffer, anisotropy 100 (diffusion_3d_random(n, 100, 1, 1,
+//   1e4, 0.2, 1)) on --media n³ (default 0: none); every
 //   Matrix Market file given. --write-mtx DIR writes the generated problems as DIR/<name>.mtx
 //   (coordinate real general; b = ones is implied) so that AmgX can be run on the same matrices
 //   (../shared/peers/amgx/build_and_run.sh run DIR/*.mtx); --no-solve stops after writing.
@@ -263,6 +265,7 @@ std::string phases_json(const std::vector<AmgSetupPhase>& phases) {
 int main(int argc, char** argv) {
   std::vector<index_t> sizes = {64, 128, 256};
   index_t diffusion = 40;
+  index_t media = 0;  // random media, diffusion_3d_random(n, 100, 1, 1, 1e4, 0.2, 1); 0: none
   std::vector<std::string> preconds = {"jacobi", "chebyshev", "amg"};
   int reps = 3;
   int setup_reps = 1;  // DeviceAmg alone: the host set-up of 256³ takes tens of seconds
@@ -276,6 +279,7 @@ int main(int argc, char** argv) {
       sizes.clear();
       for (const auto& s : split(argv[++i])) sizes.push_back(index_t(std::atoi(s.c_str())));
     } else if (a == "--diffusion" && i + 1 < argc) diffusion = index_t(std::atoi(argv[++i]));
+    else if (a == "--media" && i + 1 < argc) media = index_t(std::atoi(argv[++i]));
     else if (a == "--precond" && i + 1 < argc) preconds = split(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--setup-reps" && i + 1 < argc) setup_reps = std::max(1, std::atoi(argv[++i]));
@@ -285,8 +289,9 @@ int main(int argc, char** argv) {
     else if (a == "--no-solve") no_solve = true;
     else if (a == "--profile-setup") profile_setup = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--precond jacobi,chebyshev,amg] [--reps R]\n"
-                  "                 [--setup-reps S] [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve]\n"
+      std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media 0]\n"
+                  "                 [--precond jacobi,chebyshev,amg] [--reps R] [--setup-reps S]\n"
+                  "                 [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve]\n"
                   "                 [--profile-setup] [A.mtx ...]\n");
       return 0;
     } else files.push_back(a);
@@ -305,11 +310,14 @@ int main(int argc, char** argv) {
     std::string name, file;
     index_t n = 0;
     bool laplacian = false;
+    bool media = false;
   };
   std::vector<Spec> specs;
   for (index_t s : sizes)
     if (s > 0) specs.push_back({"laplace3d_" + std::to_string(s), "", s, true});
   if (diffusion > 0) specs.push_back({"diffusion3d_jump1e4_aniso100_" + std::to_string(diffusion), "", diffusion, false});
+  if (media > 0)
+    specs.push_back({"media3d_jump1e4_aniso100_" + std::to_string(media), "", media, false, true});
   for (const auto& f : files) specs.push_back({bench::matrix_name(f), f, 0, false});
 
   const bool gpu = cuda_device_available();
@@ -331,6 +339,7 @@ int main(int argc, char** argv) {
     try {
       if (!sp.file.empty()) p.A = io::read_matrix_market<double>(sp.file);
       else if (sp.laplacian) p.A = laplacian_3d(sp.n, sp.n, sp.n);
+      else if (sp.media) p.A = diffusion_3d_random(sp.n, 100.0, 1.0, 1.0, 1e4, 0.2, 1);
       else p.A = diffusion_3d(sp.n, 1.0, 1.0, 0.01, 1e4);
     } catch (const Error& e) {
       std::printf("\n%s: cannot be made or read, skipped: %s\n", sp.name.c_str(), e.what());

@@ -73,16 +73,11 @@ CsrMatrix<double> laplacian_1d(index_t n) {
   });
 }
 
-CsrMatrix<double> diffusion_3d(index_t n, double kx, double ky, double kz, double jump) {
-  KRYSP_REQUIRE(n > 0 && std::int64_t(n) * n * n <= kMaxIndex, "diffusion_3d: bad grid ", n, "^3");
-  KRYSP_REQUIRE(kx > 0 && ky > 0 && kz > 0 && jump > 0 && std::isfinite(kx * ky * kz * jump),
-                "diffusion_3d: coefficients must be positive and finite (", kx, ", ", ky, ", ", kz, ", jump ", jump,
-                ")");
+namespace {
+// −∇·(k c ∇u) on n³ cells, c(x, y, z) per cell: 7-point finite volumes, harmonic face means.
+template <class Coef>
+CsrMatrix<double> diffusion_cells(index_t n, double kx, double ky, double kz, Coef c) {
   const index_t plane = n * n;
-  auto c = [&](index_t x, index_t y, index_t z) {
-    const bool in = x >= n / 4 && x < 3 * n / 4 && y >= n / 4 && y < 3 * n / 4 && z >= n / 2 && z < 3 * n / 4;
-    return in ? jump : 1.0;
-  };
   return build(plane * n, plane * n, std::int64_t(plane) * n * 7, [&](index_t i, auto& r) {
     const index_t x = i % n, y = (i / n) % n, z = i / plane;
     const double cp = c(x, y, z);
@@ -103,6 +98,34 @@ CsrMatrix<double> diffusion_3d(index_t n, double kx, double ky, double kz, doubl
     face(x, y + 1, z, ky, i + n);
     face(x, y, z + 1, kz, i + plane);
     r.push_back({i, diag});
+  });
+}
+
+void check_diffusion(const char* who, index_t n, double kx, double ky, double kz, double jump) {
+  KRYSP_REQUIRE(n > 0 && std::int64_t(n) * n * n <= kMaxIndex, who, ": bad grid ", n, "^3");
+  KRYSP_REQUIRE(kx > 0 && ky > 0 && kz > 0 && jump > 0 && std::isfinite(kx * ky * kz * jump), who,
+                ": coefficients must be positive and finite (", kx, ", ", ky, ", ", kz, ", jump ", jump, ")");
+}
+}  // namespace
+
+CsrMatrix<double> diffusion_3d(index_t n, double kx, double ky, double kz, double jump) {
+  check_diffusion("diffusion_3d", n, kx, ky, kz, jump);
+  return diffusion_cells(n, kx, ky, kz, [&](index_t x, index_t y, index_t z) {
+    const bool in = x >= n / 4 && x < 3 * n / 4 && y >= n / 4 && y < 3 * n / 4 && z >= n / 2 && z < 3 * n / 4;
+    return in ? jump : 1.0;
+  });
+}
+
+CsrMatrix<double> diffusion_3d_random(index_t n, double kx, double ky, double kz, double jump, double fraction,
+                                      std::uint64_t seed) {
+  check_diffusion("diffusion_3d_random", n, kx, ky, kz, jump);
+  KRYSP_REQUIRE(fraction >= 0 && fraction <= 1, "diffusion_3d_random: fraction ", fraction, " is not in [0, 1]");
+  std::mt19937_64 rng(seed);
+  std::vector<unsigned char> in(std::size_t(n) * std::size_t(n) * std::size_t(n));
+  for (auto& v : in) v = (double(rng() >> 11) * 0x1.0p-53) < fraction;  // the same on every platform
+  const std::size_t plane = std::size_t(n) * std::size_t(n);
+  return diffusion_cells(n, kx, ky, kz, [&](index_t x, index_t y, index_t z) {
+    return in[std::size_t(z) * plane + std::size_t(y) * std::size_t(n) + std::size_t(x)] ? jump : 1.0;
   });
 }
 
