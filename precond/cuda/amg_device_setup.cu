@@ -4,7 +4,6 @@
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <cub/cub.cuh>
-#include <cusparse.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,16 +19,9 @@
 #include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/cuda/sorted_search.cuh"
 #include "krysp/precond/jacobi.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
-
-#define KRYSP_AMG_CUSPARSE(call)                                                                    \
-  do {                                                                                              \
-    cusparseStatus_t krysp_st_ = (call);                                                            \
-    if (krysp_st_ != CUSPARSE_STATUS_SUCCESS)                                                       \
-      KRYSP_THROW(::krysp::DeviceError, #call " failed: ", cusparseGetErrorString(krysp_st_), " (", \
-                  static_cast<int>(krysp_st_), ")");                                                \
-  } while (0)
 
 namespace krysp::detail {
 
@@ -59,7 +51,6 @@ class PhaseClock {
       t_ = Clock::now();
     }
   }
-  bool on() const { return on_; }
   // The time since the last mark (or the start) goes to (level, name).
   void mark(int level, const std::string& name) {
     if (!on_) return;
@@ -369,24 +360,6 @@ __global__ void k_tent_fill(index_t n, const index_t* agg, const index_t* rp, co
   va[rp[i]] = b[i] / norm[agg[i]];
 }
 
-// Columns in increasing order within each row (insertion sort: a no-op pass when sorted).
-__global__ void k_sort_rows(index_t n, const index_t* rp, index_t* ci, double* va) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  for (index_t k = rp[i] + 1; k < rp[i + 1]; ++k) {
-    const index_t c = ci[k];
-    const double v = va[k];
-    index_t p = k;
-    while (p > rp[i] && ci[p - 1] > c) {
-      ci[p] = ci[p - 1];
-      va[p] = va[p - 1];
-      --p;
-    }
-    ci[p] = c;
-    va[p] = v;
-  }
-}
-
 // Transpose helpers: the row of every entry, and the column counts.
 __global__ void k_entry_rows(index_t n, const index_t* rp, index_t* rows) {
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -473,14 +446,7 @@ __global__ void k_symmetric_maps(index_t nnz, const index_t* rows, const index_t
   const index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (o >= nnz) return;
   const index_t i = rows[o], j = ci[o];
-  index_t lo = rp[j], hi = rp[j + 1];
-  while (lo < hi) {
-    const index_t mid = lo + (hi - lo) / 2;
-    if (ci[mid] < i)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  const index_t lo = rp[j] + lower_bound(ci + rp[j], rp[j + 1] - rp[j], i);
   const bool found = lo < rp[j + 1] && ci[lo] == i;
   if (!found) *asym = 1;
   map_a[o] = o;
@@ -570,87 +536,48 @@ DCsr transpose(const DCsr& A, DeviceArray<index_t>* perm_out = nullptr) {
   return T;
 }
 
-/// cuSPARSE handle for one set-up.
-struct Sparse {
-  cusparseHandle_t h = nullptr;
-  Sparse() { KRYSP_AMG_CUSPARSE(cusparseCreate(&h)); }
-  ~Sparse() {
-    if (h) cusparseDestroy(h);
+/// The row offsets of a product from its row lengths (exclusive_scan's), the total summed in 64
+/// bits so that a product too large for index_t is refused instead of wrapping. One
+/// synchronisation, for the total.
+index_t product_scan(const index_t* counts, index_t* rp, index_t n) {
+  if (n == 0) {
+    KRYSP_CUDA_CHECK(cudaMemset(rp, 0, sizeof(index_t)));
+    return 0;
   }
-  Sparse(const Sparse&) = delete;
-  Sparse& operator=(const Sparse&) = delete;
-};
+  DeviceArray<std::int64_t> total(1);
+  std::size_t sum_bytes = 0, scan_bytes = 0;
+  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, sum_bytes, counts, total.data(), n));
+  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, counts, rp + 1, n));
+  DeviceArray<unsigned char> tmp(std::max<std::size_t>({sum_bytes, scan_bytes, 1}));
+  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(tmp.data(), sum_bytes, counts, total.data(), n));
+  KRYSP_CUDA_CHECK(cudaMemset(rp, 0, sizeof(index_t)));
+  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp.data(), scan_bytes, counts, rp + 1, n));
+  std::int64_t t = 0;
+  copy_to_host(&t, total.data(), sizeof t);
+  KRYSP_REQUIRE(t <= kMaxNnz, "AMG: a sparse product has ", t, " nonzeros, more than index_t (32-bit) holds");
+  return index_t(t);
+}
 
-/// A·B by cuSPARSE SpGEMM (ALG1: bit-wise equal results run to run), rows sorted after.
-DCsr multiply(Sparse& sp, const DCsr& A, const DCsr& B, PhaseClock* pc = nullptr, int level = -1,
-             const char* name = "SpGEMM") {
-  auto mark = [&](const char* what) {
-    if (pc && pc->on()) pc->mark(level, std::string(name) + ": " + what);
-  };
+/// The structure of A·B (B's rows sorted) with storage for its values: spgemm_symbolic_count, a
+/// scan, spgemm_symbolic_fill (amg_galerkin.hpp: each row's distinct columns, sorted; the
+/// structural product), timed as `name`: symbolic count and symbolic fill.
+DCsr symbolic_product(const DCsr& A, const DCsr& B, PhaseClock& pc, int level, const char* name) {
   KRYSP_REQUIRE(A.cols == B.rows, "AMG: sparse product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols);
   DCsr C;
   C.rows = A.rows;
   C.cols = B.cols;
   C.rp_own = DeviceArray<index_t>(std::size_t(C.rows) + 1);
-  cusparseSpMatDescr_t ma = nullptr, mb = nullptr, mc = nullptr;
-  cusparseSpGEMMDescr_t d = nullptr;
-  struct Guard {
-    cusparseSpMatDescr_t *a, *b, *c;
-    cusparseSpGEMMDescr_t* d;
-    ~Guard() {
-      if (*a) cusparseDestroySpMat(*a);
-      if (*b) cusparseDestroySpMat(*b);
-      if (*c) cusparseDestroySpMat(*c);
-      if (*d) cusparseSpGEMM_destroyDescr(*d);
-    }
-  } guard{&ma, &mb, &mc, &d};
-  // Empty operands: cuSPARSE wants non-null arrays; an empty product has an all-zero row_ptr.
-  if (A.nnz == 0 || B.nnz == 0) {
-    C.rp_own.zero();
-    C.ci_own = DeviceArray<index_t>(1);
-    C.va_own = DeviceArray<double>(1);
-    C.own();
-    return C;
+  {
+    DeviceArray<index_t> counts(std::size_t(std::max<index_t>(C.rows, 1)));
+    spgemm_symbolic_count(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, counts.data());
+    C.nnz = product_scan(counts.data(), C.rp_own.data(), C.rows);
   }
-  KRYSP_AMG_CUSPARSE(cusparseCreateCsr(&ma, A.rows, A.cols, A.nnz, const_cast<index_t*>(A.rp),
-                                       const_cast<index_t*>(A.ci), const_cast<double*>(A.va), CUSPARSE_INDEX_32I,
-                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  KRYSP_AMG_CUSPARSE(cusparseCreateCsr(&mb, B.rows, B.cols, B.nnz, const_cast<index_t*>(B.rp),
-                                       const_cast<index_t*>(B.ci), const_cast<double*>(B.va), CUSPARSE_INDEX_32I,
-                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  KRYSP_AMG_CUSPARSE(cusparseCreateCsr(&mc, C.rows, C.cols, 0, C.rp_own.data(), nullptr, nullptr, CUSPARSE_INDEX_32I,
-                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_createDescr(&d));
-  const double alpha = 1, beta = 0;
-  const auto op = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  const auto alg = CUSPARSE_SPGEMM_ALG1;
-  std::size_t bytes1 = 0, bytes2 = 0;
-  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_workEstimation(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d,
-                                                   &bytes1, nullptr));
-  DeviceArray<unsigned char> buf1(std::max<std::size_t>(bytes1, 1));
-  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_workEstimation(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d,
-                                                   &bytes1, buf1.data()));
-  mark("work estimation");
-  KRYSP_AMG_CUSPARSE(
-      cusparseSpGEMM_compute(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d, &bytes2, nullptr));
-  DeviceArray<unsigned char> buf2(std::max<std::size_t>(bytes2, 1));
-  KRYSP_AMG_CUSPARSE(
-      cusparseSpGEMM_compute(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d, &bytes2, buf2.data()));
-  mark("compute");
-  std::int64_t rows = 0, cols = 0, nnz = 0;
-  KRYSP_AMG_CUSPARSE(cusparseSpMatGetSize(mc, &rows, &cols, &nnz));
-  KRYSP_REQUIRE(nnz <= std::int64_t(0x7fffffff), "AMG: a sparse product has ", nnz,
-                " nonzeros, more than index_t (32-bit) holds");
-  C.nnz = index_t(nnz);
+  pc.mark(level, std::string(name) + ": symbolic count");
   C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
   C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
-  KRYSP_AMG_CUSPARSE(cusparseCsrSetPointers(mc, C.rp_own.data(), C.ci_own.data(), C.va_own.data()));
-  KRYSP_AMG_CUSPARSE(cusparseSpGEMM_copy(sp.h, op, op, &alpha, ma, mb, &beta, mc, CUDA_R_64F, alg, d));
-  mark("copy");
   C.own();
-  k_sort_rows<<<blocks_for(C.rows), kThreads>>>(C.rows, C.rp, C.ci_own.data(), C.va_own.data());
-  check_launch("k_sort_rows");
-  mark("row sort");
+  spgemm_symbolic_fill(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, C.rp, C.ci_own.data());
+  pc.mark(level, std::string(name) + ": symbolic fill");
   return C;
 }
 
@@ -957,7 +884,6 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes one unknown per node, no coordinates and "
                                              "the mis2 aggregation");
   auto plan = std::make_shared<GpuAmgPlan>();  // what this set-up decides (a full one)
-  Sparse sp;
   const index_t n0 = A.rows();
 
   // Level 0 in double: A's own device arrays, its values converted for T = float.
@@ -979,7 +905,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
   DeviceArray<double> B(std::size_t(std::max<index_t>(n0, 1)));
   k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
   check_launch("k_fill");
-  pc.mark(-1, "start (checks, cuSPARSE handle, level 0 in double)");
+  pc.mark(-1, "start (checks, level 0 in double)");
 
   for (std::size_t l = 0;; ++l) {
     const int lv = int(l);
@@ -1212,10 +1138,10 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
         pc.mark(lv, "transpose R = P^T");
       }
       DCsr AP = exact ? with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data())
-                      : multiply(sp, Al, P, &pc, lv, "SpGEMM A*P");
+                      : symbolic_product(Al, P, pc, lv, "SpGEMM A*P");
       fill_product(Al, P, AP, pc, lv, "SpGEMM A*P");
       DCsr RAP = exact ? with_structure(nc, nc, kept->rap_nnz, kept->rap_rp.data(), kept->rap_ci.data())
-                       : multiply(sp, R, AP, &pc, lv, "SpGEMM R*(AP)");
+                       : symbolic_product(R, AP, pc, lv, "SpGEMM R*(AP)");
       fill_product(R, AP, RAP, pc, lv, "SpGEMM R*(AP)");
       if (exact) {
         Ac.rows = Ac.cols = RAP.rows;

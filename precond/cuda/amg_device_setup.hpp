@@ -11,11 +11,12 @@
 ///    amg::aggregate_mis2 ones exactly, given the same strength graph);
 ///  - P_tent (b_i/‖b_aggregate‖, the sums in node order as on the host), P = (I − ω·D⁻¹A)·P_tent
 ///    as a column aggregation of A (amg_galerkin.hpp: prolongator_count/_fill/_values; no S, no
-///    SpGEMM), A·P and R·(A·P): their structures by cuSPARSE SpGEMM (CUSPARSE_SPGEMM_ALG1, rows
-///    sorted after), their values by spgemm_numeric (amg_galerkin.hpp: a fixed order of the
-///    terms, so a re-set-up that keeps the structures fills the same bits); R = Pᵀ by a stable
-///    radix sort (CUB); the symmetrisation (Aᶜ + Aᶜᵀ)/2 by a search for each entry's mirror when
-///    the pattern is symmetric, else by the radix sort's transpose and a row merge.
+///    SpGEMM), A·P and R·(A·P): their structures by spgemm_symbolic_count/_fill (each row a
+///    merge of B's rows: sorted, the structural product), their values by spgemm_numeric
+///    (amg_galerkin.hpp: a fixed order of the terms, so a re-set-up that keeps the structures
+///    fills the same bits); R = Pᵀ by a stable radix sort (CUB); the symmetrisation
+///    (Aᶜ + Aᶜᵀ)/2 by a search for each entry's mirror when the pattern is symmetric, else by the
+///    radix sort's transpose and a row merge.
 /// The coarsest level is downloaded and factored by amg::cholesky on the host, as HostAmg does.
 /// No atomics touch floating-point values (integer counters only), so two set-ups of one matrix
 /// give bitwise equal hierarchies. Against the host (HostAmg with aggregation mis2) the values
@@ -95,7 +96,7 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// values, time stepping): the aggregates, tentative prolongators and level count are kept and
 /// only the numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the
 /// coarse factor), as HostAmg::update_values does: the products' values by spgemm_numeric into
-/// the kept structures of P, A·P and R·(A·P) (no SpGEMM, no sort), R and the symmetrised coarse
+/// the kept structures of P, A·P and R·(A·P) (no symbolic phase), R and the symmetrised coarse
 /// matrix by gathers through the plan's permutations, bitwise what a full set-up of the same
 /// values with the same aggregates gives. A must have the structure the plan was made for. The
 /// hierarchy the plan came from must still be alive: the plan reads its P, R and coarse-matrix

@@ -1,4 +1,5 @@
-// The numeric phase of a sparse product into a known structure (amg_galerkin.hpp).
+// The AMG set-up's sparse products (amg_galerkin.hpp): the symbolic phase, the numeric phase into
+// a known structure, and the smoothed prolongator as a column aggregation.
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/sorted_search.cuh"
 
 namespace krysp::detail {
 
@@ -15,19 +17,6 @@ constexpr int kThreads = 256;
 // Shared slots per thread: a group of W lanes keeps a row of C of up to kSlots·W entries
 // (columns and sums) in shared memory; longer rows search and accumulate in global memory.
 constexpr int kSlots = 8;
-
-// First position p in [0, len) with cols[p] >= j (len when none).
-__device__ index_t lower_bound(const index_t* cols, index_t len, index_t j) {
-  index_t lo = 0, hi = len;
-  while (lo < hi) {
-    const index_t mid = lo + (hi - lo) / 2;
-    if (cols[mid] < j)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
 
 // One group of W lanes a row of C. For each entry k of A's row, in order, the lanes split B's
 // row k (distinct columns, so distinct positions of C: no two lanes add to one sum at once) and
@@ -229,6 +218,72 @@ __global__ void k_prolongator_values(index_t n, const index_t* a_rp, const index
   }
 }
 
+// The symbolic product: C's row i is the union of B's rows k over A's row i (B's rows sorted,
+// each column once). A group of W lanes merges those rows: each lane keeps a cursor into up to C
+// of them (entries lane, lane + W, ... of A's row) in registers; each step the group takes the
+// smallest head of all cursors (a shuffle tree), which is C's next column, and moves the cursors
+// standing on it. The row thus comes out sorted and without repeats: no hash table, no sort, no
+// scratch memory, and the result is the set itself, whatever W. Entries of A's row past C·W keep
+// no cursor: each step they find their next column by a binary search in B's row for the first
+// column above the last one taken (slower, but complete for any row length).
+constexpr index_t kNoColumn = 0x7fffffff;  // above every column (columns < B's cols <= INT_MAX)
+
+template <int W>
+__device__ __forceinline__ index_t group_min(index_t v, unsigned mask) {
+#pragma unroll
+  for (int off = W / 2; off > 0; off /= 2) v = min(v, __shfl_xor_sync(mask, v, off, W));
+  return v;
+}
+
+// counts[i] = the length of C's row i, or (Fill) C's columns into c_ci from c_rp[i].
+template <int W, int C, bool Fill>
+__global__ void k_spgemm_symbolic(index_t rows, const index_t* __restrict__ a_rp, const index_t* __restrict__ a_ci,
+                                  const index_t* __restrict__ b_rp, const index_t* __restrict__ b_ci, index_t* counts,
+                                  const index_t* c_rp, index_t* c_ci) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  if (i >= rows) return;  // whole groups leave together (rows are W-aligned)
+  const int lane = int(threadIdx.x % W);
+  const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
+  const index_t ab = a_rp[i], alen = a_rp[i + 1] - ab;
+  index_t pos[C], end[C], head[C];
+#pragma unroll
+  for (int t = 0; t < C; ++t) {
+    const index_t e = lane + index_t(t * W);
+    pos[t] = end[t] = 0;
+    if (e < alen) {
+      const index_t k = a_ci[ab + e];
+      pos[t] = b_rp[k];
+      end[t] = b_rp[k + 1];
+    }
+    head[t] = pos[t] < end[t] ? b_ci[pos[t]] : kNoColumn;
+  }
+  const index_t cb = Fill ? c_rp[i] : 0, clen = Fill ? c_rp[i + 1] - cb : 0;
+  index_t count = 0, last = -1;
+  for (;;) {
+    index_t m = kNoColumn;
+#pragma unroll
+    for (int t = 0; t < C; ++t) m = min(m, head[t]);
+    for (index_t e = index_t(C * W) + lane; e < alen; e += W) {  // past the cursors
+      const index_t k = a_ci[ab + e], bb = b_rp[k], blen = b_rp[k + 1] - bb;
+      const index_t q = lower_bound(b_ci + bb, blen, last + 1);
+      if (q < blen) m = min(m, b_ci[bb + q]);
+    }
+    m = group_min<W>(m, mask);  // the same in every lane: the group loops and stops together
+    if (m == kNoColumn) break;
+    if (Fill && lane == 0 && count < clen) c_ci[cb + count] = m;
+    ++count;
+    last = m;
+#pragma unroll
+    for (int t = 0; t < C; ++t)
+      if (head[t] == m) {
+        ++pos[t];
+        head[t] = pos[t] < end[t] ? b_ci[pos[t]] : kNoColumn;
+      }
+  }
+  if (!Fill && lane == 0) counts[i] = count;
+}
+
 unsigned row_blocks(index_t n, int w) { return unsigned((std::int64_t(n) * w + kThreads - 1) / kThreads); }
 
 // Lanes a row of A: its mean length, rounded up to a power of two, at most 32.
@@ -261,6 +316,32 @@ void launch_pattern(index_t n, const index_t* a_rp, const index_t* a_ci, index_t
   KRYSP_CUDA_CHECK_LAUNCH("k_prolongator_pattern");
 }
 
+// Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32; each lane holds
+// 4 cursors (8 with 32 lanes), so rows up to twice the mean (256 entries with 32 lanes) merge
+// from registers alone.
+int symbolic_lanes(index_t rows, index_t a_nnz) {
+  const double half = rows > 0 ? 0.5 * double(a_nnz) / double(rows) : 1.0;
+  int w = 1;
+  while (w < 32 && double(w) < half) w *= 2;
+  return w;
+}
+
+void launch_symbolic(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
+                     const index_t* b_ci, bool fill, index_t* counts, const index_t* c_rp, index_t* c_ci, int lanes) {
+  KRYSP_REQUIRE(lanes == 0 || lanes == 1 || lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32,
+                "spgemm_symbolic: lanes = ", lanes, " (1, 2, 4, 8, 16, 32 or 0)");
+  if (rows <= 0) return;
+  with_lanes(lanes > 0 ? lanes : symbolic_lanes(rows, a_nnz), [&](auto W) {
+    constexpr int w = decltype(W)::value, c = w == 32 ? 8 : 4;
+    if (fill)
+      k_spgemm_symbolic<w, c, true><<<row_blocks(rows, w), kThreads>>>(rows, a_rp, a_ci, b_rp, b_ci, nullptr, c_rp, c_ci);
+    else
+      k_spgemm_symbolic<w, c, false><<<row_blocks(rows, w), kThreads>>>(rows, a_rp, a_ci, b_rp, b_ci, counts, nullptr,
+                                                                        nullptr);
+  });
+  KRYSP_CUDA_CHECK_LAUNCH("k_spgemm_symbolic");
+}
+
 }  // namespace
 
 void prolongator_count(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
@@ -282,6 +363,16 @@ void prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, con
                                                                              t_ci, t_va, p_rp, p_ci, p_va);
   });
   KRYSP_CUDA_CHECK_LAUNCH("k_prolongator_values");
+}
+
+void spgemm_symbolic_count(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
+                           const index_t* b_ci, index_t* counts, int lanes) {
+  launch_symbolic(rows, a_rp, a_ci, a_nnz, b_rp, b_ci, false, counts, nullptr, nullptr, lanes);
+}
+
+void spgemm_symbolic_fill(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
+                          const index_t* b_ci, const index_t* c_rp, index_t* c_ci, int lanes) {
+  launch_symbolic(rows, a_rp, a_ci, a_nnz, b_rp, b_ci, true, nullptr, c_rp, c_ci, lanes);
 }
 
 void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, const double* a_va, index_t b_rows,

@@ -1,18 +1,35 @@
 #pragma once
 /// \file amg_galerkin.hpp
-/// The numeric phase of a sparse product C = A·B whose structure is already known (the AMG
-/// set-up's P = S·P_tent, A·P and R·(A·P): the first set-up takes the structures from cuSPARSE's
-/// SpGEMM, a numeric re-set-up keeps them). Deterministic: C(i, j) = Σ_k A(i,k)·B(k,j) adds its
-/// terms in the order of A's row i (positions ascending), starting from 0, with separate rounded
-/// multiply and add (no contraction). Which lanes do the work changes nothing, so the values are
-/// bitwise equal run to run and for every launch shape: a re-set-up fills exactly what a fresh
-/// set-up of the same values fills. CUDA-free header; internal (device pointers, the default
-/// stream, asynchronous).
+/// The AMG set-up's sparse products on the GPU: the symbolic phase of C = A·B (A·P and R·(A·P):
+/// each row's sorted column set), the numeric phase into a known structure (A·P, R·(A·P): a full
+/// set-up fills the structures the symbolic phase made, a numeric re-set-up the kept ones), and
+/// the smoothed prolongator P = S·P_tent as a column aggregation. Deterministic: the structures
+/// are sets, sorted; C(i, j) = Σ_k A(i,k)·B(k,j) adds its terms in the order of A's row i
+/// (positions ascending), starting from 0, with separate rounded multiply and add (no
+/// contraction). Which lanes do the work changes nothing, so the values are bitwise equal run to
+/// run and for every launch shape: a re-set-up fills exactly what a fresh set-up of the same
+/// values fills. CUDA-free header; internal (device pointers, the default stream, asynchronous).
 #include <cstdint>
 
 #include "krysp/sparse/csr.hpp"
 
 namespace krysp::detail {
+
+/// The symbolic phase of C = A·B: C's pattern is the structural product, each row i the distinct
+/// columns of B's rows k over A's row i, whatever the values (an entry that sums to zero stays).
+/// Two passes, as prolongator_count/_fill: counts[i] = the length of C's row i (an exclusive scan
+/// gives c_rp), then the columns, sorted ascending, into c_ci. A: `rows` rows, a_nnz entries
+/// (chooses the lanes), any column order; B: each row's columns sorted ascending and unique (P
+/// and A·P are). Each row is a merge of B's rows with a cursor per entry of A's row, in
+/// registers for rows of A up to 4·lanes entries (8·lanes = 256 with 32 lanes), a binary search a
+/// step for the entries past that: no scratch memory, no row length it cannot take. lanes: threads a row of C (1, 2, 4, 8,
+/// 16 or 32; 0 chooses from A's mean row); the result does not depend on it. InputError for
+/// other lanes; DeviceError when the launch fails.
+void spgemm_symbolic_count(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
+                           const index_t* b_ci, index_t* counts, int lanes = 0);
+/// The second pass of spgemm_symbolic_count: C's sorted columns into c_ci (c_rp from the counts).
+void spgemm_symbolic_fill(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
+                          const index_t* b_ci, const index_t* c_rp, index_t* c_ci, int lanes = 0);
 
 /// Fills c_va (C's c_nnz values) with A·B for C's structure (c_rp, c_ci: `rows` rows, columns
 /// sorted ascending and unique in each row, covering every column the product produces; A: rows

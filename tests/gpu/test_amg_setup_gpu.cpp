@@ -5,8 +5,9 @@
 // summary says where it was set up; update_values against a fresh set-up (bitwise) and the
 // host's numeric re-set-up; greedy or b = 3 keep the host set-up; fp32. Also the trusted borrow
 // of the set-up's matrices: the device structure hash against the host's computation of it, and
-// the host structure downloaded only when a host use asks for it. spgemm_numeric (the products'
-// numeric phase) against the host's product, bitwise for any launch shape.
+// the host structure downloaded only when a host use asks for it. spgemm_symbolic (the products'
+// structures) against the host's structural product exactly, and spgemm_numeric (their values)
+// against the host's product, bitwise for any launch shape.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
@@ -210,6 +212,7 @@ TEST_CASE("AMG GPU set-up: profile_setup times the phases, changes nothing; trus
     REQUIRE(!G2.info.setup_phases.empty());
     double sum = 0;
     bool mis2_rounds = false;
+    int symbolic = 0;
     for (const auto& ph : G2.info.setup_phases) {
       CHECK(ph.seconds >= 0);
       CHECK(ph.count >= 1);
@@ -217,8 +220,11 @@ TEST_CASE("AMG GPU set-up: profile_setup times the phases, changes nothing; trus
       CHECK(ph.level < int(G2.levels.size()));
       sum += ph.seconds;
       mis2_rounds = mis2_rounds || ph.name == "MIS-2 rounds";
+      symbolic += ph.name == "SpGEMM A*P: symbolic count" || ph.name == "SpGEMM A*P: symbolic fill" ||
+                  ph.name == "SpGEMM R*(AP): symbolic count" || ph.name == "SpGEMM R*(AP): symbolic fill";
     }
     CHECK(mis2_rounds);
+    CHECK(symbolic == 4 * int(G2.levels.size() - 1));  // each product's two passes, every level but the coarsest
     CHECK(sum <= G2.info.setup_seconds * 1.001 + 1e-6);
     REQUIRE(G1.levels.size() == G2.levels.size());
     auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
@@ -549,8 +555,8 @@ TEST_CASE("AMG GPU set-up: a numeric re-set-up gathers R and the coarse matrices
     CHECK(F.coarse_factor == R.coarse_factor);
     CHECK(F.coarse_factor == V.coarse_factor);
     // The gathers ran (not the sorts) on every level with a coarser one, and the products'
-    // numeric phase alone (P, A·P, R·(A·P); no cuSPARSE SpGEMM: no work estimation, compute,
-    // copy or row sort; no structure of P).
+    // numeric phase alone (P, A·P, R·(A·P); no symbolic count or fill of the products, no
+    // structure of P).
     int gathers = 0, sorts = 0, numeric = 0, symbolic = 0;
     for (const auto& ph : R.info.setup_phases) {
       gathers += ph.name == "R = P^T (kept permutation)" || ph.name == "symmetrise (kept maps)";
@@ -772,4 +778,128 @@ TEST_CASE("AMG GPU set-up: the prolongator's column aggregation equals the host'
     CHECK(numeric_product(S, T, ref, 0, &missing) == v1);
     CHECK(missing == 0);
   }
+}
+
+namespace {
+/// spgemm_symbolic_count, a host scan and spgemm_symbolic_fill with `lanes`: C's row offsets and
+/// columns, downloaded.
+std::pair<std::vector<index_t>, std::vector<index_t>> symbolic_product(const amg::Csr<double>& A,
+                                                                       const amg::Csr<double>& B, int lanes) {
+  const DeviceCsr a(A), b(B);
+  DeviceArray<index_t> counts(std::max<std::size_t>(std::size_t(A.rows), 1));
+  detail::spgemm_symbolic_count(A.rows, a.rp.data(), a.ci.data(), A.nnz(), b.rp.data(), b.ci.data(), counts.data(),
+                                lanes);
+  std::vector<index_t> c(static_cast<std::size_t>(A.rows)), rp(1, 0);
+  if (!c.empty()) counts.download(c.data(), c.size());
+  for (index_t x : c) rp.push_back(rp.back() + x);
+  const auto drp = to_device(rp);
+  DeviceArray<index_t> dci(std::max<std::size_t>(std::size_t(rp.back()), 1));
+  detail::spgemm_symbolic_fill(A.rows, a.rp.data(), a.ci.data(), A.nnz(), b.rp.data(), b.ci.data(), drp.data(),
+                               dci.data(), lanes);
+  std::vector<index_t> ci(static_cast<std::size_t>(rp.back()));
+  if (!ci.empty()) dci.download(ci.data(), ci.size());
+  return {rp, ci};
+}
+
+/// M with some rows replaced by `len` distinct sorted columns (every `every`-th row from `first`).
+amg::Csr<double> with_long_rows(const amg::Csr<double>& M, index_t every, index_t first, index_t len,
+                                std::mt19937_64& rng) {
+  amg::Csr<double> L;
+  L.rows = M.rows;
+  L.cols = M.cols;
+  L.row_ptr.assign(1, 0);
+  std::vector<index_t> all(static_cast<std::size_t>(M.cols));
+  for (index_t j = 0; j < M.cols; ++j) all[std::size_t(j)] = j;
+  for (index_t i = 0; i < M.rows; ++i) {
+    const index_t b = M.row_ptr[std::size_t(i)], e = M.row_ptr[std::size_t(i) + 1];
+    if (i % every == first) {
+      std::shuffle(all.begin(), all.end(), rng);
+      std::vector<index_t> r(all.begin(), all.begin() + std::min<index_t>(len, M.cols));
+      std::sort(r.begin(), r.end());
+      for (index_t j : r) L.col_idx.push_back(j), L.values.push_back(0.5);
+    } else {
+      L.col_idx.insert(L.col_idx.end(), M.col_idx.begin() + b, M.col_idx.begin() + e);
+      L.values.insert(L.values.end(), M.values.begin() + b, M.values.begin() + e);
+    }
+    L.row_ptr.push_back(L.nnz());
+  }
+  return L;
+}
+}  // namespace
+
+TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product exactly, for any lanes") {
+  std::mt19937_64 rng(26);
+  struct Case {
+    std::string name;
+    amg::Csr<double> A, B;
+  };
+  std::vector<Case> cases;
+  // Short rows with empty ones (lengths 0..max), the set-up's shapes; few columns in B: most
+  // products collide on a column.
+  cases.push_back({"short rows", random_csr(500, 400, 8, rng), random_csr(400, 300, 6, rng)});
+  cases.push_back({"collisions", random_csr(800, 600, 12, rng), random_csr(600, 9, 4, rng)});
+  cases.push_back({"long B rows", random_csr(300, 200, 5, rng), random_csr(200, 900, 60, rng)});
+  // Rows of A longer than the register cursors hold at any lanes (256 with 32): the binary-search
+  // path; every 40th row has 700 entries against a mean of about 4.
+  {
+    const amg::Csr<double> A = with_long_rows(random_csr(400, 1000, 6, rng), 40, 3, 700, rng);
+    cases.push_back({"long A rows", A, random_csr(1000, 500, 5, rng)});
+  }
+  // A's columns in any order (the kernels do not need A sorted).
+  {
+    amg::Csr<double> A = random_csr(300, 250, 10, rng);
+    for (index_t i = 0; i < A.rows; ++i)
+      std::shuffle(A.col_idx.begin() + A.row_ptr[std::size_t(i)], A.col_idx.begin() + A.row_ptr[std::size_t(i) + 1],
+                   rng);
+    cases.push_back({"unsorted A rows", A, random_csr(250, 250, 7, rng)});
+  }
+  cases.push_back({"one row", random_csr(1, 5, 4, rng), random_csr(5, 7, 3, rng)});
+  cases.push_back({"no rows", random_csr(0, 5, 4, rng), random_csr(5, 7, 3, rng)});
+  cases.push_back({"A without entries", random_csr(7, 4, 0, rng), random_csr(4, 6, 3, rng)});
+  cases.push_back({"B without entries", random_csr(7, 4, 3, rng), random_csr(4, 6, 0, rng)});
+  // A structural entry whose value sums to zero (1·1 + 1·(−1)) stays.
+  {
+    amg::Csr<double> A, B;
+    A.rows = 1;
+    A.cols = 2;
+    A.row_ptr = {0, 2};
+    A.col_idx = {0, 1};
+    A.values = {1.0, 1.0};
+    B.rows = 2;
+    B.cols = 1;
+    B.row_ptr = {0, 1, 2};
+    B.col_idx = {0, 0};
+    B.values = {1.0, -1.0};
+    cases.push_back({"cancelling entry", A, B});
+  }
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const amg::Csr<double> ref = amg::multiply(c.A, c.B);
+    if (c.name == "cancelling entry") REQUIRE(ref.nnz() == 1);
+    for (int lanes : {0, 1, 2, 4, 8, 16, 32}) {
+      CAPTURE(lanes);
+      const auto [rp, ci] = symbolic_product(c.A, c.B, lanes);
+      CHECK(rp == ref.row_ptr);
+      CHECK(ci == ref.col_idx);
+    }
+  }
+  // The set-up's chain: R·(A·P) with R = Pᵀ and A·P from the symbolic product itself.
+  {
+    const amg::Csr<double> A = random_csr(2000, 2000, 9, rng), P = random_csr(2000, 300, 3, rng);
+    const amg::Csr<double> AP = amg::multiply(A, P), R = amg::transpose(P);
+    const auto [ap_rp, ap_ci] = symbolic_product(A, P, 0);
+    REQUIRE(ap_rp == AP.row_ptr);
+    REQUIRE(ap_ci == AP.col_idx);
+    const auto [rap_rp, rap_ci] = symbolic_product(R, AP, 0);
+    const amg::Csr<double> RAP = amg::multiply(R, AP);
+    CHECK(rap_rp == RAP.row_ptr);
+    CHECK(rap_ci == RAP.col_idx);
+  }
+  // Lanes other than a power of two up to 32 (or 0) are refused.
+  const amg::Csr<double> A = random_csr(4, 4, 2, rng);
+  const DeviceCsr a(A);
+  DeviceArray<index_t> counts(4);
+  CHECK_THROWS_AS(detail::spgemm_symbolic_count(A.rows, a.rp.data(), a.ci.data(), A.nnz(), a.rp.data(), a.ci.data(),
+                                                counts.data(), 3),
+                  InputError);
 }
