@@ -53,6 +53,45 @@ inline LocalRows rows_of(const CsrMatrix<double>& A, std::int64_t first, std::in
   return r;
 }
 
+/// A partition of the rows: rank p owns [starts[p], starts[p+1]).
+struct Partition {
+  std::string name;
+  std::vector<std::int64_t> starts;
+};
+
+/// Partitions of n rows over P ranks with ranks that own nothing or little, cut at multiples of
+/// `unit` rows (n a multiple of it): on one rank the whole; else rank 0 empty, the last rank
+/// empty, and a rank of one unit: rank 0 on 2 ranks, rank 1 between empty ranks 0 and 2 on 4 or
+/// more (on 3, rank 0 empty, rank 1 one unit). The others share the rest evenly.
+inline std::vector<Partition> partitions_with_empty_ranks(int P, std::int64_t n, std::int64_t unit = 1) {
+  const std::int64_t units = n / unit;
+  // ranks [p0, p1) share units [u0, units) evenly; the ranks before p0 are already placed
+  auto fill = [&](std::vector<std::int64_t>& s, int p0, int p1, std::int64_t u0) {
+    for (int p = p0; p <= p1; ++p) s[p] = unit * (u0 + (units - u0) * (p - p0) / std::max(1, p1 - p0));
+  };
+  if (P == 1) return {{"one rank", {0, n}}};
+  std::vector<Partition> out;
+  std::vector<std::int64_t> s(P + 1, 0);
+  fill(s, 1, P, 0);
+  out.push_back({"rank 0 empty", s});
+  fill(s, 0, P - 1, 0);
+  s[P] = n;
+  out.push_back({"the last rank empty", s});
+  s.assign(P + 1, 0);
+  if (P == 2) {
+    s = {0, unit, n};
+    out.push_back({"one unit on rank 0", s});
+  } else if (P == 3) {
+    s = {0, 0, unit, n};
+    out.push_back({"rank 0 empty, one unit on rank 1", s});
+  } else {
+    s[2] = s[3] = unit;  // ranks 0 and 2 empty, rank 1 one unit
+    fill(s, 3, P, 1);
+    out.push_back({"ranks 0 and 2 empty, one unit on rank 1", s});
+  }
+  return out;
+}
+
 /// ‖a − b‖ / ‖b‖.
 inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
   double d = 0, s = 0;
