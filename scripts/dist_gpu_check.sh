@@ -2,7 +2,7 @@
 # The distributed GPU path on one host with 2 GPUs (docs/distributed.md): builds krysp with NCCL
 # (found in the Python environment's nvidia/nccl package when NCCL_ROOT is not set), runs the
 # distributed suites on 1 and 2 ranks (both device transports), the command line with
-# --backend cuda (Jacobi and Chebyshev), and bench_dist_cg for strong and weak scaling (its
+# --backend cuda (Jacobi and Chebyshev; also on matrices that leave a rank without rows), and bench_dist_cg for strong and weak scaling (its
 # textbook CG and, --library, solve_distributed with and without Chebyshev); logs and JSON go
 # to $OUT (or ./dist-gpu-out). Needs .deps/kokkos (scripts/fetch_kokkos.sh) when the machine has no Kokkos.
 #   scripts/dist_gpu_check.sh [test] [cli] [bench] [bench-quick] [scale]   (default: test cli bench)
@@ -69,6 +69,24 @@ for step in $steps; do
         run "cli_eigs_cheb_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp eigs \
           tests/data/bcsstk06.mtx -k 4 --backend cuda --precond chebyshev --inner-iters 8 --tol 1e-8
       done
+      # Ranks without rows: read_matrix_market leaves rank 1 of 2 empty on a one-row matrix (both
+      # transports) and the last of 4 on a three-row one (two ranks a GPU: MPI staged)
+      printf '%%%%MatrixMarket matrix coordinate real symmetric\n1 1 1\n1 1 4\n' >"$out/one_row.mtx"
+      printf '%%%%MatrixMarket matrix coordinate real symmetric\n3 3 5\n1 1 2\n2 1 -1\n2 2 2\n3 2 -1\n3 3 2\n' \
+        >"$out/three_rows.mtx"
+      for comm in auto mpi; do
+        for pc in jacobi chebyshev; do
+          run "cli_empty_rank_${pc}_$comm" env KRYSP_COMM=$comm "${mpi[@]}" -x KRYSP_COMM -np 2 build-gpu/krysp solve \
+            "$out/one_row.mtx" --backend cuda --precond $pc --rtol 1e-10
+        done
+      done
+      for pc in jacobi chebyshev block-jacobi; do
+        run "cli_empty_rank_np4_$pc" "${mpi[@]}" -np 4 build-gpu/krysp solve "$out/three_rows.mtx" --backend cuda \
+          --precond $pc --rtol 1e-10
+        run "cli_empty_rank_np4_block_$pc" "${mpi[@]}" -np 4 build-gpu/krysp solve "$out/three_rows.mtx" \
+          --backend cuda --precond $pc --nrhs 2 --rtol 1e-10
+      done
+      run cli_empty_rank_np4_eigs "${mpi[@]}" -np 4 build-gpu/krysp eigs "$out/three_rows.mtx" -k 1 --backend cuda
       ;;
     bench|bench-quick)
       ns=${BENCH_N_STRONG:-384} nw=${BENCH_N_WEAK:-256} it=${BENCH_ITERS:-100}
