@@ -316,9 +316,9 @@ void launch_pattern(index_t n, const index_t* a_rp, const index_t* a_ci, index_t
   KRYSP_CUDA_CHECK_LAUNCH("k_prolongator_pattern");
 }
 
-// Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32; each lane holds
-// 4 cursors (8 with 32 lanes), so rows up to twice the mean (256 entries with 32 lanes) merge
-// from registers alone.
+// Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32. Each lane holds
+// 4 cursors (8 with 32 lanes), so rows of A up to 4·W entries, at least twice the mean below 32
+// lanes and 256 with 32, merge from registers alone.
 int symbolic_lanes(index_t rows, index_t a_nnz) {
   const double half = rows > 0 ? 0.5 * double(a_nnz) / double(rows) : 1.0;
   int w = 1;
