@@ -125,21 +125,22 @@ __device__ void advance_in_block(index_t n, double d, T* __restrict__ v, const T
   }
 }
 
-// s null: v is written unscaled (lanczos_advance scales it); else the last block scales it and
-// writes u = s∘v too.
+// v_i = the start vector's entry of global row first + i; *out = ‖v‖ (root) or Σ v_i² (this rank's
+// partial of a distributed sum). s null: v is written unscaled (lanczos_advance scales it); else
+// (root only) the last block scales it and writes u = s∘v too.
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_start_fused_kernel(index_t n, T* __restrict__ v, double* partials, unsigned* ticket, double* norm,
-                               const T* __restrict__ s, T* __restrict__ u) {
+    lanczos_start_kernel(index_t n, std::int64_t first, T* __restrict__ v, double* partials, unsigned* ticket,
+                         double* out, bool root, const T* __restrict__ s, T* __restrict__ u) {
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T e = T(lanczos_start_entry(i));
+    const T e = T(lanczos_start_entry(first + i));
     v[i] = e;
     sum += double(e) * double(e);
   }
   block_partial(sum, partials);
   double d;
-  if (finish_in_last_block(partials, ticket, norm, true, d) && s) advance_in_block(n, d, v, s, u);
+  if (finish_in_last_block(partials, ticket, out, root, d) && s) advance_in_block(n, d, v, s, u);
 }
 
 // v = T(1.0 / *d)·v in place, u = s∘v: the Lanczos vector of the next step and the SpMV input.
@@ -181,11 +182,13 @@ __global__ void __launch_bounds__(kBlock)
   finish_in_last_block(partials, ticket, alpha, false, unused);
 }
 
+// w −= T(*alpha)·v; *out = ‖w‖ (root) or Σ w_i² (this rank's partial of a distributed sum); with s
+// (root only) the last block then scales w by 1/β and writes u = s∘w.
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    lanczos_beta_fused_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* w,
-                              double* partials, unsigned* ticket, double* beta, const T* __restrict__ s,
-                              T* __restrict__ u) {
+    lanczos_beta_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* w,
+                        double* partials, unsigned* ticket, double* out, bool root, const T* __restrict__ s,
+                        T* __restrict__ u) {
   const T alpha = T(*alpha_p);
   double sum = 0;
   for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
@@ -195,39 +198,7 @@ __global__ void __launch_bounds__(kBlock)
   }
   block_partial(sum, partials);
   double d;
-  if (finish_in_last_block(partials, ticket, beta, true, d) && s) advance_in_block(n, d, w, s, u);
-}
-
-// The distributed variants: each rank's sum stays unrooted for the sum over the ranks.
-template <class T>
-__global__ void __launch_bounds__(kBlock)
-    lanczos_start_partial_kernel(index_t n, std::int64_t first, T* __restrict__ v, double* partials, unsigned* ticket,
-                                 double* sumsq) {
-  double sum = 0;
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T e = T(lanczos_start_entry(first + i));
-    v[i] = e;
-    sum += double(e) * double(e);
-  }
-  block_partial(sum, partials);
-  double unused;
-  finish_in_last_block(partials, ticket, sumsq, false, unused);
-}
-
-template <class T>
-__global__ void __launch_bounds__(kBlock)
-    lanczos_beta_partial_kernel(index_t n, const double* __restrict__ alpha_p, const T* __restrict__ v, T* w,
-                                double* partials, unsigned* ticket, double* sumsq) {
-  const T alpha = T(*alpha_p);
-  double sum = 0;
-  for (std::int64_t i = thread_index(); i < n; i += grid_stride()) {
-    const T wi = w[i] - alpha * v[i];
-    w[i] = wi;
-    sum += double(wi) * double(wi);
-  }
-  block_partial(sum, partials);
-  double unused;
-  finish_in_last_block(partials, ticket, sumsq, false, unused);
+  if (finish_in_last_block(partials, ticket, out, root, d) && s) advance_in_block(n, d, w, s, u);
 }
 
 __global__ void lanczos_root_kernel(double* x) { *x = sqrt(*x); }
@@ -255,8 +226,8 @@ int lanczos_grid(index_t n) {
 
 template <class T>
 void lanczos_start_fused(index_t n, T* v, double* partials, unsigned* ticket, double* norm, const T* s, T* u) {
-  lanczos_start_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, v, partials, ticket, norm, s, u);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_fused_kernel");
+  lanczos_start_kernel<T><<<lanczos_grid(n), kBlock>>>(n, 0, v, partials, ticket, norm, true, s, u);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_kernel");
 }
 
 template <class T>
@@ -276,21 +247,22 @@ void lanczos_alpha_fused(index_t n, const T* s, T* w, const double* beta, const 
 template <class T>
 void lanczos_beta_fused(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
                         double* beta, const T* s, T* u) {
-  lanczos_beta_fused_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, beta, s, u);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_fused_kernel");
+  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, beta, true, s, u);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
 }
 
 template <class T>
 void lanczos_start_partial(index_t n, std::int64_t first, T* v, double* partials, unsigned* ticket, double* sumsq) {
-  lanczos_start_partial_kernel<T><<<lanczos_grid(n), kBlock>>>(n, first, v, partials, ticket, sumsq);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_partial_kernel");
+  lanczos_start_kernel<T><<<lanczos_grid(n), kBlock>>>(n, first, v, partials, ticket, sumsq, false, nullptr, nullptr);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_start_kernel");
 }
 
 template <class T>
 void lanczos_beta_partial(index_t n, const double* alpha, const T* v, T* w, double* partials, unsigned* ticket,
                           double* sumsq) {
-  lanczos_beta_partial_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, sumsq);
-  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_partial_kernel");
+  lanczos_beta_kernel<T><<<lanczos_grid(n), kBlock>>>(n, alpha, v, w, partials, ticket, sumsq, false, nullptr,
+                                                      nullptr);
+  KRYSP_CUDA_CHECK_LAUNCH("lanczos_beta_kernel");
 }
 
 void lanczos_root(double* x) {

@@ -8,6 +8,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/cuda/device_diagonal.hpp"
+#include "krysp/precond/cuda/device_lanczos.hpp"
 #include "krysp/precond/cuda/diagonal_kernels.hpp"
 
 namespace krysp {
@@ -22,54 +23,24 @@ namespace {
 /// ‖w‖), each reduction finished inside its own launch; three on small matrices, where β's last
 /// block does the first one's work for the next step.
 template <class T>
-class DeviceLanczos final : public LanczosOperator {
+class DeviceLanczos final : public detail::DeviceLanczosLoop<T> {
+  using Loop = detail::DeviceLanczosLoop<T>;
+  using Loop::n_, Loop::s_, Loop::v_, Loop::w_, Loop::u_, Loop::partials_;
+
  public:
   /// s: D^{-1/2} (n entries, taken over); at most max_steps steps are run.
   DeviceLanczos(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, DeviceArray<T> s, int max_steps)
-      : A_(A), plan_(plan), n_(A.rows()), grid_(detail::lanczos_grid(A.rows())), max_steps_(max_steps),
-        s_(std::move(s)) {
-    if (max_steps_ == 0) return;  // λmax given: nothing to run
-    for (auto* a : {&v_, &vp_, &w_, &u_}) *a = DeviceArray<T>(std::size_t(n_));
-    partials_ = DeviceArray<double>(std::size_t(grid_) + 1);  // + the ticket (zero at rest) in the last slot
-    partials_.zero();
-    ab_ = DeviceArray<double>(2 * std::size_t(max_steps_) + 2);  // + the start vector's norm at the end
+      : Loop(A.rows(), max_steps, std::move(s)), A_(A), plan_(plan) {
+    if (max_steps == 0) return;  // λmax given: nothing to run
     // Launch-bound matrices (a step costs its launches, not its bytes): longer batches, fewer waits.
     small_ = std::int64_t(A.nnz()) <= kSmallNnz;
     tail_ = n_ <= detail::kLanczosAdvanceInBlockMax;
   }
   void start() override {
     // ‖v‖; with tail_ also v /= ‖v‖, u = D^{-1/2} v (else step 0's lanczos_advance does that)
-    detail::lanczos_start_fused<T>(n_, v_.data(), partials_.data(), ticket(), norm(), tail_ ? s_.data() : nullptr,
-                                   u_.data());
-    step_ = 0;
-  }
-  void steps(int count, double* alpha, double* beta) override {
-    KRYSP_REQUIRE(count >= 1 && step_ + count <= max_steps_, "Chebyshev: Lanczos steps ", step_ + 1, "..",
-                  step_ + count, " asked for, but at most ", max_steps_, " were planned");
-    const int first = step_;
-    for (int t = 0; t < count; ++t, ++step_) {
-      double* prev_beta = ab_.data() + 2 * step_;  // β_{j−1}
-      double* a = prev_beta + 1;                   // α_j
-      double* b = prev_beta + 2;                   // β_j
-      if (step_ > 0) {  // v_prev = v; v = w/β_{j−1} (the old v_prev becomes the next w)
-        std::swap(vp_, v_);
-        std::swap(v_, w_);
-      }
-      // v /= (step 0: ‖v‖, else β_{j−1}); u = D^{-1/2} v (with tail_: done by the last launch's last block)
-      if (!tail_) detail::lanczos_advance<T>(n_, step_ > 0 ? prev_beta : norm(), v_.data(), s_.data(), u_.data());
-      plan_.apply(A_, T(1), u_.data(), T(0), w_.data());  // w = A u
-      detail::lanczos_alpha_fused<T>(n_, s_.data(), w_.data(), prev_beta, step_ > 0 ? vp_.data() : nullptr,
-                                     v_.data(), partials_.data(), ticket(), a);
-      detail::lanczos_beta_fused<T>(n_, a, v_.data(), w_.data(), partials_.data(), ticket(), b,
-                                    tail_ ? s_.data() : nullptr, u_.data());
-    }
-    // One download for the batch (synchronises): α_j, β_j interleaved from α_first on.
-    std::vector<double> h(2 * std::size_t(count));
-    detail::copy_to_host(h.data(), ab_.data() + 2 * first + 1, h.size() * sizeof(double));
-    for (int t = 0; t < count; ++t) {
-      alpha[t] = h[2 * std::size_t(t)];
-      beta[t] = h[2 * std::size_t(t) + 1];
-    }
+    detail::lanczos_start_fused<T>(n_, v_.data(), partials_.data(), this->ticket(), this->norm(),
+                                   tail_ ? s_.data() : nullptr, u_.data());
+    this->step_ = 0;
   }
   /// Four steps a batch (the first batch: until the settling test may first stop the run): at
   /// most three SpMVs wasted past the stop, against two synchronisations saved per step. On a
@@ -79,20 +50,21 @@ class DeviceLanczos final : public LanczosOperator {
   int first_batch() const override { return small_ ? 16 : kBatch; }
 
  private:
+  void step(const double* d, double* a, double* b) override {
+    // v /= d; u = D^{-1/2} v (with tail_: done by the last launch's last block)
+    if (!tail_) detail::lanczos_advance<T>(n_, d, v_.data(), s_.data(), u_.data());
+    plan_.apply(A_, T(1), u_.data(), T(0), w_.data());  // w = A u
+    detail::lanczos_alpha_fused<T>(n_, s_.data(), w_.data(), d, this->v_prev(), v_.data(), partials_.data(),
+                                   this->ticket(), a);
+    detail::lanczos_beta_fused<T>(n_, a, v_.data(), w_.data(), partials_.data(), this->ticket(), b,
+                                  tail_ ? s_.data() : nullptr, u_.data());
+  }
   static constexpr int kBatch = 4;
   static constexpr std::int64_t kSmallNnz = std::int64_t(1) << 20;
-  unsigned* ticket() { return reinterpret_cast<unsigned*>(partials_.data() + grid_); }
-  double* norm() { return ab_.data() + 2 * max_steps_ + 1; }
   const CsrMatrix<T>& A_;
   const SpmvPlan<T>& plan_;
-  index_t n_;
-  int grid_;
-  int max_steps_;
-  int step_ = 0;
   bool small_ = false;
   bool tail_ = false;  // n ≤ kLanczosAdvanceInBlockMax: lanczos_advance done by the reductions' last blocks
-  DeviceArray<T> s_, v_, vp_, w_, u_;
-  DeviceArray<double> partials_, ab_;
 };
 
 /// Leading dimension of the work blocks: N rounded up to 4 entries, so every row starts on a

@@ -8,6 +8,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/cuda/device_diagonal.hpp"
+#include "krysp/precond/cuda/device_lanczos.hpp"
 
 namespace krysp {
 
@@ -58,17 +59,13 @@ namespace {
 /// and ‖v‖ stay in device memory (ab_ = β_{−1}, α_0, β_0, α_1, ...), so a batch of steps is queued
 /// at once and downloaded with one synchronisation; every rank downloads the same sums, decides
 /// the same, and so asks for the same steps (each step is collective: a halo exchange, two sums).
-class DeviceDistLanczos final : public LanczosOperator {
+class DeviceDistLanczos final : public detail::DeviceLanczosLoop<double> {
  public:
   /// s: D^{-1/2} on this rank's rows (taken over); at most max_steps steps are run.
   DeviceDistLanczos(const DeviceDistCsr& A, DeviceArray<double> s, int max_steps)
-      : A_(A), comm_(A.matrix().comm()), n_(A.rows()), first_(A.matrix().first_row()),
-        grid_(detail::lanczos_grid(A.rows())), max_steps_(max_steps), s_(std::move(s)) {
-    if (max_steps_ == 0) return;  // λmax given: nothing to run
-    for (auto* a : {&v_, &vp_, &w_, &u_}) *a = DeviceArray<double>(std::size_t(n_));
-    partials_ = DeviceArray<double>(std::size_t(grid_) + 1);  // + the ticket (zero at rest) in the last slot
-    partials_.zero();
-    ab_ = DeviceArray<double>(2 * std::size_t(max_steps_) + 2);  // + the start vector's norm at the end
+      : DeviceLanczosLoop(A.rows(), max_steps, std::move(s)), A_(A), comm_(A.matrix().comm()),
+        first_(A.matrix().first_row()) {
+    if (max_steps == 0) return;  // λmax given: nothing to run
     ab_.zero();
   }
   void start() override {
@@ -76,55 +73,29 @@ class DeviceDistLanczos final : public LanczosOperator {
     total_root(norm());
     step_ = 0;
   }
-  void steps(int count, double* alpha, double* beta) override {
-    KRYSP_REQUIRE(count >= 1 && step_ + count <= max_steps_, "Chebyshev: Lanczos steps ", step_ + 1, "..",
-                  step_ + count, " asked for, but at most ", max_steps_, " were planned");
-    const int first = step_;
-    for (int t = 0; t < count; ++t, ++step_) {
-      double* prev_beta = ab_.data() + 2 * step_;  // β_{j−1}
-      double* a = prev_beta + 1;                   // α_j
-      double* b = prev_beta + 2;                   // β_j
-      if (step_ > 0) {  // v_prev = v; v = w/β_{j−1} (the old v_prev becomes the next w)
-        std::swap(vp_, v_);
-        std::swap(v_, w_);
-      }
-      detail::lanczos_advance<double>(n_, step_ > 0 ? prev_beta : norm(), v_.data(), s_.data(), u_.data());
-      A_.apply(u_.data(), w_.data());  // w = A u, halo included
-      detail::lanczos_alpha_fused<double>(n_, s_.data(), w_.data(), prev_beta, step_ > 0 ? vp_.data() : nullptr,
-                                          v_.data(), partials_.data(), ticket(), a);
-      comm_.sum_device(a, 1);
-      detail::lanczos_beta_partial<double>(n_, a, v_.data(), w_.data(), partials_.data(), ticket(), b);
-      total_root(b);
-    }
-    std::vector<double> h(2 * std::size_t(count));  // one download for the batch (synchronises)
-    detail::copy_to_host(h.data(), ab_.data() + 2 * first + 1, h.size() * sizeof(double));
-    for (int t = 0; t < count; ++t) {
-      alpha[t] = h[2 * std::size_t(t)];
-      beta[t] = h[2 * std::size_t(t) + 1];
-    }
-  }
   /// Four steps a batch (the first: the steps before the settling test may stop the run), as the
   /// one-GPU Lanczos on large matrices: at most three products wasted past the stop.
   int batch() const override { return 4; }
 
  private:
+  void step(const double* d, double* a, double* b) override {
+    detail::lanczos_advance<double>(n_, d, v_.data(), s_.data(), u_.data());
+    A_.apply(u_.data(), w_.data());  // w = A u, halo included
+    detail::lanczos_alpha_fused<double>(n_, s_.data(), w_.data(), d, v_prev(), v_.data(), partials_.data(), ticket(),
+                                        a);
+    comm_.sum_device(a, 1);
+    detail::lanczos_beta_partial<double>(n_, a, v_.data(), w_.data(), partials_.data(), ticket(), b);
+    total_root(b);
+  }
   // *x = sqrt(Σ over ranks of *x), on the device.
   void total_root(double* x) const {
     comm_.sum_device(x, 1);
     detail::lanczos_root(x);
   }
-  unsigned* ticket() { return reinterpret_cast<unsigned*>(partials_.data() + grid_); }
-  double* norm() { return ab_.data() + 2 * max_steps_ + 1; }
 
   const DeviceDistCsr& A_;
   const Communicator& comm_;
-  index_t n_;
   std::int64_t first_;
-  int grid_;
-  int max_steps_;
-  int step_ = 0;
-  DeviceArray<double> s_, v_, vp_, w_, u_;
-  DeviceArray<double> partials_, ab_;
 };
 
 /// Leading dimension of the work blocks: N rounded up to 4 entries, so that every row starts on
