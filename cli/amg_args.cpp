@@ -14,12 +14,16 @@ const std::set<std::string>& amg_option_names() {
 
 const char* amg_option_help() {
   return "  AMG (--precond amg; docs/amg.md):\n"
-         "  --amg-theta T        strength threshold on level 0, halved per level (default 0.08)\n"
+         "  --amg-theta T        strength threshold on level 0, halved per level; auto: 0.25 when\n"
+         "                       over 10% of A's off-diagonal entries are positive (unless 0.25\n"
+         "                       leaves most nodes without a strong neighbour), else 0.08\n"
+         "                       (default auto)\n"
          "  --amg-max-levels L   levels at most, A included                       (default 10)\n"
          "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
          "  --amg-smoother S     chebyshev | l1-jacobi                            (default chebyshev)\n"
          "  --amg-aggregation A  mis2 | greedy; greedy sets up on the host only   (default mis2)\n"
-         "  --amg-degree D       Chebyshev smoother degree                        (default 2)\n"
+         "  --amg-degree D       Chebyshev smoother degree; auto: 3 when over 10% of A's\n"
+         "                       off-diagonal entries are positive, else 2        (default auto)\n"
          "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
          "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
          "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A); 0: plain aggregation\n"
@@ -32,7 +36,8 @@ const char* amg_option_help() {
 
 AmgOptions read_amg_options(const Args& args) {
   AmgOptions a;
-  a.theta = args.get_double("amg-theta", a.theta);
+  // "auto" (the default) leaves kAmgAuto: the set-up chooses from A's signs (amg::resolve_auto).
+  if (args.get("amg-theta", "auto") != "auto") a.theta = args.get_double("amg-theta", a.theta);
   a.max_levels = int(args.get_int("amg-max-levels", a.max_levels, -1000000, 1000000));
   a.coarse_size = index_t(args.get_int("amg-coarse-size", a.coarse_size, -1000000000, 1000000000));
   const std::string s = args.get("amg-smoother", to_string(a.smoother));
@@ -43,7 +48,8 @@ AmgOptions read_amg_options(const Args& args) {
   if (g == "greedy") a.aggregation = AmgAggregation::Greedy;
   else if (g == "mis2") a.aggregation = AmgAggregation::Mis2;
   else KRYSP_THROW(InputError, "unknown --amg-aggregation '", g, "' (expected mis2 or greedy)");
-  a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
+  if (args.get("amg-degree", "auto") != "auto")
+    a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
   a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));
   a.prolongation_weight = args.get_double("amg-omega", a.prolongation_weight);

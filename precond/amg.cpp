@@ -12,6 +12,7 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/block_jacobi.hpp"
+#include "krysp/precond/cuda/amg_auto_stats.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/jacobi.hpp"
 
@@ -105,6 +106,102 @@ void copy_into(amg::Csr<T>& dst, const amg::Csr<double>& src) {
 
 }  // namespace
 
+namespace amg {
+
+template <class T>
+SignCount off_diagonal_signs(const CsrMatrix<T>& A, bool on_device) {
+  const std::string m = A.memo("amg: off-diagonal signs", [&] {
+    std::int64_t off = 0, pos = 0;
+    if (on_device) {
+      const CsrView<T> d = A.device_view();
+      detail::count_off_diagonal_signs(A.rows(), d.row_ptr, d.col_idx, d.values, &off, &pos);
+    } else {
+      const auto& rp = A.row_ptr();
+      const auto& ci = A.col_idx();
+      const auto& va = A.values();
+      for (index_t i = 0; i < A.rows(); ++i)
+        for (index_t k = rp(i); k < rp(i + 1); ++k) {
+          const T v = va(k);
+          if (ci(k) != i && v != T(0)) {
+            ++off;
+            pos += v > T(0);
+          }
+        }
+    }
+    return detail::concat(off, " ", pos);
+  });
+  SignCount c;
+  std::istringstream(m) >> c.off_diagonal >> c.positive;
+  return c;
+}
+
+template <class T>
+std::int64_t isolated_nodes(const CsrMatrix<T>& A, int b, double theta, bool on_device) {
+  char tag[96];
+  std::snprintf(tag, sizeof tag, "amg: isolated nodes, b %d, theta %.17g", b, theta);
+  return std::stoll(A.memo(tag, [&] {
+    std::int64_t isolated = 0;
+    if (on_device && b == 1) {
+      const CsrView<T> d = A.device_view();
+      isolated = detail::count_isolated_rows(A.rows(), d.row_ptr, d.col_idx, d.values, theta);
+    } else {
+      const Graph G = strength_graph(to_csr(A), b, theta);
+      for (index_t I = 0; I < G.nodes; ++I) isolated += G.row_ptr[std::size_t(I) + 1] == G.row_ptr[std::size_t(I)];
+    }
+    return std::to_string(isolated);
+  }));
+}
+
+template <class T>
+AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoice* choice, bool on_device) {
+  AmgAutoChoice c;
+  AmgOptions r = o;
+  c.theta = o.theta == kAmgAuto;
+  c.degree = o.smoother_degree == kAmgAuto && o.smoother == AmgSmoother::Chebyshev;
+  if (c.theta || c.degree) {
+    c.positive_fraction = off_diagonal_signs(A, on_device).positive_fraction();
+    c.structural = c.positive_fraction > kAmgStructuralPositiveFraction;
+    if (c.structural && c.theta) {
+      // θ = 0.25 must still coarsen level 0 (b as the set-up resolves it: a structure pass).
+      const int b = o.coordinates.empty() ? resolve_block_size(A, o.block_size) : o.coordinate_dim;
+      if (A.rows() > 0 && A.rows() % b == 0) {
+        const index_t nodes = A.rows() / b;
+        c.isolated_fraction = double(isolated_nodes(A, b, kAmgThetaStructural, on_device)) / double(nodes);
+        c.strong_theta = c.isolated_fraction <= kAmgStructuralMaxIsolated;
+      }
+    }
+  }
+  if (c.theta) r.theta = c.strong_theta ? kAmgThetaStructural : kAmgThetaMMatrix;
+  if (o.smoother_degree == kAmgAuto) r.smoother_degree = c.structural ? kAmgDegreeStructural : kAmgDegreeMMatrix;
+  if (choice) *choice = c;
+  return r;
+}
+
+std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
+  // The reason follows the first auto field; a second one says "(auto)".
+  char why[160];
+  const int len = std::snprintf(why, sizeof why, " (auto: %.0f%% positive off-diagonals", 100 * c.positive_fraction);
+  if (c.isolated_fraction >= 0 && !c.strong_theta)
+    std::snprintf(why + len, sizeof why - std::size_t(len), "; theta %g would isolate %.0f%% of the nodes",
+                  kAmgThetaStructural, 100 * c.isolated_fraction);
+  std::ostringstream s;
+  s << "theta " << o.theta;
+  if (c.theta) s << why << ")";
+  s << ", " << to_string(o.smoother);
+  if (o.smoother == AmgSmoother::Chebyshev) s << " " << o.smoother_degree;
+  if (c.degree) s << (c.theta ? " (auto)" : std::string(why) + ")");
+  return s.str();
+}
+
+template SignCount off_diagonal_signs(const CsrMatrix<double>&, bool);
+template SignCount off_diagonal_signs(const CsrMatrix<float>&, bool);
+template std::int64_t isolated_nodes(const CsrMatrix<double>&, int, double, bool);
+template std::int64_t isolated_nodes(const CsrMatrix<float>&, int, double, bool);
+template AmgOptions resolve_auto(const CsrMatrix<double>&, const AmgOptions&, AmgAutoChoice*, bool);
+template AmgOptions resolve_auto(const CsrMatrix<float>&, const AmgOptions&, AmgAutoChoice*, bool);
+
+}  // namespace amg
+
 template <class T>
 HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     : Preconditioner<T>(A.rows(), MemorySpace::Host), fingerprint_(A.fingerprint()), opt_(o) {
@@ -116,6 +213,7 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
     validate(po);
   }
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  opt_ = amg::resolve_auto(A, o, &auto_choice_);  // once: update_values keeps the choice
   set_up(A, false);
   info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -149,6 +247,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   const double setup_seconds = info_.setup_seconds, resetup_seconds = info_.resetup_seconds;
   const int resetups = info_.resetups;
   info_ = AmgInfo{};
+  info_.auto_choice = auto_choice_;
   info_.setup_seconds = setup_seconds;
   info_.resetup_seconds = resetup_seconds;
   info_.resetups = resetups;
@@ -355,8 +454,7 @@ std::string HostAmg<T>::summary() const {
   char buf[96];
   std::snprintf(buf, sizeof buf, ", operator complexity %.2f, grid complexity %.2f", info_.operator_complexity,
                 info_.grid_complexity);
-  s << buf << ", " << to_string(opt_.smoother);
-  if (opt_.smoother == AmgSmoother::Chebyshev) s << " " << opt_.smoother_degree;
+  s << buf << ", " << amg::describe_choice(opt_, auto_choice_);
   s << ", b " << info_.levels[0].block_size << ", coarsest " << info_.levels.back().rows << " rows by "
     << (info_.coarse_direct ? "cholesky" : "smoothing");
   if (info_.stalled) s << "; " << info_.stop_reason;

@@ -67,8 +67,75 @@ inline constexpr double kAmgLanczosSettleTol = 1e-2;
 /// Lanczos steps at most per level, both AMG set-ups (an unsettled run falls back to Gershgorin).
 inline constexpr int kAmgLanczosMaxSteps = 40;
 
+/// AmgOptions::theta and smoother_degree at kAmgAuto (amg::resolve_auto): the defaults for
+/// M-matrix-like matrices (scalar diffusion: off-diagonal entries ≤ 0) ...
+inline constexpr double kAmgThetaMMatrix = 0.08;
+inline constexpr int kAmgDegreeMMatrix = 2;
+/// ... and for the others (shells, solids: a third to a half of the off-diagonal entries
+/// positive): at 0.08 their aggregates grow large (7-22 nodes on bcsstk06 and bcsstk28), a
+/// stronger threshold keeps them smaller and a stronger smoother pays off (docs/amg.md,
+/// "Structural matrices").
+inline constexpr double kAmgThetaStructural = 0.25;
+inline constexpr int kAmgDegreeStructural = 3;
+/// A matrix is M-matrix-like when at most this fraction of its nonzero off-diagonal entries is
+/// positive. Measured: 0 on every M-matrix of the shared set and the generated diffusion problems,
+/// 0.31-1 on every other SPD matrix there; 0.1 leaves room on both sides (a few positive entries
+/// from rounding or an obtuse mesh angle stay M-matrix-like).
+inline constexpr double kAmgStructuralPositiveFraction = 0.1;
+/// ... but θ stays kAmgThetaMMatrix where kAmgThetaStructural would leave more than this fraction
+/// of A's nodes without a strong neighbour (the coarsening would stall at level 0): hexahedral
+/// elasticity (elasticity_3d: 27-node stencils of 3×3 blocks, no neighbour strong) loses every
+/// node at 0.25, the shared structural matrices at most 41%.
+inline constexpr double kAmgStructuralMaxIsolated = 0.5;
+
+/// What the kAmgAuto rule decided (AmgInfo::auto_choice).
+struct AmgAutoChoice {
+  bool theta = false;              ///< AmgOptions::theta was kAmgAuto
+  bool degree = false;             ///< AmgOptions::smoother_degree was kAmgAuto (Chebyshev smoother)
+  /// Not M-matrix-like: more than kAmgStructuralPositiveFraction of the off-diagonals positive
+  bool structural = false;
+  bool strong_theta = false;       ///< θ = kAmgThetaStructural taken (an auto θ, structural, coarsens)
+  double positive_fraction = -1;   ///< of A's nonzero off-diagonal entries; −1: nothing was auto
+  /// Of A's nodes without a strong neighbour at kAmgThetaStructural; −1: not counted (θ explicit,
+  /// or M-matrix-like)
+  double isolated_fraction = -1;
+};
+
 /// The host sparse pieces of the AMG set-up, exposed for tests.
 namespace amg {
+
+/// The signs of A's nonzero off-diagonal entries.
+struct SignCount {
+  std::int64_t off_diagonal = 0;  ///< nonzero entries off the diagonal
+  std::int64_t positive = 0;      ///< of which positive
+  /// positive / off_diagonal (0 for a diagonal matrix).
+  double positive_fraction() const { return off_diagonal > 0 ? double(positive) / double(off_diagonal) : 0.0; }
+};
+/// A's off-diagonal signs, counted once per values version of A (CsrMatrix::memo: shared by
+/// copies and by both set-ups): on the host from A's host arrays, or with `on_device` on the GPU
+/// from its device arrays (integer counts: the same answer; a device matrix's values are not
+/// downloaded). One read of A.
+template <class T>
+SignCount off_diagonal_signs(const CsrMatrix<T>& A, bool on_device = false);
+/// A's nodes (b unknowns each) without a strong neighbour at θ: those strength_graph(A, b, θ)
+/// leaves empty, memoised like off_diagonal_signs. `on_device` with b = 1 counts on the GPU by
+/// the same test (the GPU set-up's), else on the host (strength_graph itself).
+template <class T>
+std::int64_t isolated_nodes(const CsrMatrix<T>& A, int b, double theta, bool on_device = false);
+/// `o` with its kAmgAuto fields chosen for A, explicit values kept. Where more than
+/// kAmgStructuralPositiveFraction of A's off-diagonal entries are positive: degree
+/// kAmgDegreeStructural, and θ = kAmgThetaStructural if that leaves at most
+/// kAmgStructuralMaxIsolated of A's nodes isolated (else kAmgThetaMMatrix); otherwise the M-matrix
+/// defaults. Counts the signs only when a field is auto, the isolated nodes only for an auto θ on
+/// a structural matrix. Both set-ups call it first (DeviceAmg with `on_device`), so the GPU
+/// set-up receives concrete numbers. `choice` (optional) receives what was decided. With the
+/// l1-Jacobi smoother an auto degree is unused.
+template <class T>
+AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoice* choice = nullptr,
+                        bool on_device = false);
+/// The summary's words for θ and the smoother, e.g. "theta 0.25 (auto: 44% positive
+/// off-diagonals), chebyshev 3 (auto)"; `o` resolved.
+std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c);
 
 /// A host CSR matrix in plain vectors, the set-up's working form: columns strictly increasing
 /// within each row.
@@ -185,6 +252,7 @@ struct AmgInfo {
   bool coarse_direct = true;       ///< coarsest level solved by dense Cholesky (false: smoothed)
   bool stalled = false;            ///< coarsening stopped because a level shrank by < 1.2×
   std::string stop_reason;         ///< why the hierarchy ends where it does
+  AmgAutoChoice auto_choice;       ///< how θ and the smoother degree were chosen (kAmgAuto)
   double setup_seconds = 0;        ///< the full set-up (strength, aggregation, products)
   /// The last numeric re-set-up (update_values: the aggregates and product patterns kept); 0 before
   /// one.
@@ -217,9 +285,10 @@ struct AmgLevelData {
 template <class T>
 class HostAmg final : public Preconditioner<T> {
  public:
-  /// Builds the hierarchy. InputError for invalid options (naming the field), a bad diagonal, a
-  /// block size that does not divide n, NaN/Inf entries, or a coarse matrix that is not positive
-  /// definite (naming the level and pivot).
+  /// Builds the hierarchy; θ and the smoother degree at kAmgAuto are chosen from A first
+  /// (amg::resolve_auto; update_values keeps the choice). InputError for invalid options (naming
+  /// the field), a bad diagonal, a block size that does not divide n, NaN/Inf entries, or a coarse
+  /// matrix that is not positive definite (naming the level and pivot).
   HostAmg(const CsrMatrix<T>& A, const AmgOptions& o);
   PrecondKind kind() const override { return PrecondKind::Amg; }
   /// z = one V-cycle applied to r (zero initial guess). Not thread-safe (work vectors).
@@ -241,7 +310,7 @@ class HostAmg final : public Preconditioner<T> {
   const AmgInfo& info() const { return info_; }
   /// The levels, finest (A) first.
   const std::vector<AmgLevelInfo>& levels() const { return info_.levels; }
-  /// The options it was set up with.
+  /// The options it was set up with, kAmgAuto fields resolved (info().auto_choice says how).
   const AmgOptions& options() const { return opt_; }
   /// The hierarchy as the V-cycle reads it, finest first (for a copy on another backend).
   std::vector<AmgLevelData<T>> level_data() const;
@@ -284,7 +353,8 @@ class HostAmg final : public Preconditioner<T> {
   void coarse_solve(const Level& L, const T* b, T* x) const;
 
   StructureFingerprint fingerprint_;
-  AmgOptions opt_;
+  AmgOptions opt_;                ///< kAmgAuto resolved
+  AmgAutoChoice auto_choice_;     ///< how (kept by update_values)
   AmgInfo info_;
   typename CsrMatrix<T>::IndexView rp0_, ci0_;
   typename CsrMatrix<T>::ValueView va0_;

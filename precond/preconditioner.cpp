@@ -72,8 +72,9 @@ void validate(const PrecondOptions& o) {
                   " is out of range (0 = detect, or 1 to ", kMaxBlockSize, ")");
   if (o.kind == PrecondKind::Amg) {
     const AmgOptions& a = o.amg;
-    KRYSP_REQUIRE(std::isfinite(a.theta) && a.theta >= 0 && a.theta <= 1, "AMG: strength threshold amg.theta = ",
-                  a.theta, " is out of range (0 to 1)");
+    KRYSP_REQUIRE(a.theta == kAmgAuto || (std::isfinite(a.theta) && a.theta >= 0 && a.theta <= 1),
+                  "AMG: strength threshold amg.theta = ", a.theta, " is out of range (0 to 1, or ", kAmgAuto,
+                  ": auto)");
     KRYSP_REQUIRE(a.max_levels >= 1 && a.max_levels <= 50, "AMG: amg.max_levels = ", a.max_levels,
                   " is out of range (1 to 50)");
     KRYSP_REQUIRE(a.coarse_size >= 1 && a.coarse_size <= kAmgMaxDenseRows, "AMG: amg.coarse_size = ", a.coarse_size,
@@ -82,8 +83,9 @@ void validate(const PrecondOptions& o) {
                   "AMG: amg.smoother = ", int(a.smoother), " is not a smoother (chebyshev or l1-jacobi)");
     KRYSP_REQUIRE(a.aggregation == AmgAggregation::Greedy || a.aggregation == AmgAggregation::Mis2,
                   "AMG: amg.aggregation = ", int(a.aggregation), " is not an aggregation (mis2 or greedy)");
-    KRYSP_REQUIRE(a.smoother_degree >= 1 && a.smoother_degree <= 16, "AMG: amg.smoother_degree = ",
-                  a.smoother_degree, " is out of range (1 to 16)");
+    KRYSP_REQUIRE(a.smoother_degree == kAmgAuto || (a.smoother_degree >= 1 && a.smoother_degree <= 16),
+                  "AMG: amg.smoother_degree = ", a.smoother_degree, " is out of range (1 to 16, or ", kAmgAuto,
+                  ": auto)");
     KRYSP_REQUIRE(std::isfinite(a.smoother_ratio) && a.smoother_ratio > 1, "AMG: amg.smoother_ratio = ",
                   a.smoother_ratio, " must be a finite number > 1 (lambda_min = lambda_max / ratio)");
     KRYSP_REQUIRE(a.sweeps >= 1 && a.sweeps <= 10, "AMG: amg.sweeps = ", a.sweeps, " is out of range (1 to 10)");
@@ -123,8 +125,18 @@ std::string describe(const PrecondOptions& o) {
       s << "(auto)";
   } else if (o.kind == PrecondKind::Amg) {
     const AmgOptions& a = o.amg;
-    s << "(theta " << a.theta << ", " << to_string(a.smoother);
-    if (a.smoother == AmgSmoother::Chebyshev) s << " " << a.smoother_degree;
+    s << "(theta ";
+    if (a.theta == kAmgAuto)
+      s << "auto";
+    else
+      s << a.theta;
+    s << ", " << to_string(a.smoother);
+    if (a.smoother == AmgSmoother::Chebyshev) {
+      if (a.smoother_degree == kAmgAuto)
+        s << " auto";
+      else
+        s << " " << a.smoother_degree;
+    }
     s << ", sweeps " << a.sweeps << ", coarse " << a.coarse_size << ", b ";
     if (a.block_size > 0)
       s << a.block_size;

@@ -92,19 +92,27 @@ inline constexpr double kAmgThetaDecay = 0.5;
 /// coarsest level above it (coarsening stalled, or max_levels reached) is smoothed, not solved.
 inline constexpr index_t kAmgMaxDenseRows = 2000;
 
+/// AmgOptions::theta and smoother_degree at this value are chosen by the set-up from A's sign
+/// pattern (amg::resolve_auto in amg.hpp): the M-matrix defaults, or stronger ones where many of
+/// A's off-diagonal entries are positive. Any other value is used as given.
+inline constexpr int kAmgAuto = -1;
+
 /// Smoothed-aggregation AMG (PrecondKind::Amg; amg.hpp explains each step).
 struct AmgOptions {
   /// Strength threshold θ: i and j (nodes, for b > 1) are strongly connected when
-  /// |a_ij| ≥ θ·sqrt(|a_ii·a_jj|) (for b > 1 on the Frobenius norms of the b×b blocks). [0, 1].
-  double theta = 0.08;
+  /// |a_ij| ≥ θ·sqrt(|a_ii·a_jj|) (for b > 1 on the Frobenius norms of the b×b blocks). [0, 1],
+  /// or kAmgAuto: 0.08, or 0.25 where over 10% of A's off-diagonal entries are positive and 0.25
+  /// still coarsens (amg::resolve_auto).
+  double theta = kAmgAuto;
   int max_levels = 10;      ///< levels at most, A included (1..50)
   index_t coarse_size = 200;  ///< stop coarsening at this many rows or fewer (1..kAmgMaxDenseRows)
   AmgSmoother smoother = AmgSmoother::Chebyshev;
   /// The aggregation (AmgAggregation). DeviceAmg sets up on the GPU for mis2 with one unknown per
   /// node and no coordinates; greedy (or b > 1, or coordinates) sets up on the host.
   AmgAggregation aggregation = AmgAggregation::Mis2;
-  /// Chebyshev smoother degree d: a sweep costs d SpMVs (d − 1 from a zero guess). 1..16.
-  int smoother_degree = 2;
+  /// Chebyshev smoother degree d: a sweep costs d SpMVs (d − 1 from a zero guess). 1..16, or
+  /// kAmgAuto: 2, or 3 where over 10% of A's off-diagonal entries are positive.
+  int smoother_degree = kAmgAuto;
   /// λmax/λmin of the Chebyshev smoother's interval, > 1 (kDefaultAmgChebyshevRatio).
   double smoother_ratio = kDefaultAmgChebyshevRatio;
   /// Smoothing sweeps before and after the coarse correction (the same number both ways, so that
@@ -162,7 +170,7 @@ struct PrecondOptions {
 /// Checks the fields that `o.kind` uses; InputError naming the field and its value otherwise.
 void validate(const PrecondOptions& o);
 /// A one-line description, e.g. "chebyshev(degree 4, ratio 30)", "block-jacobi(auto)" or
-/// "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto)" (fields left at their defaults
+/// "amg(theta auto, chebyshev auto, sweeps 1, coarse 200, b auto)" (fields left at their defaults
 /// beyond these are not named).
 std::string describe(const PrecondOptions& o);
 

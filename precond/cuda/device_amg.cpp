@@ -38,15 +38,27 @@ template <class T>
 DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const AmgOptions& o)
     : Preconditioner<T>(A.rows(), MemorySpace::Device) {
   KRYSP_REQUIRE(plan.valid() && plan.matches(A), "AMG: the SpMV plan was not made for this matrix");
-  opt_ = o;
+  {
+    PrecondOptions po;
+    po.kind = PrecondKind::Amg;
+    po.amg = o;
+    validate(po);
+  }
+  // kAmgAuto resolved here, so the GPU set-up receives concrete numbers. The statistics are
+  // counted on the device (the set-up reads A's device arrays anyway; a device matrix's values
+  // are not downloaded), once per values version of A.
+  opt_ = amg::resolve_auto(A, o, &auto_choice_, true);
   fingerprint_ = A.fingerprint();
   plan0_ = plan;
-  if (detail::gpu_amg_setup_applies(A, o)) {
-    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, o));
+  if (detail::gpu_amg_setup_applies(A, opt_)) {
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+    gpu_->info.auto_choice = auto_choice_;
     adopt(A);
     return;
   }
-  host_ = std::make_unique<HostAmg<T>>(A, o);  // the set-up, on the host
+  // The set-up, on the host: it resolves `o` from the count memoised above (the same choice) and
+  // reports it in its summary.
+  host_ = std::make_unique<HostAmg<T>>(A, o);
   upload(A);
 }
 
@@ -277,6 +289,7 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
       gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
       adopt(A);
     }
+    gpu_->info.auto_choice = auto_choice_;  // the choice of the first set-up, kept
     gpu_->info.setup_seconds = before.setup_seconds;
     gpu_->info.resetups = before.resetups + 1;
     gpu_->info.resetup_seconds = since(t0);
@@ -313,8 +326,7 @@ std::string DeviceAmg<T>::summary() const {
     std::snprintf(buf, sizeof buf, ", operator complexity %.2f, grid complexity %.2f, ", in.operator_complexity,
                   in.grid_complexity);
     s += buf;
-    s += to_string(opt_.smoother);
-    if (opt_.smoother == AmgSmoother::Chebyshev) s += detail::concat(" ", opt_.smoother_degree);
+    s += amg::describe_choice(opt_, auto_choice_);
     s += detail::concat(", b 1, mis2, coarsest ", in.levels.back().rows, " rows by ",
                         in.coarse_direct ? "cholesky" : "smoothing");
     if (in.stalled) s += "; " + in.stop_reason;

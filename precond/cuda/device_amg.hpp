@@ -125,7 +125,8 @@ class DeviceAmg final : public Preconditioner<T> {
 
   std::unique_ptr<HostAmg<T>> host_;                 ///< the host set-up (null when built on the GPU)
   std::unique_ptr<detail::GpuAmgHierarchy<T>> gpu_;  ///< the GPU set-up's hierarchy (null: host)
-  AmgOptions opt_;
+  AmgOptions opt_;             ///< kAmgAuto resolved (amg::resolve_auto)
+  AmgAutoChoice auto_choice_;  ///< how, for info() and summary()
   StructureFingerprint fingerprint_;
   SpmvPlan<T> plan0_;
   std::vector<Level> levels_;

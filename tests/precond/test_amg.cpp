@@ -423,6 +423,8 @@ TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
   bad([](AmgOptions& a) { a.coarse_size = 5000; }, "amg.coarse_size = 5000");
   bad([](AmgOptions& a) { a.smoother = AmgSmoother(7); }, "amg.smoother = 7");
   bad([](AmgOptions& a) { a.smoother_degree = 0; }, "amg.smoother_degree = 0");
+  bad([](AmgOptions& a) { a.smoother_degree = -2; }, "amg.smoother_degree = -2");
+  bad([](AmgOptions& a) { a.theta = -1.5; }, "amg.theta = -1.5");
   bad([](AmgOptions& a) { a.smoother_ratio = 1; }, "amg.smoother_ratio = 1");
   bad([](AmgOptions& a) { a.sweeps = 0; }, "amg.sweeps = 0");
   bad([](AmgOptions& a) { a.block_size = 9; }, "amg.block_size = 9");
@@ -453,15 +455,163 @@ TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
                        doctest::Contains("AMG: the SpMV plan was not made for this matrix"), InputError);
 }
 
+namespace {
+// θ and the degree as the rule picks them, and what it says.
+struct Auto {
+  AmgOptions o;
+  AmgAutoChoice c;
+};
+Auto resolved(const CsrMatrix<double>& A, const AmgOptions& o = {}) {
+  Auto r;
+  r.o = amg::resolve_auto(A, o, &r.c);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmgAuto)") {
+  CHECK(AmgOptions{}.theta == kAmgAuto);
+  CHECK(AmgOptions{}.smoother_degree == kAmgAuto);
+  SUBCASE("M-matrices keep 0.08 and degree 2") {
+    for (const auto& A : {laplacian_3d(12, 12, 12), diffusion_3d(12, 1, 1, 0.01, 1e4), test::load("gr_30_30")}) {
+      CHECK(amg::off_diagonal_signs(A).positive == 0);
+      CHECK(amg::off_diagonal_signs(A).off_diagonal > 0);
+      const Auto r = resolved(A);
+      CHECK(r.o.theta == kAmgThetaMMatrix);
+      CHECK(r.o.smoother_degree == kAmgDegreeMMatrix);
+      CHECK_FALSE(r.c.structural);
+      CHECK(r.c.positive_fraction == 0);
+      CHECK(r.c.isolated_fraction == -1);  // not counted
+      const HostAmg<double> M(A, AmgOptions{});
+      CHECK(M.options().theta == 0.08);
+      CHECK(M.options().smoother_degree == 2);
+      CHECK(M.info().levels[0].theta == 0.08);
+      CHECK(M.summary().find("theta 0.08 (auto: 0% positive off-diagonals), chebyshev 2 (auto)") !=
+            std::string::npos);
+    }
+  }
+  SUBCASE("bcsstk06 (over half its off-diagonals positive) takes 0.25 and degree 3") {
+    const auto A = test::load("bcsstk06");
+    const amg::SignCount s = amg::off_diagonal_signs(A);
+    CHECK(s.off_diagonal == 7440);
+    CHECK(s.positive == 3986);  // 54%
+    const Auto r = resolved(A);
+    CHECK(r.c.structural);
+    CHECK(r.c.strong_theta);
+    CHECK(r.o.theta == kAmgThetaStructural);
+    CHECK(r.o.smoother_degree == kAmgDegreeStructural);
+    // The isolated count is strength_graph's at 0.25 (b = 1: no node pattern detected).
+    const amg::Graph G = amg::strength_graph(amg::to_csr(A), 1, 0.25);
+    index_t iso = 0;
+    for (index_t I = 0; I < G.nodes; ++I) iso += G.row_ptr[std::size_t(I) + 1] == G.row_ptr[std::size_t(I)];
+    CHECK(amg::isolated_nodes(A, 1, 0.25) == iso);
+    CHECK(r.c.isolated_fraction == doctest::Approx(double(iso) / 420));
+    CHECK(r.c.isolated_fraction <= kAmgStructuralMaxIsolated);
+    const HostAmg<double> M(A, AmgOptions{});
+    CHECK(M.info().levels[0].theta == 0.25);
+    CHECK(M.info().auto_choice.structural);
+    CHECK(M.summary().find("theta 0.25 (auto: 54% positive off-diagonals), chebyshev 3 (auto)") !=
+          std::string::npos);
+    // Explicit options win, field by field; nothing is counted when neither field is auto.
+    AmgOptions t;
+    t.theta = 0.08;
+    Auto x = resolved(A, t);
+    CHECK(x.o.theta == 0.08);
+    CHECK(x.o.smoother_degree == 3);
+    CHECK_FALSE(x.c.theta);
+    CHECK(x.c.degree);
+    CHECK(x.c.isolated_fraction == -1);
+    AmgOptions d;
+    d.smoother_degree = 2;
+    x = resolved(A, d);
+    CHECK(x.o.theta == 0.25);
+    CHECK(x.o.smoother_degree == 2);
+    AmgOptions both = t;
+    both.smoother_degree = 5;
+    x = resolved(A, both);
+    CHECK(x.o.theta == 0.08);
+    CHECK(x.o.smoother_degree == 5);
+    CHECK(x.c.positive_fraction == -1);
+    const HostAmg<double> E(A, both);
+    CHECK(E.info().levels[0].theta == 0.08);
+    CHECK(E.summary().find("theta 0.08, chebyshev 5, b") != std::string::npos);  // no "auto"
+    const HostAmg<double> D(A, t);
+    CHECK(D.summary().find("theta 0.08, chebyshev 3 (auto: 54% positive off-diagonals), b") != std::string::npos);
+    AmgOptions l1;
+    l1.smoother = AmgSmoother::L1Jacobi;
+    x = resolved(A, l1);
+    CHECK(x.c.theta);
+    CHECK_FALSE(x.c.degree);  // the degree is not used
+    CHECK(x.o.theta == 0.25);
+  }
+  SUBCASE("hexahedral elasticity: degree 3, but 0.25 would isolate every node, so 0.08") {
+    std::vector<double> xyz;
+    const auto A = elasticity_3d(6, 6, 6, 0.3, &xyz);
+    const Auto r = resolved(A);
+    CHECK(r.c.structural);
+    CHECK(r.c.positive_fraction > 0.3);
+    CHECK(r.c.isolated_fraction == 1.0);
+    CHECK_FALSE(r.c.strong_theta);
+    CHECK(r.o.theta == kAmgThetaMMatrix);
+    CHECK(r.o.smoother_degree == kAmgDegreeStructural);
+    AmgOptions c;
+    c.coordinates = xyz;
+    c.coordinate_dim = 3;
+    const HostAmg<double> M(A, c);
+    CHECK(M.info().levels.size() >= 2);  // it coarsens
+    CAPTURE(M.summary());
+    CHECK(M.summary().find("theta 0.08 (auto: ") != std::string::npos);
+    CHECK(M.summary().find("% positive off-diagonals; theta 0.25 would isolate 100% of the nodes), "
+                           "chebyshev 3 (auto)") != std::string::npos);
+  }
+  SUBCASE("the counts are memoised per values version") {
+    auto A = test::load("bcsstk06");
+    const amg::SignCount s = amg::off_diagonal_signs(A);
+    std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+    const auto& rp = A.row_ptr();
+    const auto& ci = A.col_idx();
+    for (index_t i = 0; i < A.rows(); ++i)
+      for (index_t k = rp(i); k < rp(i + 1); ++k)
+        if (ci(k) != i) v[std::size_t(k)] = -std::abs(v[std::size_t(k)]);
+    A.set_values(v);
+    CHECK(amg::off_diagonal_signs(A).positive == 0);
+    CHECK(amg::off_diagonal_signs(A).off_diagonal == s.off_diagonal);
+    CHECK_FALSE(resolved(A).c.structural);
+  }
+}
+
+TEST_CASE("AMG: the auto defaults take fewer PCG iterations on structural matrices (true residuals checked)") {
+  // Before: 0.08 and degree 2 for every matrix. rtol 1e-8, b_i = 1 + 0.5 sin(0.37 i).
+  PrecondOptions before = amg_options();
+  before.amg.theta = 0.08;
+  before.amg.smoother_degree = 2;
+  for (const char* name : {"bcsstk06", "bcsstm12"}) {
+    CAPTURE(name);
+    const auto A = test::load(name);
+    const Solved b = pcg(A, before), a = pcg(A, amg_options());
+    std::printf("  %-10s theta 0.08, degree 2: %4d it; auto: %4d it (true relres %.1e)\n", name, int(b.iterations),
+                int(a.iterations), a.true_residual);
+    CHECK(a.converged);
+    CHECK(a.true_residual <= 1e-8);
+    CHECK(double(a.iterations) <= 0.8 * double(b.iterations));  // measured: 127 -> 52, 167 -> 123
+  }
+  // On an M-matrix the auto defaults are the old ones: the same iterations.
+  const auto L = laplacian_3d(16, 16, 16);
+  CHECK(pcg(L, before).iterations == pcg(L, amg_options()).iterations);
+}
+
 TEST_CASE("AMG: names, options and the factory") {
   CHECK(parse_precond("amg") == PrecondKind::Amg);
   CHECK(std::string(to_string(PrecondKind::Amg)) == "amg");
   CHECK(std::string(to_string(AmgSmoother::L1Jacobi)) == "l1-jacobi");
-  CHECK(describe(amg_options()) == "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto)");
+  CHECK(describe(amg_options()) == "amg(theta auto, chebyshev auto, sweeps 1, coarse 200, b auto)");
   PrecondOptions o = amg_options(3);
   o.amg.smoother = AmgSmoother::L1Jacobi;
   o.amg.max_levels = 4;
-  CHECK(describe(o) == "amg(theta 0.08, l1-jacobi, sweeps 1, coarse 200, b 3, levels 4)");
+  CHECK(describe(o) == "amg(theta auto, l1-jacobi, sweeps 1, coarse 200, b 3, levels 4)");
+  PrecondOptions e = amg_options();
+  e.amg.theta = 0.08;
+  e.amg.smoother_degree = 2;
+  CHECK(describe(e) == "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto)");
   const auto A = test::load("bcsstk06");
   const auto M = make_host_preconditioner(A, amg_options(3));
   REQUIRE(M);
