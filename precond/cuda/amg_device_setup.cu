@@ -560,7 +560,8 @@ index_t product_scan(const index_t* counts, index_t* rp, index_t n) {
 
 /// The structure of A·B (B's rows sorted) with storage for its values: spgemm_symbolic_count, a
 /// scan, spgemm_symbolic_fill (amg_galerkin.hpp: each row's distinct columns, sorted; the
-/// structural product), timed as `name`: symbolic count and symbolic fill.
+/// structural product; with B = P_tent, P = S·P_tent's structure), timed as `name`: symbolic
+/// count and symbolic fill.
 DCsr symbolic_product(const DCsr& A, const DCsr& B, PhaseClock& pc, int level, const char* name) {
   KRYSP_REQUIRE(A.cols == B.rows, "AMG: sparse product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols);
   DCsr C;
@@ -733,23 +734,6 @@ DCsr view_of(const DCsr& M) {
   V.ci = M.ci;
   V.va = M.va;
   return V;
-}
-
-/// The structure of P = S·P_tent (S in A's pattern, P_tent one entry a row at most), with
-/// storage for its values: prolongator_count, a scan, prolongator_fill.
-DCsr prolongator_structure(const DCsr& A, const DCsr& Pt) {
-  DCsr P;
-  P.rows = A.rows;
-  P.cols = Pt.cols;
-  P.rp_own = DeviceArray<index_t>(std::size_t(P.rows) + 1);
-  DeviceArray<index_t> counts(std::size_t(std::max<index_t>(P.rows, 1)));
-  prolongator_count(A.rows, A.rp, A.ci, A.nnz, Pt.rp, Pt.ci, counts.data());
-  P.nnz = exclusive_scan(counts.data(), P.rp_own.data(), P.rows);
-  P.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(P.nnz, 1)));
-  P.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(P.nnz, 1)));
-  P.own();
-  prolongator_fill(A.rows, A.rp, A.ci, A.nnz, Pt.rp, Pt.ci, P.rp, P.ci_own.data());
-  return P;
 }
 
 /// A product's kept structure (not owned) with fresh storage for its values.
@@ -1100,15 +1084,14 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
       if (o.prolongation_weight > 0) {
         li.omega = o.prolongation_weight / rho;
         // P = (I − ω·D⁻¹A)·P_tent: P_tent has one entry a row at most, so P is a column
-        // aggregation of S = I − ω·D⁻¹A, which is never formed. The structure: A's rows'
-        // distinct aggregates on a full set-up, the kept one on a re-set-up; the values by the
-        // same kernel on both, so both give the same bits.
-        if (kept && kept->p_rp) {
+        // aggregation of S = I − ω·D⁻¹A, which is never formed. The structure: the symbolic
+        // product of A's pattern and P_tent (each row's distinct aggregates, sorted) on a full
+        // set-up, the kept one on a re-set-up; the values by the same kernel on both, so both
+        // give the same bits.
+        if (kept && kept->p_rp)
           P = with_structure(n, nc, kept->p_nnz, kept->p_rp, kept->p_ci);
-        } else {
-          P = prolongator_structure(Al, Pt);
-          pc.mark(lv, "P = S*P_tent: structure (column aggregation)");
-        }
+        else
+          P = symbolic_product(Al, Pt, pc, lv, "P = S*P_tent");
         prolongator_values(n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, Pt.rp, Pt.ci, Pt.va, P.rp, P.ci,
                            P.va_own.data(), Al.nnz);
         pc.mark(lv, "P = S*P_tent: numeric");

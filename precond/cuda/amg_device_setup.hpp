@@ -10,9 +10,10 @@
 ///    (amg_mis2_rules.hpp: the host reference's per-node rules, so the aggregates are the host's
 ///    amg::aggregate_mis2 ones exactly, given the same strength graph);
 ///  - P_tent (b_i/‖b_aggregate‖, the sums in node order as on the host), P = (I − ω·D⁻¹A)·P_tent
-///    as a column aggregation of A (amg_galerkin.hpp: prolongator_count/_fill/_values; no S, no
-///    SpGEMM), A·P and R·(A·P): their structures by spgemm_symbolic_count/_fill (each row a
-///    merge of B's rows: sorted, the structural product), their values by spgemm_numeric
+///    as a column aggregation of A (S is never formed; the values by prolongator_values), A·P
+///    and R·(A·P): the structures of all three by spgemm_symbolic_count/_fill (P's from A's
+///    pattern and P_tent; each row a merge of B's rows: sorted, the structural product), the
+///    values of the two products by spgemm_numeric
 ///    (amg_galerkin.hpp: a fixed order of the terms, so a re-set-up that keeps the structures
 ///    fills the same bits); R = Pᵀ by a stable radix sort (CUB); the symmetrisation
 ///    (Aᶜ + Aᶜᵀ)/2 by a search for each entry's mirror when the pattern is symmetric, else by the

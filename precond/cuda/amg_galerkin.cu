@@ -1,5 +1,6 @@
-// The AMG set-up's sparse products (amg_galerkin.hpp): the symbolic phase, the numeric phase into
-// a known structure, and the smoothed prolongator as a column aggregation.
+// The AMG set-up's sparse products (amg_galerkin.hpp): the symbolic phase (also P = S·P_tent's
+// structure), the numeric phase into a known structure, and the smoothed prolongator's values as
+// a column aggregation.
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <algorithm>
@@ -15,7 +16,8 @@ namespace {
 
 constexpr int kThreads = 256;
 // Shared slots per thread: a group of W lanes keeps a row of C of up to kSlots·W entries
-// (columns and sums) in shared memory; longer rows search and accumulate in global memory.
+// (columns and sums) in shared memory, longer rows search and accumulate in global memory
+// (k_spgemm_numeric); the prolongator's values read A's row kSlots·W entries at a time.
 constexpr int kSlots = 8;
 
 // One group of W lanes a row of C. For each entry k of A's row, in order, the lanes split B's
@@ -89,132 +91,56 @@ __device__ index_t tent_column(const index_t* t_rp, const index_t* t_ci, index_t
 }
 
 // P = S·P_tent is a column aggregation: entry e of A's row i (column k) sends the term s_ik·t_k
-// to P's column J_e = P_tent's column of row k (−1: none). A group of W lanes takes a row: the
-// lanes read the row's entries coalesced (one thread a row read the coarse levels' long rows
-// uncoalesced) into shared memory, then work on the buffer. Rows longer than the buffer are done
-// by the group's first lane alone, straight from global memory, with the same arithmetic.
-
-// The serial reference, for rows longer than the buffer: P's row pattern (count, or the sorted
-// columns) from global memory.
-__device__ index_t serial_pattern(index_t i, const index_t* a_rp, const index_t* a_ci, const index_t* t_rp,
-                                  const index_t* t_ci, const index_t* p_rp, index_t* p_ci) {
-  const index_t b = p_rp ? p_rp[i] : 0;
-  index_t o = 0;
-  for (index_t e = a_rp[i]; e < a_rp[i + 1]; ++e) {
-    const index_t j = tent_column(t_rp, t_ci, a_ci[e]);
-    if (j < 0) continue;
-    bool seen = false;
-    for (index_t f = a_rp[i]; f < e && !seen; ++f) seen = tent_column(t_rp, t_ci, a_ci[f]) == j;
-    if (seen) continue;
-    if (p_ci) {  // insertion into the sorted prefix
-      index_t r = b + o;
-      for (; r > b && p_ci[r - 1] > j; --r) p_ci[r] = p_ci[r - 1];
-      p_ci[r] = j;
-    }
-    ++o;
-  }
-  return o;
-}
-
-// Pattern of P: counts[i] (p_ci null) or the sorted columns into p_ci. In the buffer: J_e; an
-// entry is its column's first when no earlier entry has the column (a ballot numbers the
-// firsts in order into U); a first's place in the row is the number of distinct columns below
-// it (U holds each once).
-template <int W>
-__global__ void k_prolongator_pattern(index_t n, const index_t* a_rp, const index_t* a_ci, const index_t* t_rp,
-                                      const index_t* t_ci, const index_t* p_rp, index_t* counts, index_t* p_ci) {
-  __shared__ index_t s_j[kThreads * kSlots];
-  __shared__ index_t s_u[kThreads * kSlots];
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
-  if (i >= n) return;
-  const int lane = int(threadIdx.x % W);
-  const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
-  const index_t b = a_rp[i], len = a_rp[i + 1] - b;
-  if (len > index_t(kSlots * W)) {
-    if (lane == 0) {
-      const index_t c = serial_pattern(i, a_rp, a_ci, t_rp, t_ci, p_ci ? p_rp : nullptr, p_ci);
-      if (!p_ci) counts[i] = c;
-    }
-    return;
-  }
-  index_t* J = s_j + (threadIdx.x / W) * (W * kSlots);
-  index_t* U = s_u + (threadIdx.x / W) * (W * kSlots);
-  for (index_t e = lane; e < len; e += W) J[e] = tent_column(t_rp, t_ci, a_ci[b + e]);
-  __syncwarp(mask);
-  index_t u = 0;  // firsts so far (the same in every lane of the group)
-  for (index_t base = 0; base < len; base += W) {
-    const index_t e = base + lane;
-    bool first = false;
-    if (e < len && J[e] >= 0) {
-      first = true;
-      for (index_t f = 0; f < e && first; ++f) first = J[f] != J[e];
-    }
-    // The group's bits only, shifted so that bit t is lane t of the group.
-    const unsigned ballot = (__ballot_sync(mask, first) & mask) >> (threadIdx.x % 32 / W * W);
-    if (first) U[u + __popc(ballot & ((1u << lane) - 1u))] = J[e];
-    u += __popc(ballot);
-  }
-  __syncwarp(mask);
-  if (!p_ci) {
-    if (lane == 0) counts[i] = u;
-    return;
-  }
-  const index_t pb = p_rp[i];
-  for (index_t x = lane; x < u; x += W) {
-    index_t rank = 0;
-    for (index_t y = 0; y < u; ++y) rank += U[y] < U[x] ? 1 : 0;
-    p_ci[pb + rank] = U[x];
-  }
-}
+// to P's column J_e = P_tent's column of row k (−1: none). P's structure is the symbolic product
+// of A's pattern and P_tent (k_spgemm_symbolic below); its values are filled here.
 
 // s_ik·t_k, rounded as the host forms S (amg.cpp: (δ_ik − (ω·dinv_i)·a_ik)) and then the term.
 __device__ double prolongator_term(index_t i, index_t k, double od, double a, double t) {
   return __dmul_rn(__dsub_rn(k == i ? 1.0 : 0.0, __dmul_rn(od, a)), t);
 }
 
-// P's values: each lane owns some positions q of P's row and adds, over the row's entries in
-// order, the terms whose column is J_q: every sum takes its terms in A's row order (bitwise the
-// one-thread-a-row result, whatever W).
+// P's values: a group of W lanes a row. Each lane owns some positions q of P's row and adds, over
+// the row's entries in order, the terms whose column is J_q: every sum takes its terms in A's row
+// order (bitwise the one-thread-a-row result, whatever W). The group reads A's row coalesced (one
+// thread a row read the coarse levels' long rows uncoalesced) into shared memory, kSlots·W
+// entries at a time: a row longer than that is taken in chunks, each lane carrying its sums from
+// one chunk to the next in p_va (each q has one owner, so no other lane touches it, and a
+// double stored and reloaded is unchanged), so the order of the terms, and the bits, are those
+// of a single chunk. The reload costs one global read a q a chunk, against kSlots·W shared reads.
 template <int W>
 __global__ void k_prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, const double* a_va,
                                      const double* dinv, double omega, const index_t* t_rp, const index_t* t_ci,
                                      const double* t_va, const index_t* p_rp, const index_t* p_ci, double* p_va) {
+  constexpr index_t kChunk = kSlots * W;
   __shared__ index_t s_j[kThreads * kSlots];
   __shared__ double s_t[kThreads * kSlots];
   const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t i = index_t(g / W);
-  if (i >= n) return;
+  if (i >= n) return;  // whole groups leave together (rows are W-aligned)
   const int lane = int(threadIdx.x % W);
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
   const index_t b = a_rp[i], len = a_rp[i + 1] - b;
   const index_t pb = p_rp[i], plen = p_rp[i + 1] - pb;
   const double od = __dmul_rn(omega, dinv[i]);
-  if (len > index_t(kSlots * W)) {
-    if (lane != 0) return;
-    for (index_t q = 0; q < plen; ++q) p_va[pb + q] = 0.0;
-    for (index_t e = b; e < b + len; ++e) {
-      const index_t k = a_ci[e], j = tent_column(t_rp, t_ci, k);
-      if (j < 0) continue;
-      const index_t q = lower_bound(p_ci + pb, plen, j);
-      if (q < plen) p_va[pb + q] = __dadd_rn(p_va[pb + q], prolongator_term(i, k, od, a_va[e], t_va[t_rp[k]]));
+  index_t* J = s_j + (threadIdx.x / W) * kChunk;
+  double* T = s_t + (threadIdx.x / W) * kChunk;
+  // One pass at least, so that a row without entries still writes its (zero) sums.
+  for (index_t c0 = 0; c0 == 0 || c0 < len; c0 += kChunk) {
+    const index_t clen = min(kChunk, len - c0);
+    for (index_t e = lane; e < clen; e += W) {
+      const index_t k = a_ci[b + c0 + e], j = tent_column(t_rp, t_ci, k);
+      J[e] = j;
+      T[e] = j >= 0 ? prolongator_term(i, k, od, a_va[b + c0 + e], t_va[t_rp[k]]) : 0.0;
     }
-    return;
-  }
-  index_t* J = s_j + (threadIdx.x / W) * (W * kSlots);
-  double* T = s_t + (threadIdx.x / W) * (W * kSlots);
-  for (index_t e = lane; e < len; e += W) {
-    const index_t k = a_ci[b + e], j = tent_column(t_rp, t_ci, k);
-    J[e] = j;
-    T[e] = j >= 0 ? prolongator_term(i, k, od, a_va[b + e], t_va[t_rp[k]]) : 0.0;
-  }
-  __syncwarp(mask);
-  for (index_t q = lane; q < plen; q += W) {
-    const index_t j = p_ci[pb + q];
-    double sum = 0.0;
-    for (index_t e = 0; e < len; ++e)
-      if (J[e] == j) sum = __dadd_rn(sum, T[e]);
-    p_va[pb + q] = sum;
+    __syncwarp(mask);
+    for (index_t q = lane; q < plen; q += W) {
+      const index_t j = p_ci[pb + q];
+      double sum = c0 == 0 ? 0.0 : p_va[pb + q];
+      for (index_t e = 0; e < clen; ++e)
+        if (J[e] == j) sum = __dadd_rn(sum, T[e]);
+      p_va[pb + q] = sum;
+    }
+    __syncwarp(mask);  // every lane has read this chunk before the next one overwrites it
   }
 }
 
@@ -286,7 +212,8 @@ __global__ void k_spgemm_symbolic(index_t rows, const index_t* __restrict__ a_rp
 
 unsigned row_blocks(index_t n, int w) { return unsigned((std::int64_t(n) * w + kThreads - 1) / kThreads); }
 
-// Lanes a row of A: its mean length, rounded up to a power of two, at most 32.
+// Lanes a row of A for the prolongator's values: its mean length, rounded up to a power of two,
+// at most 32.
 int row_lanes(index_t n, index_t nnz) {
   const double mean = n > 0 ? double(nnz) / double(n) : 1.0;
   int w = 1;
@@ -304,16 +231,6 @@ void with_lanes(int w, F&& f) {
     case 16: f(std::integral_constant<int, 16>{}); break;
     default: f(std::integral_constant<int, 32>{}); break;
   }
-}
-
-void launch_pattern(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
-                    const index_t* t_ci, const index_t* p_rp, index_t* counts, index_t* p_ci) {
-  if (n <= 0) return;
-  with_lanes(row_lanes(n, a_nnz), [&](auto W) {
-    k_prolongator_pattern<decltype(W)::value><<<row_blocks(n, W), kThreads>>>(n, a_rp, a_ci, t_rp, t_ci, p_rp, counts,
-                                                                              p_ci);
-  });
-  KRYSP_CUDA_CHECK_LAUNCH("k_prolongator_pattern");
 }
 
 // Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32. Each lane holds
@@ -343,16 +260,6 @@ void launch_symbolic(index_t rows, const index_t* a_rp, const index_t* a_ci, ind
 }
 
 }  // namespace
-
-void prolongator_count(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
-                       const index_t* t_ci, index_t* counts) {
-  launch_pattern(n, a_rp, a_ci, a_nnz, t_rp, t_ci, nullptr, counts, nullptr);
-}
-
-void prolongator_fill(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
-                      const index_t* t_ci, const index_t* p_rp, index_t* p_ci) {
-  launch_pattern(n, a_rp, a_ci, a_nnz, t_rp, t_ci, p_rp, nullptr, p_ci);
-}
 
 void prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, const double* a_va, const double* dinv,
                         double omega, const index_t* t_rp, const index_t* t_ci, const double* t_va,

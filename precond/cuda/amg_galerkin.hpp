@@ -1,9 +1,10 @@
 #pragma once
 /// \file amg_galerkin.hpp
-/// The AMG set-up's sparse products on the GPU: the symbolic phase of C = A·B (A·P and R·(A·P):
-/// each row's sorted column set), the numeric phase into a known structure (A·P, R·(A·P): a full
-/// set-up fills the structures the symbolic phase made, a numeric re-set-up the kept ones), and
-/// the smoothed prolongator P = S·P_tent as a column aggregation. Deterministic: the structures
+/// The AMG set-up's sparse products on the GPU: the symbolic phase of C = A·B (P = S·P_tent from
+/// A's pattern and P_tent, A·P and R·(A·P): each row's sorted column set), the numeric phase into
+/// a known structure (A·P, R·(A·P): a full set-up fills the structures the symbolic phase made, a
+/// numeric re-set-up the kept ones), and the smoothed prolongator's values as a column
+/// aggregation. Deterministic: the structures
 /// are sets, sorted; C(i, j) = Σ_k A(i,k)·B(k,j) adds its terms in the order of A's row i
 /// (positions ascending), starting from 0, with separate rounded multiply and add (no
 /// contraction). Which lanes do the work changes nothing, so the values are bitwise equal run to
@@ -17,14 +18,16 @@ namespace krysp::detail {
 
 /// The symbolic phase of C = A·B: C's pattern is the structural product, each row i the distinct
 /// columns of B's rows k over A's row i, whatever the values (an entry that sums to zero stays).
-/// Two passes, as prolongator_count/_fill: counts[i] = the length of C's row i (an exclusive scan
-/// gives c_rp), then the columns, sorted ascending, into c_ci. A: `rows` rows, a_nnz entries
-/// (chooses the lanes), any column order; B: each row's columns sorted ascending and unique (P
-/// and A·P are). Each row is a merge of B's rows with a cursor per entry of A's row, in
-/// registers for rows of A up to 4·lanes entries (8·lanes = 256 with 32 lanes), a binary search a
-/// step for the entries past that: no scratch memory, no row length it cannot take. lanes: threads a row of C (1, 2, 4, 8,
-/// 16 or 32; 0 chooses from A's mean row); the result does not depend on it. InputError for
-/// other lanes; DeviceError when the launch fails.
+/// Two passes: counts[i] = the length of C's row i (an exclusive scan gives c_rp), then the
+/// columns, sorted ascending, into c_ci. With A's pattern and B = P_tent (one entry a row at
+/// most) this is P = S·P_tent's structure: each row's distinct aggregates among A's columns,
+/// sorted; a row whose columns all lack a P_tent entry is empty. A: `rows` rows, a_nnz entries
+/// (chooses the lanes), any column order; B: each row's columns sorted ascending and unique
+/// (P_tent, P and A·P are). Each row is a merge of B's rows with a cursor per entry of A's row,
+/// in registers for rows of A up to 4·lanes entries (8·lanes = 256 with 32 lanes), a binary
+/// search a step for the entries past that: no scratch memory, no row length it cannot take.
+/// lanes: threads a row of C (1, 2, 4, 8, 16 or 32; 0 chooses from A's mean row); the result
+/// does not depend on it. InputError for other lanes; DeviceError when the launch fails.
 void spgemm_symbolic_count(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
                            const index_t* b_ci, index_t* counts, int lanes = 0);
 /// The second pass of spgemm_symbolic_count: C's sorted columns into c_ci (c_rp from the counts).
@@ -42,21 +45,13 @@ void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, cons
                     index_t b_nnz, const index_t* b_rp, const index_t* b_ci, const double* b_va, const index_t* c_rp,
                     const index_t* c_ci, index_t c_nnz, double* c_va, int lanes = 0, int* missing = nullptr);
 
-/// The smoothed prolongator P = (I − ω·D⁻¹A)·P_tent for a P_tent with at most one entry a row (the
-/// scalar set-up's): a column aggregation of A, so no general product is needed. Structure, in
-/// two passes: counts[i] = the number of distinct columns of P_tent's rows k over A's row i
-/// (then an exclusive scan gives p_rp), and prolongator_fill writes them sorted into p_ci: the
-/// pattern a symbolic SpGEMM of S (A's pattern) and P_tent gives. a_nnz: A's entries (chooses
-/// the lanes a row). Device pointers, asynchronous; DeviceError when a launch fails.
-void prolongator_count(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
-                       const index_t* t_ci, index_t* counts);
-/// The second pass of prolongator_count: P's sorted columns into p_ci (p_rp from the counts).
-void prolongator_fill(index_t n, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* t_rp,
-                      const index_t* t_ci, const index_t* p_rp, index_t* p_ci);
-/// P's values into its structure (p_rp, p_ci): P(i, J) = Σ_k s_ik·t_k over A's row i in order,
-/// s_ik = δ_ik − (ω·dinv_i)·a_ik rounded as the host forms S (amg.cpp), t_k P_tent's entry of row
-/// k in column J: bitwise reproducible (a fixed order, whatever the lanes a row). a_nnz: A's
-/// entries (chooses the lanes a row). DeviceError when the launch fails.
+/// The smoothed prolongator P = (I − ω·D⁻¹A)·P_tent's values for a P_tent with at most one entry
+/// a row (the scalar set-up's): a column aggregation of A, so no general product is needed. Into
+/// P's structure (p_rp, p_ci: the symbolic product of A's pattern and P_tent): P(i, J) = Σ_k
+/// s_ik·t_k over A's row i in order, s_ik = δ_ik − (ω·dinv_i)·a_ik rounded as the host forms S
+/// (amg.cpp), t_k P_tent's entry of row k in column J: bitwise reproducible (a fixed order,
+/// whatever the lanes a row or the row's length). a_nnz: A's entries (chooses the lanes a row).
+/// Device pointers, asynchronous; DeviceError when the launch fails.
 void prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, const double* a_va, const double* dinv,
                         double omega, const index_t* t_rp, const index_t* t_ci, const double* t_va,
                         const index_t* p_rp, const index_t* p_ci, double* p_va, index_t a_nnz);

@@ -6,8 +6,9 @@
 // host's numeric re-set-up; greedy or b = 3 keep the host set-up; fp32. Also the trusted borrow
 // of the set-up's matrices: the device structure hash against the host's computation of it, and
 // the host structure downloaded only when a host use asks for it. spgemm_symbolic (the products'
-// structures) against the host's structural product exactly, and spgemm_numeric (their values)
-// against the host's product, bitwise for any launch shape.
+// structures, P's included) against the host's structural product exactly, spgemm_numeric (their
+// values) against the host's product, bitwise for any launch shape, and P = S·P_tent's values
+// bitwise in A's row order, with rows of A longer than the kernels' buffers.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -220,11 +221,12 @@ TEST_CASE("AMG GPU set-up: profile_setup times the phases, changes nothing; trus
       CHECK(ph.level < int(G2.levels.size()));
       sum += ph.seconds;
       mis2_rounds = mis2_rounds || ph.name == "MIS-2 rounds";
-      symbolic += ph.name == "SpGEMM A*P: symbolic count" || ph.name == "SpGEMM A*P: symbolic fill" ||
-                  ph.name == "SpGEMM R*(AP): symbolic count" || ph.name == "SpGEMM R*(AP): symbolic fill";
+      for (const char* product : {"P = S*P_tent", "SpGEMM A*P", "SpGEMM R*(AP)"})
+        symbolic += ph.name == std::string(product) + ": symbolic count" ||
+                    ph.name == std::string(product) + ": symbolic fill";
     }
     CHECK(mis2_rounds);
-    CHECK(symbolic == 4 * int(G2.levels.size() - 1));  // each product's two passes, every level but the coarsest
+    CHECK(symbolic == 6 * int(G2.levels.size() - 1));  // each product's two passes, every level but the coarsest
     CHECK(sum <= G2.info.setup_seconds * 1.001 + 1e-6);
     REQUIRE(G1.levels.size() == G2.levels.size());
     auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
@@ -683,103 +685,6 @@ TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, b
   CHECK(wrong == 0);
 }
 
-TEST_CASE("AMG GPU set-up: the prolongator's column aggregation equals the host's S*P_tent") {
-  std::mt19937_64 rng(7);
-  // Rows shorter than the kernels' shared buffers, and some longer (done by one lane a row):
-  // every 500th row of the last case has 300 entries against a mean of about 4.
-  for (const auto& shape : {std::tuple{index_t(1), 12, false}, std::tuple{index_t(50), 12, false},
-                            std::tuple{index_t(3000), 12, false}, std::tuple{index_t(400), 300, false},
-                            std::tuple{index_t(3000), 6, true}}) {
-    const index_t n = std::get<0>(shape);  // plain variables: lambdas below capture them
-    const int max_len = std::get<1>(shape);
-    const bool long_rows = std::get<2>(shape);
-    CAPTURE(n);
-    CAPTURE(max_len);
-    // A: random rows plus the diagonal; aggregates of about 4 nodes, a fifth left out.
-    amg::Csr<double> A = random_csr(n, n, max_len, rng);
-    if (long_rows) {
-      amg::Csr<double> L;
-      L.rows = L.cols = n;
-      L.row_ptr.assign(1, 0);
-      std::uniform_real_distribution<double> v(-1, 1);
-      for (index_t i = 0; i < n; ++i) {
-        const index_t b = A.row_ptr[std::size_t(i)], e = A.row_ptr[std::size_t(i) + 1];
-        if (i % 500 == 7) {
-          for (index_t j = 0; j < 300; ++j) L.col_idx.push_back(j * (n / 300)), L.values.push_back(v(rng));
-        } else {
-          L.col_idx.insert(L.col_idx.end(), A.col_idx.begin() + b, A.col_idx.begin() + e);
-          L.values.insert(L.values.end(), A.values.begin() + b, A.values.begin() + e);
-        }
-        L.row_ptr.push_back(L.nnz());
-      }
-      A = L;
-    }
-    for (index_t i = 0; i < n; ++i) {  // add the diagonal where missing, keeping rows sorted
-      auto b = A.col_idx.begin() + A.row_ptr[std::size_t(i)], e = A.col_idx.begin() + A.row_ptr[std::size_t(i) + 1];
-      auto at = std::lower_bound(b, e, i);
-      if (at != e && *at == i) continue;
-      const std::size_t pos = std::size_t(at - A.col_idx.begin());
-      A.col_idx.insert(A.col_idx.begin() + std::ptrdiff_t(pos), i);
-      A.values.insert(A.values.begin() + std::ptrdiff_t(pos), 4.0);
-      for (std::size_t r = std::size_t(i) + 1; r < A.row_ptr.size(); ++r) ++A.row_ptr[r];
-    }
-    const index_t nc = std::max<index_t>(1, n / 4);
-    std::uniform_int_distribution<index_t> pick(0, nc - 1);
-    std::uniform_real_distribution<double> u(0.1, 1.0);
-    amg::Csr<double> T;
-    T.rows = n;
-    T.cols = nc;
-    T.row_ptr.assign(1, 0);
-    std::vector<double> dinv(static_cast<std::size_t>(n));
-    for (index_t i = 0; i < n; ++i) {
-      if (u(rng) > 0.2) T.col_idx.push_back(pick(rng)), T.values.push_back(u(rng));
-      T.row_ptr.push_back(T.nnz());
-      dinv[std::size_t(i)] = u(rng);
-    }
-    const double omega = 0.73;
-    amg::Csr<double> S = A;
-    for (index_t i = 0; i < n; ++i)
-      for (index_t k = S.row_ptr[std::size_t(i)]; k < S.row_ptr[std::size_t(i) + 1]; ++k) {
-        double& v = S.values[std::size_t(k)];
-        v = (S.col_idx[std::size_t(k)] == i ? 1.0 : 0.0) - omega * dinv[std::size_t(i)] * v;
-      }
-    const amg::Csr<double> ref = amg::multiply(S, T);
-
-    const DeviceCsr a(A), t(T);
-    const auto ddinv = to_device(dinv);
-    DeviceArray<index_t> counts(static_cast<std::size_t>(n));
-    detail::prolongator_count(n, a.rp.data(), a.ci.data(), A.nnz(), t.rp.data(), t.ci.data(), counts.data());
-    std::vector<index_t> c(static_cast<std::size_t>(n)), rp(1, 0);
-    counts.download(c.data(), c.size());
-    for (index_t x : c) rp.push_back(rp.back() + x);
-    REQUIRE(rp == ref.row_ptr);
-    const auto drp = to_device(rp);
-    DeviceArray<index_t> dci(std::max<std::size_t>(ref.col_idx.size(), 1));
-    detail::prolongator_fill(n, a.rp.data(), a.ci.data(), A.nnz(), t.rp.data(), t.ci.data(), drp.data(), dci.data());
-    std::vector<index_t> ci(ref.col_idx.size());
-    if (!ci.empty()) dci.download(ci.data(), ci.size());
-    CHECK(ci == ref.col_idx);
-    auto values = [&] {
-      DeviceArray<double> dva(std::max<std::size_t>(ref.values.size(), 1));
-      detail::prolongator_values(n, a.rp.data(), a.ci.data(), a.va.data(), ddinv.data(), omega, t.rp.data(),
-                                 t.ci.data(), t.va.data(), drp.data(), dci.data(), dva.data(), A.nnz());
-      std::vector<double> h(ref.values.size());
-      if (!h.empty()) dva.download(h.data(), h.size());
-      return h;
-    };
-    const std::vector<double> v1 = values(), v2 = values();
-    CHECK(v1 == v2);  // bitwise run to run
-    double d = 0, m = 0;
-    for (std::size_t k = 0; k < v1.size(); ++k)
-      d = std::max(d, std::abs(v1[k] - ref.values[k])), m = std::max(m, std::abs(ref.values[k]));
-    CHECK(d <= 1e-14 * std::max(m, 1.0));
-    // The same values as the general numeric product on S (what the set-up used before).
-    int missing = -1;
-    CHECK(numeric_product(S, T, ref, 0, &missing) == v1);
-    CHECK(missing == 0);
-  }
-}
-
 namespace {
 /// spgemm_symbolic_count, a host scan and spgemm_symbolic_fill with `lanes`: C's row offsets and
 /// columns, downloaded.
@@ -826,6 +731,278 @@ amg::Csr<double> with_long_rows(const amg::Csr<double>& M, index_t every, index_
   return L;
 }
 }  // namespace
+
+namespace {
+/// The lanes a row prolongator_values takes (amg_galerkin.cu: A's mean row rounded up to a power
+/// of two, at most 32) and the entries of A's row its shared buffer holds (8 a lane; a longer row
+/// is read in chunks of that many).
+int prolongator_lanes(index_t rows, index_t nnz) {
+  const double mean = rows > 0 ? double(nnz) / double(rows) : 1.0;
+  int w = 1;
+  while (w < 32 && double(w) < mean) w *= 2;
+  return w;
+}
+index_t prolongator_buffer(const amg::Csr<double>& A) { return 8 * prolongator_lanes(A.rows, A.nnz()); }
+/// The rows of A the symbolic product's register cursors hold (amg_galerkin.cu: lanes half the
+/// mean row, rounded up to a power of two, at most 32; 4 cursors a lane, 8 with 32 lanes); the
+/// entries past them take the binary-search path.
+index_t symbolic_cursors(const amg::Csr<double>& A) {
+  const double half = A.rows > 0 ? 0.5 * double(A.nnz()) / double(A.rows) : 1.0;
+  int w = 1;
+  while (w < 32 && double(w) < half) w *= 2;
+  return index_t(w == 32 ? 8 : 4) * w;
+}
+index_t longest_row(const amg::Csr<double>& M) {
+  index_t m = 0;
+  for (index_t i = 0; i < M.rows; ++i) m = std::max(m, M.row_ptr[std::size_t(i) + 1] - M.row_ptr[std::size_t(i)]);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("AMG GPU set-up: P = S*P_tent, structure by the symbolic product and values, equals the host's") {
+  std::mt19937_64 rng(7);
+  struct Shape {
+    index_t n;
+    int max_len;                   // random rows of 0..max_len entries (plus the diagonal)
+    std::vector<index_t> long_len;  // lengths given in turn to every `every`-th row from row 7
+    index_t every;
+  };
+  // Rows shorter than the values kernel's buffer (8 entries a lane), and longer ones, read in
+  // chunks: a few rows of 700-1200 entries among rows of about 4 (8 lanes, 64 entries a chunk,
+  // up to 19 chunks); rows at and around chunk boundaries with 32 lanes (256, 257, 512, 768,
+  // 769). The 400-row case has rows of up to about 220 entries at 32 lanes (one chunk).
+  const std::vector<Shape> shapes = {{1, 12, {}, 0},
+                                     {50, 12, {}, 0},
+                                     {3000, 12, {}, 0},
+                                     {400, 300, {}, 0},
+                                     {3000, 6, {300}, 500},
+                                     {3000, 6, {700, 900, 1200}, 300},
+                                     {2000, 40, {256, 257, 512, 700, 768, 769, 1100}, 97}};
+  for (const Shape& shape : shapes) {
+    const index_t n = shape.n;  // plain variables: lambdas below capture them
+    const bool long_rows = !shape.long_len.empty();
+    CAPTURE(n);
+    CAPTURE(shape.max_len);
+    // P_tent: aggregates of about 4 nodes, a fifth of the nodes left out (an empty row).
+    const index_t nc = std::max<index_t>(1, n / 4);
+    std::uniform_int_distribution<index_t> pick(0, nc - 1);
+    std::uniform_real_distribution<double> u(0.1, 1.0), u01(0.0, 1.0);
+    amg::Csr<double> T;
+    T.rows = n;
+    T.cols = nc;
+    T.row_ptr.assign(1, 0);
+    std::vector<double> dinv(static_cast<std::size_t>(n));
+    std::vector<index_t> left_out;  // the nodes without a P_tent entry
+    for (index_t i = 0; i < n; ++i) {
+      if (u01(rng) >= 0.2)
+        T.col_idx.push_back(pick(rng)), T.values.push_back(u(rng));
+      else
+        left_out.push_back(i);
+      T.row_ptr.push_back(T.nnz());
+      dinv[std::size_t(i)] = u(rng);
+    }
+    // A: random rows plus the diagonal. With long rows: every `every`-th row from row 7 gets the
+    // next of long_len distinct columns (its diagonal among them), and the first left-out node
+    // not among those rows gets exactly the left-out nodes: a long row of A whose P row is empty.
+    amg::Csr<double> A = random_csr(n, n, shape.max_len, rng);
+    index_t empty_row = -1;
+    if (long_rows) {
+      for (index_t i : left_out)
+        if (i % shape.every != 7 % shape.every) {
+          empty_row = i;
+          break;
+        }
+      REQUIRE(empty_row >= 0);
+      amg::Csr<double> L;
+      L.rows = L.cols = n;
+      L.row_ptr.assign(1, 0);
+      std::uniform_real_distribution<double> v(-1, 1);
+      std::vector<index_t> others;
+      std::size_t next = 0;
+      for (index_t i = 0; i < n; ++i) {
+        const index_t b = A.row_ptr[std::size_t(i)], e = A.row_ptr[std::size_t(i) + 1];
+        std::vector<index_t> cols;
+        if (i % shape.every == 7 % shape.every) {
+          const index_t len = shape.long_len[next++ % shape.long_len.size()];
+          others.clear();
+          for (index_t j = 0; j < n; ++j)
+            if (j != i) others.push_back(j);
+          std::shuffle(others.begin(), others.end(), rng);
+          cols.assign(others.begin(), others.begin() + (len - 1));
+          cols.push_back(i);
+          std::sort(cols.begin(), cols.end());
+        } else if (i == empty_row) {
+          cols = left_out;
+        }
+        if (cols.empty()) {
+          L.col_idx.insert(L.col_idx.end(), A.col_idx.begin() + b, A.col_idx.begin() + e);
+          L.values.insert(L.values.end(), A.values.begin() + b, A.values.begin() + e);
+        } else {
+          for (index_t j : cols) L.col_idx.push_back(j), L.values.push_back(v(rng));
+        }
+        L.row_ptr.push_back(L.nnz());
+      }
+      A = L;
+    }
+    for (index_t i = 0; i < n; ++i) {  // add the diagonal where missing, keeping rows sorted
+      auto b = A.col_idx.begin() + A.row_ptr[std::size_t(i)], e = A.col_idx.begin() + A.row_ptr[std::size_t(i) + 1];
+      auto at = std::lower_bound(b, e, i);
+      if (at != e && *at == i) continue;
+      const std::size_t pos = std::size_t(at - A.col_idx.begin());
+      A.col_idx.insert(A.col_idx.begin() + std::ptrdiff_t(pos), i);
+      A.values.insert(A.values.begin() + std::ptrdiff_t(pos), 4.0);
+      for (std::size_t r = std::size_t(i) + 1; r < A.row_ptr.size(); ++r) ++A.row_ptr[r];
+    }
+    const double omega = 0.73;
+    amg::Csr<double> S = A;
+    for (index_t i = 0; i < n; ++i)
+      for (index_t k = S.row_ptr[std::size_t(i)]; k < S.row_ptr[std::size_t(i) + 1]; ++k) {
+        double& v = S.values[std::size_t(k)];
+        v = (S.col_idx[std::size_t(k)] == i ? 1.0 : 0.0) - omega * dinv[std::size_t(i)] * v;
+      }
+    const amg::Csr<double> ref = amg::multiply(S, T);
+    if (long_rows) {
+      // The cases reach the paths they are for: rows of A past the values kernel's buffer (two
+      // chunks and more) and past the symbolic product's cursors, P rows longer than the lanes
+      // (several positions a lane), and a long row of A whose P row is empty.
+      CAPTURE(prolongator_buffer(A));
+      CHECK(longest_row(A) > 2 * prolongator_buffer(A));
+      CHECK(longest_row(A) > symbolic_cursors(A));
+      CHECK(longest_row(ref) > 32);
+      const index_t e_len = A.row_ptr[std::size_t(empty_row) + 1] - A.row_ptr[std::size_t(empty_row)];
+      CHECK(e_len > prolongator_buffer(A));
+      CHECK(ref.row_ptr[std::size_t(empty_row) + 1] == ref.row_ptr[std::size_t(empty_row)]);
+    }
+
+    // The structure: the symbolic product of A's pattern and P_tent (what the set-up calls, lanes
+    // 0), exactly the host's, for every lane count.
+    for (int lanes : {0, 1, 2, 4, 8, 16, 32}) {
+      CAPTURE(lanes);
+      const auto [rp, ci] = symbolic_product(A, T, lanes);
+      CHECK(rp == ref.row_ptr);
+      CHECK(ci == ref.col_idx);
+    }
+    // The values into it.
+    const DeviceCsr a(A), t(T), p(ref);
+    const auto ddinv = to_device(dinv);
+    auto values = [&] {
+      DeviceArray<double> dva(std::max<std::size_t>(ref.values.size(), 1));
+      detail::prolongator_values(n, a.rp.data(), a.ci.data(), a.va.data(), ddinv.data(), omega, t.rp.data(),
+                                 t.ci.data(), t.va.data(), p.rp.data(), p.ci.data(), dva.data(), A.nnz());
+      std::vector<double> h(ref.values.size());
+      if (!h.empty()) dva.download(h.data(), h.size());
+      return h;
+    };
+    const std::vector<double> v1 = values(), v2 = values();
+    CHECK(v1 == v2);  // bitwise run to run
+    double d = 0, m = 0;
+    for (std::size_t k = 0; k < v1.size(); ++k)
+      d = std::max(d, std::abs(v1[k] - ref.values[k])), m = std::max(m, std::abs(ref.values[k]));
+    CHECK(d <= 1e-14 * std::max(m, 1.0));
+    // Bitwise the general numeric product on S: each sum in A's row order, the one-lane-a-row
+    // order, whatever the row's length.
+    int missing = -1;
+    CHECK(numeric_product(S, T, ref, 0, &missing) == v1);
+    CHECK(missing == 0);
+  }
+}
+
+
+namespace {
+/// P = (I − ω·D⁻¹A)·P_tent recomputed on the host from a level's A, D⁻¹, ω, aggregates and
+/// near-nullspace b, in the GPU set-up's operations: ‖b‖ of each aggregate summed in node order,
+/// t_i = b_i/‖b‖, then each P(i, J) summed over A's row i in order from 0 (the one-lane-a-row
+/// order). *next_b: the aggregates' norms (the next level's near-nullspace).
+amg::Csr<double> prolongator_reference(const amg::Csr<double>& A, const std::vector<index_t>& agg,
+                                       const std::vector<double>& b, const std::vector<double>& dinv, double omega,
+                                       index_t nc, std::vector<double>* next_b) {
+  const index_t n = A.rows;
+  std::vector<double> ss(static_cast<std::size_t>(nc), 0.0), t(static_cast<std::size_t>(n), 0.0);
+  for (index_t i = 0; i < n; ++i)
+    if (agg[std::size_t(i)] >= 0) ss[std::size_t(agg[std::size_t(i)])] += b[std::size_t(i)] * b[std::size_t(i)];
+  for (double& x : ss) x = std::sqrt(x);
+  for (index_t i = 0; i < n; ++i)
+    if (agg[std::size_t(i)] >= 0) t[std::size_t(i)] = b[std::size_t(i)] / ss[std::size_t(agg[std::size_t(i)])];
+  amg::Csr<double> P;
+  P.rows = n;
+  P.cols = nc;
+  std::vector<double> sum(static_cast<std::size_t>(nc), 0.0);
+  for (index_t i = 0; i < n; ++i) {
+    std::vector<index_t> cols;
+    const double od = omega * dinv[std::size_t(i)];
+    for (index_t e = A.row_ptr[std::size_t(i)]; e < A.row_ptr[std::size_t(i) + 1]; ++e) {
+      const index_t k = A.col_idx[std::size_t(e)], J = agg[std::size_t(k)];
+      if (J < 0) continue;
+      if (std::find(cols.begin(), cols.end(), J) == cols.end()) cols.push_back(J), sum[std::size_t(J)] = 0.0;
+      const double s = (k == i ? 1.0 : 0.0) - od * A.values[std::size_t(e)];
+      sum[std::size_t(J)] += s * t[std::size_t(k)];
+    }
+    std::sort(cols.begin(), cols.end());
+    for (index_t J : cols) P.col_idx.push_back(J), P.values.push_back(sum[std::size_t(J)]);
+    P.row_ptr.push_back(P.nnz());
+  }
+  *next_b = std::move(ss);
+  return P;
+}
+}  // namespace
+
+TEST_CASE("AMG GPU set-up: rows past the kernels' buffers (jump diffusion 40^3): P exact, re-set-up bitwise") {
+  // Its coarse levels have rows longer than the prolongator's buffer and the symbolic product's
+  // register cursors (level 2: rows of ~300 entries at 32 lanes, 256 of either).
+  const CsrMatrix<double> A = diffusion_3d(40, 1, 1, 0.01, 1e4);
+  const AmgOptions o = mis2();
+  const HostAmg<double> H(A, o);
+  const auto G = detail::gpu_amg_setup(A, o, true);
+  const auto hd = H.level_data();
+  REQUIRE(G.levels.size() == hd.size());
+  const auto hagg = host_aggregates(H, o);
+  std::vector<double> b(static_cast<std::size_t>(A.rows()), 1.0);  // the near-nullspace of level 0
+  bool past_buffer = false, past_cursors = false;
+  for (std::size_t l = 0; l + 1 < G.levels.size(); ++l) {
+    CAPTURE(l);
+    const auto& g = G.levels[l];
+    const amg::Csr<double> Al = host_copy(g.A);  // level 0: the caller's A
+    past_buffer = past_buffer || longest_row(Al) > prolongator_buffer(Al);
+    past_cursors = past_cursors || longest_row(Al) > symbolic_cursors(Al);
+    REQUIRE(g.aggregates == hagg[l]);
+    std::vector<double> dinv(static_cast<std::size_t>(g.n));
+    g.dinv.download(dinv.data(), dinv.size());  // D⁻¹ in double (Chebyshev), as the set-up used it
+    std::vector<double> next;
+    const amg::Csr<double> ref =
+        prolongator_reference(Al, g.aggregates, b, dinv, G.info.levels[l].omega, G.info.levels[l].aggregates, &next);
+    b = std::move(next);
+    const amg::Csr<double> P = host_copy(g.P);
+    CHECK(P.row_ptr == ref.row_ptr);  // the symbolic product's structure, exactly
+    CHECK(P.col_idx == ref.col_idx);
+    CHECK(P.values == ref.values);  // bitwise: the one-lane-a-row order, long rows included
+    // The host set-up's P: the same structure; values to rounding (its λ estimate, so ω, agrees
+    // to about 1e-10).
+    CHECK(compare(P, *hd[l].P) <= 1e-10);
+  }
+  CHECK(past_buffer);
+  CHECK(past_cursors);
+  // A numeric re-set-up (2·A: the same aggregates) fills what a fresh set-up of 2·A fills.
+  std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+  for (double& e : v) e *= 2.0;
+  const auto A2 = CsrMatrix<double>::from_arrays(
+      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), v);
+  const auto F = detail::gpu_amg_setup(A2, mis2());
+  const auto R = detail::gpu_amg_setup(A2, mis2(), false, G.plan);
+  REQUIRE(F.levels.size() == R.levels.size());
+  auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
+    return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;
+  };
+  for (std::size_t l = 0; l < F.levels.size(); ++l) {
+    CAPTURE(l);
+    if (l > 0) CHECK(same(host_copy(F.levels[l].A), host_copy(R.levels[l].A)));
+    if (l + 1 < F.levels.size()) {
+      CHECK(same(host_copy(F.levels[l].P), host_copy(R.levels[l].P)));
+      CHECK(same(host_copy(F.levels[l].R), host_copy(R.levels[l].R)));
+    }
+  }
+  CHECK(F.coarse_factor == R.coarse_factor);
+}
 
 TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product exactly, for any lanes") {
   std::mt19937_64 rng(26);
