@@ -852,18 +852,22 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o) {
 }
 
 template <class T>
-GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates,
+GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given, bool keep_aggregates,
                                  std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices) {
   const auto t0 = Clock::now();
   GpuAmgHierarchy<T> H;
   AmgInfo& info = H.info;
-  PhaseClock pc(o.profile_setup, &info.setup_phases);
+  PhaseClock pc(given.profile_setup, &info.setup_phases);
   {
     PrecondOptions po;
     po.kind = PrecondKind::Amg;
-    po.amg = o;
+    po.amg = given;
     validate(po);
   }
+  // θ and the degree at kAmgAuto chosen as HostAmg chooses them (the levels below take numbers:
+  // a θ of −1 would make every connection strong). DeviceAmg passes the options it resolved:
+  // explicit values are kept and nothing is counted.
+  const AmgOptions o = amg::resolve_auto(A, given, &info.auto_choice, true);
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes one unknown per node, no coordinates and "
                                              "the mis2 aggregation");

@@ -91,19 +91,22 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 
 /// Builds the hierarchy on the GPU (see the file comment). InputError as HostAmg's set-up (bad
 /// diagonal, NaN/Inf, a coarse matrix that is not positive definite, options that
-/// gpu_amg_setup_applies refuses); DeviceError when the GPU fails or runs out of memory.
+/// gpu_amg_setup_applies refuses); DeviceError when the GPU fails or runs out of memory. θ and the
+/// smoother degree at kAmgAuto are chosen first, as HostAmg chooses them (amg::resolve_auto,
+/// counted on the device; info.auto_choice says how); a re-set-up should be given the resolved
+/// options of its plan's set-up (DeviceAmg does), since auto would read the new values.
 /// keep_aggregates: download each level's aggregates into GpuAmgLevel::aggregates (full set-up
-/// only). reuse: the plan of an earlier set-up of A's structure with the same options (new
-/// values, time stepping): the aggregates, tentative prolongators and level count are kept and
-/// only the numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the
-/// coarse factor), as HostAmg::update_values does: the products' values by spgemm_numeric into
-/// the kept structures of P, A·P and R·(A·P) (no symbolic phase), R and the symmetrised coarse
-/// matrix by gathers through the plan's permutations, bitwise what a full set-up of the same
-/// values with the same aggregates gives. A must have the structure the plan was made for. The
-/// hierarchy the plan came from must still be alive: the plan reads its P, R and coarse-matrix
-/// structures. make_matrices false: the levels' values only (no structure arrays when a level's
-/// structure is the kept one), no CsrMatrix objects (a re-set-up that copies the values into
-/// existing ones). Sets info.setup_seconds to the wall time of the whole call (synchronised).
+/// only). reuse: the plan of an earlier set-up of A's structure with the same options (new values,
+/// time stepping): the aggregates, tentative prolongators and level count are kept and only the
+/// numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the coarse
+/// factor), as HostAmg::update_values does: P's values by prolongator_values and the products' by
+/// spgemm_numeric into the kept structures of P, A·P and R·(A·P) (no symbolic phase), R and the
+/// symmetrised coarse matrix by gathers through the plan's permutations, bitwise what a full set-up
+/// of the same values with the same aggregates gives. A must have the structure the plan was made
+/// for. The hierarchy the plan came from must still be alive: the plan reads its P, R and
+/// coarse-matrix structures. make_matrices false: the levels' values only (no structure arrays when
+/// a level's structure is the kept one), no CsrMatrix objects (a re-set-up that copies the values
+/// into existing ones). Sets info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
                                  std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true);

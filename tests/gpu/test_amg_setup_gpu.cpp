@@ -100,12 +100,13 @@ double compare(const amg::Csr<double>& a, const amg::Csr<double>& b) {
 }
 
 /// The host's MIS-2 aggregates of every level but the coarsest, from its level matrices (the
-/// strength graph at θ_l, then amg::aggregate_mis2: what HostAmg ran).
-std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& H, const AmgOptions& o) {
+/// strength graph at the θ_l it used, θ at kAmgAuto resolved, then amg::aggregate_mis2: what
+/// HostAmg ran).
+std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& H, const AmgOptions&) {
   std::vector<std::vector<index_t>> out;
   const auto data = H.level_data();
   for (std::size_t l = 0; l + 1 < data.size(); ++l) {
-    const amg::Graph G = amg::strength_graph(host_copy(data[l]), 1, o.theta * std::pow(kAmgThetaDecay, double(l)));
+    const amg::Graph G = amg::strength_graph(host_copy(data[l]), 1, H.info().levels[l].theta);
     out.push_back(amg::aggregate_mis2(G).of_node);
   }
   return out;
