@@ -239,7 +239,7 @@ struct AmgLevelInfo {
 /// synchronisations, summed over the times the phase ran on its level.
 struct AmgSetupPhase {
   int level = -1;     ///< the level (0 = A); −1 for work outside the level loop
-  std::string name;   ///< what ran ("strength graph", "SpGEMM A*P: compute", ...)
+  std::string name;   ///< what ran ("strength graph", "SpGEMM A*P: symbolic count", ...)
   double seconds = 0; ///< wall time, synchronised at both ends
   int count = 0;      ///< how many times it ran (MIS-2: the rounds)
 };
