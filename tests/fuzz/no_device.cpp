@@ -43,13 +43,6 @@ void spgemm_numeric(index_t, const index_t*, const index_t*, const double*, inde
                     const index_t*, const double*, const index_t*, const index_t*, index_t, double*, int, int*) {
   KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
 }
-void prolongator_count(index_t, const index_t*, const index_t*, index_t, const index_t*, const index_t*, index_t*) {
-  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
-}
-void prolongator_fill(index_t, const index_t*, const index_t*, index_t, const index_t*, const index_t*, const index_t*,
-                      index_t*) {
-  KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
-}
 void prolongator_values(index_t, const index_t*, const index_t*, const double*, const double*, double, const index_t*,
                         const index_t*, const double*, const index_t*, const index_t*, double*, index_t) {
   KRYSP_THROW(DeviceError, "fuzz build: no CUDA device");
