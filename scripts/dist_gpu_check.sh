@@ -36,9 +36,9 @@ else
   note "build ok in $(( $(date +%s) - t0 )) s"
 fi
 
-run() {  # run NAME COMMAND...: output to $out/NAME.log, one summary line
+run() {  # run NAME COMMAND...: output to $out/NAME.log, one summary line; STEP_TIMEOUT (300 s) stops a hang
   local name=$1; shift
-  "$@" >"$out/$name.log" 2>&1
+  timeout "${STEP_TIMEOUT:-300}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   tail -5 "$out/$name.log"
   note "$name: exit $rc"
