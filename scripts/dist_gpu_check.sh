@@ -7,8 +7,10 @@
 # to $OUT (or ./dist-gpu-out). Needs .deps/kokkos (scripts/fetch_kokkos.sh) when the machine has no Kokkos.
 #   scripts/dist_gpu_check.sh [test] [cli] [bench] [bench-quick] [scale]   (default: test cli bench)
 #   BENCH_N_STRONG (384) and BENCH_N_WEAK (256) set the grids; BENCH_ITERS (100) the iterations.
-#   scale: bench_dist_scale (the library's CG and LOBPCG) on 1 and 2 ranks, SCALE_N_CG (464:
-#   99.9 M rows) and SCALE_N_EIG (292: 24.9 M rows, what LOBPCG k = 8 fits on one GPU).
+#   scale: bench_dist_scale (the library's CG and LOBPCG) on SCALE_RANKS ranks (default "1 2"),
+#   SCALE_N_CG (464: 99.9 M rows) and SCALE_N_EIG (292: 24.9 M rows, what LOBPCG k = 8 fits on one
+#   GPU); when the last of SCALE_RANKS is 4 or more, also LOBPCG on the CG grid and bench_dist_cg's
+#   halo and reduction shares there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-dist-gpu-out}
@@ -104,15 +106,24 @@ for step in $steps; do
         build-gpu/bench/bench_dist_cg --mode strong --n "$ns" --iters "$it" --library \
         --json "$out/dist_cg_strong_np2_staged_$day.json"
       ;;
-    scale)  # issue 29: the library's CG (100 M rows) and LOBPCG k = 8 on 1 and 2 GPUs
-      nc=${SCALE_N_CG:-464} ne=${SCALE_N_EIG:-292}
+    scale)  # issue 29: the library's CG (100 M rows) and LOBPCG k = 8 on SCALE_RANKS GPUs
+      nc=${SCALE_N_CG:-464} ne=${SCALE_N_EIG:-292} ranks=${SCALE_RANKS:-1 2}
       day=$(date -u +%F)
-      for np in 1 2; do
+      for np in $ranks; do
         run "dist_scale_cg_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_scale --what cg --n "$nc" \
           --json "$out/dist_scale_cg_np${np}_$day.json"
         run "dist_scale_lobpcg_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_scale --what lobpcg \
           --n "$ne" --json "$out/dist_scale_lobpcg_np${np}_$day.json"
       done
+      # With 4 ranks: LOBPCG on the CG grid too (100 M rows need 4 GPUs' memory), and the share of
+      # an iteration spent waiting for halos and reductions (bench_dist_cg's textbook CG, same grid).
+      np=${ranks##* }
+      if [ "$np" -ge 4 ]; then
+        run "dist_scale_lobpcg_big_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_scale --what lobpcg \
+          --n "$nc" --json "$out/dist_scale_lobpcg_big_np${np}_$day.json"
+        run "dist_cg_strong_big_np$np" "${mpi[@]}" -np $np build-gpu/bench/bench_dist_cg --mode strong --n "$nc" \
+          --iters 100 --json "$out/dist_cg_strong_big_np${np}_$day.json"
+      fi
       ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
