@@ -570,14 +570,14 @@ DCsr symbolic_product(const DCsr& A, const DCsr& B, PhaseClock& pc, int level, c
   C.rp_own = DeviceArray<index_t>(std::size_t(C.rows) + 1);
   {
     DeviceArray<index_t> counts(std::size_t(std::max<index_t>(C.rows, 1)));
-    spgemm_symbolic_count(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, counts.data());
+    spgemm_symbolic_count(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, B.cols, counts.data());
     C.nnz = product_scan(counts.data(), C.rp_own.data(), C.rows);
   }
   pc.mark(level, std::string(name) + ": symbolic count");
   C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
   C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
   C.own();
-  spgemm_symbolic_fill(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, C.rp, C.ci_own.data());
+  spgemm_symbolic_fill(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, B.cols, C.rp, C.ci_own.data());
   pc.mark(level, std::string(name) + ": symbolic fill");
   return C;
 }

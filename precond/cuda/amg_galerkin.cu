@@ -4,9 +4,14 @@
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <limits>
 #include <type_traits>
 
+#include <cub/block/block_scan.cuh>
+
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_policy.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/sorted_search.cuh"
 
@@ -19,6 +24,48 @@ constexpr int kThreads = 256;
 // (columns and sums) in shared memory, longer rows search and accumulate in global memory
 // (k_spgemm_numeric); the prolongator's values read A's row kSlots·W entries at a time.
 constexpr int kSlots = 8;
+constexpr index_t kNoRow = std::numeric_limits<index_t>::max();  // "no row is that long"
+
+// Long rows go to a kernel that gives each row a whole block of kThreads (k_spgemm_numeric_block,
+// k_spgemm_symbolic_bitmap). The block kernels find their rows themselves, in a grid of one wave:
+// the rows are dealt round robin to the blocks in runs of `run` consecutive rows (row r to block
+// r / run mod gridDim.x), so long rows spread over the blocks wherever they cluster, and each
+// pass tests kThreads candidates at once, one a thread. run = 1 when every block has one pass
+// at most (few rows: each long row to its own block); 8 past that (a 32-byte sector of row
+// offsets a run, where scattered single reads would cost a sector a row). body(i) runs for
+// every row with marked(i), by every thread of the block (it may synchronise the block).
+template <class Marked, class Body>
+__device__ void for_long_rows(index_t rows, int run, Marked marked, Body body) {
+  __shared__ unsigned s_mark[kThreads / 32];
+  const std::int64_t grid = gridDim.x, block = blockIdx.x;
+  // The c-th candidate of this block (increasing in c, and every row is one block's candidate).
+  auto row_of = [=](std::int64_t c) { return (c / run * grid + block) * run + c % run; };
+  for (std::int64_t c0 = 0; row_of(c0) < rows; c0 += kThreads) {
+    const std::int64_t r = row_of(c0 + threadIdx.x);
+    const unsigned m = __ballot_sync(0xffffffffu, r < rows && marked(index_t(r)));
+    if (threadIdx.x % 32 == 0) s_mark[threadIdx.x / 32] = m;
+    __syncthreads();
+    for (int w = 0; w < kThreads / 32; ++w)
+      for (unsigned b = s_mark[w]; b != 0u; b &= b - 1u)  // the same rows in every thread
+        body(index_t(row_of(c0 + w * 32 + __ffs(int(b)) - 1)));
+    __syncthreads();  // every thread has read s_mark before the next pass writes it
+  }
+}
+
+// One wave of a block kernel (its resident blocks on the device), at most one block a row, and
+// the run for_long_rows deals the rows in.
+struct LongRowGrid {
+  unsigned blocks;
+  int run;
+};
+template <class Kernel>
+LongRowGrid long_row_grid(Kernel kernel, std::size_t dynamic_smem, index_t rows) {
+  int per_sm = 0;
+  KRYSP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, dynamic_smem));
+  const std::int64_t wave = std::int64_t(std::max(per_sm, 1)) * std::max(device_policy().multiprocessors, 1);
+  const std::int64_t blocks = std::max<std::int64_t>(1, std::min<std::int64_t>(rows, wave));
+  return {unsigned(blocks), rows > blocks * kThreads ? 8 : 1};
+}
 
 // One group of W lanes a row of C. For each entry k of A's row, in order, the lanes split B's
 // row k (distinct columns, so distinct positions of C: no two lanes add to one sum at once) and
@@ -29,7 +76,7 @@ __global__ void k_spgemm_numeric(index_t rows, const index_t* __restrict__ a_rp,
                                  const double* __restrict__ a_va, const index_t* __restrict__ b_rp,
                                  const index_t* __restrict__ b_ci, const double* __restrict__ b_va,
                                  const index_t* __restrict__ c_rp, const index_t* __restrict__ c_ci, double* c_va,
-                                 int* missing) {
+                                 int* missing, index_t above) {
   __shared__ index_t s_col[kThreads * kSlots];
   __shared__ double s_val[kThreads * kSlots];
   const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -38,6 +85,7 @@ __global__ void k_spgemm_numeric(index_t rows, const index_t* __restrict__ a_rp,
   const int lane = int(threadIdx.x % W);
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
   const index_t cb = c_rp[i], len = c_rp[i + 1] - cb;
+  if (len > above) return;  // k_spgemm_numeric_block's row (the whole group leaves)
   const bool shared = len <= index_t(kSlots * W);
   index_t* cols = shared ? s_col + (threadIdx.x / W) * (W * kSlots) : nullptr;
   double* sums = shared ? s_val + (threadIdx.x / W) * (W * kSlots) : c_va + cb;
@@ -64,6 +112,56 @@ __global__ void k_spgemm_numeric(index_t rows, const index_t* __restrict__ a_rp,
     for (index_t p = lane; p < len; p += W) c_va[cb + p] = sums[p];
 }
 
+// C's rows longer than the group's shared slots searched and summed in global memory, a chain
+// of dependent global loads a term (R·(A·P) on a coarse level with rows of C of ~600 entries
+// spent most of its time there). Those rows take a block each instead: kThreads threads split
+// B's row k, with C's row (up to kBlockSlots entries) in shared memory, and the block
+// synchronises between the entries of A's row, so each sum still takes its terms in A's row
+// order: the same operations in the same order as the group's, so the same bits.
+constexpr index_t kBlockSlots = 2048;  // 24 KB of columns and sums
+// Rows of C up to this stay on the group even past its slots: a block's fixed cost (a barrier
+// an entry of A's row, the row loaded and stored) is not worth it on so few positions.
+constexpr index_t kBlockRowMin = 64;
+
+__global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__ a_rp, const index_t* __restrict__ a_ci,
+                                       const double* __restrict__ a_va, const index_t* __restrict__ b_rp,
+                                       const index_t* __restrict__ b_ci, const double* __restrict__ b_va,
+                                       const index_t* __restrict__ c_rp, const index_t* __restrict__ c_ci,
+                                       double* c_va, int* missing, index_t above, int run) {
+  __shared__ index_t s_col[kBlockSlots];
+  __shared__ double s_val[kBlockSlots];
+  const index_t t = index_t(threadIdx.x);
+  for_long_rows(
+      rows, run, [=](index_t i) { return c_rp[i + 1] - c_rp[i] > above; },
+      [=](index_t i) {
+        const index_t cb = c_rp[i], len = c_rp[i + 1] - cb;
+        const bool shared = len <= kBlockSlots;  // else in global memory, as the group does
+        double* sums = shared ? s_val : c_va + cb;
+        const index_t* ccols = shared ? s_col : c_ci + cb;
+        for (index_t p = t; p < len; p += kThreads) {
+          if (shared) s_col[p] = c_ci[cb + p];
+          sums[p] = 0.0;
+        }
+        __syncthreads();
+        for (index_t k = a_rp[i]; k < a_rp[i + 1]; ++k) {
+          const double a = a_va[k];
+          const index_t r = a_ci[k];
+          for (index_t q = b_rp[r] + t; q < b_rp[r + 1]; q += kThreads) {
+            const index_t j = b_ci[q];
+            const index_t p = lower_bound(ccols, len, j);
+            if (p < len && ccols[p] == j)
+              sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b_va[q]));
+            else if (missing)
+              *missing = 1;
+          }
+          __syncthreads();  // entry k's terms are in before entry k + 1's
+        }
+        if (shared)
+          for (index_t p = t; p < len; p += kThreads) c_va[cb + p] = s_val[p];
+        __syncthreads();  // the shared row is read out before the next row overwrites it
+      });
+}
+
 // Lanes a row: enough for B's mean row (the work of one entry of A) and for C's mean row to fit
 // the shared slots; a power of two up to 32.
 int choose_lanes(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz) {
@@ -74,15 +172,28 @@ int choose_lanes(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz) {
   return w;
 }
 
+// C's rows longer than this take k_spgemm_numeric_block: those past the group's shared slots
+// (kNoRow when C has no row that long: the block kernel is not launched).
+index_t numeric_block_above(int w, index_t c_nnz) {
+  const index_t above = std::max(index_t(kSlots * w), kBlockRowMin);
+  return c_nnz > above ? above : kNoRow;
+}
+
 template <int W>
 void launch(index_t rows, const index_t* a_rp, const index_t* a_ci, const double* a_va, const index_t* b_rp,
-            const index_t* b_ci, const double* b_va, const index_t* c_rp, const index_t* c_ci, double* c_va,
-            int* missing) {
+            const index_t* b_ci, const double* b_va, const index_t* c_rp, const index_t* c_ci, index_t c_nnz,
+            double* c_va, int* missing) {
+  const index_t above = numeric_block_above(W, c_nnz);
   const std::int64_t threads = std::int64_t(rows) * W;
   const std::int64_t blocks = (threads + kThreads - 1) / kThreads;
   k_spgemm_numeric<W><<<unsigned(blocks), kThreads>>>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va,
-                                                      missing);
+                                                      missing, above);
   KRYSP_CUDA_CHECK_LAUNCH("k_spgemm_numeric");
+  if (above == kNoRow) return;
+  const LongRowGrid g = long_row_grid(k_spgemm_numeric_block, 0, rows);
+  k_spgemm_numeric_block<<<g.blocks, kThreads>>>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing,
+                                                 above, g.run);
+  KRYSP_CUDA_CHECK_LAUNCH("k_spgemm_numeric_block");
 }
 
 // P_tent's column of row k (−1: an empty row, a node left out of the aggregates).
@@ -151,7 +262,8 @@ __global__ void k_prolongator_values(index_t n, const index_t* a_rp, const index
 // standing on it. The row thus comes out sorted and without repeats: no hash table, no sort, no
 // scratch memory, and the result is the set itself, whatever W. Entries of A's row past C·W keep
 // no cursor: each step they find their next column by a binary search in B's row for the first
-// column above the last one taken (slower, but complete for any row length).
+// column above the last one taken (slower, but complete for any row length); when C's columns
+// fit a bitmap, such rows take k_spgemm_symbolic_bitmap below instead.
 constexpr index_t kNoColumn = 0x7fffffff;  // above every column (columns < B's cols <= INT_MAX)
 
 template <int W>
@@ -161,17 +273,19 @@ __device__ __forceinline__ index_t group_min(index_t v, unsigned mask) {
   return v;
 }
 
-// counts[i] = the length of C's row i, or (Fill) C's columns into c_ci from c_rp[i].
+// counts[i] = the length of C's row i, or (Fill) C's columns into c_ci from c_rp[i], for the
+// rows of A of at most `above` entries (the others are the bitmap kernel's).
 template <int W, int C, bool Fill>
 __global__ void k_spgemm_symbolic(index_t rows, const index_t* __restrict__ a_rp, const index_t* __restrict__ a_ci,
                                   const index_t* __restrict__ b_rp, const index_t* __restrict__ b_ci, index_t* counts,
-                                  const index_t* c_rp, index_t* c_ci) {
+                                  const index_t* c_rp, index_t* c_ci, index_t above) {
   const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t i = index_t(g / W);
   if (i >= rows) return;  // whole groups leave together (rows are W-aligned)
   const int lane = int(threadIdx.x % W);
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
   const index_t ab = a_rp[i], alen = a_rp[i + 1] - ab;
+  if (alen > above) return;  // k_spgemm_symbolic_bitmap's row (the whole group leaves)
   index_t pos[C], end[C], head[C];
 #pragma unroll
   for (int t = 0; t < C; ++t) {
@@ -210,6 +324,108 @@ __global__ void k_spgemm_symbolic(index_t rows, const index_t* __restrict__ a_rp
   if (!Fill && lane == 0) counts[i] = count;
 }
 
+// The rows of A past the cursors are the slow ones above: every step of the merge does a binary
+// search a lane for each of them, |C's row| steps (a coarse R·(A·P) with rows of A of ~1200
+// entries and of C of ~600 spent tens of milliseconds there). When C's columns fit a bitmap in
+// shared memory such a row takes a block instead: its threads walk A's row × B's rows and set
+// each column's bit (integer atomicOr: the set does not depend on the order), then the count is
+// the bits' popcount and the fill writes each word's bits in order at the word's exclusive-scan
+// offset: the sorted distinct columns, the same set as the merge's. The work is the row's
+// products, Σ_k |B_k|, spread evenly over the block, plus a pass over the bitmap's words.
+constexpr index_t kBitmapCols = 262144;  // 32 KB of bits: a few blocks an SM, no opt-in needed
+// Rows of A up to this stay on the merge even past its cursors (at 8 lanes or fewer, 4 a lane):
+// a few searches a step cost less than a block's clearing and scanning of the bitmap.
+constexpr index_t kBitmapRowMin = 64;
+
+// Rows of A longer than this take k_spgemm_symbolic_bitmap: those whose entries the W lanes'
+// cursors cannot all hold, and more than kBitmapRowMin (kNoRow: none, when C's columns do not
+// fit the bitmap or A has no row that long, and the bitmap kernel is not launched). By A's row
+// length alone (read from a_rp, so both kernels decide alike for free): the cursor path is fast
+// on the rows it holds in registers, whatever their product's length.
+index_t bitmap_above(index_t a_nnz, index_t b_cols, int w) {
+  const index_t above = std::max(index_t((w == 32 ? 8 : 4) * w), kBitmapRowMin);
+  return b_cols >= 1 && b_cols <= kBitmapCols && a_nnz > above ? above : kNoRow;
+}
+
+// counts[i] = the length of C's row i, or (Fill) C's columns into c_ci from c_rp[i], for the
+// rows of A longer than `above`; dynamic shared memory: ceil(ncols / 32) words.
+template <bool Fill>
+__global__ void k_spgemm_symbolic_bitmap(index_t rows, const index_t* __restrict__ a_rp,
+                                         const index_t* __restrict__ a_ci, const index_t* __restrict__ b_rp,
+                                         const index_t* __restrict__ b_ci, index_t ncols, index_t* counts,
+                                         const index_t* c_rp, index_t* c_ci, index_t above, int run) {
+  extern __shared__ unsigned s_bits[];
+  using Scan = cub::BlockScan<std::int64_t, kThreads>;
+  __shared__ typename Scan::TempStorage s_scan;
+  __shared__ std::int64_t s_off[kThreads];  // a chunk of A's row: where each entry's products start
+  __shared__ index_t s_start[kThreads];     // and where its row of B starts
+  const index_t t = index_t(threadIdx.x);
+  const index_t words = ncols / 32 + (ncols % 32 != 0);
+  // Contiguous words a thread for the count and the fill, so that each thread's columns are in
+  // order and follow those of the threads before it.
+  const index_t per = words / kThreads + (words % kThreads != 0);
+  const index_t w0 = min(words, t * per), w1 = min(words, w0 + per);
+  for_long_rows(
+      rows, run, [=](index_t i) { return a_rp[i + 1] - a_rp[i] > above; },
+      [=](index_t i) {
+        const index_t ab = a_rp[i], alen = a_rp[i + 1] - ab;
+        for (index_t w = t; w < words; w += kThreads) s_bits[w] = 0u;
+        __syncthreads();
+        // A's row kThreads entries at a time; the chunk's products p (its rows of B one after
+        // another) are dealt kThreads apart, so consecutive threads read consecutive columns of
+        // a row of B and a thread's work does not depend on how long each row of B is.
+        for (index_t c0 = 0; c0 < alen; c0 += kThreads) {
+          const index_t n = min(index_t(kThreads), alen - c0);
+          index_t start = 0;
+          std::int64_t len = 0, off = 0, total = 0;
+          if (t < n) {
+            const index_t k = a_ci[ab + c0 + t];
+            start = b_rp[k];
+            len = b_rp[k + 1] - start;
+          }
+          Scan(s_scan).ExclusiveSum(len, off, total);
+          s_off[t] = off;
+          s_start[t] = start;
+          __syncthreads();
+          // Product p belongs to the last entry e with s_off[e] <= p (entries without products
+          // share their successor's offset): a binary search for the first, then forward.
+          index_t e = 0;
+          for (index_t hi = n; hi - e > 1;) {
+            const index_t mid = e + (hi - e) / 2;
+            if (s_off[mid] <= t)
+              e = mid;
+            else
+              hi = mid;
+          }
+          for (std::int64_t p = t; p < total; p += kThreads) {
+            while (e + 1 < n && s_off[e + 1] <= p) ++e;
+            const index_t j = b_ci[s_start[e] + index_t(p - s_off[e])];
+            if (j >= 0 && j < ncols) {  // B's columns are below ncols; never write past the bitmap
+              unsigned* word = s_bits + j / 32;
+              const unsigned bit = 1u << (j % 32);
+              // Read first: once most columns are in, most products find their bit set, and
+              // the atomics (serialised on one word) are left to the first of each column.
+              if ((*static_cast<volatile unsigned*>(word) & bit) == 0u) atomicOr(word, bit);
+            }
+          }
+          __syncthreads();  // s_off, s_start and s_scan are rewritten by the next chunk
+        }
+        std::int64_t mine = 0, off = 0, total = 0;
+        for (index_t w = w0; w < w1; ++w) mine += __popc(s_bits[w]);
+        Scan(s_scan).ExclusiveSum(mine, off, total);
+        if (!Fill) {
+          if (t == 0) counts[i] = index_t(total);
+        } else {
+          const index_t cb = c_rp[i], clen = c_rp[i + 1] - cb;
+          index_t q = index_t(off);
+          for (index_t w = w0; w < w1; ++w)
+            for (unsigned b = s_bits[w]; b != 0u; b &= b - 1u, ++q)
+              if (q < clen) c_ci[cb + q] = w * 32 + (__ffs(int(b)) - 1);
+        }
+        __syncthreads();  // the bitmap and s_scan are rewritten by the next row
+      });
+}
+
 unsigned row_blocks(index_t n, int w) { return unsigned((std::int64_t(n) * w + kThreads - 1) / kThreads); }
 
 // Lanes a row of A for the prolongator's values: its mean length, rounded up to a power of two,
@@ -243,20 +459,41 @@ int symbolic_lanes(index_t rows, index_t a_nnz) {
   return w;
 }
 
-void launch_symbolic(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
-                     const index_t* b_ci, bool fill, index_t* counts, const index_t* c_rp, index_t* c_ci, int lanes) {
+void check_symbolic_lanes(int lanes) {
   KRYSP_REQUIRE(lanes == 0 || lanes == 1 || lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32,
                 "spgemm_symbolic: lanes = ", lanes, " (1, 2, 4, 8, 16, 32 or 0)");
+}
+
+void launch_symbolic(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
+                     const index_t* b_ci, index_t b_cols, bool fill, index_t* counts, const index_t* c_rp,
+                     index_t* c_ci, int lanes) {
+  check_symbolic_lanes(lanes);
+  KRYSP_REQUIRE(b_cols >= 0, "spgemm_symbolic: ", b_cols, " columns");
   if (rows <= 0) return;
-  with_lanes(lanes > 0 ? lanes : symbolic_lanes(rows, a_nnz), [&](auto W) {
-    constexpr int w = decltype(W)::value, c = w == 32 ? 8 : 4;
+  const int w = lanes > 0 ? lanes : symbolic_lanes(rows, a_nnz);
+  const index_t above = bitmap_above(a_nnz, b_cols, w);
+  with_lanes(w, [&](auto W) {
+    constexpr int lw = decltype(W)::value, c = lw == 32 ? 8 : 4;
     if (fill)
-      k_spgemm_symbolic<w, c, true><<<row_blocks(rows, w), kThreads>>>(rows, a_rp, a_ci, b_rp, b_ci, nullptr, c_rp, c_ci);
+      k_spgemm_symbolic<lw, c, true>
+          <<<row_blocks(rows, lw), kThreads>>>(rows, a_rp, a_ci, b_rp, b_ci, nullptr, c_rp, c_ci, above);
     else
-      k_spgemm_symbolic<w, c, false><<<row_blocks(rows, w), kThreads>>>(rows, a_rp, a_ci, b_rp, b_ci, counts, nullptr,
-                                                                        nullptr);
+      k_spgemm_symbolic<lw, c, false>
+          <<<row_blocks(rows, lw), kThreads>>>(rows, a_rp, a_ci, b_rp, b_ci, counts, nullptr, nullptr, above);
   });
   KRYSP_CUDA_CHECK_LAUNCH("k_spgemm_symbolic");
+  if (above == kNoRow) return;
+  const std::size_t smem = std::size_t(b_cols / 32 + (b_cols % 32 != 0)) * sizeof(unsigned);
+  if (fill) {
+    const LongRowGrid g = long_row_grid(k_spgemm_symbolic_bitmap<true>, smem, rows);
+    k_spgemm_symbolic_bitmap<true>
+        <<<g.blocks, kThreads, smem>>>(rows, a_rp, a_ci, b_rp, b_ci, b_cols, nullptr, c_rp, c_ci, above, g.run);
+  } else {
+    const LongRowGrid g = long_row_grid(k_spgemm_symbolic_bitmap<false>, smem, rows);
+    k_spgemm_symbolic_bitmap<false>
+        <<<g.blocks, kThreads, smem>>>(rows, a_rp, a_ci, b_rp, b_ci, b_cols, counts, nullptr, nullptr, above, g.run);
+  }
+  KRYSP_CUDA_CHECK_LAUNCH("k_spgemm_symbolic_bitmap");
 }
 
 }  // namespace
@@ -273,13 +510,18 @@ void prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, con
 }
 
 void spgemm_symbolic_count(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
-                           const index_t* b_ci, index_t* counts, int lanes) {
-  launch_symbolic(rows, a_rp, a_ci, a_nnz, b_rp, b_ci, false, counts, nullptr, nullptr, lanes);
+                           const index_t* b_ci, index_t b_cols, index_t* counts, int lanes) {
+  launch_symbolic(rows, a_rp, a_ci, a_nnz, b_rp, b_ci, b_cols, false, counts, nullptr, nullptr, lanes);
 }
 
 void spgemm_symbolic_fill(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
-                          const index_t* b_ci, const index_t* c_rp, index_t* c_ci, int lanes) {
-  launch_symbolic(rows, a_rp, a_ci, a_nnz, b_rp, b_ci, true, nullptr, c_rp, c_ci, lanes);
+                          const index_t* b_ci, index_t b_cols, const index_t* c_rp, index_t* c_ci, int lanes) {
+  launch_symbolic(rows, a_rp, a_ci, a_nnz, b_rp, b_ci, b_cols, true, nullptr, c_rp, c_ci, lanes);
+}
+
+index_t spgemm_symbolic_bitmap_above(index_t rows, index_t a_nnz, index_t b_cols, int lanes) {
+  check_symbolic_lanes(lanes);
+  return bitmap_above(a_nnz, b_cols, lanes > 0 ? lanes : symbolic_lanes(rows, a_nnz));
 }
 
 void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, const double* a_va, index_t b_rows,
@@ -288,14 +530,18 @@ void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, cons
   if (rows <= 0 || c_nnz <= 0) return;
   const int w = lanes > 0 ? lanes : choose_lanes(rows, b_rows, b_nnz, c_nnz);
   switch (w) {
-    case 1: launch<1>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing); break;
-    case 2: launch<2>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing); break;
-    case 4: launch<4>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing); break;
-    case 8: launch<8>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing); break;
-    case 16: launch<16>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing); break;
-    case 32: launch<32>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va, missing); break;
+    case 1: launch<1>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_nnz, c_va, missing); break;
+    case 2: launch<2>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_nnz, c_va, missing); break;
+    case 4: launch<4>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_nnz, c_va, missing); break;
+    case 8: launch<8>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_nnz, c_va, missing); break;
+    case 16: launch<16>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_nnz, c_va, missing); break;
+    case 32: launch<32>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_nnz, c_va, missing); break;
     default: KRYSP_THROW(InputError, "spgemm_numeric: lanes = ", lanes, " (1, 2, 4, 8, 16, 32 or 0)");
   }
+}
+
+index_t spgemm_numeric_block_above(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz, int lanes) {
+  return numeric_block_above(lanes > 0 ? lanes : choose_lanes(rows, b_rows, b_nnz, c_nnz), c_nnz);
 }
 
 }  // namespace krysp::detail

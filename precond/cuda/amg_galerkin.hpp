@@ -22,28 +22,41 @@ namespace krysp::detail {
 /// columns, sorted ascending, into c_ci. With A's pattern and B = P_tent (one entry a row at
 /// most) this is P = S·P_tent's structure: each row's distinct aggregates among A's columns,
 /// sorted; a row whose columns all lack a P_tent entry is empty. A: `rows` rows, a_nnz entries
-/// (chooses the lanes), any column order; B: each row's columns sorted ascending and unique
-/// (P_tent, P and A·P are). Each row is a merge of B's rows with a cursor per entry of A's row,
-/// in registers for rows of A up to 4·lanes entries (8·lanes = 256 with 32 lanes), a binary
-/// search a step for the entries past that: no scratch memory, no row length it cannot take.
-/// lanes: threads a row of C (1, 2, 4, 8, 16 or 32; 0 chooses from A's mean row); the result
-/// does not depend on it. InputError for other lanes; DeviceError when the launch fails.
+/// (chooses the lanes), any column order; B: b_cols columns, each row's columns sorted ascending,
+/// unique and below b_cols (P_tent, P and A·P are). Each row is a merge of B's rows with a cursor
+/// per entry of A's row, in registers for rows of A up to 4·lanes entries (8·lanes = 256 with 32
+/// lanes), a binary search a step for the entries past that: no scratch memory, no row length it
+/// cannot take. When b_cols is at most 262,144, rows of A longer than the cursors hold (and than
+/// 64 entries) take a block each instead, which marks C's columns in a bitmap in shared memory
+/// (spgemm_symbolic_bitmap_above says which rows). lanes: threads a row of C on the merge (1, 2,
+/// 4, 8, 16 or 32; 0 chooses from A's mean row); the result does not depend on it, nor on which
+/// rows take the bitmap. InputError for other lanes or b_cols < 0; DeviceError when the launch
+/// fails.
 void spgemm_symbolic_count(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
-                           const index_t* b_ci, index_t* counts, int lanes = 0);
+                           const index_t* b_ci, index_t b_cols, index_t* counts, int lanes = 0);
 /// The second pass of spgemm_symbolic_count: C's sorted columns into c_ci (c_rp from the counts).
 void spgemm_symbolic_fill(index_t rows, const index_t* a_rp, const index_t* a_ci, index_t a_nnz, const index_t* b_rp,
-                          const index_t* b_ci, const index_t* c_rp, index_t* c_ci, int lanes = 0);
+                          const index_t* b_ci, index_t b_cols, const index_t* c_rp, index_t* c_ci, int lanes = 0);
+/// The rows of A the symbolic passes with these arguments give to the bitmap: those with more
+/// entries than the result (the largest index_t: none). For the tests; InputError for bad lanes.
+index_t spgemm_symbolic_bitmap_above(index_t rows, index_t a_nnz, index_t b_cols, int lanes = 0);
 
 /// Fills c_va (C's c_nnz values) with A·B for C's structure (c_rp, c_ci: `rows` rows, columns
 /// sorted ascending and unique in each row, covering every column the product produces; A: rows
 /// × b_rows, any column order; B: b_rows rows, b_nnz entries, unique columns in each row).
 /// lanes: threads per row of C (1, 2, 4, 8, 16 or 32; 0 chooses from the mean row lengths); the
-/// values do not depend on it. missing: when not null, a device int set to 1 if a product term
-/// has no position in C's row (a wrong structure; the term is dropped). InputError for other
-/// lanes; DeviceError when the launch fails.
+/// values do not depend on it. Rows of C longer than the lanes' shared slots (8 a lane, and more
+/// than 64 entries) take a block of threads each, the same sums in the same order
+/// (spgemm_numeric_block_above says which rows). missing: when not null, a device int set to 1
+/// if a product term has no position in C's row (a wrong structure; the term is dropped).
+/// InputError for other lanes; DeviceError when the launch fails.
 void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, const double* a_va, index_t b_rows,
                     index_t b_nnz, const index_t* b_rp, const index_t* b_ci, const double* b_va, const index_t* c_rp,
                     const index_t* c_ci, index_t c_nnz, double* c_va, int lanes = 0, int* missing = nullptr);
+
+/// The rows of C that spgemm_numeric with these arguments gives to a block each: those with more
+/// entries than the result (the largest index_t: none). For the tests.
+index_t spgemm_numeric_block_above(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz, int lanes = 0);
 
 /// The smoothed prolongator P = (I − ω·D⁻¹A)·P_tent's values for a P_tent with at most one entry
 /// a row (the scalar set-up's): a column aggregation of A, so no general product is needed. Into

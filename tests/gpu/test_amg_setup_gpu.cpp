@@ -6,9 +6,10 @@
 // host's numeric re-set-up; greedy or b = 3 keep the host set-up; fp32. Also the trusted borrow
 // of the set-up's matrices: the device structure hash against the host's computation of it, and
 // the host structure downloaded only when a host use asks for it. spgemm_symbolic (the products'
-// structures, P's included) against the host's structural product exactly, spgemm_numeric (their
-// values) against the host's product, bitwise for any launch shape, and P = S·P_tent's values
-// bitwise in A's row order, with rows of A longer than the kernels' buffers.
+// structures, P's included) against the host's structural product exactly, rows on the merge and
+// on the bitmap mixed, spgemm_numeric (their values) against the host's product, bitwise for any
+// launch shape (rows on the lanes and on a block each), and P = S·P_tent's values bitwise in A's
+// row order, with rows of A longer than the kernels' buffers.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -587,6 +588,87 @@ amg::Csr<double> random_csr(index_t rows, index_t cols, int max_len, std::mt1993
   return M;
 }
 
+/// M with some rows replaced by `len` distinct sorted columns (every `every`-th row from `first`).
+amg::Csr<double> with_long_rows(const amg::Csr<double>& M, index_t every, index_t first, index_t len,
+                                std::mt19937_64& rng) {
+  amg::Csr<double> L;
+  L.rows = M.rows;
+  L.cols = M.cols;
+  L.row_ptr.assign(1, 0);
+  std::vector<index_t> all(static_cast<std::size_t>(M.cols));
+  for (index_t j = 0; j < M.cols; ++j) all[std::size_t(j)] = j;
+  for (index_t i = 0; i < M.rows; ++i) {
+    const index_t b = M.row_ptr[std::size_t(i)], e = M.row_ptr[std::size_t(i) + 1];
+    if (i % every == first) {
+      std::shuffle(all.begin(), all.end(), rng);
+      std::vector<index_t> r(all.begin(), all.begin() + std::min<index_t>(len, M.cols));
+      std::sort(r.begin(), r.end());
+      for (index_t j : r) L.col_idx.push_back(j), L.values.push_back(0.5);
+    } else {
+      L.col_idx.insert(L.col_idx.end(), M.col_idx.begin() + b, M.col_idx.begin() + e);
+      L.values.insert(L.values.end(), M.values.begin() + b, M.values.begin() + e);
+    }
+    L.row_ptr.push_back(L.nnz());
+  }
+  return L;
+}
+
+/// `len` distinct random columns in [lo, hi), sorted.
+std::vector<index_t> sample_columns(index_t lo, index_t hi, index_t len, std::mt19937_64& rng) {
+  std::vector<index_t> r;
+  len = std::min(len, hi - lo);
+  if (4 * len > hi - lo) {  // dense: a shuffle of all
+    for (index_t j = lo; j < hi; ++j) r.push_back(j);
+    std::shuffle(r.begin(), r.end(), rng);
+    r.resize(std::size_t(len));
+  } else {  // sparse: draw until there are len
+    std::uniform_int_distribution<index_t> col(lo, hi - 1);
+    while (index_t(r.size()) < len) {
+      r.push_back(col(rng));
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+/// A rows × cols matrix whose row i is row(i) (sorted distinct columns), values in [-1, 1).
+template <class Row>
+amg::Csr<double> csr_of_rows(index_t rows, index_t cols, Row row, std::mt19937_64& rng) {
+  amg::Csr<double> M;
+  M.rows = rows;
+  M.cols = cols;
+  M.row_ptr.assign(1, 0);
+  std::uniform_real_distribution<double> v(-1, 1);
+  for (index_t i = 0; i < rows; ++i) {
+    for (index_t j : row(i)) M.col_idx.push_back(j), M.values.push_back(v(rng));
+    M.row_ptr.push_back(M.nnz());
+  }
+  return M;
+}
+
+/// Rows of 0-4 entries, every 997th and the 24 from row 5000 of 300. With 600,000 rows, more than
+/// the long-row kernels' grid (8 blocks of 256 a multiprocessor at most) tests in one pass on up
+/// to 292 multiprocessors, so those kernels deal the rows in runs of 8.
+amg::Csr<double> many_rows(index_t rows, index_t cols, std::mt19937_64& rng) {
+  std::uniform_int_distribution<index_t> len(0, 4);
+  return csr_of_rows(
+      rows, cols,
+      [&](index_t i) {
+        const bool long_row = i % 997 == 0 || (i >= 5000 && i < 5024);
+        return sample_columns(0, cols, long_row ? 300 : len(rng), rng);
+      },
+      rng);
+}
+
+/// The rows of M with more than `above` entries.
+index_t rows_longer(const amg::Csr<double>& M, index_t above) {
+  index_t n = 0;
+  for (index_t i = 0; i < M.rows; ++i) n += M.row_ptr[std::size_t(i) + 1] - M.row_ptr[std::size_t(i)] > above;
+  return n;
+}
+
 struct DeviceCsr {
   DeviceArray<index_t> rp, ci;
   DeviceArray<double> va;
@@ -613,16 +695,42 @@ std::vector<double> numeric_product(const amg::Csr<double>& A, const amg::Csr<do
 
 TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, bitwise for any lanes") {
   std::mt19937_64 rng(20261126);
-  struct Shape {
-    index_t m, k, n;
-    int a_len, b_len;
+  struct Case {
+    std::string name;
+    amg::Csr<double> A, B;
+    bool mixed = false;  // rows of C on the lanes and on a block each, at every lanes
   };
-  // Short rows (shared-memory path), and rows of C longer than 8 slots a lane (global path).
-  for (const Shape& s : {Shape{500, 400, 300, 8, 6}, Shape{2000, 1500, 800, 4, 3}, Shape{60, 300, 900, 40, 60},
-                         Shape{1, 5, 5, 0, 3}}) {
-    CAPTURE(s.m);
-    const amg::Csr<double> A = random_csr(s.m, s.k, s.a_len, rng), B = random_csr(s.k, s.n, s.b_len, rng);
+  std::vector<Case> cases;
+  // Short rows (the lanes' shared slots), and rows of C longer than 8 slots a lane and than 64
+  // (a block each, C's row in shared memory).
+  cases.push_back({"short rows", random_csr(500, 400, 8, rng), random_csr(400, 300, 6, rng)});
+  cases.push_back({"shorter rows", random_csr(2000, 1500, 4, rng), random_csr(1500, 800, 3, rng)});
+  cases.push_back({"long rows of C", random_csr(60, 300, 40, rng), random_csr(300, 900, 60, rng)});
+  cases.push_back({"one empty row", random_csr(1, 5, 0, rng), random_csr(5, 5, 3, rng)});
+  // Rows of C of 0 to ~180 entries (on the lanes or a block, by the lanes' slots) and every 10th
+  // of ~3500, past the block's 2048 shared slots (summed in global memory).
+  cases.push_back({"mixed, rows past the block's slots",
+                   with_long_rows(random_csr(400, 1000, 6, rng), 10, 3, 200, rng), random_csr(1000, 5000, 60, rng),
+                   true});
+  // Rows of C of ~300 entries with ~30 terms a sum (the block's barrier between A's entries
+  // keeps their order), every 5th row short (3 entries of A).
+  cases.push_back({"many terms a sum", with_long_rows(random_csr(80, 600, 1000, rng), 5, 2, 3, rng),
+                   random_csr(600, 300, 60, rng), true});
+  // 600,000 rows, a few of C's ~600 entries (the block kernel's rows dealt in runs).
+  cases.push_back({"many rows", many_rows(600000, 2000, rng), random_csr(2000, 1000, 6, rng), true});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const amg::Csr<double>& A = c.A;
+    const amg::Csr<double>& B = c.B;
     const amg::Csr<double> C = amg::multiply(A, B);
+    if (c.mixed)
+      for (int lanes : {0, 1, 2, 4, 8, 16, 32}) {
+        CAPTURE(lanes);
+        const index_t above = detail::spgemm_numeric_block_above(C.rows, B.rows, B.nnz(), C.nnz(), lanes);
+        const index_t block = rows_longer(C, above);
+        CHECK(block > 0);
+        CHECK(block < C.rows);
+      }
     // A bound of the rounding of each entry: Σ|a_ik·b_kj| times a few ulps a term.
     std::vector<double> bound(C.values.size(), 0.0);
     for (index_t i = 0; i < A.rows; ++i)
@@ -641,21 +749,28 @@ TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, b
     REQUIRE(first.size() == C.values.size());
     std::size_t bad = 0;
     for (std::size_t p = 0; p < first.size(); ++p)
-      bad += std::abs(first[p] - C.values[p]) > 1e-13 * bound[p] + 1e-300;  // at most 40 terms a sum
+      bad += std::abs(first[p] - C.values[p]) > 1e-13 * bound[p] + 1e-300;  // at most ~100 terms a sum
     CHECK(bad == 0);
     for (int lanes : {0, 1, 2, 4, 8, 16, 32}) {
       CAPTURE(lanes);
       CHECK(numeric_product(A, B, C, lanes, &missing) == first);  // bitwise: run to run, any lanes
       CHECK(missing == 0);
     }
-    // A structure missing a column of the product is flagged.
+    // A structure missing a column of the product is flagged: the first of the longest row (a
+    // block's, where the case has long rows).
     if (C.nnz() > 0) {
+      std::size_t r = 0;
+      for (std::size_t i = 1; i < std::size_t(C.rows); ++i)
+        if (C.row_ptr[i + 1] - C.row_ptr[i] > C.row_ptr[r + 1] - C.row_ptr[r]) r = i;
       amg::Csr<double> D = C;
-      D.col_idx.erase(D.col_idx.begin());
-      D.values.erase(D.values.begin());
-      for (std::size_t i = 1; i < D.row_ptr.size(); ++i) D.row_ptr[i] -= 1;
-      numeric_product(A, B, D, 0, &missing);
-      CHECK(missing == 1);
+      D.col_idx.erase(D.col_idx.begin() + D.row_ptr[r]);
+      D.values.erase(D.values.begin() + D.row_ptr[r]);
+      for (std::size_t i = r + 1; i < D.row_ptr.size(); ++i) D.row_ptr[i] -= 1;
+      for (int lanes : {0, 1, 32}) {
+        CAPTURE(lanes);
+        numeric_product(A, B, D, lanes, &missing);
+        CHECK(missing == 1);
+      }
     }
   }
   // A superset structure: the extra positions are zero, the rest unchanged.
@@ -693,44 +808,20 @@ std::pair<std::vector<index_t>, std::vector<index_t>> symbolic_product(const amg
                                                                        const amg::Csr<double>& B, int lanes) {
   const DeviceCsr a(A), b(B);
   DeviceArray<index_t> counts(std::max<std::size_t>(std::size_t(A.rows), 1));
-  detail::spgemm_symbolic_count(A.rows, a.rp.data(), a.ci.data(), A.nnz(), b.rp.data(), b.ci.data(), counts.data(),
-                                lanes);
+  detail::spgemm_symbolic_count(A.rows, a.rp.data(), a.ci.data(), A.nnz(), b.rp.data(), b.ci.data(), B.cols,
+                                counts.data(), lanes);
   std::vector<index_t> c(static_cast<std::size_t>(A.rows)), rp(1, 0);
   if (!c.empty()) counts.download(c.data(), c.size());
   for (index_t x : c) rp.push_back(rp.back() + x);
   const auto drp = to_device(rp);
   DeviceArray<index_t> dci(std::max<std::size_t>(std::size_t(rp.back()), 1));
-  detail::spgemm_symbolic_fill(A.rows, a.rp.data(), a.ci.data(), A.nnz(), b.rp.data(), b.ci.data(), drp.data(),
-                               dci.data(), lanes);
+  detail::spgemm_symbolic_fill(A.rows, a.rp.data(), a.ci.data(), A.nnz(), b.rp.data(), b.ci.data(), B.cols,
+                               drp.data(), dci.data(), lanes);
   std::vector<index_t> ci(static_cast<std::size_t>(rp.back()));
   if (!ci.empty()) dci.download(ci.data(), ci.size());
   return {rp, ci};
 }
 
-/// M with some rows replaced by `len` distinct sorted columns (every `every`-th row from `first`).
-amg::Csr<double> with_long_rows(const amg::Csr<double>& M, index_t every, index_t first, index_t len,
-                                std::mt19937_64& rng) {
-  amg::Csr<double> L;
-  L.rows = M.rows;
-  L.cols = M.cols;
-  L.row_ptr.assign(1, 0);
-  std::vector<index_t> all(static_cast<std::size_t>(M.cols));
-  for (index_t j = 0; j < M.cols; ++j) all[std::size_t(j)] = j;
-  for (index_t i = 0; i < M.rows; ++i) {
-    const index_t b = M.row_ptr[std::size_t(i)], e = M.row_ptr[std::size_t(i) + 1];
-    if (i % every == first) {
-      std::shuffle(all.begin(), all.end(), rng);
-      std::vector<index_t> r(all.begin(), all.begin() + std::min<index_t>(len, M.cols));
-      std::sort(r.begin(), r.end());
-      for (index_t j : r) L.col_idx.push_back(j), L.values.push_back(0.5);
-    } else {
-      L.col_idx.insert(L.col_idx.end(), M.col_idx.begin() + b, M.col_idx.begin() + e);
-      L.values.insert(L.values.end(), M.values.begin() + b, M.values.begin() + e);
-    }
-    L.row_ptr.push_back(L.nnz());
-  }
-  return L;
-}
 }  // namespace
 
 namespace {
@@ -864,14 +955,16 @@ TEST_CASE("AMG GPU set-up: P = S*P_tent, structure by the symbolic product and v
     const amg::Csr<double> ref = amg::multiply(S, T);
     if (long_rows) {
       // The cases reach the paths they are for: rows of A past the values kernel's buffer (two
-      // chunks and more) and past the symbolic product's cursors, P rows longer than the lanes
-      // (several positions a lane), and a long row of A whose P row is empty.
+      // chunks and more) and past the symbolic product's cursors (the bitmap's rows, at lanes 0),
+      // P rows longer than the lanes (several positions a lane), and a long row of A whose P row
+      // is empty (a bitmap with no bit set).
       CAPTURE(prolongator_buffer(A));
       CHECK(longest_row(A) > 2 * prolongator_buffer(A));
       CHECK(longest_row(A) > symbolic_cursors(A));
       CHECK(longest_row(ref) > 32);
       const index_t e_len = A.row_ptr[std::size_t(empty_row) + 1] - A.row_ptr[std::size_t(empty_row)];
       CHECK(e_len > prolongator_buffer(A));
+      CHECK(e_len > detail::spgemm_symbolic_bitmap_above(A.rows, A.nnz(), T.cols));
       CHECK(ref.row_ptr[std::size_t(empty_row) + 1] == ref.row_ptr[std::size_t(empty_row)]);
     }
 
@@ -1007,9 +1100,13 @@ TEST_CASE("AMG GPU set-up: rows past the kernels' buffers (jump diffusion 40^3):
 
 TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product exactly, for any lanes") {
   std::mt19937_64 rng(26);
+  // Which kernels the case's rows take at every lanes: no check, both the merge and the bitmap,
+  // the merge alone (C's columns past the bitmap's bound).
+  enum class Paths { any, both, merge };
   struct Case {
     std::string name;
     amg::Csr<double> A, B;
+    Paths paths = Paths::any;
   };
   std::vector<Case> cases;
   // Short rows with empty ones (lengths 0..max), the set-up's shapes; few columns in B: most
@@ -1017,8 +1114,8 @@ TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product 
   cases.push_back({"short rows", random_csr(500, 400, 8, rng), random_csr(400, 300, 6, rng)});
   cases.push_back({"collisions", random_csr(800, 600, 12, rng), random_csr(600, 9, 4, rng)});
   cases.push_back({"long B rows", random_csr(300, 200, 5, rng), random_csr(200, 900, 60, rng)});
-  // Rows of A longer than the register cursors hold at any lanes (256 with 32): the binary-search
-  // path; every 40th row has 700 entries against a mean of about 4.
+  // Rows of A longer than the register cursors hold at any lanes (256 with 32): the bitmap's rows
+  // (B's 500 columns fit it); every 40th row has 700 entries against a mean of about 4.
   {
     const amg::Csr<double> A = with_long_rows(random_csr(400, 1000, 6, rng), 40, 3, 700, rng);
     cases.push_back({"long A rows", A, random_csr(1000, 500, 5, rng)});
@@ -1031,6 +1128,80 @@ TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product 
                    rng);
     cases.push_back({"unsorted A rows", A, random_csr(250, 250, 7, rng)});
   }
+  // The bitmap (rows of A past the cursors and past 64 entries, when C's columns fit): rows of
+  // 0-8 entries (the merge), 100-200 (the bitmap at 16 lanes or fewer, the merge's registers at
+  // 32) and 300-700 (the bitmap at any lanes), every 50th row empty; B's rows of up to 12 among
+  // 400 columns, so the long rows' products fill most words.
+  auto mixed_rows = [&](index_t rows, index_t cols) {
+    std::uniform_int_distribution<index_t> shortl(0, 8), medium(100, 200), longl(300, 700);
+    return csr_of_rows(
+        rows, cols,
+        [&](index_t i) {
+          if (i % 50 == 49) return std::vector<index_t>{};
+          const index_t len = i % 3 == 0 ? shortl(rng) : i % 3 == 1 ? medium(rng) : longl(rng);
+          return sample_columns(0, cols, len, rng);
+        },
+        rng);
+  };
+  cases.push_back({"mixed paths", mixed_rows(600, 800), random_csr(800, 400, 12, rng), Paths::both});
+  // Rows whose products are empty: half of B's rows are, and every other long row of A has its
+  // columns among them only.
+  {
+    const amg::Csr<double> B = csr_of_rows(
+        800, 300, [&](index_t k) { return k < 400 ? std::vector<index_t>{} : sample_columns(0, 300, 1 + k % 6, rng); },
+        rng);
+    std::uniform_int_distribution<index_t> shortl(0, 8), longl(200, 390);
+    const amg::Csr<double> A = csr_of_rows(
+        300, 800,
+        [&](index_t i) {
+          if (i % 3 == 0) return sample_columns(0, 800, shortl(rng), rng);
+          return sample_columns(0, i % 3 == 1 ? 400 : 800, longl(rng), rng);  // 1: an empty product
+        },
+        rng);
+    cases.push_back({"long rows with empty products", A, B, Paths::both});
+  }
+  // C with few columns: 1 (a bitmap of one word), 31, 32 and 33 (a word's edges); B's rows of up
+  // to 20 entries (full rows at 1 column).
+  for (index_t nc : {1, 31, 32, 33})
+    cases.push_back({"columns " + std::to_string(nc), mixed_rows(400, 500), random_csr(500, nc, 20, rng), Paths::both});
+  // One row, long: the bitmap alone at any lanes.
+  cases.push_back({"one long row",
+                   csr_of_rows(1, 2000, [&](index_t) { return sample_columns(0, 2000, 1500, rng); }, rng),
+                   random_csr(2000, 300, 6, rng), Paths::any});
+  // C's columns at the bitmap's bound (262,144: 8192 words) and one past it (the merge alone,
+  // binary searches for the long rows' entries past the cursors: rows of A and B kept shorter
+  // there, as at one lane every step searches for each of ~90 entries). B's rows: random
+  // columns over the whole range, every 5th a run of 80 consecutive columns (whole words and
+  // their edges), row 1 the first and last columns and both sides of a word's edge.
+  for (index_t nc : {index_t(262144), index_t(262145)}) {
+    const bool fits = nc == 262144;
+    std::uniform_int_distribution<index_t> shortb(0, fits ? 40 : 10), start(0, nc - 80), shorta(0, 8),
+        longa(fits ? 300 : 65, fits ? 900 : 100);
+    const amg::Csr<double> B = csr_of_rows(
+        3000, nc,
+        [&](index_t k) {
+          if (k == 1) return std::vector<index_t>{0, 31, 32, 63, 64, nc - 33, nc - 32, nc - 1};
+          if (k % 5 == 0) {
+            std::vector<index_t> r;
+            for (index_t j = start(rng), e = j + 80; j < e; ++j) r.push_back(j);
+            return r;
+          }
+          return sample_columns(0, nc, shortb(rng), rng);
+        },
+        rng);
+    const amg::Csr<double> A = csr_of_rows(
+        60, 3000,
+        [&](index_t i) {
+          std::vector<index_t> r = sample_columns(0, 3000, i % 4 == 0 ? shorta(rng) : longa(rng), rng);
+          if (i % 4 == 1 && !std::binary_search(r.begin(), r.end(), index_t(1)))  // B's row 1 in some
+            r.insert(std::lower_bound(r.begin(), r.end(), index_t(1)), index_t(1));
+          return r;
+        },
+        rng);
+    cases.push_back({"columns " + std::to_string(nc), A, B, fits ? Paths::both : Paths::merge});
+  }
+  // 600,000 rows, a few long (the bitmap's rows dealt in runs).
+  cases.push_back({"many rows", many_rows(600000, 2000, rng), random_csr(2000, 1000, 6, rng), Paths::both});
   cases.push_back({"one row", random_csr(1, 5, 4, rng), random_csr(5, 7, 3, rng)});
   cases.push_back({"no rows", random_csr(0, 5, 4, rng), random_csr(5, 7, 3, rng)});
   cases.push_back({"A without entries", random_csr(7, 4, 0, rng), random_csr(4, 6, 3, rng)});
@@ -1056,6 +1227,13 @@ TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product 
     if (c.name == "cancelling entry") REQUIRE(ref.nnz() == 1);
     for (int lanes : {0, 1, 2, 4, 8, 16, 32}) {
       CAPTURE(lanes);
+      const index_t above = detail::spgemm_symbolic_bitmap_above(c.A.rows, c.A.nnz(), c.B.cols, lanes);
+      const index_t bitmap = rows_longer(c.A, above);
+      if (c.paths == Paths::both) {
+        CHECK(bitmap > 0);
+        CHECK(bitmap < c.A.rows);
+      }
+      if (c.paths == Paths::merge) CHECK(bitmap == 0);
       const auto [rp, ci] = symbolic_product(c.A, c.B, lanes);
       CHECK(rp == ref.row_ptr);
       CHECK(ci == ref.col_idx);
@@ -1073,11 +1251,24 @@ TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product 
     CHECK(rap_rp == RAP.row_ptr);
     CHECK(rap_ci == RAP.col_idx);
   }
+  // The chain with rows of R past the cursors (R = Pᵀ of ~300 entries a row: the bitmap).
+  {
+    const amg::Csr<double> A = random_csr(6000, 6000, 9, rng), P = random_csr(6000, 40, 4, rng);
+    const amg::Csr<double> AP = amg::multiply(A, P), R = amg::transpose(P), RAP = amg::multiply(R, AP);
+    for (int lanes : {0, 1, 32}) {
+      CAPTURE(lanes);
+      CHECK(rows_longer(R, detail::spgemm_symbolic_bitmap_above(R.rows, R.nnz(), AP.cols, lanes)) > 0);
+      const auto [rap_rp, rap_ci] = symbolic_product(R, AP, lanes);
+      CHECK(rap_rp == RAP.row_ptr);
+      CHECK(rap_ci == RAP.col_idx);
+    }
+  }
   // Lanes other than a power of two up to 32 (or 0) are refused.
   const amg::Csr<double> A = random_csr(4, 4, 2, rng);
   const DeviceCsr a(A);
   DeviceArray<index_t> counts(4);
   CHECK_THROWS_AS(detail::spgemm_symbolic_count(A.rows, a.rp.data(), a.ci.data(), A.nnz(), a.rp.data(), a.ci.data(),
-                                                counts.data(), 3),
+                                                A.cols, counts.data(), 3),
                   InputError);
+  CHECK_THROWS_AS(detail::spgemm_symbolic_bitmap_above(A.rows, A.nnz(), A.cols, 3), InputError);
 }
