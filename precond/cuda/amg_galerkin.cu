@@ -67,6 +67,23 @@ LongRowGrid long_row_grid(Kernel kernel, std::size_t dynamic_smem, index_t rows)
   return {unsigned(blocks), rows > blocks * kThreads ? 8 : 1};
 }
 
+// Entry (a, r) of A's row into C's row: threads `first`, first + `stride`, … split B's row r and
+// add a·b_rj to the sum of column j (B's columns are distinct, so no two threads share a sum);
+// a column that C's row lacks sets `missing`. Both numeric kernels, so the same bits.
+__device__ __forceinline__ void add_entry(double a, index_t r, const index_t* __restrict__ b_rp,
+                                          const index_t* __restrict__ b_ci, const double* __restrict__ b_va,
+                                          const index_t* ccols, index_t len, double* sums, int* missing,
+                                          index_t first, index_t stride) {
+  for (index_t q = b_rp[r] + first; q < b_rp[r + 1]; q += stride) {
+    const index_t j = b_ci[q];
+    const index_t p = lower_bound(ccols, len, j);
+    if (p < len && ccols[p] == j)
+      sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b_va[q]));
+    else if (missing)
+      *missing = 1;
+  }
+}
+
 // One group of W lanes a row of C. For each entry k of A's row, in order, the lanes split B's
 // row k (distinct columns, so distinct positions of C: no two lanes add to one sum at once) and
 // add a_ik·b_kj to the sum of column j; the group synchronises between entries. Each sum thus
@@ -96,16 +113,7 @@ __global__ void k_spgemm_numeric(index_t rows, const index_t* __restrict__ a_rp,
   }
   __syncwarp(mask);
   for (index_t k = a_rp[i]; k < a_rp[i + 1]; ++k) {
-    const double a = a_va[k];
-    const index_t r = a_ci[k];
-    for (index_t q = b_rp[r] + lane; q < b_rp[r + 1]; q += W) {
-      const index_t j = b_ci[q];
-      const index_t p = lower_bound(ccols, len, j);
-      if (p < len && ccols[p] == j)
-        sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b_va[q]));
-      else if (missing)
-        *missing = 1;
-    }
+    add_entry(a_va[k], a_ci[k], b_rp, b_ci, b_va, ccols, len, sums, missing, lane, W);
     __syncwarp(mask);
   }
   if (shared)
@@ -144,16 +152,7 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
         }
         __syncthreads();
         for (index_t k = a_rp[i]; k < a_rp[i + 1]; ++k) {
-          const double a = a_va[k];
-          const index_t r = a_ci[k];
-          for (index_t q = b_rp[r] + t; q < b_rp[r + 1]; q += kThreads) {
-            const index_t j = b_ci[q];
-            const index_t p = lower_bound(ccols, len, j);
-            if (p < len && ccols[p] == j)
-              sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b_va[q]));
-            else if (missing)
-              *missing = 1;
-          }
+          add_entry(a_va[k], a_ci[k], b_rp, b_ci, b_va, ccols, len, sums, missing, t, kThreads);
           __syncthreads();  // entry k's terms are in before entry k + 1's
         }
         if (shared)
