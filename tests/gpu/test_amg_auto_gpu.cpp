@@ -12,27 +12,12 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "gpu/borrowed.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;
 
 namespace {
-/// A's arrays in device memory the test owns, wrapped as a device-borrowed matrix (its own memo).
-template <class T>
-struct Borrowed {
-  DeviceArray<index_t> row_ptr, col_idx;
-  DeviceArray<T> values;
-  CsrMatrix<T> M;
-  explicit Borrowed(const CsrMatrix<double>& A)
-      : row_ptr(A.row_ptr().extent(0)), col_idx(std::size_t(A.nnz())), values(std::size_t(A.nnz())) {
-    row_ptr.upload(A.row_ptr().data(), row_ptr.size());
-    col_idx.upload(A.col_idx().data(), col_idx.size());
-    const std::vector<T> v(A.values().data(), A.values().data() + A.nnz());
-    values.upload(v.data(), v.size());
-    M = CsrMatrix<T>::from_device_pointers(A.rows(), A.cols(), A.nnz(), row_ptr.data(), col_idx.data(),
-                                           values.data());
-  }
-};
 
 std::vector<std::pair<std::string, CsrMatrix<double>>> problems() {
   return {{"laplacian_3d 10", laplacian_3d(10, 10, 10)},
@@ -47,13 +32,13 @@ TEST_CASE("AMG auto rule: the device counts equal the host's (double, float, dev
   for (const auto& [name, A] : problems()) {
     CAPTURE(name);
     const amg::SignCount h = amg::off_diagonal_signs(A);
-    Borrowed<double> B(A);
+    test::Borrowed<double> B(A);
     const std::uint64_t copies = device_to_host_copies();
     const amg::SignCount d = amg::off_diagonal_signs(B.M, true);
     CHECK(device_to_host_copies() - copies == 1);  // the two counters, not the values
     CHECK(d.off_diagonal == h.off_diagonal);
     CHECK(d.positive == h.positive);
-    Borrowed<float> F(A);
+    test::Borrowed<float> F(A);
     const CsrMatrix<float> Fh = CsrMatrix<float>::from_arrays(
         A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
         std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()),
@@ -72,7 +57,7 @@ TEST_CASE("AMG auto rule: DeviceAmg chooses and reports as HostAmg does") {
   for (const auto& [name, A] : problems()) {
     CAPTURE(name);
     const HostAmg<double> H(A, AmgOptions{});
-    Borrowed<double> B(A);  // counted on the device, separately from A's memo
+    test::Borrowed<double> B(A);  // counted on the device, separately from A's memo
     SpmvPlan<double> plan(B.M);
     const DeviceAmg<double> D(B.M, plan, AmgOptions{});
     const AmgAutoChoice& h = H.info().auto_choice;

@@ -24,6 +24,7 @@
 #include "precond/precond_test_util.hpp"
 #include "krysp/solvers/cuda/cuda_cg_ops.hpp"
 #include "krysp/sparse/spmm_plan.hpp"
+#include "gpu/borrowed.hpp"
 #include "sparse_test_util.hpp"
 #include "test_util.hpp"
 
@@ -351,21 +352,6 @@ TEST_CASE("Preconditioned CG GPU: fewer iterations than Jacobi, as on the host")
 // ---- Setup on the GPU (issue #7): the diagonal, the fp32 copy and block-size detection --------
 
 namespace {
-/// A's arrays copied to device memory the test owns, and the device-borrowed matrix on them.
-template <class T>
-struct Borrowed {
-  DeviceArray<index_t> row_ptr, col_idx;
-  DeviceArray<T> values;
-  CsrMatrix<T> M;
-  explicit Borrowed(const CsrMatrix<T>& A)
-      : row_ptr(A.row_ptr().extent(0)), col_idx(std::size_t(A.nnz())), values(std::size_t(A.nnz())) {
-    row_ptr.upload(A.row_ptr().data(), row_ptr.size());
-    col_idx.upload(A.col_idx().data(), col_idx.size());
-    values.upload(A.values().data(), values.size());
-    M = CsrMatrix<T>::from_device_pointers(A.rows(), A.cols(), A.nnz(), row_ptr.data(), col_idx.data(),
-                                           values.data());
-  }
-};
 
 /// The message (without "file:line: ") of the InputError f throws; "" when none.
 template <class F>
@@ -406,7 +392,7 @@ TEST_CASE("Jacobi GPU: D^-1 computed on the device is bitwise the host's (fp64, 
     std::vector<double> fused(host.size());
     detail::copy_to_host(fused.data(), M.inverse_diagonal(), fused.size() * sizeof(double));
     CHECK(fused == host);  // what CG and block CG fuse
-    const Borrowed<double> B(A);
+    const test::Borrowed<double> B(A);
     CHECK(to_host(device_jacobi_inverse_diagonal(B.M)) == host);
 
     const auto Af = with_value_type<float>(A);
@@ -470,7 +456,7 @@ TEST_CASE("Jacobi and Chebyshev GPU: a bad diagonal entry is the host's error, n
     CHECK(dev_c == host_c);
     // The same through a matrix on caller-owned device memory (its values are never downloaded
     // whole: the bad entry is read back alone).
-    const Borrowed<double> B(c.A);
+    const test::Borrowed<double> B(c.A);
     CHECK(input_error_text([&] { DeviceJacobi<double> M(B.M); }) == host_j);
     // fp32 matrices
     const auto Af = with_value_type<float>(c.A);
