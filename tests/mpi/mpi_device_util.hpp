@@ -9,6 +9,7 @@
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/device_transport.hpp"
+#include "krysp/solvers/distributed_eigensolve.hpp"
 #include "mpi/mpi_test_util.hpp"
 
 namespace krysp::test {
@@ -44,6 +45,24 @@ inline const std::vector<std::string>& device_transports() {
     return v;
   }();
   return t;
+}
+
+// LOBPCG on D: converged, on the GPU, the eigenvalues of the one-rank host run to `close`
+// relative, the residuals of the gathered eigenvectors (global matrix) within tol, and the same
+// iteration count on every rank.
+inline void check_lobpcg(const Communicator& comm, const CsrMatrix<double>& A, const DistCsrMatrix& D, const EigOptions& o,
+                  const EigReport& one, double close) {
+  const EigReport rep = eigensolve_distributed(D, nullptr, o);
+  CAPTURE(rep.iterations);
+  CAPTURE(one.iterations);
+  CHECK(rep.converged());
+  CHECK(rep.backend == "cuda");
+  REQUIRE(rep.eigenvalues.size() == one.eigenvalues.size());
+  for (std::size_t j = 0; j < rep.eigenvalues.size(); ++j)
+    CHECK(std::abs(rep.eigenvalues[j] - one.eigenvalues[j]) <= close * std::abs(one.eigenvalues[j]));
+  const auto X = gather_rows(comm, rep.eigenvectors, A.rows(), D.first_row(), o.lobpcg.k);
+  CHECK(worst_relative_residual(A, nullptr, X, rep.eigenvalues) <= 1.01 * o.lobpcg.tol);
+  for (auto it : comm.allgather(rep.iterations)) CHECK(it == rep.iterations);
 }
 
 }  // namespace krysp::test

@@ -113,17 +113,7 @@ TEST_CASE("distributed LOBPCG with Chebyshev on the GPUs: the one-rank host eige
       CAPTURE(t);
       const Communicator comm = communicator_on(t);
       const auto D = DistCsrMatrix::scatter(comm, comm.rank() == 0 ? c.A : CsrMatrix<double>());
-      const EigReport rep = eigensolve_distributed(D, nullptr, o);
-      CAPTURE(rep.iterations);
-      CAPTURE(one.iterations);
-      CHECK(rep.converged());
-      CHECK(rep.backend == "cuda");
-      REQUIRE(rep.eigenvalues.size() == one.eigenvalues.size());
-      for (std::size_t j = 0; j < rep.eigenvalues.size(); ++j)
-        CHECK(std::abs(rep.eigenvalues[j] - one.eigenvalues[j]) <= 1e-10 * std::abs(one.eigenvalues[j]));
-      const auto X = gather_rows(comm, rep.eigenvectors, c.A.rows(), D.first_row(), o.lobpcg.k);
-      CHECK(worst_relative_residual(c.A, nullptr, X, rep.eigenvalues) <= 1.01 * o.lobpcg.tol);
-      for (auto it : comm.allgather(rep.iterations)) CHECK(it == rep.iterations);
+      check_lobpcg(comm, c.A, D, o, one, 1e-10);
     }
   }
 }

@@ -92,24 +92,6 @@ void check_block_cg(const Communicator& comm, const CsrMatrix<double>& A, const 
   }
 }
 
-// LOBPCG on D: converged, on the GPU, the eigenvalues of the one-rank host run to `close`
-// relative, the residuals of the gathered eigenvectors (global matrix) within tol, and the same
-// iteration count on every rank.
-void check_lobpcg(const Communicator& comm, const CsrMatrix<double>& A, const DistCsrMatrix& D, const EigOptions& o,
-                  const EigReport& one, double close) {
-  const EigReport rep = eigensolve_distributed(D, nullptr, o);
-  CAPTURE(rep.iterations);
-  CAPTURE(one.iterations);
-  CHECK(rep.converged());
-  CHECK(rep.backend == "cuda");
-  REQUIRE(rep.eigenvalues.size() == one.eigenvalues.size());
-  for (std::size_t j = 0; j < rep.eigenvalues.size(); ++j)
-    CHECK(std::abs(rep.eigenvalues[j] - one.eigenvalues[j]) <= close * std::abs(one.eigenvalues[j]));
-  const auto X = gather_rows(comm, rep.eigenvectors, A.rows(), D.first_row(), o.lobpcg.k);
-  CHECK(worst_relative_residual(A, nullptr, X, rep.eigenvalues) <= 1.01 * o.lobpcg.tol);
-  for (auto it : comm.allgather(rep.iterations)) CHECK(it == rep.iterations);
-}
-
 DistCsrMatrix on(const Communicator& comm, const CsrMatrix<double>& A, const std::vector<std::int64_t>& starts = {}) {
   return DistCsrMatrix::scatter(comm, comm.rank() == 0 ? A : CsrMatrix<double>(), 0, starts);
 }
