@@ -8,7 +8,7 @@ namespace krysp::cli {
 const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
-                                           "amg-block-size", "amg-aggregation", "coordinates"};
+                                           "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates"};
   return names;
 }
 
@@ -28,6 +28,9 @@ const char* amg_option_help() {
          "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
          "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A); 0: plain aggregation\n"
          "                       (default 1.333)\n"
+         "  --amg-filter F       auto | on | off: smooth the prolongator with A's strong entries only\n"
+         "                       (weak ones lumped into the diagonal); auto: on when at most 10% of\n"
+         "                       A's off-diagonal entries are positive and b is 1 (default auto)\n"
          "  --amg-block-size B   unknowns per node (near-nullspace: their unit vectors); 0 detects\n"
          "                       (default 0)\n"
          "  --coordinates X.mtx  node coordinates, nodes x 2 or 3 (dense Matrix Market), unknowns\n"
@@ -48,6 +51,11 @@ AmgOptions read_amg_options(const Args& args) {
   if (g == "greedy") a.aggregation = AmgAggregation::Greedy;
   else if (g == "mis2") a.aggregation = AmgAggregation::Mis2;
   else KRYSP_THROW(InputError, "unknown --amg-aggregation '", g, "' (expected mis2 or greedy)");
+  const std::string f = args.get("amg-filter", to_string(a.filter));
+  if (f == "auto") a.filter = AmgFilter::Auto;
+  else if (f == "on") a.filter = AmgFilter::On;
+  else if (f == "off") a.filter = AmgFilter::Off;
+  else KRYSP_THROW(InputError, "unknown --amg-filter '", f, "' (expected auto, on or off)");
   if (args.get("amg-degree", "auto") != "auto")
     a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
   a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);

@@ -153,12 +153,19 @@ std::int64_t isolated_nodes(const CsrMatrix<T>& A, int b, double theta, bool on_
 }
 
 template <class T>
+int detected_block_size(const CsrMatrix<T>& A) {
+  // The detection reads A's structure only; DeviceAmg's choice of set-up asks too (same tag).
+  return std::stoi(A.memo("amg: detected block size", [&] { return std::to_string(resolve_block_size(A, 0)); }));
+}
+
+template <class T>
 AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoice* choice, bool on_device) {
   AmgAutoChoice c;
   AmgOptions r = o;
   c.theta = o.theta == kAmgAuto;
   c.degree = o.smoother_degree == kAmgAuto && o.smoother == AmgSmoother::Chebyshev;
-  if (c.theta || c.degree) {
+  c.filter = o.filter == AmgFilter::Auto;
+  if (c.theta || c.degree || c.filter) {
     c.positive_fraction = off_diagonal_signs(A, on_device).positive_fraction();
     c.structural = c.positive_fraction > kAmgStructuralPositiveFraction;
     if (c.structural && c.theta) {
@@ -173,6 +180,12 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   }
   if (c.theta) r.theta = c.strong_theta ? kAmgThetaStructural : kAmgThetaMMatrix;
   if (o.smoother_degree == kAmgAuto) r.smoother_degree = c.structural ? kAmgDegreeStructural : kAmgDegreeMMatrix;
+  if (c.filter) {
+    // The filter's lumping keeps one near-nullspace vector: one unknown per node, no coordinates.
+    const int b = !o.coordinates.empty() ? o.coordinate_dim : o.block_size > 0 ? o.block_size : detected_block_size(A);
+    if (!c.structural && b > 1) c.filter_block_size = b;
+    r.filter = !c.structural && b == 1 ? AmgFilter::On : AmgFilter::Off;
+  }
   if (choice) *choice = c;
   return r;
 }
@@ -190,9 +203,17 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
   s << ", " << to_string(o.smoother);
   if (o.smoother == AmgSmoother::Chebyshev) s << " " << o.smoother_degree;
   if (c.degree) s << (c.theta ? " (auto)" : std::string(why) + ")");
+  // The filter is named when it is on, given, or off for b > 1 (not when the sign rule left it off).
+  if (o.filter == AmgFilter::On || !c.filter || c.filter_block_size > 1) {
+    s << ", filter " << to_string(o.filter);
+    if (c.filter_block_size > 1) s << " (auto: b " << c.filter_block_size << ")";
+    else if (c.filter) s << (c.theta || c.degree ? " (auto)" : std::string(why) + ")");
+  }
   return s.str();
 }
 
+template int detected_block_size(const CsrMatrix<double>&);
+template int detected_block_size(const CsrMatrix<float>&);
 template SignCount off_diagonal_signs(const CsrMatrix<double>&, bool);
 template SignCount off_diagonal_signs(const CsrMatrix<float>&, bool);
 template std::int64_t isolated_nodes(const CsrMatrix<double>&, int, double, bool);
@@ -263,6 +284,9 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   // the rigid-body modes from the coordinates (centred, so the rotations are not dominated by
   // the translations far from the origin).
   const int K = rigid ? (b == 3 ? 6 : 3) : b;
+  KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
+                "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
+                rigid ? " with coordinates" : "");
   std::vector<double> B = rigid ? amg::rigid_body_modes(o.coordinates, b, A.rows())
                                 : std::vector<double>(std::size_t(A.rows()) * b, 0.0);
   if (!rigid)
@@ -337,6 +361,11 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       } else {
         li.aggregates = agg.count;
         tent = amg::tentative_prolongator(agg, bl, K, B);
+        if (o.filter == AmgFilter::On && o.prolongation_weight > 0) {
+          plan.keep = amg::filter_entries(Al, li.theta);
+          if (std::all_of(plan.keep.begin(), plan.keep.end(), [](std::uint8_t k) { return k != 0; }))
+            plan.keep.clear();  // A_F = A
+        }
       }
     }
     plan.next = !last;
@@ -361,13 +390,25 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       if (o.prolongation_weight > 0) {
         // S = I − ω·D⁻¹A, then P = S·P_tent.
         li.omega = o.prolongation_weight / rho;
-        amg::Csr<double>& S = plan.S;  // A's pattern, kept for a re-set-up
-        if (!reuse) S = Al;
-        else S.values.assign(Al.values.begin(), Al.values.end());
+        amg::Csr<double>& S = plan.S;  // A's (or A_F's) pattern, kept for a re-set-up
+        const std::vector<double>* ds = &dinv;
+        std::vector<double> dinv_f;
+        if (!plan.keep.empty()) {  // S = I − ω·D_F⁻¹A_F, ω from ρ(D⁻¹A) as without the filter
+          S = amg::filtered_matrix(Al, plan.keep, B, &li.filtered);
+          dinv_f.resize(std::size_t(n));
+          for (index_t i = 0; i < n; ++i)
+            for (index_t k = S.row_ptr[std::size_t(i)]; k < S.row_ptr[std::size_t(i) + 1]; ++k)
+              if (S.col_idx[std::size_t(k)] == i) dinv_f[std::size_t(i)] = 1.0 / S.values[std::size_t(k)];
+          ds = &dinv_f;
+        } else if (!reuse) {
+          S = Al;
+        } else {
+          S.values.assign(Al.values.begin(), Al.values.end());
+        }
         for (index_t i = 0; i < n; ++i)
           for (index_t k = S.row_ptr[std::size_t(i)]; k < S.row_ptr[std::size_t(i) + 1]; ++k) {
             double& v = S.values[std::size_t(k)];
-            v = (S.col_idx[std::size_t(k)] == i ? 1.0 : 0.0) - li.omega * dinv[std::size_t(i)] * v;
+            v = (S.col_idx[std::size_t(k)] == i ? 1.0 : 0.0) - li.omega * (*ds)[std::size_t(i)] * v;
           }
         if (!reuse) plan.P = amg::multiply(S, tent.P);
         else if (!amg::multiply_numeric(S, tent.P, plan.P)) return false;
@@ -426,7 +467,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     info_.levels.push_back(li);
     if (last) break;
     Al = std::move(Ac);
-    if (!reuse) B = tent.coarse_B;
+    B = tent.coarse_B;  // a re-set-up's filter lumps with it too
     bl = K;
   }
   // Moving a Level moves its vectors' buffers, so the pointers stay right; set them again from the

@@ -27,7 +27,11 @@
 ///     Lanczos (lanczos_largest, chebyshev.hpp) capped by the Gershgorin bound. The run stops
 ///     when the estimate settles to kAmgLanczosSettleTol (looser than the Chebyshev
 ///     preconditioner's: ω and the smoother's interval need λmax to a few per cent, and the
-///     smoother's 1.1 boost covers the estimate's shortfall from below).
+///     smoother's 1.1 boost covers the estimate's shortfall from below). With AmgOptions::filter
+///     (on by default for M-matrix-like A, b = 1): P = (I − ω·D_F⁻¹A_F)·P_tent with the filtered
+///     matrix A_F (amg::filter_entries, amg::filtered_matrix: weak entries dropped, lumped into
+///     the diagonal so that A_F·B = A·B), the same ω; P then spreads along strong connections
+///     only, and the coarse stencils of anisotropic problems stay narrow.
 ///  5. Galerkin coarse operator Aᶜ = Pᵀ·(A·P) by sorted-CSR SpGEMM, symmetrised ((Aᶜ + Aᶜᵀ)/2,
 ///     which only removes rounding).
 /// until the level has ≤ coarse_size rows, max_levels is reached, or coarsening stalls (the next
@@ -95,6 +99,9 @@ struct AmgAutoChoice {
   /// Not M-matrix-like: more than kAmgStructuralPositiveFraction of the off-diagonals positive
   bool structural = false;
   bool strong_theta = false;       ///< θ = kAmgThetaStructural taken (an auto θ, structural, coarsens)
+  bool filter = false;             ///< AmgOptions::filter was Auto
+  /// Unknowns per node that turned an auto filter off (> 1; 0: the filter was not turned off by b)
+  int filter_block_size = 0;
   double positive_fraction = -1;   ///< of A's nonzero off-diagonal entries; −1: nothing was auto
   /// Of A's nodes without a strong neighbour at kAmgThetaStructural; −1: not counted (θ explicit,
   /// or M-matrix-like)
@@ -122,19 +129,24 @@ SignCount off_diagonal_signs(const CsrMatrix<T>& A, bool on_device = false);
 /// the same test (the GPU set-up's), else on the host (strength_graph itself).
 template <class T>
 std::int64_t isolated_nodes(const CsrMatrix<T>& A, int b, double theta, bool on_device = false);
-/// `o` with its kAmgAuto fields chosen for A, explicit values kept. Where more than
-/// kAmgStructuralPositiveFraction of A's off-diagonal entries are positive: degree
-/// kAmgDegreeStructural, and θ = kAmgThetaStructural if that leaves at most
-/// kAmgStructuralMaxIsolated of A's nodes isolated (else kAmgThetaMMatrix); otherwise the M-matrix
-/// defaults. Counts the signs only when a field is auto, the isolated nodes only for an auto θ on
-/// a structural matrix. Both set-ups call it first (DeviceAmg with `on_device`), so the GPU
+/// A's block size as block_size 0 detects it (detect_block_size), memoised per values version of A.
+template <class T>
+int detected_block_size(const CsrMatrix<T>& A);
+/// `o` with its kAmgAuto fields (and AmgFilter::Auto) chosen for A, explicit values kept. Where
+/// more than kAmgStructuralPositiveFraction of A's off-diagonal entries are positive: degree
+/// kAmgDegreeStructural, θ = kAmgThetaStructural if that leaves at most kAmgStructuralMaxIsolated
+/// of A's nodes isolated (else kAmgThetaMMatrix), no filter; otherwise the M-matrix defaults and
+/// the filter, if A has one unknown per node (b as the set-up resolves it) and no coordinates.
+/// Counts the signs only when a field is auto, the isolated nodes only for an auto θ on a
+/// structural matrix. Both set-ups call it first (DeviceAmg with `on_device`), so the GPU
 /// set-up receives concrete numbers. `choice` (optional) receives what was decided. With the
 /// l1-Jacobi smoother an auto degree is unused.
 template <class T>
 AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoice* choice = nullptr,
                         bool on_device = false);
-/// The summary's words for θ and the smoother, e.g. "theta 0.25 (auto: 44% positive
-/// off-diagonals), chebyshev 3 (auto)"; `o` resolved.
+/// The summary's words for θ, the smoother and the filter, e.g. "theta 0.08 (auto: 0% positive
+/// off-diagonals), chebyshev 2 (auto), filter on (auto)" (the filter is left out where the sign
+/// rule turned it off); `o` resolved.
 std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c);
 
 /// A host CSR matrix in plain vectors, the set-up's working form: columns strictly increasing
@@ -175,6 +187,21 @@ struct Graph {
 };
 /// Strength of connection of A (rows a multiple of b) on its n/b nodes (see the file comment).
 Graph strength_graph(const Csr<double>& A, int b, double theta);
+
+/// Which of A's entries (one unknown per node) the filtered matrix at threshold θ keeps (1): the
+/// diagonal; the strong connections, |a_ij| ≥ θ·sqrt(|a_ii·a_jj|) (strength_graph's test); and
+/// the entries strong from row i's side, |a_ij| ≥ θ·|a_ii| (a stiff cell next to a soft one is a
+/// weak connection by the first test, yet most of the soft row: without it P stops interpolating
+/// from stiff inclusions). The others (0) are weak. The GPU set-up computes the same test.
+std::vector<std::uint8_t> filter_entries(const Csr<double>& A, double theta);
+/// The filtered matrix A_F of the prolongator smoothing: A's entries that `keep` keeps, the others
+/// lumped into the diagonal weighted by the near-nullspace b (n values, all positive), so that
+/// A_F·b = A·b: a_ii + Σ_dropped (a_ij·b_j)/b_i, summed in row order. On a coarse level b is not
+/// the constant vector (the aggregates' norms): lumping a_ij alone would keep A·1, not A·b. A row
+/// whose lumped diagonal would not be positive keeps a_ii. `dropped` (optional) gets A's entries
+/// left out.
+Csr<double> filtered_matrix(const Csr<double>& A, const std::vector<std::uint8_t>& keep, const std::vector<double>& b,
+                            index_t* dropped = nullptr);
 
 /// The aggregates of a graph's nodes.
 struct Aggregation {
@@ -233,6 +260,7 @@ struct AmgLevelInfo {
   int lanczos_steps = 0;       ///< Lanczos steps the estimate took
   double gershgorin = 0;       ///< max_i Σ_j |a_ij| / a_ii ≥ λmax(D⁻¹A)
   double omega = 0;            ///< prolongator smoothing weight (0 on the coarsest)
+  index_t filtered = 0;        ///< A_l's entries the filtered matrix left out (0: none, or no filter)
 };
 
 /// One timed phase of the GPU set-up (AmgOptions::profile_setup): wall time between device
@@ -342,6 +370,9 @@ class HostAmg final : public Preconditioner<T> {
     amg::Csr<double> P, AP, Ac;  ///< patterns (and last values) of S·P_tent, A·P, Pᵀ·(A·P)
     amg::Csr<double> coarse;     ///< the next level's matrix as built (pattern checked on reuse)
     index_t isolated = 0;        ///< the aggregation's isolated nodes (AmgLevelInfo)
+    /// A's entries the filtered matrix keeps (filter_entries; a re-set-up keeps them); empty when
+    /// the level is not filtered or the filter keeps every entry (A_F = A).
+    std::vector<std::uint8_t> keep;
   };
   /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
   bool set_up(const CsrMatrix<T>& A, bool reuse);

@@ -171,6 +171,63 @@ Graph strength_graph(const Csr<double>& A, int b, double theta) {
   return G;
 }
 
+std::vector<std::uint8_t> filter_entries(const Csr<double>& A, double theta) {
+  // |a_ii| as strength_graph forms it for b = 1 (sqrt of the square), so that its test is repeated
+  // exactly; the GPU set-up rounds the same way.
+  std::vector<double> d(std::size_t(A.rows), 0.0);
+  for (index_t i = 0; i < A.rows; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k)
+      if (A.col_idx[std::size_t(k)] == i) {
+        const double v = A.values[std::size_t(k)];
+        d[std::size_t(i)] = std::sqrt(v * v);
+      }
+  std::vector<std::uint8_t> keep(A.col_idx.size(), 0);
+  for (index_t i = 0; i < A.rows; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k) {
+      const index_t j = A.col_idx[std::size_t(k)];
+      const double acc = A.values[std::size_t(k)] * A.values[std::size_t(k)], m = std::sqrt(acc);
+      keep[std::size_t(k)] = j == i || (acc > 0 && (m >= theta * std::sqrt(d[std::size_t(i)] * d[std::size_t(j)]) ||
+                                                    m >= theta * d[std::size_t(i)]));
+    }
+  return keep;
+}
+
+Csr<double> filtered_matrix(const Csr<double>& A, const std::vector<std::uint8_t>& keep, const std::vector<double>& b,
+                            index_t* dropped) {
+  KRYSP_REQUIRE(keep.size() == A.col_idx.size() && b.size() == std::size_t(A.rows) && A.rows == A.cols,
+                "AMG: filtered matrix of a ", A.rows, "x", A.cols, " matrix with ", A.nnz(), " entries from ",
+                keep.size(), " flags and ", b.size(), " near-nullspace values");
+  Csr<double> F;
+  F.rows = A.rows;
+  F.cols = A.cols;
+  F.row_ptr.assign(std::size_t(A.rows) + 1, 0);
+  index_t left_out = 0;
+  for (index_t i = 0; i < A.rows; ++i) {
+    const index_t begin = A.row_ptr[std::size_t(i)], end = A.row_ptr[std::size_t(i) + 1];
+    double aii = 0, lump = 0;
+    for (index_t k = begin; k < end; ++k) {
+      const index_t j = A.col_idx[std::size_t(k)];
+      if (j == i) {
+        aii = A.values[std::size_t(k)];
+      } else if (!keep[std::size_t(k)]) {
+        lump += A.values[std::size_t(k)] * b[std::size_t(j)] / b[std::size_t(i)];
+        ++left_out;
+      }
+    }
+    double d = aii + lump;
+    if (!(d > 0 && std::isfinite(d))) d = aii;  // lumping would make it indefinite: keep a_ii
+    for (index_t k = begin; k < end; ++k)
+      if (keep[std::size_t(k)] || A.col_idx[std::size_t(k)] == i) {
+        const index_t j = A.col_idx[std::size_t(k)];
+        F.col_idx.push_back(j);
+        F.values.push_back(j == i ? d : A.values[std::size_t(k)]);
+      }
+    F.row_ptr[std::size_t(i) + 1] = F.nnz();
+  }
+  if (dropped) *dropped = left_out;
+  return F;
+}
+
 Aggregation aggregate(const Graph& G) {
   const index_t n = G.nodes;
   constexpr index_t kFree = -1, kIsolated = -2;

@@ -43,6 +43,15 @@ const char* to_string(AmgAggregation a) {
   return "unknown";
 }
 
+const char* to_string(AmgFilter f) {
+  switch (f) {
+    case AmgFilter::Auto: return "auto";
+    case AmgFilter::On: return "on";
+    case AmgFilter::Off: return "off";
+  }
+  return "unknown";
+}
+
 PrecondKind parse_precond(const std::string& name) {
   if (name == "none") return PrecondKind::None;
   if (name == "jacobi") return PrecondKind::Jacobi;
@@ -83,6 +92,8 @@ void validate(const PrecondOptions& o) {
                   "AMG: amg.smoother = ", int(a.smoother), " is not a smoother (chebyshev or l1-jacobi)");
     KRYSP_REQUIRE(a.aggregation == AmgAggregation::Greedy || a.aggregation == AmgAggregation::Mis2,
                   "AMG: amg.aggregation = ", int(a.aggregation), " is not an aggregation (mis2 or greedy)");
+    KRYSP_REQUIRE(a.filter == AmgFilter::Auto || a.filter == AmgFilter::On || a.filter == AmgFilter::Off,
+                  "AMG: amg.filter = ", int(a.filter), " is not a filter choice (auto, on or off)");
     KRYSP_REQUIRE(a.smoother_degree == kAmgAuto || (a.smoother_degree >= 1 && a.smoother_degree <= 16),
                   "AMG: amg.smoother_degree = ", a.smoother_degree, " is out of range (1 to 16, or ", kAmgAuto,
                   ": auto)");
@@ -147,6 +158,7 @@ std::string describe(const PrecondOptions& o) {
     if (a.max_levels != AmgOptions{}.max_levels) s << ", levels " << a.max_levels;
     if (a.prolongation_weight != AmgOptions{}.prolongation_weight) s << ", weight " << a.prolongation_weight;
     if (a.aggregation != AmgOptions{}.aggregation) s << ", " << to_string(a.aggregation);
+    if (a.filter != AmgOptions{}.filter) s << ", filter " << to_string(a.filter);
     s << ")";
   }
   return s.str();

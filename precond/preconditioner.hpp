@@ -76,6 +76,16 @@ enum class AmgAggregation {
 /// "mis2" or "greedy".
 const char* to_string(AmgAggregation a);
 
+/// The matrix the AMG prolongator smoothing P = (I − ω·D_F⁻¹A_F)·P_tent uses (AmgOptions::filter;
+/// amg.hpp, docs/amg.md "The filtered matrix").
+enum class AmgFilter {
+  Auto,  ///< On for an M-matrix-like A with one unknown per node (amg::resolve_auto), else Off
+  On,    ///< A_F: A's weak entries dropped and lumped into the diagonal (one unknown per node)
+  Off    ///< A itself
+};
+/// "auto", "on" or "off".
+const char* to_string(AmgFilter f);
+
 /// Default λmax/λmin of the AMG Chebyshev smoother's interval [λmax/ratio, λmax] of D⁻¹A: the
 /// smoother damps the top 1/10 of the spectrum, the coarse grids the rest. Host study (degree 2,
 /// PCG iterations to 1e-8, docs/amg.md): ratio 10 takes 9-11 on 3-D Laplacians 16³-48³ and
@@ -124,6 +134,10 @@ struct AmgOptions {
   /// ω·ρ(D⁻¹A) of the prolongator smoothing P = (I − ω·D⁻¹A)·P_tent; 4/3 is the classical choice,
   /// 0 gives unsmoothed (plain) aggregation. [0, 2).
   double prolongation_weight = 4.0 / 3.0;
+  /// Smooth the prolongator with the filtered matrix A_F instead of A (AmgFilter): keeps anisotropic
+  /// and heterogeneous problems' coarse stencils narrow. Auto: on where A is M-matrix-like and has
+  /// one unknown per node. On needs one unknown per node and no coordinates.
+  AmgFilter filter = AmgFilter::Auto;
   /// Node coordinates for elasticity (nodes × coordinate_dim, row-major; unknowns node-major,
   /// coordinate_dim per node): the near-nullspace becomes the rigid-body modes (2 translations
   /// and a rotation in 2-D, 3 and 3 in 3-D) instead of the unit vectors. Empty: not used.

@@ -1,6 +1,7 @@
 // The AMG set-up on the GPU (amg_device_setup.hpp): strength, MIS-2 aggregation, P_tent, the
 // Lanczos estimate, prolongator smoothing and the Galerkin products, level by level.
 #include "krysp/precond/cuda/amg_device_setup.hpp"
+#include "krysp/precond/cuda/amg_filter.hpp"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <cub/cub.cuh>
@@ -781,6 +782,11 @@ struct GpuAmgPlan {
     /// which the plan's user keeps alive (DeviceAmg does): a re-set-up reads them, not copies.
     const index_t *r_rp = nullptr, *r_ci = nullptr, *ac_rp = nullptr, *ac_ci = nullptr;
     index_t ac_nnz = 0;
+    /// With the filter (AmgOptions::filter on): A_l's entries that A_F keeps (empty when it keeps
+    /// them all), and the next level's near-nullspace (the aggregates' norms), which the next
+    /// level's lumping reads.
+    DeviceArray<std::uint8_t> filter_keep;
+    DeviceArray<double> coarse_b;
   };
   std::vector<Level> levels;
   std::string stop_reason;
@@ -1084,6 +1090,34 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       }
       pc.mark(lv, "P_tent");
 
+      // The filtered matrix A_F for the prolongator smoothing (amg_filter.hpp: the host's
+      // amg::filter_entries and amg::filtered_matrix); a re-set-up reads the kept entries.
+      DCsr Af;
+      DeviceArray<double> dinv_f;
+      DeviceArray<std::uint8_t> keep;
+      bool filtered = false;
+      if (o.filter == AmgFilter::On && o.prolongation_weight > 0 && (!kept || kept->filter_keep.size() > 0)) {
+        if (!kept) keep = DeviceArray<std::uint8_t>(std::size_t(std::max<index_t>(Al.nnz, 1)));
+        DeviceArray<index_t> fcount(N);
+        amg_filter_count(n, Al.rp, Al.ci, Al.va, diag.data(), li.theta, kept ? kept->filter_keep.data() : nullptr,
+                         keep.data(), fcount.data());
+        Af.rows = Af.cols = n;
+        Af.rp_own = DeviceArray<index_t>(N + 1);
+        Af.nnz = exclusive_scan(fcount.data(), Af.rp_own.data(), n);
+        filtered = Af.nnz < Al.nnz;  // else A_F = A (the host keeps no mask either)
+        if (filtered) {
+          li.filtered = Al.nnz - Af.nnz;
+          Af.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(Af.nnz, 1)));
+          Af.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Af.nnz, 1)));
+          Af.own();
+          dinv_f = DeviceArray<double>(N);
+          amg_filter_fill(n, Al.rp, Al.ci, Al.va, diag.data(), kept ? kept->filter_keep.data() : keep.data(), B.data(),
+                          Af.rp, Af.ci_own.data(), Af.va_own.data(), dinv_f.data());
+        }
+        pc.mark(lv, "filtered matrix A_F");
+      }
+      const DCsr& As = filtered ? Af : Al;  // the matrix of S = I − ω·D⁻¹A (D_F, A_F when filtered)
+
       DCsr P;
       if (o.prolongation_weight > 0) {
         li.omega = o.prolongation_weight / rho;
@@ -1095,9 +1129,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         if (kept && kept->p_rp)
           P = with_structure(n, nc, kept->p_nnz, kept->p_rp, kept->p_ci);
         else
-          P = symbolic_product(Al, Pt, pc, lv, "P = S*P_tent");
-        prolongator_values(n, Al.rp, Al.ci, Al.va, dinv.data(), li.omega, Pt.rp, Pt.ci, Pt.va, P.rp, P.ci,
-                           P.va_own.data(), Al.nnz);
+          P = symbolic_product(As, Pt, pc, lv, "P = S*P_tent");
+        prolongator_values(n, As.rp, As.ci, As.va, filtered ? dinv_f.data() : dinv.data(), li.omega, Pt.rp, Pt.ci,
+                           Pt.va, P.rp, P.ci, P.va_own.data(), As.nnz);
         pc.mark(lv, "P = S*P_tent: numeric");
       } else {
         P = copy_of(Pt);
@@ -1171,10 +1205,20 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         pl.ac_rp = Ac.rp;
         pl.ac_ci = Ac.ci;
         pl.ac_nnz = Ac.nnz;
+        if (filtered) pl.filter_keep = std::move(keep);
+        if (o.filter == AmgFilter::On) {
+          pl.coarse_b = DeviceArray<double>(norms.size());
+          pl.coarse_b.copy_from(norms);
+        }
       }
       L.p = level_copy<T>(std::move(P), make_matrices);
       L.r = level_copy<T>(std::move(R), make_matrices);
-      if (!kept) B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
+      if (!kept) {
+        B = std::move(norms);  // the coarse near-nullspace: R of each aggregate's QR, its norm
+      } else if (kept->coarse_b.size() > 0) {  // the filter's lumping on the next level reads it
+        B = DeviceArray<double>(kept->coarse_b.size());
+        B.copy_from(kept->coarse_b);
+      }
     } else if (n <= kAmgMaxDenseRows) {
       // Dense Cholesky of the coarsest level, on the host.
       std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
@@ -1254,6 +1298,7 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += (l.tent.rp_own.size() + l.tent.ci_own.size()) * sizeof(index_t) + l.tent.va_own.size() * sizeof(double);
     bytes += (l.r_perm.size() + l.sym_a.size() + l.sym_b.size()) * sizeof(index_t);
     bytes += (l.ap_rp.size() + l.ap_ci.size() + l.rap_rp.size() + l.rap_ci.size()) * sizeof(index_t);
+    bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double);
   }
   return bytes;
 }

@@ -429,6 +429,7 @@ TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
   bad([](AmgOptions& a) { a.sweeps = 0; }, "amg.sweeps = 0");
   bad([](AmgOptions& a) { a.block_size = 9; }, "amg.block_size = 9");
   bad([](AmgOptions& a) { a.prolongation_weight = 2; }, "amg.prolongation_weight = 2");
+  bad([](AmgOptions& a) { a.filter = AmgFilter(7); }, "amg.filter = 7");
   // A block size that does not divide n (420 rows).
   PrecondOptions o = amg_options(8);
   CHECK_THROWS_WITH_AS(make_host_preconditioner(A, o), doctest::Contains("block size 8 does not divide n = 420"), InputError);
@@ -485,8 +486,8 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
       CHECK(M.options().theta == 0.08);
       CHECK(M.options().smoother_degree == 2);
       CHECK(M.info().levels[0].theta == 0.08);
-      CHECK(M.summary().find("theta 0.08 (auto: 0% positive off-diagonals), chebyshev 2 (auto)") !=
-            std::string::npos);
+      CHECK(M.summary().find("theta 0.08 (auto: 0% positive off-diagonals), chebyshev 2 (auto), filter on (auto), "
+                             "b") != std::string::npos);
     }
   }
   SUBCASE("bcsstk06 (over half its off-diagonals positive) takes 0.25 and degree 3") {
@@ -527,13 +528,14 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
     CHECK(x.o.smoother_degree == 2);
     AmgOptions both = t;
     both.smoother_degree = 5;
+    both.filter = AmgFilter::Off;
     x = resolved(A, both);
     CHECK(x.o.theta == 0.08);
     CHECK(x.o.smoother_degree == 5);
     CHECK(x.c.positive_fraction == -1);
     const HostAmg<double> E(A, both);
     CHECK(E.info().levels[0].theta == 0.08);
-    CHECK(E.summary().find("theta 0.08, chebyshev 5, b") != std::string::npos);  // no "auto"
+    CHECK(E.summary().find("theta 0.08, chebyshev 5, filter off, b") != std::string::npos);  // no "auto"
     const HostAmg<double> D(A, t);
     CHECK(D.summary().find("theta 0.08, chebyshev 3 (auto: 54% positive off-diagonals), b") != std::string::npos);
     AmgOptions l1;
@@ -612,6 +614,9 @@ TEST_CASE("AMG: names, options and the factory") {
   e.amg.theta = 0.08;
   e.amg.smoother_degree = 2;
   CHECK(describe(e) == "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto)");
+  e.amg.filter = AmgFilter::Off;
+  CHECK(describe(e) == "amg(theta 0.08, chebyshev 2, sweeps 1, coarse 200, b auto, filter off)");
+  CHECK(std::string(to_string(AmgFilter::Auto)) == "auto");
   const auto A = test::load("bcsstk06");
   const auto M = make_host_preconditioner(A, amg_options(3));
   REQUIRE(M);
@@ -645,6 +650,14 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   CHECK(text.find("amg(") != std::string::npos);
   CHECK(text.find("converged") != std::string::npos);
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --nrhs 3") == 0);  // block CG
+  CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --amg-filter on") == 0);
+  {
+    std::ifstream in1(log);
+    const std::string t1((std::istreambuf_iterator<char>(in1)), std::istreambuf_iterator<char>());
+    CAPTURE(t1);
+    CHECK(t1.find("filter on, b 1") != std::string::npos);
+  }
+  CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --amg-filter maybe") == 2);
   // Elasticity with its node coordinates: the hierarchy takes six rigid-body modes a node.
   std::vector<double> xyz;
   const auto E = elasticity_3d(4, 4, 4, 0.3, &xyz);
@@ -781,6 +794,7 @@ TEST_CASE("AMG: a values change redoes only the numbers (aggregates and patterns
   REQUIRE(A1.fingerprint() == A2.fingerprint());  // same structure, other values
   const AmgOptions o = amg_options().amg;
   HostAmg<double> M(A1, o);
+  CHECK(M.levels()[0].filtered > 0);  // the filter (auto) is on: a re-set-up reuses its kept entries
   const index_t n = A1.rows();
   const std::vector<double> r = test::random_vector(static_cast<std::size_t>(n));
   std::vector<double> z0(static_cast<std::size_t>(n)), z1(static_cast<std::size_t>(n));
@@ -827,5 +841,96 @@ TEST_CASE("AMG: a values change redoes only the numbers (aggregates and patterns
     H.update_values(P);
     std::printf("  n %6d: full set-up %.3f s, numeric re-set-up %.3f s (%.0f%%)\n", int(P.rows()),
                 H.info().setup_seconds, H.info().resetup_seconds, 100 * H.info().resetup_seconds / H.info().setup_seconds);
+  }
+}
+
+TEST_CASE("AMG: the filtered matrix of the prolongator smoothing") {
+  SUBCASE("kept entries, lumping that keeps A_F·b = A·b, a diagonal that would not be positive") {
+    // Row 0-2: an anisotropic chain (0.01 is weak both ways); rows 3-4: a soft node (diagonal 1)
+    // next to a stiff one (1e4): their coupling is weak by |a_ij| >= θ·sqrt(a_ii·a_jj) but most of
+    // row 3, so row 3 keeps it and row 4 drops it.
+    const std::vector<index_t> I = {0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4};
+    const std::vector<index_t> J = {0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 4, 3, 4};
+    const std::vector<double> V = {4, -1, -0.01, -1, 4, -1, -0.01, -1, 4, 1, -0.5, -0.5, 1e4};
+    const amg::Csr<double> A = amg::to_csr(CsrMatrix<double>::from_triplets(5, 5, I, J, V));
+    const std::vector<std::uint8_t> keep = amg::filter_entries(A, 0.08);
+    CHECK(keep == std::vector<std::uint8_t>{1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1});
+    const std::vector<double> b = {1.0, 2.0, 0.5, 1.0, 3.0};
+    index_t dropped = 0;
+    const amg::Csr<double> F = amg::filtered_matrix(A, keep, b, &dropped);
+    CHECK(dropped == 3);
+    CHECK(F.nnz() == A.nnz() - 3);
+    CHECK(sorted_csr(F));
+    const std::vector<double> a = dense(A), f = dense(F);
+    for (index_t i = 0; i < 5; ++i) {
+      double ab = 0, fb = 0;
+      for (index_t j = 0; j < 5; ++j) {
+        ab += a[std::size_t(i) * 5 + j] * b[std::size_t(j)];
+        fb += f[std::size_t(i) * 5 + j] * b[std::size_t(j)];
+      }
+      CHECK(fb == doctest::Approx(ab).epsilon(1e-14));
+    }
+    CHECK(f[0] == doctest::Approx(4 - 0.01 * 0.5));  // a_00 + a_02·b_2/b_0
+    CHECK(f[4 * 5 + 4] == doctest::Approx(1e4 - 0.5 / 3));
+    // A weak entry weighted by a large b_j would make the diagonal negative: a_ii stays.
+    const std::vector<double> big = {1.0, 2.0, 1000.0, 1.0, 3.0};
+    const amg::Csr<double> G = amg::filtered_matrix(A, keep, big);
+    CHECK(dense(G)[0] == 4.0);
+    CHECK(dense(G)[2 * 5 + 2] == doctest::Approx(4 - 0.01 * 1.0 / 1000));
+  }
+  SUBCASE("random media: the coarse stencils stay narrow, the iterations do not grow") {
+    // A fifth of the cells 1e4 stiffer, x-coupling 100x: unfiltered, P spreads along the weak y
+    // and z couplings and the coarse levels fill in (docs/amg.md, "The filtered matrix").
+    const auto A = diffusion_3d_random(24, 100, 1, 1, 1e4, 0.2, 1);
+    PrecondOptions on = amg_options(), off = amg_options();
+    off.amg.filter = AmgFilter::Off;
+    const HostAmg<double> Mon(A, on.amg), Moff(A, off.amg);
+    print_hierarchy("filter on ", Mon);
+    print_hierarchy("filter off", Moff);
+    CHECK(Mon.options().filter == AmgFilter::On);
+    CHECK(Mon.levels()[0].filtered > 0);
+    CHECK(Moff.levels()[0].filtered == 0);
+    CHECK(Mon.info().operator_complexity <= 2.5);
+    CHECK(Moff.info().operator_complexity >= 5);
+    const Solved a = pcg(A, on), b = pcg(A, off);
+    std::printf("  random media 24^3: filter on %d it, off %d it\n", int(a.iterations), int(b.iterations));
+    CHECK(a.converged);
+    CHECK(a.true_residual <= 1e-8);
+    CHECK(a.iterations <= b.iterations + 2);
+  }
+  SUBCASE("a Laplacian keeps every entry on level 0: the same first coarse level") {
+    const auto A = laplacian_3d(16, 16, 16);
+    AmgOptions off;
+    off.filter = AmgFilter::Off;
+    const HostAmg<double> Mon(A, AmgOptions{}), Moff(A, off);
+    CHECK(Mon.levels()[0].filtered == 0);
+    CHECK(Mon.levels()[1].nnz == Moff.levels()[1].nnz);
+    const auto don = Mon.level_data(), doff = Moff.level_data();
+    const amg::Csr<double>& P1 = *don[0].P;
+    const amg::Csr<double>& P2 = *doff[0].P;
+    CHECK(P1.col_idx == P2.col_idx);
+    CHECK(P1.values == P2.values);  // bitwise: A_F = A, no lumping
+  }
+  SUBCASE("auto: on for M-matrix-like A with one unknown per node; on needs b = 1") {
+    const auto L = laplacian_3d(12, 12, 12);
+    const Auto r = resolved(L);
+    CHECK(r.c.filter);
+    CHECK(r.o.filter == AmgFilter::On);
+    const Auto s = resolved(test::load("bcsstk06"));
+    CHECK(s.o.filter == AmgFilter::Off);  // structural
+    AmgOptions b2;
+    b2.block_size = 2;
+    const Auto t = resolved(L, b2);
+    CHECK(t.o.filter == AmgFilter::Off);
+    CHECK(t.c.filter_block_size == 2);
+    const HostAmg<double> M(L, b2);
+    CHECK(M.summary().find("filter off (auto: b 2)") != std::string::npos);
+    b2.filter = AmgFilter::On;
+    CHECK_THROWS_WITH_AS(HostAmg<double>(L, b2), doctest::Contains("amg.filter on needs one unknown per node"),
+                         InputError);
+    AmgOptions explicit_off;
+    explicit_off.filter = AmgFilter::Off;
+    CHECK(resolved(L, explicit_off).o.filter == AmgFilter::Off);
+    CHECK_FALSE(resolved(L, explicit_off).c.filter);
   }
 }
