@@ -52,6 +52,8 @@ std::vector<Problem> problems() {
   p.push_back({"laplacian_3d 24", laplacian_3d(24, 24, 24)});
   p.push_back({"diffusion_3d 20", diffusion_3d(20, 1, 1, 0.01, 1e4)});
   p.push_back({"bcsstk06 b 1", test::load("bcsstk06")});
+  // Random media: the filtered matrix's one-sided test and weighted lumping both act here.
+  p.push_back({"media 16", diffusion_3d_random(16, 100, 1, 1, 1e4, 0.2, 1)});
   return p;
 }
 
@@ -142,6 +144,7 @@ TEST_CASE("AMG GPU set-up: aggregates equal the host's MIS-2 exactly, levels to 
       CHECK(gi.nnz == hi.nnz);
       CHECK(gi.aggregates == hi.aggregates);
       CHECK(gi.isolated == hi.isolated);
+      CHECK(gi.filtered == hi.filtered);
       CHECK(gi.theta == hi.theta);
       CHECK(gi.gershgorin == doctest::Approx(hi.gershgorin).epsilon(1e-13));
       // The coarsest level may have fewer rows than Lanczos steps: past the exhausted Krylov space
