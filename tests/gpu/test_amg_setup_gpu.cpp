@@ -163,7 +163,9 @@ TEST_CASE("AMG GPU set-up: aggregates equal the host's MIS-2 exactly, levels to 
       double dd = 0;
       for (std::size_t i = 0; i < dinv.size(); ++i)
         dd = std::max(dd, std::abs(dinv[i] - (*hd[l].dinv)[i]) / std::abs((*hd[l].dinv)[i]));
-      CHECK(dd <= 1e-14);
+      // Level 0's diagonal is A's; a coarse diagonal is a Galerkin sum taken in another order, and
+      // across jumps of 1e4 its terms cancel to a small entry (random media: 3e-13 entrywise).
+      CHECK(dd <= (l == 0 ? 1e-14 : 1e-12));
       CHECK(g.coef.c0 == doctest::Approx(hd[l].coef->c0).epsilon(l + 1 < hd.size() ? 1e-9 : 1e-5));
     }
     CHECK(G.info.stop_reason == H.info().stop_reason);
@@ -1045,9 +1047,11 @@ amg::Csr<double> prolongator_reference(const amg::Csr<double>& A, const std::vec
 
 TEST_CASE("AMG GPU set-up: rows past the kernels' buffers (jump diffusion 40^3): P exact, re-set-up bitwise") {
   // Its coarse levels have rows longer than the prolongator's buffer and the symbolic product's
-  // register cursors (level 2: rows of ~300 entries at 32 lanes, 256 of either).
+  // register cursors (level 2: rows of ~300 entries at 32 lanes, 256 of either) when P is smoothed
+  // with A itself; the filtered matrix keeps them short, and the reference below smooths with A.
   const CsrMatrix<double> A = diffusion_3d(40, 1, 1, 0.01, 1e4);
-  const AmgOptions o = mis2();
+  AmgOptions o = mis2();
+  o.filter = AmgFilter::Off;
   const HostAmg<double> H(A, o);
   const auto G = detail::gpu_amg_setup(A, o, true);
   const auto hd = H.level_data();
