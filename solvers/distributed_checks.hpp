@@ -7,14 +7,12 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/solve.hpp"
-#include "krysp/sparse/dist_csr.hpp"
 
 namespace krysp::detail {
 
 /// The CUDA backend needs a GPU on every rank (a rank without rows too: it takes part in every
 /// device sum).
-inline void check_distributed_backend(const DistCsrMatrix& A, Backend backend, const char* who) {
-  (void)A;
+inline void check_distributed_backend(Backend backend, const char* who) {
   KRYSP_REQUIRE(backend != Backend::Cuda || cuda_device_available(), who,
                 ": the CUDA backend needs a GPU on every rank, and this one has none");
 }

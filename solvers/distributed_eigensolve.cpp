@@ -30,7 +30,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
   A.comm().collective([&] {
     const char* who = "eigensolve_distributed";
-    detail::check_distributed_backend(A, o.backend, who);
+    detail::check_distributed_backend(o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||

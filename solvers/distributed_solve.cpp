@@ -28,7 +28,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // What every distributed solve refuses up front, agreed over the ranks.
 void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* who) {
   A.comm().collective([&] {
-    detail::check_distributed_backend(A, o.backend, who);
+    detail::check_distributed_backend(o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
     const PrecondKind k = o.precond.kind;
     KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
