@@ -74,12 +74,14 @@ inline constexpr int kAmgLanczosMaxSteps = 40;
 /// AmgOptions::theta and smoother_degree at kAmgAuto (amg::resolve_auto): the defaults for
 /// M-matrix-like matrices (scalar diffusion: off-diagonal entries ≤ 0) ...
 inline constexpr double kAmgThetaMMatrix = 0.08;
+/// The Chebyshev degree for M-matrix-like matrices.
 inline constexpr int kAmgDegreeMMatrix = 2;
 /// ... and for the others (shells, solids: a third to a half of the off-diagonal entries
 /// positive): at 0.08 their aggregates grow large (7-22 nodes on bcsstk06 and bcsstk28), a
 /// stronger threshold keeps them smaller and a stronger smoother pays off (docs/amg.md,
 /// "Structural matrices").
 inline constexpr double kAmgThetaStructural = 0.25;
+/// The Chebyshev degree for the others.
 inline constexpr int kAmgDegreeStructural = 3;
 /// A matrix is M-matrix-like when at most this fraction of its nonzero off-diagonal entries is
 /// positive. Measured: 0 on every M-matrix of the shared set and the generated diffusion problems,
