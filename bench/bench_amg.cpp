@@ -9,7 +9,9 @@
 //
 // usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media N] [--precond jacobi,chebyshev,amg]
 //                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
-//                  [--write-mtx DIR] [--no-solve] [A.mtx ...]
+//                  [--write-mtx DIR] [--no-solve] [--profile-setup] [--label-suffix S]
+//                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-sweeps S]
+//                  [--amg-filter F] [--amg-max-levels L] [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
 //   full + numeric set-ups timed alone (default 1). --precond amg sets up on the GPU (MIS-2, the
 //   default); amg-greedy sets up on the host (greedy) and uploads: tens of seconds at 256³. For
@@ -25,6 +27,12 @@
 //   --profile-setup: for amg (GPU set-up), one more DeviceAmg set-up and numeric re-set-up after
 //   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
 //   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
+//   --amg-theta, --amg-degree, --amg-coarse-size, --amg-sweeps, --amg-filter, --amg-max-levels: the
+//   AmgOptions of the amg and amg-greedy runs, spelt, parsed (cli/amg_args.cpp, compiled in) and
+//   range-checked (validate) as `krysp solve` takes them; a bad value exits 2 before any problem is
+//   made. Each amg run's JSON object records them as "amg_options" ("auto" where left to the
+//   set-up; its summary says what auto chose) with the level row counts. --label-suffix S appends S
+//   to every run's label (printed and in the JSON) so that the JSON of two sweeps can be merged.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,11 +41,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "krysp/bench/bench_util.hpp"
+#include "krysp/cli/amg_args.hpp"
+#include "krysp/cli/args.hpp"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/io/matrix_market.hpp"
@@ -78,6 +89,7 @@ struct Run {
   double amg_setup = 0, amg_resetup = 0, amg_host_setup = 0, amg_host_resetup = 0, amg_upload = 0;
   double op_complexity = 0, grid_complexity = 0;
   int levels = 0;
+  std::vector<index_t> level_rows;
   std::size_t gpu_bytes = 0;
   // --profile-setup: the profiled full set-up's and re-set-up's phases, and their totals
   std::vector<AmgSetupPhase> phases, rephases;
@@ -89,15 +101,30 @@ struct Problem {
   CsrMatrix<double> A;
 };
 
-PrecondOptions precond_of(const std::string& label) {
+// A --precond label's kind: parse_precond's names, and amg-greedy (AMG).
+PrecondKind kind_of(const std::string& label) {
+  return label == "amg-greedy" ? PrecondKind::Amg : parse_precond(label);
+}
+
+// `amg`: the options given (--amg-*) on top of AmgOptions' defaults.
+PrecondOptions precond_of(const std::string& label, const AmgOptions& amg) {
   PrecondOptions o;
-  if (label == "amg-greedy") {  // the greedy aggregation: the host set-up, uploaded
-    o.kind = PrecondKind::Amg;
-    o.amg.aggregation = AmgAggregation::Greedy;
-    return o;
-  }
-  o.kind = parse_precond(label);
+  o.kind = kind_of(label);
+  if (o.kind == PrecondKind::Amg) o.amg = amg;
+  if (label == "amg-greedy") o.amg.aggregation = AmgAggregation::Greedy;  // the host set-up, uploaded
   return o;
+}
+
+// The AmgOptions fields the --amg-* flags set, and the aggregation, as a JSON object.
+std::string amg_options_json(const AmgOptions& a) {
+  std::ostringstream js;
+  js << "{\"theta\": " << (a.theta == kAmgAuto ? std::string("\"auto\"") : num(a.theta))
+     << ", \"degree\": "
+     << (a.smoother_degree == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.smoother_degree))
+     << ", \"coarse_size\": " << a.coarse_size << ", \"sweeps\": " << a.sweeps << ", \"filter\": \""
+     << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"smoother\": \"" << to_string(a.smoother)
+     << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\"}";
+  return js.str();
 }
 
 double true_relres(const CsrMatrix<double>& A, const std::vector<double>& b, const std::vector<double>& x) {
@@ -108,11 +135,11 @@ double true_relres(const CsrMatrix<double>& A, const std::vector<double>& b, con
   return std::sqrt(r / nb);
 }
 
-Run measure(const Problem& p, const std::string& label, int reps, int setup_reps, index_t max_iters,
-            bool profile_setup) {
+Run measure(const Problem& p, const std::string& label, const AmgOptions& amg, int reps, int setup_reps,
+            index_t max_iters, bool profile_setup) {
   Run run;
   run.label = label;
-  const PrecondOptions pc = precond_of(label);
+  const PrecondOptions pc = precond_of(label, amg);
   run.precond = describe(pc);
   const CsrMatrix<double>& A = p.A;
   const std::vector<double> b(static_cast<std::size_t>(A.rows()), 1.0);
@@ -170,6 +197,8 @@ Run measure(const Problem& p, const std::string& label, int reps, int setup_reps
         run.levels = int(M.info().levels.size());
         run.op_complexity = M.info().operator_complexity;
         run.grid_complexity = M.info().grid_complexity;
+        run.level_rows.clear();
+        for (const auto& lv : M.info().levels) run.level_rows.push_back(lv.rows);
         run.gpu_bytes = M.device_bytes();
       }
       run.amg_setup = median(full);
@@ -271,11 +300,21 @@ int main(int argc, char** argv) {
   int setup_reps = 1;  // DeviceAmg alone: the host set-up of 256³ takes tens of seconds
   index_t max_iters = 20000;
   bool no_solve = false, profile_setup = false;
-  std::string json, write_dir;
+  std::string json, write_dir, label_suffix;
   std::vector<std::string> files;
+  std::vector<std::string> amg_argv;  // the --amg-* options and their values, for cli::Args
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) {
+    if (a.rfind("--amg-", 0) == 0) {  // --amg-NAME VALUE or --amg-NAME=VALUE; cli::Args checks them
+      amg_argv.push_back(a);
+      if (a.find('=') == std::string::npos && i + 1 < argc) amg_argv.push_back(argv[++i]);
+    } else if (a == "--label-suffix") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_amg: option --label-suffix needs a value\n");
+        return 2;
+      }
+      label_suffix = argv[++i];
+    } else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       for (const auto& s : split(argv[++i])) sizes.push_back(index_t(std::atoi(s.c_str())));
     } else if (a == "--diffusion" && i + 1 < argc) diffusion = index_t(std::atoi(argv[++i]));
@@ -292,17 +331,41 @@ int main(int argc, char** argv) {
       std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media 0]\n"
                   "                 [--precond jacobi,chebyshev,amg] [--reps R] [--setup-reps S]\n"
                   "                 [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve]\n"
-                  "                 [--profile-setup] [A.mtx ...]\n");
+                  "                 [--profile-setup] [--label-suffix S] [AMG options] [A.mtx ...]\n"
+                  "  --label-suffix S     appended to every run's label, printed and in the JSON\n"
+                  "  AMG options of the amg and amg-greedy runs, as `krysp solve` takes them (see its --help):\n"
+                  "  --amg-theta T        strength threshold on level 0 (0 to 1) or auto  (default auto)\n"
+                  "  --amg-degree D       Chebyshev smoother degree (1 to 16) or auto     (default auto)\n"
+                  "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
+                  "  --amg-sweeps S       smoothing sweeps before and after the coarse grid, 1 to 10 (default 1)\n"
+                  "  --amg-filter F       auto | on | off: smooth the prolongator with A's strong entries only\n"
+                  "                       (default auto)\n"
+                  "  --amg-max-levels L   levels at most, A included, 1 to 50            (default 10)\n");
       return 0;
     } else files.push_back(a);
   }
   for (const auto& p : preconds) {
     try {
-      parse_precond(p);
+      kind_of(p);
     } catch (const Error& e) {
       std::fprintf(stderr, "bench_amg: %s\n", e.what());
       return 2;
     }
+  }
+  // The --amg-* options: parsed by the CLI's reader, then range-checked as a set-up would.
+  AmgOptions amg;
+  try {
+    static const std::set<std::string> kAmgFlags{"amg-theta",  "amg-degree", "amg-coarse-size",
+                                                 "amg-sweeps", "amg-filter", "amg-max-levels"};
+    const cli::Args args(amg_argv, kAmgFlags, {});
+    amg = cli::read_amg_options(args);
+    PrecondOptions check;
+    check.kind = PrecondKind::Amg;
+    check.amg = amg;
+    validate(check);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_amg: %s\n", e.what());
+    return 2;
   }
 
   // The problems are made one at a time (256³ is 17 M rows): generate, write, measure, drop.
@@ -331,6 +394,13 @@ int main(int argc, char** argv) {
   std::printf("bench_amg on %s: CG to rtol 1e-8, b = ones, x0 = 0; medians of %d after a warm-up\n", device.c_str(),
               reps);
   std::printf("(AMG set-up: strength, aggregation and Galerkin products on the host, then one upload)\n");
+  {
+    PrecondOptions shown;
+    shown.kind = PrecondKind::Amg;
+    shown.amg = amg;
+    std::printf("AMG options: %s%s%s\n", describe(shown).c_str(), label_suffix.empty() ? "" : "; label suffix ",
+                label_suffix.c_str());
+  }
   std::ostringstream rows_json;
   bool first_row = true;
   for (const auto& sp : specs) {
@@ -361,13 +431,14 @@ int main(int argc, char** argv) {
                 "true relres");
     std::vector<Run> runs;
     for (const auto& label : preconds) {
-      Run r = measure(p, label, reps, setup_reps, max_iters, profile_setup);
+      Run r = measure(p, label, amg, reps, setup_reps, max_iters, profile_setup);
+      const std::string shown = label + label_suffix;
       if (r.failed) {
-        std::printf("  %-10s failed: %s\n", label.c_str(), r.status.c_str());
+        std::printf("  %-10s failed: %s\n", shown.c_str(), r.status.c_str());
       } else {
-        std::printf("  %-10s %7d %-15s %9.4f %9.4f %9.4f %10.2e\n", label.c_str(), r.iterations, r.status.c_str(),
+        std::printf("  %-10s %7d %-15s %9.4f %9.4f %9.4f %10.2e\n", shown.c_str(), r.iterations, r.status.c_str(),
                     r.setup, r.solve, r.total, r.true_relres);
-        if (parse_precond(label) == PrecondKind::Amg)
+        if (kind_of(label) == PrecondKind::Amg)
           std::printf("  %-10s full set-up %.4f s (host %.4f + upload %.4f), numeric re-set-up %.4f s (%.0f%%; host "
                       "%.4f), %d levels, op/grid complexity %.2f/%.2f, %zu GPU bytes\n             %s\n",
                       "", r.amg_setup, r.amg_host_setup, r.amg_upload, r.amg_resetup,
@@ -389,12 +460,13 @@ int main(int argc, char** argv) {
     first_row = false;
     for (std::size_t k = 0; k < runs.size(); ++k) {
       const Run& r = runs[k];
-      rows_json << "      {\"label\": \"" << r.label << "\", \"precond\": \"" << json_escape(r.precond)
+      rows_json << "      {\"label\": \"" << json_escape(r.label + label_suffix) << "\", \"precond\": \""
+                << json_escape(r.precond)
                 << "\", \"status\": \"" << json_escape(r.status) << "\", \"iterations\": " << r.iterations
                 << ", \"setup_s\": " << num(r.setup) << ", \"solve_s\": " << num(r.solve)
                 << ", \"total_s\": " << num(r.total) << ", \"true_relres\": " << num(r.true_relres)
                 << ", \"reps\": " << r.reps;
-      if (!r.failed && parse_precond(r.label) == PrecondKind::Amg)
+      if (!r.failed && kind_of(r.label) == PrecondKind::Amg)
         rows_json << ", \"amg_setup_s\": " << num(r.amg_setup) << ", \"amg_resetup_s\": " << num(r.amg_resetup)
                   << ", \"amg_host_setup_s\": " << num(r.amg_host_setup)
                   << ", \"amg_host_resetup_s\": " << num(r.amg_host_resetup)
@@ -402,6 +474,11 @@ int main(int argc, char** argv) {
                   << ", \"operator_complexity\": " << num(r.op_complexity)
                   << ", \"grid_complexity\": " << num(r.grid_complexity) << ", \"gpu_bytes\": " << r.gpu_bytes
                   << ", \"summary\": \"" << json_escape(r.summary) << "\"";
+      if (kind_of(r.label) == PrecondKind::Amg) {
+        rows_json << ", \"amg_options\": " << amg_options_json(precond_of(r.label, amg).amg) << ", \"level_rows\": [";
+        for (std::size_t l = 0; l < r.level_rows.size(); ++l) rows_json << (l ? ", " : "") << r.level_rows[l];
+        rows_json << "]";
+      }
       if (!r.phases.empty())
         rows_json << ", \"profiled_setup_s\": " << num(r.profiled_setup) << ", \"profiled_adopt_s\": "
                   << num(r.profiled_upload) << ", \"setup_phases\": " << phases_json(r.phases)
@@ -421,7 +498,8 @@ int main(int argc, char** argv) {
     }
     js << "{\n  \"benchmark\": \"bench_amg\",\n  \"device\": \"" << json_escape(device) << "\",\n  \"date\": \""
        << bench::utc_now() << "\",\n  \"rtol\": 1e-8,\n  \"rhs\": \"ones\",\n  \"x0\": \"zero\",\n  \"reps\": " << reps
-       << ",\n  \"setup_reps\": " << setup_reps << ",\n  \"wall_seconds\": " << num(wall) << ",\n  \"matrices\": [\n"
+       << ",\n  \"setup_reps\": " << setup_reps << ",\n  \"label_suffix\": \"" << json_escape(label_suffix)
+       << "\",\n  \"wall_seconds\": " << num(wall) << ",\n  \"matrices\": [\n"
        << rows_json.str() << "\n  ]\n}\n";
     std::printf("bench_amg: wrote %s\n", json.c_str());
   }
