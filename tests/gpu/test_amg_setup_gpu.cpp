@@ -1088,8 +1088,8 @@ TEST_CASE("AMG GPU set-up: rows past the kernels' buffers (jump diffusion 40^3):
   const auto A2 = CsrMatrix<double>::from_arrays(
       A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
       std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), v);
-  const auto F = detail::gpu_amg_setup(A2, mis2());
-  const auto R = detail::gpu_amg_setup(A2, mis2(), false, G.plan);
+  const auto F = detail::gpu_amg_setup(A2, o);  // the options G's plan was made with (filter off)
+  const auto R = detail::gpu_amg_setup(A2, o, false, G.plan);
   REQUIRE(F.levels.size() == R.levels.size());
   auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
     return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;
