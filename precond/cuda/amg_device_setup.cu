@@ -104,18 +104,72 @@ __global__ void k_fill(std::int64_t n, double v, double* x) {
   if (i < n) x[i] = v;
 }
 
+// The row kernels below (k_diagonal, k_strength_count, k_strength_fill; amg_filter.cu likewise):
+// a group of W lanes a row (W a power of two ≤ 32, row_lanes below), the groups W-aligned so that
+// a group whose row is past n leaves whole. Lane t reads the row's entries t, t + W, ... a chunk
+// of W at a time (coalesced; one thread a row read level 1's rows of ~35 entries uncoalesced).
+// The results are the one-thread-a-row loop's bits for any W: a sum takes its terms one by one in
+// the row's order (fold_in_order), a compaction writes in the row's order (a ballot).
+template <int W>
+__device__ __forceinline__ unsigned group_mask() {
+  if constexpr (W == 32)
+    return 0xffffffffu;
+  else
+    return ((1u << W) - 1u) << (threadIdx.x % 32u / W * W);
+}
+// The group's lanes whose p is set, lane 0 the lowest bit.
+template <int W>
+__device__ __forceinline__ unsigned group_ballot(unsigned mask, bool p) {
+  if constexpr (W == 32)
+    return __ballot_sync(mask, p);
+  else
+    return (__ballot_sync(mask, p) & mask) >> (threadIdx.x % 32u / W * W);
+}
+// The first c lanes of a group (0 < c ≤ W).
+__device__ __forceinline__ unsigned first_lanes(index_t c) { return c >= 32 ? 0xffffffffu : (1u << c) - 1u; }
+// sum + the terms t of the lanes in `bits`, added one at a time in lane (= the row's) order, as
+// the sequential loop adds them; never a tree. Every lane of the group gets the sum.
+template <int W>
+__device__ __forceinline__ double fold_in_order(unsigned mask, unsigned bits, double t, double sum) {
+  for (; bits != 0u; bits &= bits - 1u) sum = __dadd_rn(sum, __shfl_sync(mask, t, __ffs(int(bits)) - 1, W));
+  return sum;
+}
+template <class F>
+void with_lanes(int w, F&& f) {
+  switch (w) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    case 16: f(std::integral_constant<int, 16>{}); break;
+    default: f(std::integral_constant<int, 32>{}); break;
+  }
+}
+
 // D⁻¹, D_l1⁻¹, D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row with a diagonal that is
 // not positive and finite, bad[1]: first row whose sum is not finite (atomicMin: the smallest
-// index, whatever the order).
-__global__ void k_diagonal(index_t n, const index_t* rp, const index_t* ci, const double* va, double* dinv,
-                           double* dl1, double* s, double* ratio, double* diag, int* bad) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+// index, whatever the order). W lanes a row: a_ii the row's last diagonal entry and Σ|a_ij| in
+// the row's order, as one thread a row takes them.
+template <int W>
+__global__ void k_diagonal(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                           const double* __restrict__ va, double* dinv, double* dl1, double* s, double* ratio,
+                           double* diag, int* bad) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  if (i >= n) return;  // whole groups leave together (rows are W-aligned)
+  const int lane = int(threadIdx.x % W);
+  const unsigned mask = group_mask<W>();
+  const index_t e = rp[i + 1];
   double d = 0, sum = 0;
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
-    if (ci[k] == i) d = va[k];
-    sum = __dadd_rn(sum, fabs(va[k]));
+  for (index_t k0 = rp[i]; k0 < e; k0 += W) {
+    const index_t k = k0 + lane;
+    const bool in = k < e;
+    const double v = in ? va[k] : 0.0;
+    const unsigned on = group_ballot<W>(mask, in && ci[k] == i);
+    if (on != 0u) d = __shfl_sync(mask, v, 31 - __clz(int(on)), W);  // the chunk's last diagonal entry
+    sum = fold_in_order<W>(mask, first_lanes(min(index_t(W), e - k0)), fabs(v), sum);
   }
+  if (lane != 0) return;
   if (!(isfinite(d) && d > 0)) atomicMin(bad, int(i));
   if (!isfinite(sum)) atomicMin(bad + 1, int(i));
   dinv[i] = 1.0 / d;
@@ -255,22 +309,48 @@ __global__ void k_node_magnitude(index_t n, const double* diag, double* dm) {
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) dm[i] = sqrt(__dmul_rn(diag[i], diag[i]));
 }
-__global__ void k_strength_count(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* dm,
-                                 double theta, index_t* count) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+// count[i] = row i's strong off-diagonal entries; k_strength_fill: their columns, in A's row order,
+// into gci from grp[i]. W lanes a row (k_diagonal's comment); the chunk's strong entries are
+// placed by a ballot, each after those of the lower lanes.
+template <int W>
+__global__ void k_strength_count(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                                 const double* __restrict__ va, const double* __restrict__ dm, double theta,
+                                 index_t* count) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  if (i >= n) return;  // whole groups leave together (rows are W-aligned)
+  const int lane = int(threadIdx.x % W);
+  const unsigned mask = group_mask<W>();
+  const index_t e = rp[i + 1];
+  const double dmi = dm[i];
   index_t c = 0;
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k)
-    if (ci[k] != i && strong(va[k], dm[i], dm[ci[k]], theta)) ++c;
-  count[i] = c;
+  for (index_t k0 = rp[i]; k0 < e; k0 += W) {
+    const index_t k = k0 + lane;
+    const index_t j = k < e ? ci[k] : i;
+    c += __popc(group_ballot<W>(mask, j != i && strong(va[k], dmi, dm[j], theta)));
+  }
+  if (lane == 0) count[i] = c;
 }
-__global__ void k_strength_fill(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* dm,
-                                double theta, const index_t* grp, index_t* gci) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+template <int W>
+__global__ void k_strength_fill(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                                const double* __restrict__ va, const double* __restrict__ dm, double theta,
+                                const index_t* __restrict__ grp, index_t* __restrict__ gci) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  if (i >= n) return;  // whole groups leave together (rows are W-aligned)
+  const int lane = int(threadIdx.x % W);
+  const unsigned mask = group_mask<W>();
+  const index_t e = rp[i + 1];
+  const double dmi = dm[i];
   index_t p = grp[i];
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k)
-    if (ci[k] != i && strong(va[k], dm[i], dm[ci[k]], theta)) gci[p++] = ci[k];
+  for (index_t k0 = rp[i]; k0 < e; k0 += W) {
+    const index_t k = k0 + lane;
+    const index_t j = k < e ? ci[k] : i;
+    const bool on = j != i && strong(va[k], dmi, dm[j], theta);
+    const unsigned bits = group_ballot<W>(mask, on);
+    if (on) gci[p + __popc(bits & ((1u << lane) - 1u))] = j;
+    p += __popc(bits);
+  }
 }
 
 // MIS-2 (amg_mis2_rules.hpp).
@@ -912,8 +992,10 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       copy_to_device(flags.data(), init, sizeof init);
     }
     if (n > 0) {
-      k_diagonal<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.data(), s.data(), ratio.data(),
-                                              diag.data(), flags.data());
+      with_lanes(row_lanes(n, Al.nnz), [&](auto W) {
+        k_diagonal<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+            n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.data(), s.data(), ratio.data(), diag.data(), flags.data());
+      });
       check_launch("k_diagonal");
     }
     int bad[2] = {0, 0};
@@ -978,11 +1060,18 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
       check_launch("k_node_magnitude");
       DeviceArray<index_t> gcount(N), grp(N + 1);
-      k_strength_count<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
+      const int lanes = row_lanes(n, Al.nnz);
+      with_lanes(lanes, [&](auto W) {
+        k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+            n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
+      });
       check_launch("k_strength_count");
       const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
       DeviceArray<index_t> gci(std::size_t(std::max<index_t>(gnnz, 1)));
-      k_strength_fill<<<blocks_for(n), kThreads>>>(n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
+      with_lanes(lanes, [&](auto W) {
+        k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+            n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
+      });
       check_launch("k_strength_fill");
       pc.mark(lv, "strength graph");
       // MIS-2 rounds until no node is undecided.
@@ -1100,7 +1189,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         if (!kept) keep = DeviceArray<std::uint8_t>(std::size_t(std::max<index_t>(Al.nnz, 1)));
         DeviceArray<index_t> fcount(N);
         amg_filter_count(n, Al.rp, Al.ci, Al.va, diag.data(), li.theta, kept ? kept->filter_keep.data() : nullptr,
-                         keep.data(), fcount.data());
+                         keep.data(), fcount.data(), row_lanes(n, Al.nnz));
         Af.rows = Af.cols = n;
         Af.rp_own = DeviceArray<index_t>(N + 1);
         Af.nnz = exclusive_scan(fcount.data(), Af.rp_own.data(), n);
@@ -1112,7 +1201,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           Af.own();
           dinv_f = DeviceArray<double>(N);
           amg_filter_fill(n, Al.rp, Al.ci, Al.va, diag.data(), kept ? kept->filter_keep.data() : keep.data(), B.data(),
-                          Af.rp, Af.ci_own.data(), Af.va_own.data(), dinv_f.data());
+                          Af.rp, Af.ci_own.data(), Af.va_own.data(), dinv_f.data(), row_lanes(n, Al.nnz));
         }
         pc.mark(lv, "filtered matrix A_F");
       }

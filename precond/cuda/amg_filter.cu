@@ -1,7 +1,10 @@
 // The filtered matrix of the AMG prolongator smoothing on the GPU (amg_filter.hpp).
 #include "krysp/precond/cuda/amg_filter.hpp"
 
+#include <type_traits>
+
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/error.hpp"
 
 namespace krysp::detail {
 
@@ -9,7 +12,34 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(index_t n) { return unsigned((std::int64_t(n) + kThreads - 1) / kThreads); }
+// W lanes a row (as amg_device_setup.cu's row kernels): the groups are W-aligned, so a group whose
+// row is past n leaves whole; lane t reads the row's entries t, t + W, ... a chunk of W at a time
+// (coalesced: one thread a row read level 1's rows of ~35 entries uncoalesced). Every result is
+// the one-thread-a-row loop's, bit for bit, for any W.
+unsigned blocks_for(index_t n, int w) { return unsigned((std::int64_t(n) * w + kThreads - 1) / kThreads); }
+
+template <int W>
+__device__ __forceinline__ unsigned group_mask() {
+  if constexpr (W == 32)
+    return 0xffffffffu;
+  else
+    return ((1u << W) - 1u) << (threadIdx.x % 32u / W * W);
+}
+// The group's lanes whose p is set, lane 0 the lowest bit.
+template <int W>
+__device__ __forceinline__ unsigned group_ballot(unsigned mask, bool p) {
+  if constexpr (W == 32)
+    return __ballot_sync(mask, p);
+  else
+    return (__ballot_sync(mask, p) & mask) >> (threadIdx.x % 32u / W * W);
+}
+// sum + the terms t of the lanes in `bits`, added one at a time in lane (= the row's) order, as
+// the sequential loop adds them; never a tree. Every lane of the group gets the sum.
+template <int W>
+__device__ __forceinline__ double fold_in_order(unsigned mask, unsigned bits, double t, double sum) {
+  for (; bits != 0u; bits &= bits - 1u) sum = __dadd_rn(sum, __shfl_sync(mask, t, __ffs(int(bits)) - 1, W));
+  return sum;
+}
 
 // amg::filter_entries's test for entry v of row i (di, dj: the diagonal values of rows i and j):
 // strong, |v| ≥ θ·sqrt(|a_ii|·|a_jj|), or strong from row i's side, |v| ≥ θ·|a_ii|; the node
@@ -20,60 +50,116 @@ __device__ __forceinline__ bool kept(double v, double di, double dj, double thet
   return acc > 0 && (m >= __dmul_rn(theta, sqrt(__dmul_rn(mi, mj))) || m >= __dmul_rn(theta, mi));
 }
 
-__global__ void k_filter_count(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
-                               double theta, const std::uint8_t* given, std::uint8_t* keep, index_t* count) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+// An integer count: the chunk's kept entries by a ballot.
+template <int W>
+__global__ void k_filter_count(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                               const double* __restrict__ va, const double* __restrict__ diag, double theta,
+                               const std::uint8_t* __restrict__ given, std::uint8_t* __restrict__ keep,
+                               index_t* __restrict__ count) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  if (i >= n) return;  // whole groups leave together (rows are W-aligned)
+  const int lane = int(threadIdx.x % W);
+  const unsigned mask = group_mask<W>();
+  const index_t e = rp[i + 1];
+  const double di = diag[i];
   index_t c = 0;
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
-    bool on = ci[k] == i;
-    if (given) {
-      on = on || given[k] != 0;
-    } else {
-      on = on || kept(va[k], diag[i], diag[ci[k]], theta);
-      keep[k] = on ? 1 : 0;
+  for (index_t k0 = rp[i]; k0 < e; k0 += W) {
+    const index_t k = k0 + lane;
+    bool on = false;
+    if (k < e) {
+      const index_t j = ci[k];
+      on = j == i;
+      if (given) {
+        on = on || given[k] != 0;
+      } else {
+        on = on || kept(va[k], di, diag[j], theta);
+        keep[k] = on ? 1 : 0;
+      }
     }
-    c += on ? 1 : 0;
+    c += __popc(group_ballot<W>(mask, on));
   }
-  count[i] = c;
+  if (lane == 0) count[i] = c;
 }
 
-__global__ void k_filter_fill(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
-                              const std::uint8_t* keep, const double* b, const index_t* f_rp, index_t* f_ci,
-                              double* f_va, double* dinv_f) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
+// Two passes over the row, as one thread a row: the lumping (the dropped entries' terms, each on
+// its lane, folded one at a time in the row's order), then the kept entries, each chunk's placed
+// by a ballot after those of the lower lanes.
+template <int W>
+__global__ void k_filter_fill(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                              const double* __restrict__ va, const double* __restrict__ diag,
+                              const std::uint8_t* __restrict__ keep, const double* __restrict__ b,
+                              const index_t* __restrict__ f_rp, index_t* __restrict__ f_ci, double* __restrict__ f_va,
+                              double* __restrict__ dinv_f) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(g / W);
+  if (i >= n) return;  // whole groups leave together (rows are W-aligned)
+  const int lane = int(threadIdx.x % W);
+  const unsigned mask = group_mask<W>();
+  const index_t rb = rp[i], e = rp[i + 1];
   const double aii = diag[i], bi = b[i];
   double lump = 0;
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k)
-    if (ci[k] != i && keep[k] == 0) lump = __dadd_rn(lump, __ddiv_rn(__dmul_rn(va[k], b[ci[k]]), bi));
+  for (index_t k0 = rb; k0 < e; k0 += W) {
+    const index_t k = k0 + lane;
+    const index_t j = k < e ? ci[k] : i;
+    const bool drop = j != i && keep[k] == 0;
+    const double t = drop ? __ddiv_rn(__dmul_rn(va[k], b[j]), bi) : 0.0;
+    lump = fold_in_order<W>(mask, group_ballot<W>(mask, drop), t, lump);
+  }
   double d = __dadd_rn(aii, lump);
   if (!(d > 0 && isfinite(d))) d = aii;  // lumping would make it indefinite: keep a_ii (as the host)
   index_t p = f_rp[i];
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k)
-    if (keep[k] != 0 || ci[k] == i) {
-      f_ci[p] = ci[k];
-      f_va[p] = ci[k] == i ? d : va[k];
-      ++p;
+  for (index_t k0 = rb; k0 < e; k0 += W) {
+    const index_t k = k0 + lane;
+    const bool in = k < e;
+    const index_t j = in ? ci[k] : i;
+    const bool on = in && (keep[k] != 0 || j == i);
+    const unsigned bits = group_ballot<W>(mask, on);
+    if (on) {
+      const index_t q = p + __popc(bits & ((1u << lane) - 1u));
+      f_ci[q] = j;
+      f_va[q] = j == i ? d : va[k];
     }
-  dinv_f[i] = 1.0 / d;
+    p += __popc(bits);
+  }
+  if (lane == 0) dinv_f[i] = 1.0 / d;
+}
+
+template <class F>
+void with_lanes(int w, F&& f) {
+  KRYSP_REQUIRE(w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32, "AMG filtered matrix: lanes = ", w,
+                " (1, 2, 4, 8, 16 or 32)");
+  switch (w) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 8: f(std::integral_constant<int, 8>{}); break;
+    case 16: f(std::integral_constant<int, 16>{}); break;
+    default: f(std::integral_constant<int, 32>{}); break;
+  }
 }
 
 }  // namespace
 
 void amg_filter_count(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
-                      double theta, const std::uint8_t* given, std::uint8_t* keep, index_t* count) {
-  if (n == 0) return;
-  k_filter_count<<<blocks_for(n), kThreads>>>(n, rp, ci, va, diag, theta, given, keep, count);
-  KRYSP_CUDA_CHECK_LAUNCH("k_filter_count");
+                      double theta, const std::uint8_t* given, std::uint8_t* keep, index_t* count, int lanes) {
+  with_lanes(lanes, [&](auto W) {
+    if (n > 0)
+      k_filter_count<decltype(W)::value>
+          <<<blocks_for(n, W), kThreads>>>(n, rp, ci, va, diag, theta, given, keep, count);
+  });
+  if (n > 0) KRYSP_CUDA_CHECK_LAUNCH("k_filter_count");
 }
 
 void amg_filter_fill(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
                      const std::uint8_t* keep, const double* b, const index_t* f_rp, index_t* f_ci, double* f_va,
-                     double* dinv_f) {
-  if (n == 0) return;
-  k_filter_fill<<<blocks_for(n), kThreads>>>(n, rp, ci, va, diag, keep, b, f_rp, f_ci, f_va, dinv_f);
-  KRYSP_CUDA_CHECK_LAUNCH("k_filter_fill");
+                     double* dinv_f, int lanes) {
+  with_lanes(lanes, [&](auto W) {
+    if (n > 0)
+      k_filter_fill<decltype(W)::value>
+          <<<blocks_for(n, W), kThreads>>>(n, rp, ci, va, diag, keep, b, f_rp, f_ci, f_va, dinv_f);
+  });
+  if (n > 0) KRYSP_CUDA_CHECK_LAUNCH("k_filter_fill");
 }
 
 }  // namespace krysp::detail

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -27,6 +28,7 @@
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/cuda/amg_device_setup.hpp"
+#include "krysp/precond/cuda/amg_filter.hpp"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/solve.hpp"
@@ -1278,4 +1280,211 @@ TEST_CASE("AMG GPU set-up: spgemm_symbolic equals the host's structural product 
                                                 A.cols, counts.data(), 3),
                   InputError);
   CHECK_THROWS_AS(detail::spgemm_symbolic_bitmap_above(A.rows, A.nnz(), A.cols, 3), InputError);
+}
+
+namespace {
+/// The lanes a row the set-up's row kernels take (amg_device_setup.cu's row_lanes: half the mean
+/// row, rounded up to a power of two, at most 32).
+int setup_row_lanes(index_t rows, index_t nnz) {
+  const double half = rows > 0 ? 0.5 * double(nnz) / double(rows) : 1.0;
+  int w = 1;
+  while (w < 32 && double(w) < half) w *= 2;
+  return w;
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+/// A matrix for the filtered matrix's kernels: each row its diagonal, at a random place among its
+/// off-diagonals; most rows 0-12 entries, every 5th 20-100 (chunks of 32 lanes and their edges),
+/// rows 31-34 entries around 32. Off-diagonals −10^(−4u) (u uniform in [0, 1): strong and weak at
+/// θ of a few percent), a tenth positive, one in 20 zero (kept by neither test); the diagonal
+/// 0.5-1.5 times the row's Σ|a_ij|. Every 13th row: a_ii = 1e-3 and 100 off-diagonals of
+/// −1.5e-5, weak by both tests at θ ≥ 0.02, whose lumping (b_j/b_i about 1.6 on average) makes
+/// a_ii + Σ negative: A_F keeps a_ii.
+amg::Csr<double> filter_matrix(index_t n, std::mt19937_64& rng) {
+  std::uniform_int_distribution<index_t> shortl(0, 12), longl(20, 100);
+  std::uniform_real_distribution<double> u(0, 1);
+  amg::Csr<double> M = csr_of_rows(
+      n, n,
+      [&](index_t i) {
+        index_t len = i % 13 == 6 ? 100 : i % 5 == 0 ? longl(rng) : i % 7 == 1 ? 31 + i % 4 : shortl(rng);
+        std::vector<index_t> r = sample_columns(0, n, len, rng);
+        r.erase(std::remove(r.begin(), r.end(), i), r.end());
+        r.insert(std::lower_bound(r.begin(), r.end(), i), i);
+        return r;
+      },
+      rng);
+  for (index_t i = 0; i < n; ++i) {
+    const bool tiny = i % 13 == 6;
+    double sum = 0;
+    index_t diag = -1;
+    for (index_t k = M.row_ptr[std::size_t(i)]; k < M.row_ptr[std::size_t(i) + 1]; ++k) {
+      double& v = M.values[std::size_t(k)];
+      if (M.col_idx[std::size_t(k)] == i) {
+        diag = k;
+        continue;
+      }
+      const double r = u(rng);
+      v = tiny ? -1.5e-5 : r < 0.05 ? 0.0 : (r < 0.15 ? 1.0 : -1.0) * std::pow(10.0, -4.0 * u(rng));
+      sum += std::abs(v);
+    }
+    M.values[std::size_t(diag)] = tiny ? 1e-3 : sum > 0 ? (0.5 + u(rng)) * sum : 1.0;
+  }
+  return M;
+}
+}  // namespace
+
+TEST_CASE("AMG GPU set-up: the filtered matrix's kernels equal filter_entries and filtered_matrix bitwise, any lanes") {
+  std::mt19937_64 rng(41);
+  const index_t n = 1237;  // not a multiple of any block's rows: the last groups lie past n
+  const amg::Csr<double> A = filter_matrix(n, rng);
+  REQUIRE(longest_row(A) > 64);
+  std::uniform_real_distribution<double> ub(0.25, 4.0);
+  std::vector<double> b(static_cast<std::size_t>(n)), diag(static_cast<std::size_t>(n), 0.0);
+  for (double& x : b) x = ub(rng);  // a coarse level's near-nullspace (the aggregates' norms)
+  for (index_t i = 0; i < n; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k)
+      if (A.col_idx[std::size_t(k)] == i) diag[std::size_t(i)] = A.values[std::size_t(k)];
+  const DeviceCsr a(A);
+  const auto ddiag = to_device(diag), db = to_device(b);
+  for (double theta : {0.02, 0.08, 0.25}) {
+    CAPTURE(theta);
+    const std::vector<std::uint8_t> keep = amg::filter_entries(A, theta);
+    index_t dropped = 0;
+    const amg::Csr<double> F = amg::filtered_matrix(A, keep, b, &dropped);
+    CHECK(dropped > 0);
+    CHECK(dropped < A.nnz() - n);
+    // 1/(A_F)_ii, and the rows where lumping would have made the diagonal indefinite (a_ii kept).
+    std::vector<double> dinv(static_cast<std::size_t>(n));
+    index_t kept_aii = 0;
+    for (index_t i = 0; i < n; ++i)
+      for (index_t k = F.row_ptr[std::size_t(i)]; k < F.row_ptr[std::size_t(i) + 1]; ++k)
+        if (F.col_idx[std::size_t(k)] == i) {
+          dinv[std::size_t(i)] = 1.0 / F.values[std::size_t(k)];
+          kept_aii += i % 13 == 6 && F.values[std::size_t(k)] == diag[std::size_t(i)];
+        }
+    CHECK(kept_aii > 0);
+    const auto dkeep_given = to_device(keep);
+    for (int lanes : {1, 2, 4, 8, 16, 32}) {
+      CAPTURE(lanes);
+      DeviceArray<std::uint8_t> dkeep(std::size_t(A.nnz()));
+      DeviceArray<index_t> dcount(static_cast<std::size_t>(n)), dcount_given(static_cast<std::size_t>(n));
+      detail::amg_filter_count(n, a.rp.data(), a.ci.data(), a.va.data(), ddiag.data(), theta, nullptr, dkeep.data(),
+                               dcount.data(), lanes);
+      // A re-set-up's: the kept flags given, none written.
+      detail::amg_filter_count(n, a.rp.data(), a.ci.data(), a.va.data(), ddiag.data(), theta, dkeep_given.data(),
+                               nullptr, dcount_given.data(), lanes);
+      std::vector<std::uint8_t> hkeep(keep.size());
+      dkeep.download(hkeep.data(), hkeep.size());
+      CHECK(hkeep == keep);
+      std::vector<index_t> count(static_cast<std::size_t>(n)), count_given(count.size()), rp{0};
+      dcount.download(count.data(), count.size());
+      dcount_given.download(count_given.data(), count_given.size());
+      CHECK(count_given == count);
+      for (index_t c : count) rp.push_back(rp.back() + c);
+      REQUIRE(rp == F.row_ptr);
+      const auto drp = to_device(rp);
+      DeviceArray<index_t> fci(std::size_t(F.nnz()));
+      DeviceArray<double> fva(std::size_t(F.nnz())), fdinv(static_cast<std::size_t>(n));
+      detail::amg_filter_fill(n, a.rp.data(), a.ci.data(), a.va.data(), ddiag.data(), dkeep.data(), db.data(),
+                              drp.data(), fci.data(), fva.data(), fdinv.data(), lanes);
+      std::vector<index_t> ci(F.col_idx.size());
+      std::vector<double> va(F.values.size()), di(dinv.size());
+      fci.download(ci.data(), ci.size());
+      fva.download(va.data(), va.size());
+      fdinv.download(di.data(), di.size());
+      CHECK(ci == F.col_idx);
+      CHECK(same_bits(va, F.values));  // the lumped diagonals: Σ in the row's order
+      CHECK(same_bits(di, dinv));
+    }
+  }
+  DeviceArray<index_t> dcount(static_cast<std::size_t>(n));
+  CHECK_THROWS_AS(detail::amg_filter_count(n, a.rp.data(), a.ci.data(), a.va.data(), ddiag.data(), 0.08, nullptr,
+                                           nullptr, dcount.data(), 3),
+                  InputError);
+}
+
+TEST_CASE("AMG GPU set-up: the row kernels at 2 to 32 lanes, rows past 32 filtered: bitwise from each level's A") {
+  // Each level's D⁻¹, D_l1⁻¹ and Gershgorin bound (Σ|a_ij| in the row's order), its strength graph
+  // (through the aggregates) and its filtered matrix (through P = (I − ω·D_F⁻¹A_F)·P_tent) as the
+  // host's functions give them on the GPU's own level matrix, bitwise. Laplacian 40³'s level 2
+  // (mean row 46, rows up to 88) and media 32's level 3 (mean 40, rows up to 71) take 32 lanes,
+  // filtered; the levels of mean 14-30 take 8 and 16, level 0 4; the 1-D Laplacian 2 everywhere.
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"laplacian_3d 40", laplacian_3d(40, 40, 40)});
+  cases.push_back({"media 32", diffusion_3d_random(32, 100, 1, 1, 1e4, 0.2, 1)});
+  cases.push_back({"laplacian_1d 3000", laplacian_1d(3000)});
+  int filtered_lanes = 0, lanes_seen = 0;  // bit sets of the lanes met
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const auto G = detail::gpu_amg_setup(c.A, mis2(), true);
+    const auto G1 = detail::gpu_amg_setup(c.A, mis2(AmgSmoother::L1Jacobi), true);  // D_l1⁻¹
+    REQUIRE(G1.levels.size() == G.levels.size());
+    std::vector<double> b(static_cast<std::size_t>(c.A.rows()), 1.0);  // the near-nullspace of level 0
+    for (std::size_t l = 0; l < G.levels.size(); ++l) {
+      CAPTURE(l);
+      const auto& g = G.levels[l];
+      const auto& gi = G.info.levels[l];
+      const amg::Csr<double> Al = host_copy(g.A);  // level 0: the caller's A
+      const index_t n = Al.rows;
+      const int lanes = setup_row_lanes(n, Al.nnz());
+      CAPTURE(lanes);
+      lanes_seen |= lanes;
+      // D⁻¹ (Chebyshev's), D_l1⁻¹ (L1 Jacobi's, from that set-up's level) and the bound.
+      auto diagonals = [](const amg::Csr<double>& M, std::vector<double>& dinv, std::vector<double>& dl1) {
+        dinv.assign(std::size_t(M.rows), 0.0);
+        dl1.assign(std::size_t(M.rows), 0.0);
+        double gershgorin = 0;
+        for (index_t i = 0; i < M.rows; ++i) {
+          double d = 0, sum = 0;
+          for (index_t k = M.row_ptr[std::size_t(i)]; k < M.row_ptr[std::size_t(i) + 1]; ++k) {
+            if (M.col_idx[std::size_t(k)] == i) d = M.values[std::size_t(k)];
+            sum += std::abs(M.values[std::size_t(k)]);
+          }
+          dinv[std::size_t(i)] = 1.0 / d;
+          dl1[std::size_t(i)] = 1.0 / sum;
+          gershgorin = std::max(gershgorin, sum / d);
+        }
+        return gershgorin;
+      };
+      std::vector<double> dinv, dl1, unused, gd(static_cast<std::size_t>(n)), gl1(gd.size());
+      CHECK(gi.gershgorin == diagonals(Al, dinv, unused));
+      const amg::Csr<double> A1 = host_copy(G1.levels[l].A);
+      REQUIRE(A1.rows == n);
+      CHECK(G1.info.levels[l].gershgorin == diagonals(A1, unused, dl1));
+      g.dinv.download(gd.data(), gd.size());
+      G1.levels[l].dinv.download(gl1.data(), gl1.size());
+      CHECK(same_bits(gd, dinv));
+      CHECK(same_bits(gl1, dl1));
+      if (l + 1 == G.levels.size()) break;
+      // The strength graph: the aggregates of the host's graph of this matrix, exactly.
+      CHECK(g.aggregates == amg::aggregate_mis2(amg::strength_graph(Al, 1, gi.theta)).of_node);
+      // The filtered matrix: its dropped entries, and P smoothed with it, bitwise.
+      const std::vector<std::uint8_t> keep = amg::filter_entries(Al, gi.theta);
+      index_t dropped = 0;
+      const amg::Csr<double> F = amg::filtered_matrix(Al, keep, b, &dropped);
+      CHECK(gi.filtered == dropped);
+      std::vector<double> dinv_f(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i)
+        for (index_t k = F.row_ptr[std::size_t(i)]; k < F.row_ptr[std::size_t(i) + 1]; ++k)
+          if (F.col_idx[std::size_t(k)] == i) dinv_f[std::size_t(i)] = 1.0 / F.values[std::size_t(k)];
+      std::vector<double> next;
+      const amg::Csr<double> ref = prolongator_reference(F, g.aggregates, b, dinv_f, gi.omega, gi.aggregates, &next);
+      b = std::move(next);
+      const amg::Csr<double> P = host_copy(g.P);
+      CHECK(P.row_ptr == ref.row_ptr);
+      CHECK(P.col_idx == ref.col_idx);
+      CHECK(same_bits(P.values, ref.values));
+      if (dropped > 0 && longest_row(Al) > 32) filtered_lanes |= lanes;
+    }
+  }
+  CHECK(lanes_seen == (2 | 4 | 8 | 16 | 32));
+  CHECK((filtered_lanes & 32) != 0);  // rows past one chunk of 32 with entries dropped and lumped
+  CHECK((filtered_lanes & 16) != 0);
 }
