@@ -2,6 +2,7 @@
 // Lanczos estimate, prolongator smoothing and the Galerkin products, level by level.
 #include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/amg_filter.hpp"
+#include "krysp/precond/cuda/amg_block_setup.hpp"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <cub/cub.cuh>
@@ -867,6 +868,13 @@ struct GpuAmgPlan {
     /// level's lumping reads.
     DeviceArray<std::uint8_t> filter_keep;
     DeviceArray<double> coarse_b;
+    /// K > 1, when Aᶜ had rows of zeros (amg::unit_diagonal_on_empty_rows): the symmetrisation's
+    /// structure (ac_rp, ac_ci point into it), the final one with the unit diagonals (the next
+    /// level's A, kept alive by the plan's user), and for each of its entries the position in the
+    /// first, or −1 for a unit diagonal. Empty otherwise.
+    DeviceArray<index_t> pre_unit_rp, pre_unit_ci, unit_map;
+    const index_t *unit_rp = nullptr, *unit_ci = nullptr;
+    index_t unit_nnz = 0;
   };
   std::vector<Level> levels;
   std::string stop_reason;
@@ -927,14 +935,10 @@ DeviceArray<T> to_t(const DeviceArray<double>& x, index_t n) {
 }  // namespace
 
 template <class T>
-bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o) {
-  if (!o.coordinates.empty() || o.aggregation == AmgAggregation::Greedy) return false;
-  if (o.block_size > 1) return false;
-  if (o.block_size == 1) return true;
-  // The detection is a host pass over A's structure; DeviceAmg asks before the set-up and the
-  // set-up asks again: computed once per values version of A (the answer depends on the
-  // structure alone).
-  return A.memo("amg: detected block size", [&] { return std::to_string(resolve_block_size(A, 0)); }) == "1";
+bool gpu_amg_setup_applies(const CsrMatrix<T>&, const AmgOptions& o) {
+  // Any block size and the rigid-body modes (amg_block_setup.hpp); the greedy passes decide one
+  // node after another and stay on the host.
+  return o.aggregation == AmgAggregation::Mis2;
 }
 
 template <class T>
@@ -955,10 +959,20 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   // explicit values are kept and nothing is counted.
   const AmgOptions o = amg::resolve_auto(A, given, &info.auto_choice, true);
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
-  KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes one unknown per node, no coordinates and "
-                                             "the mis2 aggregation");
+  KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes the mis2 aggregation only");
   auto plan = std::make_shared<GpuAmgPlan>();  // what this set-up decides (a full one)
   const index_t n0 = A.rows();
+  // Unknowns per node and the near-nullspace's K vectors, as HostAmg::set_up decides them: the
+  // constant (b = 1), the b unit vectors of each node, or the rigid-body modes of the coordinates
+  // (K = 6 in 3-D, 3 in 2-D). K > 1 takes the block pieces (amg_block_setup.hpp).
+  const bool rigid = !o.coordinates.empty();
+  const int b = rigid ? o.coordinate_dim : o.block_size > 0 ? resolve_block_size(A, o.block_size)
+                                                            : amg::detected_block_size(A);
+  const int K = rigid ? (b == 3 ? 6 : 3) : b;
+  KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
+                "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
+                rigid ? " with coordinates" : "");
+  int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
 
   // Level 0 in double: A's own device arrays, its values converted for T = float.
   const CsrView<T> dA = A.device_view();
@@ -975,16 +989,28 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     check_launch("k_convert");
     Al.va = Al.va_own.data();
   }
-  // The near-nullspace on the current level (the constant on A; the aggregates' norms below).
-  DeviceArray<double> B(std::size_t(std::max<index_t>(n0, 1)));
-  k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
-  check_launch("k_fill");
+  // The near-nullspace on the current level (rows × K row-major: the constant on A, or the unit
+  // vectors, or the rigid-body modes computed on the host; the coarse near-nullspace below).
+  DeviceArray<double> B;
+  if (rigid) {
+    const std::vector<double> modes = amg::rigid_body_modes(o.coordinates, b, n0);
+    B = DeviceArray<double>(std::max<std::size_t>(modes.size(), 1));
+    if (!modes.empty()) B.upload(modes.data(), modes.size());
+  } else if (K > 1) {
+    B = block_unit_nullspace(n0, b);
+  } else {
+    B = DeviceArray<double>(std::size_t(std::max<index_t>(n0, 1)));
+    k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
+    check_launch("k_fill");
+  }
   pc.mark(-1, "start (checks, level 0 in double)");
 
   for (std::size_t l = 0;; ++l) {
     const int lv = int(l);
     const index_t n = Al.rows;
     const std::size_t N = std::size_t(std::max<index_t>(n, 1));
+    const index_t nodes = n / bl;  // of the strength graph and the aggregates
+    const std::size_t NN = std::size_t(std::max<index_t>(nodes, 1));
     DeviceArray<double> dinv(N), dl1(N), s(N), ratio(N), diag(N);
     DeviceArray<int> flags(4);
     {
@@ -1022,7 +1048,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     AmgLevelInfo li;
     li.rows = n;
     li.nnz = Al.nnz;
-    li.block_size = 1;
+    li.block_size = bl;
     li.gershgorin = gershgorin;
     LanczosResult lr;
     {
@@ -1055,37 +1081,44 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       info.stop_reason = concat("max_levels (", o.max_levels, ") reached at ", n, " rows");
     } else {
       li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
-      // Strength graph.
-      DeviceArray<double> dm(N);
-      k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
-      check_launch("k_node_magnitude");
-      DeviceArray<index_t> gcount(N), grp(N + 1);
-      const int lanes = row_lanes(n, Al.nnz);
-      with_lanes(lanes, [&](auto W) {
-        k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-            n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
-      });
-      check_launch("k_strength_count");
-      const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
-      DeviceArray<index_t> gci(std::size_t(std::max<index_t>(gnnz, 1)));
-      with_lanes(lanes, [&](auto W) {
-        k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-            n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
-      });
-      check_launch("k_strength_fill");
+      // Strength graph, on nodes of bl unknowns (bl > 1: amg_block_setup.hpp, the host's
+      // amg::strength_graph on b×b blocks; the MIS-2 rounds below take any graph).
+      DeviceArray<index_t> grp, gci;
+      if (bl > 1) {
+        block_strength_graph(n, bl, Al.rp, Al.ci, Al.va, li.theta, grp, gci);
+      } else {
+        DeviceArray<double> dm(N);
+        k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
+        check_launch("k_node_magnitude");
+        DeviceArray<index_t> gcount(N);
+        grp = DeviceArray<index_t>(N + 1);
+        const int lanes = row_lanes(n, Al.nnz);
+        with_lanes(lanes, [&](auto W) {
+          k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+              n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
+        });
+        check_launch("k_strength_count");
+        const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
+        gci = DeviceArray<index_t>(std::size_t(std::max<index_t>(gnnz, 1)));
+        with_lanes(lanes, [&](auto W) {
+          k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+              n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
+        });
+        check_launch("k_strength_fill");
+      }
       pc.mark(lv, "strength graph");
       // MIS-2 rounds until no node is undecided.
-      DeviceArray<std::uint64_t> keys(N), k1(N), k2(N);
-      k_mis_init<<<blocks_for(n), kThreads>>>(n, grp.data(), keys.data(), flags.data() + 2);
+      DeviceArray<std::uint64_t> keys(NN), k1(NN), k2(NN);
+      k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags.data() + 2);
       check_launch("k_mis_init");
       for (int round = 0;; ++round) {
-        KRYSP_REQUIRE(round <= n, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
-        k_mis_max<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), keys.data(), k1.data());
+        KRYSP_REQUIRE(round <= nodes, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
+        k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), k1.data());
         check_launch("k_mis_max");
-        k_mis_max<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), k1.data(), k2.data());
+        k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), k1.data(), k2.data());
         check_launch("k_mis_max");
         KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
-        k_mis_decide<<<blocks_for(n), kThreads>>>(n, keys.data(), k2.data(), flags.data() + 3);
+        k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags.data() + 3);
         check_launch("k_mis_decide");
         const bool done = download_int(flags.data() + 3) == 0;
         pc.mark(lv, "MIS-2 rounds");
@@ -1093,39 +1126,40 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       }
       li.isolated = index_t(download_int(flags.data() + 2));
       // Aggregates: roots numbered in node order, then the joins, then any leftovers.
-      DeviceArray<index_t> flag(N), scan(N + 1), agg1(N), leftover(N);
-      agg = DeviceArray<index_t>(N);
-      k_root_flags<<<blocks_for(n), kThreads>>>(n, keys.data(), flag.data());
+      DeviceArray<index_t> flag(NN), scan(NN + 1), agg1(NN), leftover(NN);
+      agg = DeviceArray<index_t>(NN);
+      k_root_flags<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), flag.data());
       check_launch("k_root_flags");
-      count = exclusive_scan(flag.data(), scan.data(), n);
-      k_root_numbers<<<blocks_for(n), kThreads>>>(n, keys.data(), scan.data(), agg1.data());
+      count = exclusive_scan(flag.data(), scan.data(), nodes);
+      k_root_numbers<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), scan.data(), agg1.data());
       check_launch("k_root_numbers");
       {
         // join_root reads the roots' numbers from a snapshot, so the writes below cannot race it.
-        DeviceArray<index_t> roots(N);
+        DeviceArray<index_t> roots(NN);
         roots.copy_from(agg1);
-        k_join_root<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), keys.data(), roots.data(), agg1.data());
+        k_join_root<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), roots.data(),
+                                                     agg1.data());
         check_launch("k_join_root");
       }
       KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
-      k_join_neighbour<<<blocks_for(n), kThreads>>>(n, grp.data(), gci.data(), agg1.data(), agg.data(), flags.data() + 3,
-                                                    leftover.data());
+      k_join_neighbour<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), agg1.data(), agg.data(),
+                                                        flags.data() + 3, leftover.data());
       check_launch("k_join_neighbour");
-      const index_t left = exclusive_scan(leftover.data(), scan.data(), n);
+      const index_t left = exclusive_scan(leftover.data(), scan.data(), nodes);
       if (left > 0) {
-        k_leftovers<<<blocks_for(n), kThreads>>>(n, leftover.data(), scan.data(), count, agg.data());
+        k_leftovers<<<blocks_for(nodes), kThreads>>>(nodes, leftover.data(), scan.data(), count, agg.data());
         check_launch("k_leftovers");
         count += left;
       }
       pc.mark(lv, "aggregates (roots, joins, leftovers)");
-      const index_t nc = count;
+      const index_t nc = count * K;  // coarse unknowns: K a node (aggregate)
       if (nc == 0 || double(n) < kStallRatio * double(nc)) {
         last = true;
         info.stalled = true;
         info.stop_reason = concat("coarsening stalled at level ", l, ": ", n, " rows would become ", nc,
                                   " (shrinking by less than ", kStallRatio, "x)");
       } else {
-        li.aggregates = nc;
+        li.aggregates = count;
       }
     }
 
@@ -1139,20 +1173,32 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       L.dinv = to_t<T>(dl1, n);
     }
     if (keep_aggregates && !last && !kept) {
-      L.aggregates.resize(std::size_t(n));
-      agg.download(L.aggregates.data(), std::size_t(n));
+      L.aggregates.resize(std::size_t(nodes));
+      agg.download(L.aggregates.data(), std::size_t(nodes));
     }
     pc.mark(lv, "smoother diagonal in T");
 
     DCsr Ac;
     if (!last) {
       // P_tent: b_i / ‖b over i's aggregate‖, the members of each aggregate in node order; kept
-      // by a numeric re-set-up (it depends on the aggregates alone).
-      const index_t nc = count;
+      // by a numeric re-set-up (it depends on the aggregates alone). K > 1: each aggregate's QR
+      // of the near-nullspace rows (amg_block_setup.hpp), `norms` then the coarse near-nullspace
+      // (count·K × K, R of the QRs).
+      const index_t nc = count * K;
       DCsr Pt;
       DeviceArray<double> norms;
       if (kept) {
         Pt = view_of(kept->tent);
+      } else if (K > 1) {
+        BlockTentative bt = block_tentative_prolongator(nodes, bl, K, count, agg.data(), B.data());
+        Pt.rows = bt.rows;
+        Pt.cols = bt.cols;
+        Pt.nnz = bt.nnz;
+        Pt.rp_own = std::move(bt.rp);
+        Pt.ci_own = std::move(bt.ci);
+        Pt.va_own = std::move(bt.va);
+        Pt.own();
+        norms = std::move(bt.coarse_b);
       } else {
         DeviceArray<index_t> skeys(N), nodes(N), sorted_keys(N), members(N), start(std::size_t(nc) + 1);
         k_sort_keys<<<blocks_for(n), kThreads>>>(n, agg.data(), skeys.data(), nodes.data());
@@ -1219,8 +1265,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           P = with_structure(n, nc, kept->p_nnz, kept->p_rp, kept->p_ci);
         else
           P = symbolic_product(As, Pt, pc, lv, "P = S*P_tent");
-        prolongator_values(n, As.rp, As.ci, As.va, filtered ? dinv_f.data() : dinv.data(), li.omega, Pt.rp, Pt.ci,
-                           Pt.va, P.rp, P.ci, P.va_own.data(), As.nnz);
+        if (K > 1)  // P_tent has up to K entries a row: S formed as the host forms it, spgemm_numeric
+          block_prolongator_values(n, As.rp, As.ci, As.va, As.nnz, dinv.data(), li.omega, Pt.nnz, Pt.rp, Pt.ci, Pt.va,
+                                   P.rp, P.ci, P.nnz, P.va_own.data());
+        else
+          prolongator_values(n, As.rp, As.ci, As.va, filtered ? dinv_f.data() : dinv.data(), li.omega, Pt.rp, Pt.ci,
+                             Pt.va, P.rp, P.ci, P.va_own.data(), As.nnz);
         pc.mark(lv, "P = S*P_tent: numeric");
       } else {
         P = copy_of(Pt);
@@ -1274,7 +1324,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         pc.mark(lv, "symmetrise (RAP + (RAP)^T)/2");
       }
       pl.next = true;
-      pl.aggregates = nc;
+      pl.aggregates = count;
       pl.isolated = li.isolated;
       if (!kept) {  // what a re-set-up of this level gathers from (pointers stay valid: moves below)
         pl.tent = std::move(Pt);
@@ -1299,6 +1349,32 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           pl.coarse_b = DeviceArray<double>(norms.size());
           pl.coarse_b.copy_from(norms);
         }
+      }
+      // K > 1: the coarse unknowns of P_tent's zero columns (aggregates with fewer than K
+      // unknowns) have empty rows in Aᶜ; they get a unit diagonal, as amg::unit_diagonal_on_empty_rows
+      // gives them (amg_block_setup.hpp). A re-set-up repeats it through the kept map.
+      if (K > 1) {
+        if (!kept) {
+          UnitDiagonal ud;
+          if (unit_diagonal_on_empty_rows(Ac.rows, Ac.nnz, Ac.rp, Ac.ci, Ac.va, ud)) {
+            pl.pre_unit_rp = std::move(Ac.rp_own);  // the structure pl.ac_rp, pl.ac_ci point to
+            pl.pre_unit_ci = std::move(Ac.ci_own);
+            Ac.nnz = ud.nnz;
+            Ac.rp_own = std::move(ud.rp);
+            Ac.ci_own = std::move(ud.ci);
+            Ac.va_own = std::move(ud.va);
+            Ac.own();
+            pl.unit_map = std::move(ud.map);
+            pl.unit_rp = Ac.rp;
+            pl.unit_ci = Ac.ci;
+            pl.unit_nnz = Ac.nnz;
+          }
+        } else if (kept->unit_map.size() > 0) {
+          DCsr U = with_structure(Ac.rows, Ac.cols, kept->unit_nnz, kept->unit_rp, kept->unit_ci);
+          unit_diagonal_gather(U.nnz, kept->unit_map.data(), Ac.va, U.va_own.data());
+          Ac = std::move(U);
+        }
+        pc.mark(lv, "unit diagonal on empty rows");
       }
       L.p = level_copy<T>(std::move(P), make_matrices);
       L.r = level_copy<T>(std::move(R), make_matrices);
@@ -1348,6 +1424,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     info.levels.push_back(li);
     if (last) break;
     Al = std::move(Ac);
+    bl = K;
   }
   // The V-cycle's matrices, over the arrays the levels own (moved into place above: the
   // pointers are final now).
@@ -1388,6 +1465,7 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += (l.r_perm.size() + l.sym_a.size() + l.sym_b.size()) * sizeof(index_t);
     bytes += (l.ap_rp.size() + l.ap_ci.size() + l.rap_rp.size() + l.rap_ci.size()) * sizeof(index_t);
     bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double);
+    bytes += (l.pre_unit_rp.size() + l.pre_unit_ci.size() + l.unit_map.size()) * sizeof(index_t);
   }
   return bytes;
 }

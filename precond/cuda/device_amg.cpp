@@ -327,7 +327,7 @@ std::string DeviceAmg<T>::summary() const {
                   in.grid_complexity);
     s += buf;
     s += amg::describe_choice(opt_, auto_choice_);
-    s += detail::concat(", b 1, mis2, coarsest ", in.levels.back().rows, " rows by ",
+    s += detail::concat(", b ", in.levels[0].block_size, ", mis2, coarsest ", in.levels.back().rows, " rows by ",
                         in.coarse_direct ? "cholesky" : "smoothing");
     if (in.stalled) s += "; " + in.stop_reason;
     std::snprintf(buf, sizeof buf, "; set up on the GPU in %.3g s", in.setup_seconds);
