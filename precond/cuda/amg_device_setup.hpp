@@ -1,7 +1,10 @@
 #pragma once
 /// \file amg_device_setup.hpp
-/// The smoothed-aggregation set-up on the GPU (amg.hpp explains the method) for the scalar case:
-/// one unknown per node (b = 1), the constant near-nullspace, no coordinates, MIS-2 aggregation.
+/// The smoothed-aggregation set-up on the GPU (amg.hpp explains the method) with the MIS-2
+/// aggregation: one unknown per node (the constant near-nullspace), b > 1 unknowns per node (the b
+/// unit vectors) or rigid-body modes from coordinates; for K > 1 near-nullspace vectors the pieces
+/// that differ (strength on b×b blocks, P_tent by a QR per aggregate, S·P_tent by spgemm_numeric,
+/// the unit diagonal on empty coarse rows) are amg_block_setup.hpp's, bitwise the host's.
 /// Each level's steps run on the device, in double:
 ///  - D⁻¹, D_l1⁻¹ and the Gershgorin bound (one kernel; a max reduction);
 ///  - λmax(D⁻¹A) by Lanczos (lanczos_largest, the host's driver and stopping rule, through a
@@ -84,8 +87,8 @@ struct GpuAmgHierarchy {
   AmgInfo info;
 };
 
-/// True when gpu_amg_setup() takes A with these options: one unknown per node (block_size 1, or
-/// 0 detecting 1), no coordinates, aggregation mis2.
+/// True when gpu_amg_setup() takes A with these options: aggregation mis2 (any block size, with or
+/// without coordinates; greedy sets up on the host).
 template <class T>
 bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 

@@ -2,11 +2,11 @@
 /// \file device_amg.hpp
 /// Smoothed-aggregation AMG on the GPU (the method, and why M⁻¹ is SPD: amg.hpp).
 ///
-/// Set-up on the GPU (amg_device_setup.hpp) for one unknown per node, no coordinates and the
-/// mis2 aggregation (the default): the hierarchy is built there and adopted as is
+/// Set-up on the GPU (amg_device_setup.hpp) with the mis2 aggregation (the default), for any
+/// block size and for rigid-body modes: the hierarchy is built there and adopted as is
 /// (set_up_on_gpu()); update_values then redoes its numbers on the GPU (aggregates and tentative
 /// prolongators kept, as on the host; the SpGEMMs run again, the transposes and the
-/// symmetrisation become gathers). Otherwise the host
+/// symmetrisation become gathers). With the greedy aggregation the host
 /// set-up (a HostAmg, kept: it owns the hierarchy and does the numeric re-set-up), then one
 /// upload. Each level's A_l becomes a CsrMatrix with its device mirror and
 /// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),
