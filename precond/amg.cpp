@@ -23,10 +23,16 @@ namespace {
 constexpr double kStallRatio = 1.2;      ///< a level must shrink by at least this factor
 constexpr double kLambdaBoost = 1.1;     ///< smoother's λmax = min(boost·estimate, Gershgorin)
 
-/// Lanczos on S = D^{-1/2}·A·D^{-1/2} (the spectrum of D⁻¹A) for a level in double.
+/// Lanczos on S = D^{-1/2}·A·D^{-1/2} (the spectrum of D⁻¹A) for a level in double. A full set-up
+/// records the first kAmgLanczosRecordSteps vectors (in float) and forms the largest Ritz vector
+/// (ritz_vector); a numeric re-set-up starts from it (`warm`) and may settle after
+/// kAmgWarmLanczosMinSteps steps: the GPU set-up's GpuLevelLanczos, operation for operation.
 class LevelLanczos final : public LanczosOperator {
  public:
-  LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& dinv) : A_(A), n_(std::size_t(A.rows)) {
+  LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& dinv, const std::vector<float>* warm = nullptr,
+               bool record = false)
+      : A_(A), n_(std::size_t(A.rows)), warm_(warm && warm->size() == std::size_t(A.rows) ? warm : nullptr),
+        record_(record) {
     s_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) s_[i] = std::sqrt(dinv[i]);
     v_.assign(n_, 0);
@@ -37,13 +43,16 @@ class LevelLanczos final : public LanczosOperator {
   void start() override {
     double ss = 0;
     for (std::size_t i = 0; i < n_; ++i) {
-      v_[i] = detail::lanczos_start_entry(std::int64_t(i));
+      v_[i] = warm_ ? double((*warm_)[i]) : detail::lanczos_start_entry(std::int64_t(i));
       ss += v_[i] * v_[i];
     }
     for (double& e : v_) e /= std::sqrt(ss);
     std::fill(vp_.begin(), vp_.end(), 0.0);
     step_ = 0;
     beta_ = 0;
+    basis_.clear();
+    alpha_.clear();
+    betas_.clear();
   }
   void steps(int count, double* alpha, double* beta) override {
     for (int t = 0; t < count; ++t, ++step_) {
@@ -52,6 +61,8 @@ class LevelLanczos final : public LanczosOperator {
           vp_[i] = v_[i];
           v_[i] = w_[i] / beta_;
         }
+      if (record_ && step_ < kAmgLanczosRecordSteps)
+        for (std::size_t i = 0; i < n_; ++i) basis_.push_back(float(v_[i]));
       for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
       double a = 0;
       for (std::size_t i = 0; i < n_; ++i) {
@@ -68,13 +79,33 @@ class LevelLanczos final : public LanczosOperator {
       }
       alpha[t] = a;
       beta[t] = beta_ = std::sqrt(b);
+      alpha_.push_back(a);
+      betas_.push_back(beta_);
     }
+  }
+  int min_steps() const override { return warm_ ? kAmgWarmLanczosMinSteps : kLanczosMinSteps; }
+
+  /// The largest Ritz vector of the first m steps (float), or empty when not recorded.
+  std::vector<float> ritz_vector(int m) const {
+    const std::vector<double> c = amg::largest_ritz_coefficients(alpha_, betas_, m);
+    if (c.empty() || basis_.size() < std::size_t(m) * n_) return {};
+    std::vector<float> out(n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      double sum = 0;
+      for (int j = 0; j < m; ++j) sum += c[std::size_t(j)] * double(basis_[std::size_t(j) * n_ + i]);
+      out[i] = float(sum);
+    }
+    return out;
   }
 
  private:
   const amg::Csr<double>& A_;
   std::size_t n_;
+  const std::vector<float>* warm_;
+  bool record_;
   std::vector<double> s_, v_, vp_, w_, u_;
+  std::vector<float> basis_;
+  std::vector<double> alpha_, betas_;
   int step_ = 0;
   double beta_ = 0;
 };
@@ -319,9 +350,11 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     li.nnz = Al.nnz();
     li.block_size = bl;
     li.gershgorin = gershgorin;
-    LevelLanczos lanczos(Al, dinv);
+    // A numeric re-set-up starts from the full set-up's Ritz vector (LevelLanczos).
+    LevelLanczos lanczos(Al, dinv, reuse && l < plans_.size() ? &plans_[l].ritz : nullptr, !reuse);
     const LanczosResult lr = lanczos_largest(lanczos, n, kAmgLanczosMaxSteps, std::numeric_limits<double>::infinity(),
                                              kAmgLanczosSettleTol);
+    std::vector<float> ritz = reuse ? std::vector<float>() : lanczos.ritz_vector(lr.steps);
     li.lanczos_steps = lr.steps;
     KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
                   l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
@@ -332,6 +365,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     bool last = false;
     if (!reuse) plans_.emplace_back();
     Plan& plan = plans_[l];
+    if (!reuse) plan.ritz = std::move(ritz);
     amg::Tentative& tent = plan.tent;
     if (reuse) {
       last = !plan.next;

@@ -70,6 +70,13 @@ namespace krysp {
 inline constexpr double kAmgLanczosSettleTol = 1e-2;
 /// Lanczos steps at most per level, both AMG set-ups (an unsettled run falls back to Gershgorin).
 inline constexpr int kAmgLanczosMaxSteps = 40;
+/// Lanczos vectors a full set-up records per level (in float) to form the largest Ritz vector, the
+/// numeric re-set-up's start vector (a run past them records none: the re-set-up starts cold).
+inline constexpr int kAmgLanczosRecordSteps = 16;
+/// Steps before the settling test may end a numeric re-set-up's Lanczos run from that Ritz
+/// vector (kLanczosMinSteps from the fixed start vector): from a Ritz vector of the old values
+/// the first Ritz values are already near the new λmax.
+inline constexpr int kAmgWarmLanczosMinSteps = 4;
 
 /// AmgOptions::theta and smoother_degree at kAmgAuto (amg::resolve_auto): the defaults for
 /// M-matrix-like matrices (scalar diffusion: off-diagonal entries ≤ 0) ...
@@ -243,6 +250,11 @@ std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int
 /// coupling them to anything (the coarse correction never reaches them).
 Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A);
 
+/// The coefficients, in the Lanczos basis, of the largest Ritz vector of the first m steps (the
+/// eigenvector of the m×m tridiagonal matrix of alpha and beta for its largest eigenvalue); empty
+/// when m is 0, past kAmgLanczosRecordSteps or past the steps given, or the eigensolver fails.
+std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, const std::vector<double>& beta, int m);
+
 /// Dense Cholesky of the symmetric n×n matrix in `a` (row-major; only the lower triangle is
 /// read), in place: L in the lower triangle. Returns −1, or the 0-based index of the first pivot
 /// that is not positive (or ≤ 16·eps·|a_jj|: zero to rounding), with its value in *pivot.
@@ -375,6 +387,9 @@ class HostAmg final : public Preconditioner<T> {
     /// A's entries the filtered matrix keeps (filter_entries; a re-set-up keeps them); empty when
     /// the level is not filtered or the filter keeps every entry (A_F = A).
     std::vector<std::uint8_t> keep;
+    /// The full set-up's largest Ritz vector of D^{-1/2}·A·D^{-1/2} (float; empty when not
+    /// recorded): the numeric re-set-up's Lanczos starts from it (kAmgWarmLanczosMinSteps).
+    std::vector<float> ritz;
   };
   /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
   bool set_up(const CsrMatrix<T>& A, bool reuse);

@@ -7,6 +7,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/amg_mis2_rules.hpp"
+#include "krysp/solvers/small_dense.hpp"
 
 namespace krysp::amg {
 
@@ -469,6 +470,18 @@ Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A) {
     C.row_ptr[std::size_t(i) + 1] = C.nnz();
   }
   return C;
+}
+
+std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, const std::vector<double>& beta, int m) {
+  if (m < 1 || m > kAmgLanczosRecordSteps || std::size_t(m) > alpha.size() || std::size_t(m) > beta.size() + 1) return {};
+  const std::size_t M = std::size_t(m);
+  std::vector<double> T(M * M, 0.0), w, V;
+  for (std::size_t j = 0; j < M; ++j) {
+    T[j * M + j] = alpha[j];
+    if (j + 1 < M) T[j * M + j + 1] = T[(j + 1) * M + j] = beta[j];
+  }
+  if (!dense::sym_eig(index_t(m), T, w, V)) return {};
+  return std::vector<double>(V.begin() + std::ptrdiff_t((M - 1) * M), V.end());  // ascending: the last column
 }
 
 index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {

@@ -15,7 +15,6 @@
 namespace krysp {
 
 namespace {
-constexpr int kLanczosMinSteps = 8;        ///< steps before the settling test may end the run
 constexpr double kLanczosTol = kLanczosSettleTol;  ///< |θ_j − θ_{j−2}| ≤ tol·θ_j: settled
 constexpr double kLanczosBreakdown = 1e-12;  ///< β ≤ this·θ: invariant subspace, θ exact
 }  // namespace
@@ -76,8 +75,8 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, dou
   int run = 0;  // steps the operator has run (alphas/betas hold them)
   for (int j = 0; j < max_steps; ++j) {
     if (j == run) {
-      // Nothing but a breakdown can stop the run before kLanczosMinSteps: ask for those at once.
-      const int want = j == 0 && batch > 1 ? std::max({batch, op.first_batch(), kLanczosMinSteps}) : batch;
+      // Nothing but a breakdown can stop the run before min_steps(): ask for those at once.
+      const int want = j == 0 && batch > 1 ? std::max({batch, op.first_batch(), op.min_steps()}) : batch;
       const int count = std::min(want, max_steps - j);
       op.steps(count, alphas.data() + j, betas.data() + j);
       run += count;
@@ -99,7 +98,7 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, dou
       res.converged = true;
       return res;
     }
-    if (j + 1 >= kLanczosMinSteps && res.change <= settle_tol) {
+    if (j + 1 >= op.min_steps() && res.change <= settle_tol) {
       res.converged = true;
       return res;
     }

@@ -62,6 +62,10 @@ struct ChebyshevCoefficients {
 /// The coefficients of the degree-d polynomial for the interval [lambda_min, lambda_max].
 ChebyshevCoefficients chebyshev_coefficients(double lambda_min, double lambda_max, int degree);
 
+/// Lanczos steps before lanczos_largest's settling test may end a run from the fixed start vector
+/// (earlier, two nearly equal Ritz values can be an early plateau, not λmax).
+inline constexpr int kLanczosMinSteps = 8;
+
 /// One Lanczos run on a symmetric operator S, through the backend that owns the vectors.
 class LanczosOperator {
  public:
@@ -80,6 +84,10 @@ class LanczosOperator {
   /// The first request's size (the caller asks for at least the steps before its settling test
   /// may stop the run, kLanczosMinSteps, and at least batch() when that is above 1).
   virtual int first_batch() const { return batch(); }
+  /// Steps before the settling test may end the run: kLanczosMinSteps from the fixed start
+  /// vector; fewer from a warm start (a Ritz vector of a nearby matrix, whose first Ritz values
+  /// are already close: AMG's numeric re-set-up).
+  virtual int min_steps() const { return kLanczosMinSteps; }
 };
 
 /// What lanczos_largest found.

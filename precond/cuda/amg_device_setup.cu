@@ -231,12 +231,33 @@ __global__ void k_scale_inv(index_t n, const double* norm, double* v) {
 }
 // (j > 0: v = w/β_{j−1}, into the buffer v_prev had; the caller swapped v and v_prev first, so
 // v_prev now holds the old v); u = s∘v
+// rec (optional): v in float, the basis a Ritz vector is formed from.
 __global__ void k_lz_advance(index_t n, bool shift, const double* beta, const double* w, double* v, const double* s,
-                             double* u) {
+                             double* u, float* rec) {
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   if (shift) v[i] = w[i] / *beta;
   u[i] = s[i] * v[i];
+  if (rec) rec[i] = float(v[i]);
+}
+// A warm start: v = the start vector given, and the block partials of ‖v‖².
+__global__ void k_lz_warm(index_t n, const float* start, double* v, double* partials) {
+  double ss = 0;
+  for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const double e = double(start[i]);
+    v[i] = e;
+    ss = __dadd_rn(ss, __dmul_rn(e, e));
+  }
+  const double r = block_reduce<false>(ss);
+  if (threadIdx.x == 0) partials[blockIdx.x] = r;
+}
+// out = Σ_j c_j·basis_j (m vectors of n, one after another): the Ritz vector of the coefficients c.
+__global__ void k_lz_combine(index_t n, int m, const float* basis, const double* c, float* out) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double sum = 0;
+  for (int j = 0; j < m; ++j) sum = __dadd_rn(sum, __dmul_rn(c[j], double(basis[std::size_t(j) * std::size_t(n) + std::size_t(i)])));
+  out[i] = float(sum);
 }
 // y = A·x, W lanes a row (W a power of two ≤ 32): lane t sums entries t, t + W, ... in order,
 // then a fixed shuffle tree. Deterministic for a given W; one thread a row (W = 1) read the long
@@ -727,23 +748,44 @@ bool symmetric_half_sum(const DCsr& M, DCsr& C, DeviceArray<index_t>& map_a, Dev
 /// Lanczos on D^{-1/2}·A·D^{-1/2} on the device (the host's LevelLanczos, amg.cpp): α and β stay
 /// in device memory; a batch of steps is queued and downloaded with one synchronisation (steps
 /// past a stop are wasted, never a different result: lanczos_largest decides from the α, β).
+///
+/// A full set-up may record the first kAmgLanczosRecordSteps Lanczos vectors (in float) and form the
+/// largest Ritz vector from them (ritz_vector); a numeric re-set-up starts from it (`warm`).
+/// From a Ritz vector of the old values the new λmax is near after a few steps, so the settling
+/// test may stop the run after kAmgWarmLanczosMinSteps instead of kLanczosMinSteps: the re-set-up's
+/// Lanczos was 40% of its time on the 3-D Laplacian (docs/amg.md, "The numeric re-set-up").
 class GpuLevelLanczos final : public LanczosOperator {
  public:
-  GpuLevelLanczos(const DCsr& A, const double* s)
-      : A_(A), s_(s), n_(A.rows), grid_(partial_blocks(A.rows)), lanes_(row_lanes(A.rows, A.nnz)) {
+  /// warm: a start vector of n entries (null: the fixed one); record: keep the basis for
+  /// ritz_vector() when device memory allows (a quarter of what is free at most).
+  GpuLevelLanczos(const DCsr& A, const double* s, const float* warm = nullptr, bool record = false)
+      : A_(A), s_(s), warm_(warm), n_(A.rows), grid_(partial_blocks(A.rows)), lanes_(row_lanes(A.rows, A.nnz)) {
     for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
     partials_ = DeviceArray<double>(std::size_t(grid_));
     ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
     ab_.zero();
+    if (record && n_ > 0) {
+      const std::size_t bytes = std::size_t(kAmgLanczosRecordSteps) * std::size_t(n_) * sizeof(float);
+      std::size_t free_bytes = 0, total = 0;
+      cuda_memory_info(free_bytes, total);
+      if (bytes <= free_bytes / 4) basis_ = DeviceArray<float>(std::size_t(kAmgLanczosRecordSteps) * std::size_t(n_));
+    }
   }
   void start() override {
-    k_lz_start<<<grid_, kThreads>>>(n_, v_.data(), partials_.data());
-    check_launch("k_lz_start");
+    if (warm_) {
+      k_lz_warm<<<grid_, kThreads>>>(n_, warm_, v_.data(), partials_.data());
+      check_launch("k_lz_warm");
+    } else {
+      k_lz_start<<<grid_, kThreads>>>(n_, v_.data(), partials_.data());
+      check_launch("k_lz_start");
+    }
     k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), norm(), true);
     check_launch("k_finish");
     k_scale_inv<<<blocks_for(n_), kThreads>>>(n_, norm(), v_.data());
     check_launch("k_scale_inv");
     step_ = 0;
+    alpha_.clear();
+    beta_.clear();
   }
   void steps(int count, double* alpha, double* beta) override {
     KRYSP_REQUIRE(count >= 1 && step_ + count <= kLanczosSteps, "AMG: Lanczos steps ", step_ + 1, "..", step_ + count,
@@ -754,7 +796,9 @@ class GpuLevelLanczos final : public LanczosOperator {
       double* a = prev_beta + 1;
       double* b = prev_beta + 2;
       if (step_ > 0) std::swap(v_, vp_);  // v_prev = v (by buffer); v is written below
-      k_lz_advance<<<blocks_for(n_), kThreads>>>(n_, step_ > 0, prev_beta, w_.data(), v_.data(), s_, u_.data());
+      float* rec = basis_.size() > 0 && step_ < kAmgLanczosRecordSteps ? basis_.data() + std::size_t(step_) * std::size_t(n_)
+                                                             : nullptr;
+      k_lz_advance<<<blocks_for(n_), kThreads>>>(n_, step_ > 0, prev_beta, w_.data(), v_.data(), s_, u_.data(), rec);
       check_launch("k_lz_advance");
       launch_spmv(lanes_, n_, A_.rp, A_.ci, A_.va, u_.data(), y_.data());
       k_lz_alpha<<<grid_, kThreads>>>(n_, s_, y_.data(), prev_beta, vp_.data(), step_ > 0, w_.data(), v_.data(),
@@ -772,20 +816,39 @@ class GpuLevelLanczos final : public LanczosOperator {
     for (int t = 0; t < count; ++t) {
       alpha[t] = h[2 * std::size_t(t)];
       beta[t] = h[2 * std::size_t(t) + 1];
+      alpha_.push_back(alpha[t]);
+      beta_.push_back(beta[t]);
     }
   }
   int batch() const override { return 4; }
-  int first_batch() const override { return 8; }
+  int first_batch() const override { return warm_ ? kAmgWarmLanczosMinSteps : 8; }
+  int min_steps() const override { return warm_ ? kAmgWarmLanczosMinSteps : kLanczosMinSteps; }
+
+  /// The largest Ritz vector of the first m steps (in S's coordinates, float; n entries), or an
+  /// empty array when the basis was not recorded or m is past it.
+  DeviceArray<float> ritz_vector(int m) const {
+    const std::vector<double> c = amg::largest_ritz_coefficients(alpha_, beta_, m);
+    if (basis_.size() == 0 || c.empty()) return {};
+    DeviceArray<double> dc(c.size());
+    dc.upload(c.data(), c.size());
+    DeviceArray<float> out(static_cast<std::size_t>(n_));
+    k_lz_combine<<<blocks_for(n_), kThreads>>>(n_, m, basis_.data(), dc.data(), out.data());
+    check_launch("k_lz_combine");
+    return out;
+  }
 
  private:
   double* norm() { return ab_.data() + 2 * kLanczosSteps + 2; }
   const DCsr& A_;
   const double* s_;
+  const float* warm_;
   index_t n_;
   int grid_;
   int lanes_;  // of the SpMV
   int step_ = 0;
   DeviceArray<double> v_, vp_, w_, u_, y_, partials_, ab_;
+  DeviceArray<float> basis_;
+  std::vector<double> alpha_, beta_;  // every step's, as downloaded
 };
 
 /// A device copy of M's arrays.
@@ -879,6 +942,9 @@ struct GpuAmgPlan {
   std::vector<Level> levels;
   std::string stop_reason;
   bool stalled = false;
+  /// Per level, the largest Ritz vector of D^{-1/2}·A_l·D^{-1/2} of the full set-up's Lanczos run
+  /// (float; empty where it was not recorded): a re-set-up's warm start.
+  std::vector<DeviceArray<float>> ritz;
 };
 
 namespace {
@@ -943,7 +1009,7 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>&, const AmgOptions& o) {
 
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given, bool keep_aggregates,
-                                 std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices) {
+                                 std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices, bool warm_lanczos) {
   const auto t0 = Clock::now();
   GpuAmgHierarchy<T> H;
   AmgInfo& info = H.info;
@@ -1052,8 +1118,17 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     li.gershgorin = gershgorin;
     LanczosResult lr;
     {
-      GpuLevelLanczos lanczos(Al, s.data());
+      // A re-set-up starts from the full set-up's Ritz vector of this level; a full set-up keeps
+      // its own for the re-set-ups to come (GpuLevelLanczos).
+      const float* warm = reuse && warm_lanczos && l < reuse->ritz.size() && reuse->ritz[l].size() == std::size_t(n) && n > 0
+                              ? reuse->ritz[l].data()
+                              : nullptr;
+      GpuLevelLanczos lanczos(Al, s.data(), warm, !reuse);
       lr = lanczos_largest(lanczos, n, kLanczosSteps, std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      if (!reuse) {
+        plan->ritz.resize(l + 1);
+        plan->ritz[l] = lanczos.ritz_vector(lr.steps);
+      }
     }
     pc.mark(lv, "Lanczos lambda_max");
     KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
@@ -1467,14 +1542,15 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double);
     bytes += (l.pre_unit_rp.size() + l.pre_unit_ci.size() + l.unit_map.size()) * sizeof(index_t);
   }
+  for (const DeviceArray<float>& r : plan.ritz) bytes += r.size() * sizeof(float);
   return bytes;
 }
 
 template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
 template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
-                                               std::shared_ptr<const GpuAmgPlan>, bool);
+                                               std::shared_ptr<const GpuAmgPlan>, bool, bool);
 template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
-                                              std::shared_ptr<const GpuAmgPlan>, bool);
+                                              std::shared_ptr<const GpuAmgPlan>, bool, bool);
 
 }  // namespace krysp::detail

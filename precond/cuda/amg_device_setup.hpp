@@ -104,14 +104,19 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the coarse
 /// factor), as HostAmg::update_values does: P's values by prolongator_values and the products' by
 /// spgemm_numeric into the kept structures of P, A·P and R·(A·P) (no symbolic phase), R and the
-/// symmetrised coarse matrix by gathers through the plan's permutations, bitwise what a full set-up
-/// of the same values with the same aggregates gives. A must have the structure the plan was made
-/// for. The hierarchy the plan came from must still be alive: the plan reads its P, R and
-/// coarse-matrix structures. make_matrices false: the levels' values only (no structure arrays when
-/// a level's structure is the kept one), no CsrMatrix objects (a re-set-up that copies the values
-/// into existing ones). Sets info.setup_seconds to the wall time of the whole call (synchronised).
+/// symmetrised coarse matrix by gathers through the plan's permutations. A must have the structure
+/// the plan was made for. The hierarchy the plan came from must still be alive: the plan reads its
+/// P, R and coarse-matrix structures. make_matrices false: the levels' values only (no structure
+/// arrays when a level's structure is the kept one), no CsrMatrix objects (a re-set-up that copies
+/// the values into existing ones). warm_lanczos (re-set-up only): start each level's Lanczos from
+/// the plan's Ritz vector, which settles in fewer steps; its λ estimates then agree with a full
+/// set-up's to the settling tolerance, and the rest follows from them. Without it the re-set-up is
+/// bitwise what a full set-up of the same values with the same aggregates gives (the tests'
+/// check of the numeric path). Either way the same calls give the same bits. Sets
+/// info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
-                                 std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true);
+                                 std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true,
+                                 bool warm_lanczos = true);
 
 }  // namespace krysp::detail

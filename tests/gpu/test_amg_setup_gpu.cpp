@@ -32,6 +32,7 @@
 #include "krysp/precond/cuda/amg_filter.hpp"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/cg_solver.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
 #include "krysp/sparse/cuda/structure_hash.hpp"
@@ -352,18 +353,28 @@ TEST_CASE("AMG GPU set-up: update_values (numeric, aggregates kept); greedy stay
   CHECK(dev.update_values(A2));
   CHECK(dev.info().resetups == 1);
   CHECK(dev.info().resetup_seconds > 0);
-  // After the update: the fresh GPU set-up of A2, bitwise.
+  // After the update: a second object through the same calls gives the same bits; the fresh
+  // GPU set-up of A2 agrees to the λ estimates' settling (the update's Lanczos starts warm).
   const SpmvPlan<double> plan2(A2);
   const DeviceAmg<double> fresh(A2, plan2, mis2());
+  DeviceAmg<double> again(A, plan, mis2());
+  CHECK(again.update_values(A2));
   const auto r = test::random_vector<double>(std::size_t(A.rows()));
   auto dr = to_device(r);
-  DeviceArray<double> z1(r.size()), z2(r.size());
+  DeviceArray<double> z1(r.size()), z2(r.size()), z3(r.size());
   dev.apply(dr.data(), z1.data());
   fresh.apply(dr.data(), z2.data());
-  std::vector<double> h1(r.size()), h2(r.size());
+  again.apply(dr.data(), z3.data());
+  std::vector<double> h1(r.size()), h2(r.size()), h3(r.size());
   z1.download(h1.data(), h1.size());
   z2.download(h2.data(), h2.size());
-  CHECK(h1 == h2);
+  z3.download(h3.data(), h3.size());
+  CHECK(h1 == h3);
+  {
+    double d = 0, m = 0;
+    for (std::size_t i = 0; i < h1.size(); ++i) d = std::max(d, std::abs(h1[i] - h2[i])), m = std::max(m, std::abs(h2[i]));
+    CHECK(d <= 1e-2 * m);
+  }
 
   // Values that change the strength graph (D·A·D): the numeric re-set-up keeps the aggregates,
   // as the host's does; both agree to 1e-10.
@@ -537,8 +548,10 @@ TEST_CASE("AMG GPU set-up: a numeric re-set-up gathers R and the coarse matrices
         p.A.rows(), p.A.cols(), std::vector<index_t>(p.A.row_ptr().data(), p.A.row_ptr().data() + p.A.rows() + 1),
         std::vector<index_t>(p.A.col_idx().data(), p.A.col_idx().data() + p.A.nnz()), v);
     const auto F = detail::gpu_amg_setup(A2, mis2());
-    const auto R = detail::gpu_amg_setup(A2, po, false, G.plan);          // with matrices
-    const auto V = detail::gpu_amg_setup(A2, mis2(), false, G.plan, false);  // values only (DeviceAmg's)
+    // The Lanczos runs from the fixed start vector (warm_lanczos false), as the fresh set-up's:
+    // the numeric path alone is compared, bitwise. The warm start has its own case below.
+    const auto R = detail::gpu_amg_setup(A2, po, false, G.plan, true, false);        // with matrices
+    const auto V = detail::gpu_amg_setup(A2, mis2(), false, G.plan, false, false);  // values only (DeviceAmg's)
     REQUIRE(F.levels.size() == R.levels.size());
     REQUIRE(F.levels.size() == V.levels.size());
     auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
@@ -581,6 +594,60 @@ TEST_CASE("AMG GPU set-up: a numeric re-set-up gathers R and the coarse matrices
     CHECK(sorts == 0);
     CHECK(numeric == 3 * int(F.levels.size() - 1));
     CHECK(symbolic == 0);
+  }
+}
+
+TEST_CASE("AMG GPU set-up: a re-set-up's warm Lanczos: fewer steps, λ to its settling, same bits each time") {
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    const auto G = detail::gpu_amg_setup(p.A, mis2());
+    // New values that move every level's spectrum: D·A·D with D = 1 + 0.3 sin.
+    std::vector<double> w(p.A.values().data(), p.A.values().data() + p.A.nnz());
+    for (index_t i = 0; i < p.A.rows(); ++i)
+      for (index_t k = p.A.row_ptr()(i); k < p.A.row_ptr()(i + 1); ++k)
+        w[std::size_t(k)] *= (1 + 0.3 * std::sin(0.7 * i)) * (1 + 0.3 * std::sin(0.7 * p.A.col_idx()(k)));
+    const auto A3 = CsrMatrix<double>::from_arrays(
+        p.A.rows(), p.A.cols(),
+        std::vector<index_t>(p.A.row_ptr().data(), p.A.row_ptr().data() + p.A.rows() + 1),
+        std::vector<index_t>(p.A.col_idx().data(), p.A.col_idx().data() + p.A.nnz()), w);
+    const auto cold = detail::gpu_amg_setup(A3, mis2(), false, G.plan, true, false);
+    const auto warm = detail::gpu_amg_setup(A3, mis2(), false, G.plan);
+    const auto warm2 = detail::gpu_amg_setup(A3, mis2(), false, G.plan);
+    REQUIRE(cold.levels.size() == warm.levels.size());
+    int cold_steps = 0, warm_steps = 0;
+    for (std::size_t l = 0; l < warm.levels.size(); ++l) {
+      CAPTURE(l);
+      const auto& c = cold.info.levels[l];
+      const auto& h = warm.info.levels[l];
+      // Each estimate is a Ritz value, so below λmax; both settled to kAmgLanczosSettleTol.
+      CHECK(std::abs(h.lambda_estimate - c.lambda_estimate) <= 2 * kAmgLanczosSettleTol * c.lambda_estimate);
+      CHECK(h.lambda_estimate <= c.gershgorin * (1 + 1e-12));
+      CHECK(h.lambda_estimate == warm2.info.levels[l].lambda_estimate);
+      cold_steps += c.lanczos_steps;
+      warm_steps += h.lanczos_steps;
+      if (l > 0) CHECK(host_copy(warm.levels[l].A).values == host_copy(warm2.levels[l].A).values);
+    }
+    CHECK(warm.coarse_factor == warm2.coarse_factor);
+    MESSAGE(p.name, ": Lanczos steps over the levels, cold ", cold_steps, ", warm ", warm_steps);
+    CHECK(warm_steps < cold_steps);
+    // The warm hierarchy preconditions as well: PCG iterations within one of the cold one's.
+    std::vector<double> b(static_cast<std::size_t>(A3.rows()));
+    for (index_t i = 0; i < A3.rows(); ++i) b[std::size_t(i)] = 1 + 0.5 * std::sin(0.37 * i);
+    SolveOptions o;
+    o.precond.kind = PrecondKind::Amg;
+    o.precond.amg = mis2();
+    o.cg.rtol = 1e-8;
+    o.backend = Backend::Cuda;
+    CgSolver solver(A3, o);
+    std::vector<double> x1, x2;
+    const auto r1 = solver.solve(b, x1);
+    solver.update_values(w);  // the same values: a warm numeric re-set-up
+    const auto r2 = solver.solve(b, x2);
+    REQUIRE(r1.converged());
+    REQUIRE(r2.converged());
+    CHECK(r2.preconditioner.find("numeric re-set-up") != std::string::npos);
+    CHECK(std::abs(r1.iterations - r2.iterations) <= 1);
+    CHECK(test::true_relative_residual(A3, b, x2) <= 1e-8);
   }
 }
 
@@ -1092,7 +1159,7 @@ TEST_CASE("AMG GPU set-up: rows past the kernels' buffers (jump diffusion 40^3):
       A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
       std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), v);
   const auto F = detail::gpu_amg_setup(A2, o);  // the options G's plan was made with (filter off)
-  const auto R = detail::gpu_amg_setup(A2, o, false, G.plan);
+  const auto R = detail::gpu_amg_setup(A2, o, false, G.plan, true, false);  // cold Lanczos: bitwise F
   REQUIRE(F.levels.size() == R.levels.size());
   auto same = [](const amg::Csr<double>& x, const amg::Csr<double>& y) {
     return x.row_ptr == y.row_ptr && x.col_idx == y.col_idx && x.values == y.values;

@@ -230,7 +230,8 @@ TEST_CASE("AMG MIS-2 hierarchy: deterministic, and the numeric re-set-up keeps i
   M1.apply(r.data(), z1.data());
   M2.apply(r.data(), z2.data());
   CHECK(z1 == z2);
-  // Scaled values: the numeric path (same aggregates) equals a fresh set-up bit for bit.
+  // Scaled values: the numeric path (same aggregates) equals a fresh set-up up to the λ estimates
+  // (the re-set-up's Lanczos starts warm), and the same calls give the same bits.
   std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
   for (double& e : v) e *= 3.0;
   CsrMatrix<double> A3 = CsrMatrix<double>::from_arrays(
@@ -243,7 +244,14 @@ TEST_CASE("AMG MIS-2 hierarchy: deterministic, and the numeric re-set-up keeps i
   std::vector<double> z3(A.rows()), z4(A.rows());
   M3.apply(r.data(), z3.data());
   M4.apply(r.data(), z4.data());
-  CHECK(z3 == z4);
+  double d = 0, m = 0;
+  for (std::size_t i = 0; i < z3.size(); ++i) d = std::max(d, std::abs(z3[i] - z4[i])), m = std::max(m, std::abs(z4[i]));
+  CHECK(d <= 1e-2 * m);
+  HostAmg<double> M5(A, o);
+  M5.update_values(A3);
+  std::vector<double> z5(A.rows());
+  M5.apply(r.data(), z5.data());
+  CHECK(z5 == z3);
   CHECK(M1.summary() == M2.summary());
   CHECK(describe(amg_pc(AmgAggregation::Greedy)).find("greedy") != std::string::npos);
   CHECK(std::string(to_string(AmgAggregation::Mis2)) == "mis2");
