@@ -482,7 +482,7 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
     const CsrMatrix<double> A2 = with_values(p.A, v);
     // Lanczos from the fixed start vector (warm_lanczos false), as the fresh set-up's: the
     // numeric path alone is compared, bitwise.
-    const auto R = detail::gpu_amg_setup(A2, p.o, false, G.plan, true);
+    const auto R = detail::gpu_amg_setup(A2, p.o, false, G.plan, true, false);
     const auto F = detail::gpu_amg_setup(A2, p.o, true);
     REQUIRE(R.levels.size() == F.levels.size());
     for (std::size_t l = 0; l < F.levels.size(); ++l) {
