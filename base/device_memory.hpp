@@ -53,8 +53,12 @@ std::size_t device_bytes_allocated();
 /// (read once) turns the cache off: compute-sanitizer runs use it, as a use after free of a
 /// reused block would go unseen.
 inline constexpr const char* kDeviceCacheEnv = "KRYSP_DEVICE_CACHE";
-inline constexpr std::size_t kDeviceCacheMaxBlock = std::size_t(64) << 20;
-inline constexpr std::size_t kDeviceCacheMaxBytes = std::size_t(256) << 20;
+/// Blocks up to 1 GiB are cached: a set-up's level arrays on a 16 M-row problem are 134 MB each, and
+/// an AMG numeric re-set-up reallocates them all (cudaFree waits for the device each time).
+inline constexpr std::size_t kDeviceCacheMaxBlock = std::size_t(1) << 30;
+/// At most 4 GiB cached per device; krysp's own allocations take it back when cudaMalloc fails,
+/// and release_device_cache() gives it to other libraries.
+inline constexpr std::size_t kDeviceCacheMaxBytes = std::size_t(4) << 30;
 /// Bytes held in the cache of freed blocks (all devices; not in device_bytes_allocated()).
 std::size_t device_bytes_cached();
 /// Gives every cached block back to the driver (cudaFree), e.g. before handing the GPU's memory
