@@ -350,13 +350,21 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     li.nnz = Al.nnz();
     li.block_size = bl;
     li.gershgorin = gershgorin;
-    // A numeric re-set-up starts from the full set-up's Ritz vector (LevelLanczos).
-    LevelLanczos lanczos(Al, dinv, reuse && l < plans_.size() ? &plans_[l].ritz : nullptr, !reuse);
-    const LanczosResult lr = lanczos_largest(lanczos, n, kAmgLanczosMaxSteps, std::numeric_limits<double>::infinity(),
-                                             kAmgLanczosSettleTol);
-    std::vector<float> ritz = reuse ? std::vector<float>() : lanczos.ritz_vector(lr.steps);
+    // A coarsest level that is factored needs no λ (no smoother, no prolongator): known here when
+    // the coarse size or the level limit ends the hierarchy (a stall is found later, and runs it).
+    const bool direct_last = n <= kAmgMaxDenseRows && (reuse ? l < plans_.size() && !plans_[l].next
+                                                              : n <= o.coarse_size || int(l) + 1 >= o.max_levels);
+    LanczosResult lr;
+    std::vector<float> ritz;
+    if (!direct_last) {
+      // A numeric re-set-up starts from the full set-up's Ritz vector (LevelLanczos).
+      LevelLanczos lanczos(Al, dinv, reuse && l < plans_.size() ? &plans_[l].ritz : nullptr, !reuse);
+      lr = lanczos_largest(lanczos, n, kAmgLanczosMaxSteps, std::numeric_limits<double>::infinity(),
+                           kAmgLanczosSettleTol);
+      if (!reuse) ritz = lanczos.ritz_vector(lr.steps);
+    }
     li.lanczos_steps = lr.steps;
-    KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
+    KRYSP_REQUIRE(direct_last || (std::isfinite(lr.theta) && (n == 0 || lr.theta > 0)), "AMG: the estimate of lambda_max(D^-1 A) on level ",
                   l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
     li.lambda_estimate = lr.theta;
     const double rho = std::min(lr.theta, gershgorin);  // ρ(D⁻¹A) for the prolongator weight

@@ -1122,7 +1122,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     li.block_size = bl;
     li.gershgorin = gershgorin;
     LanczosResult lr;
-    {
+    // A coarsest level that is factored needs no λ (no smoother, no prolongator): known here when
+    // the coarse size or the level limit ends the hierarchy (a stall is found later, and runs it).
+    const bool direct_last = n <= kAmgMaxDenseRows &&
+                             (reuse ? l < reuse->levels.size() && !reuse->levels[l].next
+                                    : n <= o.coarse_size || int(l) + 1 >= o.max_levels);
+    if (!direct_last) {
       // A re-set-up starts from the full set-up's Ritz vector of this level; a full set-up keeps
       // its own for the re-set-ups to come (GpuLevelLanczos).
       const float* warm = reuse && warm_lanczos && l < reuse->ritz.size() && reuse->ritz[l].size() == std::size_t(n) && n > 0
@@ -1136,7 +1141,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       }
     }
     pc.mark(lv, "Lanczos lambda_max");
-    KRYSP_REQUIRE(std::isfinite(lr.theta) && (n == 0 || lr.theta > 0), "AMG: the estimate of lambda_max(D^-1 A) on level ",
+    KRYSP_REQUIRE(direct_last || (std::isfinite(lr.theta) && (n == 0 || lr.theta > 0)), "AMG: the estimate of lambda_max(D^-1 A) on level ",
                   l, " is ", lr.theta, ": A is not symmetric positive definite or has NaN/Inf entries");
     li.lambda_estimate = lr.theta;
     li.lanczos_steps = lr.steps;
