@@ -30,9 +30,9 @@ constexpr double kLambdaBoost = 1.1;     ///< smoother's λmax = min(boost·esti
 class LevelLanczos final : public LanczosOperator {
  public:
   LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& dinv, const std::vector<float>* warm = nullptr,
-               bool record = false)
+               double old_lambda = 0, bool record = false)
       : A_(A), n_(std::size_t(A.rows)), warm_(warm && warm->size() == std::size_t(A.rows) ? warm : nullptr),
-        record_(record) {
+        old_lambda_(old_lambda), record_(record) {
     s_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) s_[i] = std::sqrt(dinv[i]);
     v_.assign(n_, 0);
@@ -83,7 +83,7 @@ class LevelLanczos final : public LanczosOperator {
       betas_.push_back(beta_);
     }
   }
-  int min_steps() const override { return warm_ ? kAmgWarmLanczosMinSteps : kLanczosMinSteps; }
+  int min_steps(double theta) const override { return amg::lanczos_min_steps(warm_ != nullptr, theta, old_lambda_); }
 
   /// The largest Ritz vector of the first m steps (float), or empty when not recorded.
   std::vector<float> ritz_vector(int m) const {
@@ -102,6 +102,7 @@ class LevelLanczos final : public LanczosOperator {
   const amg::Csr<double>& A_;
   std::size_t n_;
   const std::vector<float>* warm_;
+  double old_lambda_;
   bool record_;
   std::vector<double> s_, v_, vp_, w_, u_;
   std::vector<float> basis_;
@@ -358,7 +359,8 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     std::vector<float> ritz;
     if (!direct_last) {
       // A numeric re-set-up starts from the full set-up's Ritz vector (LevelLanczos).
-      LevelLanczos lanczos(Al, dinv, reuse && l < plans_.size() ? &plans_[l].ritz : nullptr, !reuse);
+      const bool warm = reuse && l < plans_.size();
+      LevelLanczos lanczos(Al, dinv, warm ? &plans_[l].ritz : nullptr, warm ? plans_[l].ritz_lambda : 0.0, !reuse);
       lr = lanczos_largest(lanczos, n, kAmgLanczosMaxSteps, std::numeric_limits<double>::infinity(),
                            kAmgLanczosSettleTol);
       if (!reuse) ritz = lanczos.ritz_vector(lr.steps);
@@ -373,7 +375,10 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     bool last = false;
     if (!reuse) plans_.emplace_back();
     Plan& plan = plans_[l];
-    if (!reuse) plan.ritz = std::move(ritz);
+    if (!reuse) {
+      plan.ritz = std::move(ritz);
+      plan.ritz_lambda = lr.theta;
+    }
     amg::Tentative& tent = plan.tent;
     if (reuse) {
       last = !plan.next;

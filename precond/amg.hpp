@@ -74,9 +74,15 @@ inline constexpr int kAmgLanczosMaxSteps = 40;
 /// numeric re-set-up's start vector (a run past them records none: the re-set-up starts cold).
 inline constexpr int kAmgLanczosRecordSteps = 16;
 /// Steps before the settling test may end a numeric re-set-up's Lanczos run from that Ritz
-/// vector (kLanczosMinSteps from the fixed start vector): from a Ritz vector of the old values
-/// the first Ritz values are already near the new λmax.
+/// vector, while its Ritz value stays within kAmgWarmLanczosTrust of the old λ estimate (a small
+/// change of values: the old top eigenvector is still a good start). Past that the change moved
+/// the spectrum's top, the old vector may lie far from the new top eigenvector, and an early
+/// plateau could pass the settling test: the run takes kLanczosMinSteps (random media under a
+/// 30% rescaling settled 6% low after 5 steps without this).
 inline constexpr int kAmgWarmLanczosMinSteps = 4;
+/// See kAmgWarmLanczosMinSteps: the relative distance from the old λ estimate that still trusts
+/// the warm start.
+inline constexpr double kAmgWarmLanczosTrust = 0.02;
 
 /// AmgOptions::theta and smoother_degree at kAmgAuto (amg::resolve_auto): the defaults for
 /// M-matrix-like matrices (scalar diffusion: off-diagonal entries ≤ 0) ...
@@ -250,6 +256,9 @@ std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int
 /// coupling them to anything (the coarse correction never reaches them).
 Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A);
 
+/// Steps before a Lanczos run may settle (both set-ups): kAmgWarmLanczosMinSteps for a warm start
+/// whose Ritz value theta is within kAmgWarmLanczosTrust of old_lambda, else kLanczosMinSteps.
+int lanczos_min_steps(bool warm, double theta, double old_lambda);
 /// The coefficients, in the Lanczos basis, of the largest Ritz vector of the first m steps (the
 /// eigenvector of the m×m tridiagonal matrix of alpha and beta for its largest eigenvalue); empty
 /// when m is 0, past kAmgLanczosRecordSteps or past the steps given, or the eigensolver fails.
@@ -390,6 +399,7 @@ class HostAmg final : public Preconditioner<T> {
     /// The full set-up's largest Ritz vector of D^{-1/2}·A·D^{-1/2} (float; empty when not
     /// recorded): the numeric re-set-up's Lanczos starts from it (kAmgWarmLanczosMinSteps).
     std::vector<float> ritz;
+    double ritz_lambda = 0;  ///< the λ estimate it came with
   };
   /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
   bool set_up(const CsrMatrix<T>& A, bool reuse);

@@ -472,6 +472,12 @@ Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A) {
   return C;
 }
 
+int lanczos_min_steps(bool warm, double theta, double old_lambda) {
+  return warm && old_lambda > 0 && std::abs(theta - old_lambda) <= kAmgWarmLanczosTrust * old_lambda
+             ? kAmgWarmLanczosMinSteps
+             : kLanczosMinSteps;
+}
+
 std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, const std::vector<double>& beta, int m) {
   if (m < 1 || m > kAmgLanczosRecordSteps || std::size_t(m) > alpha.size() || std::size_t(m) > beta.size() + 1) return {};
   const std::size_t M = std::size_t(m);

@@ -75,8 +75,8 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, dou
   int run = 0;  // steps the operator has run (alphas/betas hold them)
   for (int j = 0; j < max_steps; ++j) {
     if (j == run) {
-      // Nothing but a breakdown can stop the run before min_steps(): ask for those at once.
-      const int want = j == 0 && batch > 1 ? std::max({batch, op.first_batch(), op.min_steps()}) : batch;
+      // The first batch: first_batch() steps (at least the fewest a settling test may stop at).
+      const int want = j == 0 && batch > 1 ? std::max(batch, op.first_batch()) : batch;
       const int count = std::min(want, max_steps - j);
       op.steps(count, alphas.data() + j, betas.data() + j);
       run += count;
@@ -98,7 +98,7 @@ LanczosResult lanczos_largest(LanczosOperator& op, index_t n, int max_steps, dou
       res.converged = true;
       return res;
     }
-    if (j + 1 >= op.min_steps() && res.change <= settle_tol) {
+    if (j + 1 >= op.min_steps(theta) && res.change <= settle_tol) {
       res.converged = true;
       return res;
     }

@@ -81,13 +81,16 @@ class LanczosOperator {
   /// Steps past a stop are wasted work, never a different result: the stop is decided on the
   /// host, step by step, from the α and β of the steps before it.
   virtual int batch() const { return 1; }
-  /// The first request's size (the caller asks for at least the steps before its settling test
-  /// may stop the run, kLanczosMinSteps, and at least batch() when that is above 1).
-  virtual int first_batch() const { return batch(); }
-  /// Steps before the settling test may end the run: kLanczosMinSteps from the fixed start
-  /// vector; fewer from a warm start (a Ritz vector of a nearby matrix, whose first Ritz values
-  /// are already close: AMG's numeric re-set-up).
-  virtual int min_steps() const { return kLanczosMinSteps; }
+  /// The first request's size when batch() is above 1: by default the steps before the settling
+  /// test may stop a run from the fixed start vector, kLanczosMinSteps, and at least batch().
+  virtual int first_batch() const { return batch() > kLanczosMinSteps ? batch() : kLanczosMinSteps; }
+  /// Steps before the settling test may end the run, given the largest Ritz value so far:
+  /// kLanczosMinSteps from the fixed start vector; fewer from a warm start whose Ritz value is
+  /// already near the old matrix's λmax (AMG's numeric re-set-up).
+  virtual int min_steps(double theta) const {
+    (void)theta;
+    return kLanczosMinSteps;
+  }
 };
 
 /// What lanczos_largest found.

@@ -763,8 +763,9 @@ class GpuLevelLanczos final : public LanczosOperator {
  public:
   /// warm: a start vector of n entries (null: the fixed one); record: keep the basis for
   /// ritz_vector() when device memory allows (a quarter of what is free at most).
-  GpuLevelLanczos(const DCsr& A, const double* s, const float* warm = nullptr, bool record = false)
-      : A_(A), s_(s), warm_(warm), n_(A.rows), grid_(partial_blocks(A.rows)), lanes_(row_lanes(A.rows, A.nnz)) {
+  GpuLevelLanczos(const DCsr& A, const double* s, const float* warm = nullptr, double old_lambda = 0,
+                  bool record = false)
+      : A_(A), s_(s), warm_(warm), old_lambda_(old_lambda), n_(A.rows), grid_(partial_blocks(A.rows)), lanes_(row_lanes(A.rows, A.nnz)) {
     for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
     partials_ = DeviceArray<double>(std::size_t(grid_));
     ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
@@ -827,7 +828,7 @@ class GpuLevelLanczos final : public LanczosOperator {
   }
   int batch() const override { return 4; }
   int first_batch() const override { return warm_ ? kAmgWarmLanczosMinSteps : 8; }
-  int min_steps() const override { return warm_ ? kAmgWarmLanczosMinSteps : kLanczosMinSteps; }
+  int min_steps(double theta) const override { return amg::lanczos_min_steps(warm_ != nullptr, theta, old_lambda_); }
 
   /// The largest Ritz vector of the first m steps (in S's coordinates, float; n entries), or an
   /// empty array when the basis was not recorded or m is past it.
@@ -847,6 +848,7 @@ class GpuLevelLanczos final : public LanczosOperator {
   const DCsr& A_;
   const double* s_;
   const float* warm_;
+  double old_lambda_;  // the estimate the warm start's Ritz vector came with
   index_t n_;
   int grid_;
   int lanes_;  // of the SpMV
@@ -950,6 +952,7 @@ struct GpuAmgPlan {
   /// Per level, the largest Ritz vector of D^{-1/2}·A_l·D^{-1/2} of the full set-up's Lanczos run
   /// (float; empty where it was not recorded): a re-set-up's warm start.
   std::vector<DeviceArray<float>> ritz;
+  std::vector<double> ritz_lambda;  ///< the λ estimate of each of them
 };
 
 namespace {
@@ -1133,11 +1136,14 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       const float* warm = reuse && warm_lanczos && l < reuse->ritz.size() && reuse->ritz[l].size() == std::size_t(n) && n > 0
                               ? reuse->ritz[l].data()
                               : nullptr;
-      GpuLevelLanczos lanczos(Al, s.data(), warm, !reuse);
+      const double old_lambda = warm ? reuse->ritz_lambda[l] : 0.0;
+      GpuLevelLanczos lanczos(Al, s.data(), warm, old_lambda, !reuse);
       lr = lanczos_largest(lanczos, n, kLanczosSteps, std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
       if (!reuse) {
         plan->ritz.resize(l + 1);
+        plan->ritz_lambda.resize(l + 1, 0.0);
         plan->ritz[l] = lanczos.ritz_vector(lr.steps);
+        plan->ritz_lambda[l] = lr.theta;
       }
     }
     pc.mark(lv, "Lanczos lambda_max");
