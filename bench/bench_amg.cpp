@@ -196,7 +196,11 @@ Run measure(const Problem& p, const std::string& label, const AmgOptions& amg, i
       // symmetric and SPD, uploaded before the timing.
       SpmvPlan<double> plan(A);
       const CsrMatrix<double> A_step = time_step_values(A);
-      (void)A_step.device_view();
+      {  // untimed: A_step's one-time costs (upload, structure fingerprint), which a time-stepping
+         // code pays once for the matrix it keeps updating
+        DeviceAmg<double> M0(A, plan, pc.amg);
+        M0.update_values(A_step);
+      }
       std::vector<double> full, re, host_full, host_re, upload;
       for (int r = 0; r < setup_reps; ++r) {  // warm already: the CG runs above set AMG up
         const auto t0 = Clock::now();
