@@ -21,6 +21,7 @@
 #include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/precond/cuda/row_groups.cuh"
 #include "krysp/precond/cuda/sorted_search.cuh"
 #include "krysp/precond/jacobi.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
@@ -106,46 +107,11 @@ __global__ void k_fill(std::int64_t n, double v, double* x) {
 }
 
 // The row kernels below (k_diagonal, k_strength_count, k_strength_fill; amg_filter.cu likewise):
-// a group of W lanes a row (W a power of two ≤ 32, row_lanes below), the groups W-aligned so that
-// a group whose row is past n leaves whole. Lane t reads the row's entries t, t + W, ... a chunk
-// of W at a time (coalesced; one thread a row read level 1's rows of ~35 entries uncoalesced).
-// The results are the one-thread-a-row loop's bits for any W: a sum takes its terms one by one in
-// the row's order (fold_in_order), a compaction writes in the row's order (a ballot).
-template <int W>
-__device__ __forceinline__ unsigned group_mask() {
-  if constexpr (W == 32)
-    return 0xffffffffu;
-  else
-    return ((1u << W) - 1u) << (threadIdx.x % 32u / W * W);
-}
-// The group's lanes whose p is set, lane 0 the lowest bit.
-template <int W>
-__device__ __forceinline__ unsigned group_ballot(unsigned mask, bool p) {
-  if constexpr (W == 32)
-    return __ballot_sync(mask, p);
-  else
-    return (__ballot_sync(mask, p) & mask) >> (threadIdx.x % 32u / W * W);
-}
-// The first c lanes of a group (0 < c ≤ W).
-__device__ __forceinline__ unsigned first_lanes(index_t c) { return c >= 32 ? 0xffffffffu : (1u << c) - 1u; }
-// sum + the terms t of the lanes in `bits`, added one at a time in lane (= the row's) order, as
-// the sequential loop adds them; never a tree. Every lane of the group gets the sum.
-template <int W>
-__device__ __forceinline__ double fold_in_order(unsigned mask, unsigned bits, double t, double sum) {
-  for (; bits != 0u; bits &= bits - 1u) sum = __dadd_rn(sum, __shfl_sync(mask, t, __ffs(int(bits)) - 1, W));
-  return sum;
-}
-template <class F>
-void with_lanes(int w, F&& f) {
-  switch (w) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
-    case 16: f(std::integral_constant<int, 16>{}); break;
-    default: f(std::integral_constant<int, 32>{}); break;
-  }
-}
+// a group of W lanes a row (row_groups.cuh; W from fold_lanes below). Lane t reads the row's
+// entries t, t + W, ... a chunk of W at a time (coalesced; one thread a row read level 1's rows of
+// ~35 entries uncoalesced). The results are the one-thread-a-row loop's bits for any W: a sum
+// takes its terms one by one in the row's order (fold_in_order), a compaction writes in the row's
+// order (a ballot).
 
 // D⁻¹, D_l1⁻¹, D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row with a diagonal that is
 // not positive and finite, bad[1]: first row whose sum is not finite (atomicMin: the smallest
@@ -155,10 +121,8 @@ template <int W>
 __global__ void k_diagonal(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
                            const double* __restrict__ va, double* dinv, double* dl1, double* s, double* ratio,
                            double* diag, int* bad) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
+  const auto [i, lane] = row_lane<W>();
   if (i >= n) return;  // whole groups leave together (rows are W-aligned)
-  const int lane = int(threadIdx.x % W);
   const unsigned mask = group_mask<W>();
   const index_t e = rp[i + 1];
   double d = 0, sum = 0;
@@ -289,15 +253,9 @@ int fold_lanes(index_t n, index_t nnz) { return n > 0 && nnz < 16 * std::int64_t
 
 void launch_spmv(int w, index_t n, const index_t* rp, const index_t* ci, const double* va, const double* x,
                  double* y) {
-  const int blocks = blocks_for(std::int64_t(n) * w);
-  switch (w) {
-    case 1: k_spmv<1><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
-    case 2: k_spmv<2><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
-    case 4: k_spmv<4><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
-    case 8: k_spmv<8><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
-    case 16: k_spmv<16><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
-    default: k_spmv<32><<<blocks, kThreads>>>(n, rp, ci, va, x, y); break;
-  }
+  with_lanes(w, [&](auto W) {
+    k_spmv<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(n, rp, ci, va, x, y);
+  });
   KRYSP_CUDA_CHECK_LAUNCH("k_spmv");
 }
 // w = s∘y − β·v_prev; partials of wᵀv
@@ -343,10 +301,8 @@ template <int W>
 __global__ void k_strength_count(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
                                  const double* __restrict__ va, const double* __restrict__ dm, double theta,
                                  index_t* count) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
+  const auto [i, lane] = row_lane<W>();
   if (i >= n) return;  // whole groups leave together (rows are W-aligned)
-  const int lane = int(threadIdx.x % W);
   const unsigned mask = group_mask<W>();
   const index_t e = rp[i + 1];
   const double dmi = dm[i];
@@ -362,10 +318,8 @@ template <int W>
 __global__ void k_strength_fill(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
                                 const double* __restrict__ va, const double* __restrict__ dm, double theta,
                                 const index_t* __restrict__ grp, index_t* __restrict__ gci) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
+  const auto [i, lane] = row_lane<W>();
   if (i >= n) return;  // whole groups leave together (rows are W-aligned)
-  const int lane = int(threadIdx.x % W);
   const unsigned mask = group_mask<W>();
   const index_t e = rp[i + 1];
   const double dmi = dm[i];
@@ -375,7 +329,7 @@ __global__ void k_strength_fill(index_t n, const index_t* __restrict__ rp, const
     const index_t j = k < e ? ci[k] : i;
     const bool on = j != i && strong(va[k], dmi, dm[j], theta);
     const unsigned bits = group_ballot<W>(mask, on);
-    if (on) gci[p + __popc(bits & ((1u << lane) - 1u))] = j;
+    if (on) gci[p + lanes_below(bits, lane)] = j;
     p += __popc(bits);
   }
 }

@@ -1,10 +1,9 @@
 // The filtered matrix of the AMG prolongator smoothing on the GPU (amg_filter.hpp).
 #include "krysp/precond/cuda/amg_filter.hpp"
 
-#include <type_traits>
-
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/row_groups.cuh"
 
 namespace krysp::detail {
 
@@ -12,34 +11,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// W lanes a row (as amg_device_setup.cu's row kernels): the groups are W-aligned, so a group whose
-// row is past n leaves whole; lane t reads the row's entries t, t + W, ... a chunk of W at a time
-// (coalesced: one thread a row read level 1's rows of ~35 entries uncoalesced). Every result is
-// the one-thread-a-row loop's, bit for bit, for any W.
+// W lanes a row (row_groups.cuh, as amg_device_setup.cu's row kernels): lane t reads the row's
+// entries t, t + W, ... a chunk of W at a time (coalesced: one thread a row read level 1's rows of
+// ~35 entries uncoalesced). Every result is the one-thread-a-row loop's, bit for bit, for any W.
 unsigned blocks_for(index_t n, int w) { return unsigned((std::int64_t(n) * w + kThreads - 1) / kThreads); }
-
-template <int W>
-__device__ __forceinline__ unsigned group_mask() {
-  if constexpr (W == 32)
-    return 0xffffffffu;
-  else
-    return ((1u << W) - 1u) << (threadIdx.x % 32u / W * W);
-}
-// The group's lanes whose p is set, lane 0 the lowest bit.
-template <int W>
-__device__ __forceinline__ unsigned group_ballot(unsigned mask, bool p) {
-  if constexpr (W == 32)
-    return __ballot_sync(mask, p);
-  else
-    return (__ballot_sync(mask, p) & mask) >> (threadIdx.x % 32u / W * W);
-}
-// sum + the terms t of the lanes in `bits`, added one at a time in lane (= the row's) order, as
-// the sequential loop adds them; never a tree. Every lane of the group gets the sum.
-template <int W>
-__device__ __forceinline__ double fold_in_order(unsigned mask, unsigned bits, double t, double sum) {
-  for (; bits != 0u; bits &= bits - 1u) sum = __dadd_rn(sum, __shfl_sync(mask, t, __ffs(int(bits)) - 1, W));
-  return sum;
-}
 
 // amg::filter_entries's test for entry v of row i (di, dj: the diagonal values of rows i and j):
 // strong, |v| ≥ θ·sqrt(|a_ii|·|a_jj|), or strong from row i's side, |v| ≥ θ·|a_ii|; the node
@@ -56,10 +31,8 @@ __global__ void k_filter_count(index_t n, const index_t* __restrict__ rp, const 
                                const double* __restrict__ va, const double* __restrict__ diag, double theta,
                                const std::uint8_t* __restrict__ given, std::uint8_t* __restrict__ keep,
                                index_t* __restrict__ count) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
+  const auto [i, lane] = row_lane<W>();
   if (i >= n) return;  // whole groups leave together (rows are W-aligned)
-  const int lane = int(threadIdx.x % W);
   const unsigned mask = group_mask<W>();
   const index_t e = rp[i + 1];
   const double di = diag[i];
@@ -91,10 +64,8 @@ __global__ void k_filter_fill(index_t n, const index_t* __restrict__ rp, const i
                               const std::uint8_t* __restrict__ keep, const double* __restrict__ b,
                               const index_t* __restrict__ f_rp, index_t* __restrict__ f_ci, double* __restrict__ f_va,
                               double* __restrict__ dinv_f) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const index_t i = index_t(g / W);
+  const auto [i, lane] = row_lane<W>();
   if (i >= n) return;  // whole groups leave together (rows are W-aligned)
-  const int lane = int(threadIdx.x % W);
   const unsigned mask = group_mask<W>();
   const index_t rb = rp[i], e = rp[i + 1];
   const double aii = diag[i], bi = b[i];
@@ -116,7 +87,7 @@ __global__ void k_filter_fill(index_t n, const index_t* __restrict__ rp, const i
     const bool on = in && (keep[k] != 0 || j == i);
     const unsigned bits = group_ballot<W>(mask, on);
     if (on) {
-      const index_t q = p + __popc(bits & ((1u << lane) - 1u));
+      const index_t q = p + lanes_below(bits, lane);
       f_ci[q] = j;
       f_va[q] = j == i ? d : va[k];
     }
@@ -125,24 +96,17 @@ __global__ void k_filter_fill(index_t n, const index_t* __restrict__ rp, const i
   if (lane == 0) dinv_f[i] = 1.0 / d;
 }
 
-template <class F>
-void with_lanes(int w, F&& f) {
+// The lane counts amg_filter.hpp takes (with_lanes would run any other as 32).
+void check_lanes(int w) {
   KRYSP_REQUIRE(w == 1 || w == 2 || w == 4 || w == 8 || w == 16 || w == 32, "AMG filtered matrix: lanes = ", w,
                 " (1, 2, 4, 8, 16 or 32)");
-  switch (w) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
-    case 16: f(std::integral_constant<int, 16>{}); break;
-    default: f(std::integral_constant<int, 32>{}); break;
-  }
 }
 
 }  // namespace
 
 void amg_filter_count(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
                       double theta, const std::uint8_t* given, std::uint8_t* keep, index_t* count, int lanes) {
+  check_lanes(lanes);
   with_lanes(lanes, [&](auto W) {
     if (n > 0)
       k_filter_count<decltype(W)::value>
@@ -154,6 +118,7 @@ void amg_filter_count(index_t n, const index_t* rp, const index_t* ci, const dou
 void amg_filter_fill(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
                      const std::uint8_t* keep, const double* b, const index_t* f_rp, index_t* f_ci, double* f_va,
                      double* dinv_f, int lanes) {
+  check_lanes(lanes);
   with_lanes(lanes, [&](auto W) {
     if (n > 0)
       k_filter_fill<decltype(W)::value>

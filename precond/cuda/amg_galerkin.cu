@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
-#include <type_traits>
 
 #include <cub/block/block_scan.cuh>
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/device_policy.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/row_groups.cuh"
 #include "krysp/precond/cuda/sorted_search.cuh"
 
 namespace krysp::detail {
@@ -434,18 +434,6 @@ int row_lanes(index_t n, index_t nnz) {
   int w = 1;
   while (w < 32 && double(w) < mean) w *= 2;
   return w;
-}
-
-template <class F>
-void with_lanes(int w, F&& f) {
-  switch (w) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
-    case 16: f(std::integral_constant<int, 16>{}); break;
-    default: f(std::integral_constant<int, 32>{}); break;
-  }
 }
 
 // Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32. Each lane holds

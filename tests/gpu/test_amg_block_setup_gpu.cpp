@@ -28,78 +28,21 @@
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "gpu/amg_setup_checks.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;
 
 namespace {
 
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& h) {
-  DeviceArray<T> d(std::max<std::size_t>(h.size(), 1));
-  if (!h.empty()) d.upload(h.data(), h.size());
-  return d;
-}
-template <class T>
-std::vector<T> to_host(const DeviceArray<T>& d, std::size_t n) {
-  std::vector<T> h(n);
-  if (n > 0) d.download(h.data(), n);
-  return h;
-}
-
-/// A's arrays (host or device-borrowed) on the host.
-template <class T>
-amg::Csr<double> host_copy(const CsrMatrix<T>& M) {
-  amg::Csr<double> C;
-  C.rows = M.rows();
-  C.cols = M.cols();
-  C.row_ptr.assign(M.row_ptr().data(), M.row_ptr().data() + M.rows() + 1);
-  C.col_idx.assign(M.col_idx().data(), M.col_idx().data() + M.nnz());
-  const auto& v = M.values();
-  C.values.assign(v.data(), v.data() + M.nnz());
-  return C;
-}
-template <class T>
-amg::Csr<double> host_copy(const AmgLevelData<T>& d) {
-  amg::Csr<double> C;
-  C.rows = C.cols = d.n;
-  C.row_ptr.assign(d.row_ptr, d.row_ptr + d.n + 1);
-  C.col_idx.assign(d.col_idx, d.col_idx + d.nnz);
-  C.values.assign(d.values, d.values + d.nnz);
-  return C;
-}
-
-/// Same pattern exactly, and max |a − b| / max |b| of the values.
-double compare(const amg::Csr<double>& a, const amg::Csr<double>& b) {
-  REQUIRE(a.rows == b.rows);
-  REQUIRE(a.cols == b.cols);
-  REQUIRE(a.row_ptr == b.row_ptr);
-  REQUIRE(a.col_idx == b.col_idx);
-  double d = 0, s = 0;
-  for (std::size_t k = 0; k < a.values.size(); ++k) {
-    d = std::max(d, std::abs(a.values[k] - b.values[k]));
-    s = std::max(s, std::abs(b.values[k]));
-  }
-  return s > 0 ? d / s : d;
-}
-
-bool same(const amg::Csr<double>& x, const amg::Csr<double>& y) {
-  return x.rows == y.rows && x.cols == y.cols && x.row_ptr == y.row_ptr && x.col_idx == y.col_idx &&
-         x.values == y.values;
-}
-
-/// The host's MIS-2 aggregates of every level but the coarsest, from its level matrices (the
-/// strength graph on nodes of the level's block size at its θ_l, then amg::aggregate_mis2).
-std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& H) {
-  std::vector<std::vector<index_t>> out;
-  const auto data = H.level_data();
-  for (std::size_t l = 0; l + 1 < data.size(); ++l) {
-    const AmgLevelInfo& li = H.info().levels[l];
-    const amg::Graph G = amg::strength_graph(host_copy(data[l]), li.block_size, li.theta);
-    out.push_back(amg::aggregate_mis2(G).of_node);
-  }
-  return out;
-}
+using test::compare;
+using test::host_aggregates;
+using test::host_copy;
+using test::max_abs;
+using test::max_diff;
+using test::same;
+using test::to_device;
+using test::to_host;
 
 /// A's structure with the values v.
 CsrMatrix<double> with_values(const CsrMatrix<double>& A, const std::vector<double>& v) {
@@ -527,8 +470,7 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
     host.apply(r.data(), zh.data());
     dev.apply(dr.data(), dz.data());
     const auto zd = to_host(dz, std::size_t(n));
-    double d = 0, m = 0;
-    for (std::size_t i = 0; i < zd.size(); ++i) d = std::max(d, std::abs(zd[i] - zh[i])), m = std::max(m, std::abs(zh[i]));
+    const double d = max_diff(zd, zh), m = max_abs(zh);
     CHECK(d <= 5e-2 * m);
     MESSAGE(p.name, ": update_values against the host's numeric re-set-up: ", d / m);
     CHECK(dev.update_values(p.A));
@@ -558,8 +500,7 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: DeviceAmg applies the hos
     DeviceArray<double> dz(static_cast<std::size_t>(n));
     dev.apply(dr.data(), dz.data());
     const auto zd = to_host(dz, std::size_t(n));
-    double d = 0, m = 0;
-    for (std::size_t i = 0; i < zd.size(); ++i) d = std::max(d, std::abs(zd[i] - zh[i])), m = std::max(m, std::abs(zh[i]));
+    const double d = max_diff(zd, zh), m = max_abs(zh);
     CHECK(d <= 1e-10 * m);
   }
   // PCG on elasticity with the GPU-set-up AMG: unit vectors and rigid-body modes.
@@ -619,9 +560,7 @@ TEST_CASE("AMG GPU set-up, b > 1: fp32 levels from the double set-up; greedy sta
   DeviceArray<float> dz(static_cast<std::size_t>(n));
   devf.apply(dr.data(), dz.data());
   const auto zd = to_host(dz, std::size_t(n));
-  double d = 0, m = 0;
-  for (std::size_t i = 0; i < zd.size(); ++i)
-    d = std::max(d, double(std::abs(zd[i] - zh[i]))), m = std::max(m, double(std::abs(zh[i])));
+  const double d = max_diff(zd, zh), m = max_abs(zh);
   CHECK(d <= 1e-4 * m);
 
   AmgOptions g = o;

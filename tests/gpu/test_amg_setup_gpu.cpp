@@ -39,6 +39,7 @@
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/row_stats.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "gpu/amg_setup_checks.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -69,62 +70,14 @@ AmgOptions mis2(AmgSmoother s = AmgSmoother::Chebyshev) {
   return o;
 }
 
-/// A device-borrowed matrix's arrays on the host.
-template <class T>
-amg::Csr<double> host_copy(const CsrMatrix<T>& M) {
-  amg::Csr<double> C;
-  C.rows = M.rows();
-  C.cols = M.cols();
-  C.row_ptr.assign(M.row_ptr().data(), M.row_ptr().data() + M.rows() + 1);
-  C.col_idx.assign(M.col_idx().data(), M.col_idx().data() + M.nnz());
-  const auto& v = M.values();
-  C.values.assign(v.data(), v.data() + M.nnz());
-  return C;
-}
-
-template <class T>
-amg::Csr<double> host_copy(const AmgLevelData<T>& d) {
-  amg::Csr<double> C;
-  C.rows = C.cols = d.n;
-  C.row_ptr.assign(d.row_ptr, d.row_ptr + d.n + 1);
-  C.col_idx.assign(d.col_idx, d.col_idx + d.nnz);
-  C.values.assign(d.values, d.values + d.nnz);
-  return C;
-}
-
-/// Same pattern exactly, and max |a − b| / max |b| of the values.
-double compare(const amg::Csr<double>& a, const amg::Csr<double>& b) {
-  REQUIRE(a.rows == b.rows);
-  REQUIRE(a.cols == b.cols);
-  REQUIRE(a.row_ptr == b.row_ptr);
-  REQUIRE(a.col_idx == b.col_idx);
-  double d = 0, s = 0;
-  for (std::size_t k = 0; k < a.values.size(); ++k) {
-    d = std::max(d, std::abs(a.values[k] - b.values[k]));
-    s = std::max(s, std::abs(b.values[k]));
-  }
-  return s > 0 ? d / s : d;
-}
-
-/// The host's MIS-2 aggregates of every level but the coarsest, from its level matrices (the
-/// strength graph at the θ_l it used, θ at kAmgAuto resolved, then amg::aggregate_mis2: what
-/// HostAmg ran).
-std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& H, const AmgOptions&) {
-  std::vector<std::vector<index_t>> out;
-  const auto data = H.level_data();
-  for (std::size_t l = 0; l + 1 < data.size(); ++l) {
-    const amg::Graph G = amg::strength_graph(host_copy(data[l]), 1, H.info().levels[l].theta);
-    out.push_back(amg::aggregate_mis2(G).of_node);
-  }
-  return out;
-}
-
-template <class T>
-DeviceArray<T> to_device(const std::vector<T>& h) {
-  DeviceArray<T> d(h.size());
-  d.upload(h.data(), h.size());
-  return d;
-}
+using test::compare;
+using test::host_aggregates;
+using test::host_copy;
+using test::max_abs;
+using test::max_diff;
+using test::same;
+using test::to_device;
+using test::to_host;
 
 }  // namespace
 
@@ -137,7 +90,7 @@ TEST_CASE("AMG GPU set-up: aggregates equal the host's MIS-2 exactly, levels to 
     const auto hd = H.level_data();
     REQUIRE(G.levels.size() == hd.size());
     REQUIRE(G.info.levels.size() == H.info().levels.size());
-    const auto hagg = host_aggregates(H, o);
+    const auto hagg = host_aggregates(H);
     for (std::size_t l = 0; l < hd.size(); ++l) {
       CAPTURE(l);
       const auto& g = G.levels[l];
@@ -300,8 +253,7 @@ TEST_CASE("AMG GPU set-up: DeviceAmg on it applies the host's MIS-2 V-cycle to 1
       DeviceArray<double> dz(static_cast<std::size_t>(n));
       dev.apply(dr.data(), dz.data());
       dz.download(zd.data(), zd.size());
-      double d = 0, m = 0;
-      for (std::size_t i = 0; i < zd.size(); ++i) d = std::max(d, std::abs(zd[i] - zh[i])), m = std::max(m, std::abs(zh[i]));
+      const double d = max_diff(zd, zh), m = max_abs(zh);
       CHECK(d <= 1e-10 * m);
       // Bitwise determinism through DeviceAmg: a second object, the same result.
       const DeviceAmg<double> dev2(p.A, plan, o);
@@ -371,8 +323,7 @@ TEST_CASE("AMG GPU set-up: update_values (numeric, aggregates kept); greedy stay
   z3.download(h3.data(), h3.size());
   CHECK(h1 == h3);
   {
-    double d = 0, m = 0;
-    for (std::size_t i = 0; i < h1.size(); ++i) d = std::max(d, std::abs(h1[i] - h2[i])), m = std::max(m, std::abs(h2[i]));
+    const double d = max_diff(h1, h2), m = max_abs(h2);
     CHECK(d <= 1e-2 * m);
   }
 
@@ -395,8 +346,7 @@ TEST_CASE("AMG GPU set-up: update_values (numeric, aggregates kept); greedy stay
     DeviceArray<double> dz(r.size());
     dev.apply(dr.data(), dz.data());
     dz.download(zd.data(), zd.size());
-    double d = 0, m = 0;
-    for (std::size_t i = 0; i < zd.size(); ++i) d = std::max(d, std::abs(zd[i] - zh[i])), m = std::max(m, std::abs(zh[i]));
+    const double d = max_diff(zd, zh), m = max_abs(zh);
     CHECK(d <= 1e-10 * m);
     MESSAGE("numeric re-set-up on the GPU: ", dev.info().resetup_seconds, " s (full ", dev.info().setup_seconds, " s)");
   }
@@ -426,9 +376,7 @@ TEST_CASE("AMG GPU set-up: update_values (numeric, aggregates kept); greedy stay
   DeviceArray<float> dzf(rf.size());
   devf.apply(drf.data(), dzf.data());
   dzf.download(zd.data(), zd.size());
-  double d = 0, m = 0;
-  for (std::size_t i = 0; i < zd.size(); ++i)
-    d = std::max(d, double(std::abs(zd[i] - zh[i]))), m = std::max(m, double(std::abs(zh[i])));
+  const double d = max_diff(zd, zh), m = max_abs(zh);
   CHECK(d <= 1e-4 * m);
 }
 
@@ -1126,7 +1074,7 @@ TEST_CASE("AMG GPU set-up: rows past the kernels' buffers (jump diffusion 40^3):
   const auto G = detail::gpu_amg_setup(A, o, true);
   const auto hd = H.level_data();
   REQUIRE(G.levels.size() == hd.size());
-  const auto hagg = host_aggregates(H, o);
+  const auto hagg = host_aggregates(H);
   std::vector<double> b(static_cast<std::size_t>(A.rows()), 1.0);  // the near-nullspace of level 0
   bool past_buffer = false, past_cursors = false;
   for (std::size_t l = 0; l + 1 < G.levels.size(); ++l) {

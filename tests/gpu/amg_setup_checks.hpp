@@ -1,0 +1,106 @@
+#pragma once
+// Helpers of the GPU AMG set-up suites (test_amg_setup_gpu.cpp, test_amg_block_setup_gpu.cpp):
+// arrays to and from the device, a set-up's matrices on the host, and their comparison with the
+// host set-up's (its MIS-2 aggregates included).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/sparse/csr.hpp"
+
+namespace krysp::test {
+
+/// h in device memory (one entry at least, so that an empty h still gives a pointer).
+template <class T>
+DeviceArray<T> to_device(const std::vector<T>& h) {
+  DeviceArray<T> d(std::max<std::size_t>(h.size(), 1));
+  if (!h.empty()) d.upload(h.data(), h.size());
+  return d;
+}
+
+/// d's first n entries on the host.
+template <class T>
+std::vector<T> to_host(const DeviceArray<T>& d, std::size_t n) {
+  std::vector<T> h(n);
+  if (n > 0) d.download(h.data(), n);
+  return h;
+}
+
+/// A matrix's arrays (host or device-borrowed) on the host.
+template <class T>
+amg::Csr<double> host_copy(const CsrMatrix<T>& M) {
+  amg::Csr<double> C;
+  C.rows = M.rows();
+  C.cols = M.cols();
+  C.row_ptr.assign(M.row_ptr().data(), M.row_ptr().data() + M.rows() + 1);
+  C.col_idx.assign(M.col_idx().data(), M.col_idx().data() + M.nnz());
+  const auto& v = M.values();
+  C.values.assign(v.data(), v.data() + M.nnz());
+  return C;
+}
+
+/// A host set-up's level matrix as a Csr.
+template <class T>
+amg::Csr<double> host_copy(const AmgLevelData<T>& d) {
+  amg::Csr<double> C;
+  C.rows = C.cols = d.n;
+  C.row_ptr.assign(d.row_ptr, d.row_ptr + d.n + 1);
+  C.col_idx.assign(d.col_idx, d.col_idx + d.nnz);
+  C.values.assign(d.values, d.values + d.nnz);
+  return C;
+}
+
+/// max |a_i − b_i| and max |a_i|: the distance of two results and its scale.
+template <class T>
+double max_diff(const std::vector<T>& a, const std::vector<T>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::abs(a[i] - b[i])));
+  return d;
+}
+template <class T>
+double max_abs(const std::vector<T>& a) {
+  double m = 0;
+  for (const T& x : a) m = std::max(m, double(std::abs(x)));
+  return m;
+}
+
+/// Same pattern exactly, and max |a − b| / max |b| of the values.
+inline double compare(const amg::Csr<double>& a, const amg::Csr<double>& b) {
+  REQUIRE(a.rows == b.rows);
+  REQUIRE(a.cols == b.cols);
+  REQUIRE(a.row_ptr == b.row_ptr);
+  REQUIRE(a.col_idx == b.col_idx);
+  double d = 0, s = 0;
+  for (std::size_t k = 0; k < a.values.size(); ++k) {
+    d = std::max(d, std::abs(a.values[k] - b.values[k]));
+    s = std::max(s, std::abs(b.values[k]));
+  }
+  return s > 0 ? d / s : d;
+}
+
+/// Same pattern and the same values, bitwise.
+inline bool same(const amg::Csr<double>& x, const amg::Csr<double>& y) {
+  return x.rows == y.rows && x.cols == y.cols && x.row_ptr == y.row_ptr && x.col_idx == y.col_idx &&
+         x.values == y.values;
+}
+
+/// The host's MIS-2 aggregates of every level but the coarsest, from its level matrices: what
+/// HostAmg ran (the strength graph on nodes of the level's block size at the θ_l it used, θ at
+/// kAmgAuto resolved, then amg::aggregate_mis2).
+inline std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& H) {
+  std::vector<std::vector<index_t>> out;
+  const auto data = H.level_data();
+  for (std::size_t l = 0; l + 1 < data.size(); ++l) {
+    const AmgLevelInfo& li = H.info().levels[l];
+    const amg::Graph G = amg::strength_graph(host_copy(data[l]), li.block_size, li.theta);
+    out.push_back(amg::aggregate_mis2(G).of_node);
+  }
+  return out;
+}
+
+}  // namespace krysp::test
