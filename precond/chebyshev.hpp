@@ -87,10 +87,7 @@ class LanczosOperator {
   /// Steps before the settling test may end the run, given the largest Ritz value so far:
   /// kLanczosMinSteps from the fixed start vector; fewer from a warm start whose Ritz value is
   /// already near the old matrix's λmax (AMG's numeric re-set-up).
-  virtual int min_steps(double theta) const {
-    (void)theta;
-    return kLanczosMinSteps;
-  }
+  virtual int min_steps(double /*theta*/) const { return kLanczosMinSteps; }
 };
 
 /// What lanczos_largest found.
