@@ -5,7 +5,7 @@
 /// plain loops, deterministic (fixed orders, no threads), so two set-ups of one matrix give
 /// bitwise equal hierarchies and results. HostAmg runs the V-cycle on the host too; DeviceAmg
 /// (precond/cuda/device_amg.hpp) runs the same V-cycle on the GPU, on a hierarchy built there
-/// (cuda/amg_device_setup.hpp: b = 1, MIS-2) or uploaded from a HostAmg (level_data(),
+/// (cuda/amg_device_setup.hpp: MIS-2, any block size) or uploaded from a HostAmg (level_data(),
 /// coarse_factor()).
 ///
 /// Set-up, level by level (level 0 is A; amg_setup.cpp holds the sparse pieces):
@@ -349,8 +349,10 @@ class HostAmg final : public Preconditioner<T> {
   bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
   /// New values of the same structure (time stepping): keeps the aggregates, the tentative
   /// prolongators and every product's pattern, and redoes only the numbers (smoother bounds, the
-  /// prolongator smoothing, the Galerkin products by multiply_numeric, the coarse factor). Bit for
-  /// bit the hierarchy a full set-up with the old aggregates would give. A coarse level whose
+  /// prolongator smoothing, the Galerkin products by multiply_numeric, the coarse factor). Each
+  /// level's Lanczos starts from the full set-up's Ritz vector (kAmgWarmLanczosMinSteps), so the
+  /// λ estimates, and what follows from them, agree with a full set-up with the old aggregates to
+  /// the settling tolerance; the same calls give the same bits. A coarse level whose
   /// pattern changes (a row that became exactly zero) falls back to a full set-up. InputError for
   /// another structure. Returns true (the preconditioner was updated in place).
   bool update_values(const CsrMatrix<T>& A) override;
