@@ -5,8 +5,7 @@
 // solve, and the true relative residual ‖b − A·x‖/‖b‖ recomputed here on the host. For AMG also
 // the full set-up and the numeric re-set-up (update_values to a time step's values, the same
 // structure) of DeviceAmg alone, and the host set-up / upload split, levels, complexities and GPU
-// bytes. One untimed
-// warm-up solve per preconditioner; medians over --reps repetitions.
+// bytes. One untimed warm-up solve per preconditioner; medians over --reps repetitions.
 //
 // usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media N] [--precond jacobi,chebyshev,amg]
 //                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
@@ -193,11 +192,11 @@ Run measure(const Problem& p, const std::string& label, const AmgOptions& amg, i
     if (pc.kind == PrecondKind::Amg) {
       // DeviceAmg alone: the full set-up (host set-up + upload) and the numeric re-set-up to the
       // values of a time step: A's entries rescaled by (1 + 0.05 sin 0.7i)(1 + 0.05 sin 0.7j),
-      // symmetric and SPD, uploaded before the timing.
+      // symmetric and SPD.
       SpmvPlan<double> plan(A);
       const CsrMatrix<double> A_step = time_step_values(A);
-      {  // untimed: A_step's one-time costs (upload, structure fingerprint), which a time-stepping
-         // code pays once for the matrix it keeps updating
+      {  // untimed: A_step's one-time costs (upload, structure fingerprint), which a
+         // time-stepping code pays once for the matrix it keeps updating
         DeviceAmg<double> M0(A, plan, pc.amg);
         M0.update_values(A_step);
       }
