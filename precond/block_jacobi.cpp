@@ -51,12 +51,13 @@ int resolve_block_size(const CsrMatrix<T>& A, int requested) {
 
 template <class T>
 int resolve_block_size(const CsrMatrix<T>& A, int requested, int (*detect)(const CsrMatrix<T>&)) {
-  KRYSP_REQUIRE(A.rows() == A.cols(), "block Jacobi: matrix is ", A.rows(), "x", A.cols(), ", not square");
+  // Block Jacobi's diagonal blocks and AMG's nodes both come from here: the messages name neither.
+  KRYSP_REQUIRE(A.rows() == A.cols(), "block size: matrix is ", A.rows(), "x", A.cols(), ", not square");
   if (requested == 0) return detect(A);
-  KRYSP_REQUIRE(requested >= 1 && requested <= kMaxBlockSize, "block Jacobi: block size ", requested,
+  KRYSP_REQUIRE(requested >= 1 && requested <= kMaxBlockSize, "block size ", requested,
                 " is out of range (0 = detect, or 1 to ", kMaxBlockSize, ")");
-  KRYSP_REQUIRE(A.rows() % requested == 0, "block Jacobi: block size ", requested, " does not divide n = ", A.rows(),
-                " (the diagonal blocks must tile the matrix)");
+  KRYSP_REQUIRE(A.rows() % requested == 0, "block size ", requested, " does not divide n = ", A.rows(),
+                " (block Jacobi's diagonal blocks, or AMG's nodes of that many unknowns, must tile the matrix)");
   return requested;
 }
 
