@@ -191,6 +191,12 @@ int detected_block_size(const CsrMatrix<T>& A) {
 }
 
 template <class T>
+int node_block_size(const CsrMatrix<T>& A, const AmgOptions& o) {
+  if (!o.coordinates.empty()) return o.coordinate_dim;
+  return o.block_size > 0 ? resolve_block_size(A, o.block_size) : detected_block_size(A);
+}
+
+template <class T>
 AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoice* choice, bool on_device) {
   AmgAutoChoice c;
   AmgOptions r = o;
@@ -202,7 +208,7 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
     c.structural = c.positive_fraction > kAmgStructuralPositiveFraction;
     if (c.structural && c.theta) {
       // θ = 0.25 must still coarsen level 0 (b as the set-up resolves it: a structure pass).
-      const int b = o.coordinates.empty() ? resolve_block_size(A, o.block_size) : o.coordinate_dim;
+      const int b = node_block_size(A, o);
       if (A.rows() > 0 && A.rows() % b == 0) {
         const index_t nodes = A.rows() / b;
         c.isolated_fraction = double(isolated_nodes(A, b, kAmgThetaStructural, on_device)) / double(nodes);
@@ -214,7 +220,7 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   if (o.smoother_degree == kAmgAuto) r.smoother_degree = c.structural ? kAmgDegreeStructural : kAmgDegreeMMatrix;
   if (c.filter) {
     // The filter's lumping keeps one near-nullspace vector: one unknown per node, no coordinates.
-    const int b = !o.coordinates.empty() ? o.coordinate_dim : o.block_size > 0 ? o.block_size : detected_block_size(A);
+    const int b = node_block_size(A, o);
     if (!c.structural && b > 1) c.filter_block_size = b;
     r.filter = !c.structural && b == 1 ? AmgFilter::On : AmgFilter::Off;
   }
@@ -246,6 +252,8 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
 
 template int detected_block_size(const CsrMatrix<double>&);
 template int detected_block_size(const CsrMatrix<float>&);
+template int node_block_size(const CsrMatrix<double>&, const AmgOptions&);
+template int node_block_size(const CsrMatrix<float>&, const AmgOptions&);
 template SignCount off_diagonal_signs(const CsrMatrix<double>&, bool);
 template SignCount off_diagonal_signs(const CsrMatrix<float>&, bool);
 template std::int64_t isolated_nodes(const CsrMatrix<double>&, int, double, bool);
@@ -306,7 +314,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   info_.resetups = resetups;
   if (!reuse) plans_.clear();
   const bool rigid = !o.coordinates.empty();
-  const int b = rigid ? o.coordinate_dim : resolve_block_size(A, o.block_size);
+  const int b = amg::node_block_size(A, o);
   rp0_ = A.row_ptr();
   ci0_ = A.col_idx();
   va0_ = A.values();

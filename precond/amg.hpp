@@ -147,6 +147,10 @@ std::int64_t isolated_nodes(const CsrMatrix<T>& A, int b, double theta, bool on_
 /// A's block size as block_size 0 detects it (detect_block_size), memoised per values version of A.
 template <class T>
 int detected_block_size(const CsrMatrix<T>& A);
+/// Unknowns per node as both set-ups take them from `o`: coordinate_dim with coordinates, else
+/// block_size (checked by resolve_block_size), else detected_block_size(A).
+template <class T>
+int node_block_size(const CsrMatrix<T>& A, const AmgOptions& o);
 /// `o` with its kAmgAuto fields (and AmgFilter::Auto) chosen for A, explicit values kept. Where
 /// more than kAmgStructuralPositiveFraction of A's off-diagonal entries are positive: degree
 /// kAmgDegreeStructural, θ = kAmgThetaStructural if that leaves at most kAmgStructuralMaxIsolated
