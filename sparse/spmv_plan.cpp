@@ -221,7 +221,7 @@ void tune_spmv(const CsrView<T>& dA, index_t nnz, const SpmvPlanOptions& options
   for (const SpmvConfig& cand : cands) {
     const detail::SpmvWorkspaceView ws =
         is_nnz_balanced(cand.algorithm) ? c.nnz.by_key.at(detail::nnz_key(cand)).view() : detail::SpmvWorkspaceView{};
-    const detail::SpmvArgs<T> args{dA, ws, T(1), xy, T(0), xy + nx, {}};
+    const detail::SpmvArgs<T> args{dA, ws, T(1), xy, T(0), xy + nx, {}, {}};
     runs.push_back([cand, args] { detail::spmv_device<T>(cand, args); });
   }
   // Round 1 times every candidate; at most kTuneFinalists within kTunePruneFactor of the
@@ -325,12 +325,13 @@ SpmvPlan<T>::SpmvPlan(const CsrMatrix<T>& A, const SpmvPlan<U>& like) {
 }
 
 template <class T>
-void SpmvPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y) const {
+void SpmvPlan<T>::apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y, DeviceStream stream) const {
   KRYSP_REQUIRE(state_, "SpmvPlan::apply: the plan is empty (default-constructed)");
   KRYSP_REQUIRE(A.fingerprint() == state_->fingerprint, "SpmvPlan::apply: plan was made for matrix ",
                 state_->fingerprint.to_string(), " but was given ", A.fingerprint().to_string());
   check_vectors("SpmvPlan::apply", A, x, y);
-  detail::spmv_device(state_->config, detail::SpmvArgs<T>{A.device_view(), state_->workspace, alpha, x, beta, y, {}});
+  detail::spmv_device(state_->config,
+                      detail::SpmvArgs<T>{A.device_view(), state_->workspace, alpha, x, beta, y, {}, stream});
 }
 
 template <class T>
@@ -352,7 +353,7 @@ void SpmvPlan<T>::apply_dot(const CsrMatrix<T>& A, const T* x, T* y, double* dot
   });
   detail::SpmvDot dot = s.dot;
   dot.out = dot_xy;
-  detail::spmv_device(s.config, detail::SpmvArgs<T>{A.device_view(), s.workspace, T(1), x, T(0), y, dot});
+  detail::spmv_device(s.config, detail::SpmvArgs<T>{A.device_view(), s.workspace, T(1), x, T(0), y, dot, {}});
 }
 
 template <class T>
@@ -384,6 +385,11 @@ const char* SpmvPlan<T>::carry_mode() const {
     case detail::SpmvWorkspaceView::Carry::FixUp: return "fix-up";
   }
   return "unknown";
+}
+template <class T>
+bool SpmvPlan<T>::capturable() const {
+  KRYSP_REQUIRE(state_, "SpmvPlan: the plan is empty");
+  return state_->workspace.carry != detail::SpmvWorkspaceView::Carry::LookBack;
 }
 template <class T>
 bool SpmvPlan<T>::matches(const CsrMatrix<T>& A) const {

@@ -49,18 +49,18 @@ __global__ void __launch_bounds__(kBlock)
 }  // namespace
 
 template <class I, class O>
-void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy) {
+void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, DeviceStream stream) {
   const std::int64_t total = std::int64_t(n) * N;
   if (total == 0) return;
-  amg_copy_kernel<I, O><<<grid_for(total), kBlock>>>(n, N, X, ldx, Y, ldy);
+  amg_copy_kernel<I, O><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, X, ldx, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("amg_copy_kernel");
 }
 
 template <class T>
-void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy) {
+void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, DeviceStream stream) {
   const std::int64_t total = std::int64_t(n) * N;
   if (total == 0) return;
-  amg_add_kernel<T><<<grid_for(total), kBlock>>>(n, N, X, ldx, Y, ldy);
+  amg_add_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, X, ldx, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("amg_add_kernel");
 }
 
@@ -68,8 +68,6 @@ AmgCoarseSolver::AmgCoarseSolver() {
   cublasHandle_t h = nullptr;
   KRYSP_AMG_CUBLAS(cublasCreate(&h));
   handle_ = h;
-  // The legacy default stream, where every other krysp kernel runs: no extra ordering needed.
-  KRYSP_AMG_CUBLAS(cublasSetStream(h, nullptr));
   KRYSP_AMG_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
   // Atomics off (cuBLAS's default, set all the same): results bitwise reproducible.
   KRYSP_AMG_CUBLAS(cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED));
@@ -79,9 +77,10 @@ AmgCoarseSolver::~AmgCoarseSolver() {
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
-void AmgCoarseSolver::solve(index_t n, const double* L, index_t N, double* W, index_t ldw) const {
+void AmgCoarseSolver::solve(index_t n, const double* L, index_t N, double* W, index_t ldw, DeviceStream stream) const {
   if (n == 0 || N == 0) return;
   auto h = static_cast<cublasHandle_t>(handle_);
+  KRYSP_AMG_CUBLAS(cublasSetStream(h, cuda_stream(stream)));
   // Row-major L read column-major is U = Lᵀ (upper triangle).
   if (N == 1 && ldw == 1) {
     KRYSP_AMG_CUBLAS(cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, L, n, W, 1));  // L·y = w
@@ -97,11 +96,11 @@ void AmgCoarseSolver::solve(index_t n, const double* L, index_t N, double* W, in
                                &one, L, n, W, ldw));
 }
 
-template void amg_copy<double, double>(index_t, index_t, const double*, index_t, double*, index_t);
-template void amg_copy<float, float>(index_t, index_t, const float*, index_t, float*, index_t);
-template void amg_copy<float, double>(index_t, index_t, const float*, index_t, double*, index_t);
-template void amg_copy<double, float>(index_t, index_t, const double*, index_t, float*, index_t);
-template void amg_add<double>(index_t, index_t, const double*, index_t, double*, index_t);
-template void amg_add<float>(index_t, index_t, const float*, index_t, float*, index_t);
+template void amg_copy<double, double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
+template void amg_copy<float, float>(index_t, index_t, const float*, index_t, float*, index_t, DeviceStream);
+template void amg_copy<float, double>(index_t, index_t, const float*, index_t, double*, index_t, DeviceStream);
+template void amg_copy<double, float>(index_t, index_t, const double*, index_t, float*, index_t, DeviceStream);
+template void amg_add<double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
+template void amg_add<float>(index_t, index_t, const float*, index_t, float*, index_t, DeviceStream);
 
 }  // namespace krysp::detail

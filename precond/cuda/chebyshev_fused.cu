@@ -117,29 +117,30 @@ __global__ void __launch_bounds__(kFusedBlock)
 
 template <class R, class S, class O, int W>
 void launch_subwarp(const CsrView<S>& A, S c1, S c2, const S* dinv, const R* Rv, index_t ldr, const S* X,
-                    const S* Xp, O* Y, index_t ldy) {
+                    const S* Xp, O* Y, index_t ldy, cudaStream_t st) {
   const auto grid = unsigned((std::size_t(A.rows) * W + kFusedBlock - 1) / kFusedBlock);
-  cheb_fused_subwarp_kernel<R, S, O, W><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+  cheb_fused_subwarp_kernel<R, S, O, W><<<grid, kFusedBlock, 0, st>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_subwarp_kernel");
 }
 }  // namespace
 
 template <class R, class S, class O>
 void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr,
-                     const S* X, const S* Xp, O* Y, index_t ldy) {
+                     const S* X, const S* Xp, O* Y, index_t ldy, DeviceStream stream) {
   if (A.rows == 0) return;
+  const cudaStream_t st = cuda_stream(stream);
   switch (subwarp) {
     case 0: {
       const auto grid = unsigned((std::size_t(A.rows) + kFusedBlock - 1) / kFusedBlock);
-      cheb_fused_stream_kernel<R, S, O><<<grid, kFusedBlock>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+      cheb_fused_stream_kernel<R, S, O><<<grid, kFusedBlock, 0, st>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
       KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_stream_kernel");
       return;
     }
-    case 2: return launch_subwarp<R, S, O, 2>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-    case 4: return launch_subwarp<R, S, O, 4>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-    case 8: return launch_subwarp<R, S, O, 8>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-    case 16: return launch_subwarp<R, S, O, 16>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-    case 32: return launch_subwarp<R, S, O, 32>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+    case 2: return launch_subwarp<R, S, O, 2>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 4: return launch_subwarp<R, S, O, 4>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 8: return launch_subwarp<R, S, O, 8>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 16: return launch_subwarp<R, S, O, 16>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 32: return launch_subwarp<R, S, O, 32>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
     default:
       KRYSP_THROW(InputError, "cheb_fused_step: sub-warp width ", subwarp, " is not 0 (stream), 2, 4, 8, 16 or 32");
   }
@@ -155,7 +156,7 @@ void cheb_first_split(index_t n, S c0, const S* dinv, const T* R, index_t ldr, S
 
 #define KRYSP_INSTANTIATE_FUSED(R, S, O)                                                                        \
   template void cheb_fused_step<R, S, O>(const CsrView<S>&, int, S, S, const S*, const R*, index_t, const S*, \
-                                         const S*, O*, index_t);
+                                         const S*, O*, index_t, DeviceStream);
 KRYSP_INSTANTIATE_FUSED(double, double, double)
 KRYSP_INSTANTIATE_FUSED(float, float, float)
 KRYSP_INSTANTIATE_FUSED(double, float, float)   // fp32 polynomial, r read in fp64

@@ -205,18 +205,20 @@ __global__ void lanczos_root_kernel(double* x) { *x = sqrt(*x); }
 }  // namespace
 
 template <class T, class S, class O>
-void cheb_first(index_t n, index_t N, S c0, const S* dinv, const T* R, index_t ldr, O* X, index_t ldx) {
+void cheb_first(index_t n, index_t N, S c0, const S* dinv, const T* R, index_t ldr, O* X, index_t ldx,
+                DeviceStream stream) {
   if (n == 0 || N == 0) return;
-  cheb_first_kernel<T, S, O><<<grid_for(std::int64_t(n) * N), kBlock>>>(n, N, c0, dinv, R, ldr, X, ldx);
+  cheb_first_kernel<T, S, O><<<grid_for(std::int64_t(n) * N), kBlock, 0, cuda_stream(stream)>>>(n, N, c0, dinv, R, ldr,
+                                                                                                 X, ldx);
   KRYSP_CUDA_CHECK_LAUNCH("cheb_first_kernel");
 }
 
 template <class T, class S, class O>
 void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, index_t ldr, const S* W, index_t ldw,
-               const S* X, index_t ldx, const S* Xp, index_t ldp, O* Y, index_t ldy) {
+               const S* X, index_t ldx, const S* Xp, index_t ldp, O* Y, index_t ldy, DeviceStream stream) {
   if (n == 0 || N == 0) return;
-  cheb_step_kernel<T, S, O><<<grid_for(std::int64_t(n) * N), kBlock>>>(n, N, c1, c2, dinv, R, ldr, W, ldw, X, ldx, Xp,
-                                                                       ldp, Y, ldy);
+  cheb_step_kernel<T, S, O><<<grid_for(std::int64_t(n) * N), kBlock, 0, cuda_stream(stream)>>>(
+      n, N, c1, c2, dinv, R, ldr, W, ldw, X, ldx, Xp, ldp, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("cheb_step_kernel");
 }
 
@@ -271,9 +273,9 @@ void lanczos_root(double* x) {
 }
 
 #define KRYSP_INSTANTIATE_CHEB(T, S, O)                                                                             \
-  template void cheb_first<T, S, O>(index_t, index_t, S, const S*, const T*, index_t, O*, index_t);                 \
+  template void cheb_first<T, S, O>(index_t, index_t, S, const S*, const T*, index_t, O*, index_t, DeviceStream);   \
   template void cheb_step<T, S, O>(index_t, index_t, S, S, const S*, const T*, index_t, const S*, index_t, const S*, \
-                                   index_t, const S*, index_t, O*, index_t);
+                                   index_t, const S*, index_t, O*, index_t, DeviceStream);
 KRYSP_INSTANTIATE_CHEB(double, double, double)
 KRYSP_INSTANTIATE_CHEB(float, float, float)
 KRYSP_INSTANTIATE_CHEB(double, float, float)

@@ -2,11 +2,14 @@
 /// \file chebyshev_kernels.hpp
 /// Launchers of the Chebyshev preconditioner's fused vector kernels and of the Lanczos helpers
 /// that estimate λmax on the GPU (internal; CUDA-free header). Blocks are n × N row-major with
-/// their own leading dimensions; N = 1 with ld = 1 is a vector. T: the solver's precision;
+/// their own leading dimensions; N = 1 with ld = 1 is a vector. The V-cycle's kernels take a
+/// stream (default: the default stream), so that a V-cycle can be captured into a graph; the
+/// others run on the default stream. T: the solver's precision;
 /// S: the polynomial's; O: the output's (S for intermediate iterates, T for the result).
 #include <cstdint>
 
 #include "krysp/base/host_device.hpp"
+#include "krysp/base/stream.hpp"
 #include "krysp/base/types.hpp"
 #include "krysp/sparse/csr_view.hpp"
 
@@ -24,13 +27,14 @@ KRYSP_HD inline double lanczos_start_entry(std::int64_t i) {
 
 /// X = c0·diag(dinv)·R
 template <class T, class S, class O>
-void cheb_first(index_t n, index_t N, S c0, const S* dinv, const T* R, index_t ldr, O* X, index_t ldx);
+void cheb_first(index_t n, index_t N, S c0, const S* dinv, const T* R, index_t ldr, O* X, index_t ldx,
+                DeviceStream stream = {});
 
 /// Y = X + c1·(X − Xp) + c2·diag(dinv)·(R − W), with Xp = 0 when null. Y may be Xp (same ld):
 /// each entry is read before it is written. No other aliasing.
 template <class T, class S, class O>
 void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, index_t ldr, const S* W, index_t ldw,
-               const S* X, index_t ldx, const S* Xp, index_t ldp, O* Y, index_t ldy);
+               const S* X, index_t ldx, const S* Xp, index_t ldp, O* Y, index_t ldy, DeviceStream stream = {});
 
 /// The fused step (chebyshev_fused.cu): Y = X + c1·(X − Xp) + c2·diag(dinv)·(R − A·X) on vectors,
 /// A·X computed row by row inside the kernel and never stored. `subwarp` 0: a warp per 32 rows
@@ -40,7 +44,7 @@ void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, inde
 /// other rows gather from. Xp = null: x_{k−1} = 0. Deterministic (fixed summation order).
 template <class R, class S, class O>
 void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr,
-                     const S* X, const S* Xp, O* Y, index_t ldy);
+                     const S* X, const S* Xp, O* Y, index_t ldy, DeviceStream stream = {});
 /// X = c0·diag(dinv)·S(R) and Rs = S(R) in one pass: the residual converted once per apply, so
 /// the steps read 4 bytes of it per row, not 8 (bitwise the values each step would convert).
 template <class T, class S>

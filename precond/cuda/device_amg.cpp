@@ -8,6 +8,7 @@
 #include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
+#include "krysp/sparse/cuda/timing.hpp"
 
 namespace krysp {
 
@@ -26,6 +27,27 @@ int work_arrays(std::size_t l) { return l == 0 ? kWorkArrays - 2 : kWorkArrays; 
 template <class T>
 CsrMatrix<T> to_matrix(const amg::Csr<T>& C) {
   return CsrMatrix<T>::from_arrays(C.rows, C.cols, C.row_ptr, C.col_idx, C.values);
+}
+
+/// A level matrix's SpMV plan, with the fix-up carry (never look-back), so the V-cycle can be
+/// captured into a graph (SpmvPlan::capturable).
+template <class T>
+SpmvPlan<T> level_plan(const CsrMatrix<T>& M) {
+  SpmvPlanOptions o;
+  o.carry = SpmvPlanOptions::Carry::FixUp;
+  return SpmvPlan<T>(M, o);
+}
+
+/// The caller's plan of A, or, when it cannot be captured, one with the same kernel and the
+/// fix-up carry.
+template <class T>
+SpmvPlan<T> capturable_plan(const CsrMatrix<T>& A, const SpmvPlan<T>& plan) {
+  if (plan.capturable()) return plan;
+  SpmvPlanOptions o;
+  o.force = true;
+  o.forced = plan.config();
+  o.carry = SpmvPlanOptions::Carry::FixUp;
+  return SpmvPlan<T>(A, o);
 }
 
 template <class T>
@@ -83,6 +105,7 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
 template <class T>
 void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
   const auto t0 = Clock::now();
+  graphs_.clear();
   levels_.clear();
   chol_ = DeviceArray<double>();
   coarse_work_ = DeviceArray<double>();
@@ -109,18 +132,18 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.n = d.n;
       if (l == 0) {
         L.A.A = A;
-        L.A.plan = plan0_;
+        L.A.plan = capturable_plan(A, plan0_);
       } else {
         L.A.A = CsrMatrix<T>::from_arrays(d.n, d.n, std::vector<index_t>(d.row_ptr, d.row_ptr + d.n + 1),
                                           std::vector<index_t>(d.col_idx, d.col_idx + d.nnz),
                                           std::vector<T>(d.values, d.values + d.nnz));
-        L.A.plan = SpmvPlan<T>(L.A.A);
+        L.A.plan = level_plan(L.A.A);
       }
       if (d.P) {
         L.P.A = to_matrix(*d.P);
-        L.P.plan = SpmvPlan<T>(L.P.A);
+        L.P.plan = level_plan(L.P.A);
         L.R.A = to_matrix(*d.R);
-        L.R.plan = SpmvPlan<T>(L.R.A);
+        L.R.plan = level_plan(L.R.A);
       }
       L.dinv = DeviceArray<T>(d.dinv->size());
       L.dinv.upload(d.dinv->data(), d.dinv->size());
@@ -152,6 +175,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
 template <class T>
 void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   const auto t0 = Clock::now();
+  graphs_.clear();
   levels_.clear();
   chol_ = DeviceArray<double>();
   coarse_work_ = DeviceArray<double>();
@@ -177,13 +201,13 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     Level L;
     L.n = g.n;
     L.A.A = l == 0 ? A : g.A;
-    L.A.plan = l == 0 ? plan0_ : SpmvPlan<T>(g.A);
+    L.A.plan = l == 0 ? capturable_plan(A, plan0_) : level_plan(g.A);
     mark(int(l), "adopt: SpMV plan of A_l");
     if (l + 1 < gpu_->levels.size()) {
       L.P.A = g.P;
-      L.P.plan = SpmvPlan<T>(g.P);
+      L.P.plan = level_plan(g.P);
       L.R.A = g.R;
-      L.R.plan = SpmvPlan<T>(g.R);
+      L.R.plan = level_plan(g.R);
       mark(int(l), "adopt: SpMV plans of P, R");
     }
     L.dinv = std::move(g.dinv);
@@ -228,6 +252,7 @@ const HostAmg<T>& DeviceAmg<T>::host() const {
 template <class T>
 void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
   const auto t0 = Clock::now();
+  graphs_.clear();  // they hold the old coefficients
   const auto data = host_->level_data();
   levels_[0].A.A = A;  // A may be another matrix object of the same structure
   A.device_view();
@@ -251,6 +276,7 @@ void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
 template <class T>
 bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
   KRYSP_REQUIRE(matches(A), "AMG: update_values needs the structure the hierarchy was set up for");
+  graphs_.clear();  // they hold the old coefficients and arrays
   if (gpu_) {  // the GPU set-up again, aggregates and tentative prolongators kept (numeric only)
     const auto t0 = Clock::now();
     const AmgInfo before = gpu_->info;
@@ -358,45 +384,46 @@ typename DeviceAmg<T>::Work DeviceAmg<T>::work(std::size_t l, T* base, index_t l
 }
 
 template <class T>
-void DeviceAmg<T>::mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy) const {
+void DeviceAmg<T>::mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy,
+                       DeviceStream s) const {
   if (N == 1 && ldx == 1 && ldy == 1) {
-    M.plan.apply(M.A, alpha, x, beta, y);
+    M.plan.apply(M.A, alpha, x, beta, y, s);
     return;
   }
   auto it = M.spmm.find(N);
   if (it == M.spmm.end()) it = M.spmm.emplace(N, SpmmPlan<T>(M.A, N)).first;  // once per width
-  it->second.apply(M.A, alpha, x, ldx, beta, y, ldy);
+  it->second.apply(M.A, alpha, x, ldx, beta, y, ldy, s);
 }
 
 template <class T>
 void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e,
-                                     index_t lde) const {
+                                     index_t lde, DeviceStream s) const {
   const AmgOptions& o = opt_;
   const T* dinv = L.dinv.data();
   if (o.smoother == AmgSmoother::L1Jacobi) {
-    detail::cheb_first<T, T, T>(L.n, N, T(1), dinv, r, ldr, e, lde);  // e = D_l1⁻¹·r
+    detail::cheb_first<T, T, T>(L.n, N, T(1), dinv, r, ldr, e, lde, s);  // e = D_l1⁻¹·r
     return;
   }
   // Chebyshev from a zero guess, HostAmg::smooth_correction's recurrence.
   const int d = o.smoother_degree;
   const T c0 = T(L.coef.c0);
   if (d == 1) {
-    detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, e, lde);
+    detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, e, lde, s);
     return;
   }
   const index_t ld = W.ld;
   T* cur = W.u;
   T* prev = nullptr;
-  detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, cur, ld);
+  detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, cur, ld, s);
   if (N == 1 && ld == 1 && L.step >= 0) {  // vectors: each step one kernel, A_l·x_k never stored
     const CsrView<T> dA = L.A.A.device_view();
     for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
       if (k == d - 1) {
-        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, e, lde);
+        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, e, lde, s);
       } else {  // x_{k+1} overwrites x_{k−1} (or the spare array); never x_k, which rows gather from
         T* out = prev ? prev : W.v;
-        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, out, 1);
+        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, out, 1, s);
         prev = cur;
         cur = out;
       }
@@ -404,13 +431,13 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
     return;
   }
   for (int k = 1; k < d; ++k) {
-    mul(L.A, N, T(1), cur, ld, T(0), W.w, ld);  // w = A·x_k
+    mul(L.A, N, T(1), cur, ld, T(0), W.w, ld, s);  // w = A·x_k
     const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
     if (k == d - 1) {
-      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, e, lde);
+      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, e, lde, s);
     } else {
       T* out = prev ? prev : W.v;  // x_{k+1} overwrites x_{k−1}, or goes to the spare array
-      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, out, ld);
+      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, out, ld, s);
       prev = cur;
       cur = out;
     }
@@ -418,48 +445,85 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
 }
 
 template <class T>
-void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx) const {
-  detail::amg_copy<T, T>(L.n, N, b, ldb, W.r, W.ld);
-  mul(L.A, N, T(-1), x, ldx, T(1), W.r, W.ld);  // r = b − A·x
-  smooth_correction(L, W, N, W.r, W.ld, W.e, W.ld);
-  detail::amg_add<T>(L.n, N, W.e, W.ld, x, ldx);
+void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
+                         DeviceStream s) const {
+  detail::amg_copy<T, T>(L.n, N, b, ldb, W.r, W.ld, s);
+  mul(L.A, N, T(-1), x, ldx, T(1), W.r, W.ld, s);  // r = b − A·x
+  smooth_correction(L, W, N, W.r, W.ld, W.e, W.ld, s);
+  detail::amg_add<T>(L.n, N, W.e, W.ld, x, ldx, s);
 }
 
 template <class T>
 void DeviceAmg<T>::coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x,
-                                index_t ldx) const {
+                                index_t ldx, DeviceStream s) const {
   const Level& L = levels_[l];
   if (chol_.size() == 0) {  // smoothed: two sweeps from zero, as on the host
-    smooth_correction(L, W, N, b, ldb, x, ldx);
-    sweep(L, W, N, b, ldb, x, ldx);
+    smooth_correction(L, W, N, b, ldb, x, ldx, s);
+    sweep(L, W, N, b, ldb, x, ldx, s);
     return;
   }
   // In double, as the host: b converted, two triangular solves, the result converted back.
   double* w = coarse_work_.data();
-  detail::amg_copy<T, double>(L.n, N, b, ldb, w, N);
-  coarse_->solve(L.n, chol_.data(), N, w, N);
-  detail::amg_copy<double, T>(L.n, N, w, N, x, ldx);
+  detail::amg_copy<T, double>(L.n, N, b, ldb, w, N, s);
+  coarse_->solve(L.n, chol_.data(), N, w, N, s);
+  detail::amg_copy<double, T>(L.n, N, w, N, x, ldx, s);
 }
 
 template <class T>
 void DeviceAmg<T>::vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x,
-                          index_t ldx) const {
+                          index_t ldx, DeviceStream s) const {
   const Level& L = levels_[l];
   const Work& w = W[l];
   if (l + 1 == levels_.size()) {
-    coarse_solve(l, w, N, b, ldb, x, ldx);
+    coarse_solve(l, w, N, b, ldb, x, ldx, s);
     return;
   }
   const int sweeps = opt_.sweeps;
   const Work& wc = W[l + 1];
-  smooth_correction(L, w, N, b, ldb, x, ldx);  // pre-smoothing from x = 0: the first sweep is S·b
-  for (int s = 1; s < sweeps; ++s) sweep(L, w, N, b, ldb, x, ldx);
-  detail::amg_copy<T, T>(L.n, N, b, ldb, w.r, w.ld);
-  mul(L.A, N, T(-1), x, ldx, T(1), w.r, w.ld);             // r = b − A·x
-  mul(L.R, N, T(1), w.r, w.ld, T(0), wc.b, wc.ld);         // b_c = R·r
-  vcycle(l + 1, W, N, wc.b, wc.ld, wc.x, wc.ld);
-  mul(L.P, N, T(1), wc.x, wc.ld, T(1), x, ldx);            // x += P·x_c
-  for (int s = 0; s < sweeps; ++s) sweep(L, w, N, b, ldb, x, ldx);  // the same sweeps: M⁻¹ symmetric
+  smooth_correction(L, w, N, b, ldb, x, ldx, s);  // pre-smoothing from x = 0: the first sweep is S·b
+  for (int k = 1; k < sweeps; ++k) sweep(L, w, N, b, ldb, x, ldx, s);
+  detail::amg_copy<T, T>(L.n, N, b, ldb, w.r, w.ld, s);
+  mul(L.A, N, T(-1), x, ldx, T(1), w.r, w.ld, s);      // r = b − A·x
+  mul(L.R, N, T(1), w.r, w.ld, T(0), wc.b, wc.ld, s);  // b_c = R·r
+  vcycle(l + 1, W, N, wc.b, wc.ld, wc.x, wc.ld, s);
+  mul(L.P, N, T(1), wc.x, wc.ld, T(1), x, ldx, s);  // x += P·x_c
+  for (int k = 0; k < sweeps; ++k) sweep(L, w, N, b, ldb, x, ldx, s);  // the same sweeps: M⁻¹ symmetric
+}
+
+template <class T>
+void DeviceAmg<T>::run_vcycle(const GraphKey& key, const std::vector<Work>& W, index_t N, const T* r, index_t ldr,
+                              T* z, index_t ldz) const {
+  auto cycle = [&](DeviceStream s) { vcycle(0, W, N, r, ldr, z, ldz, s); };
+  // A graph replays the device pointers it was captured with: level 0's matrix arrays (the
+  // caller's A, which may have been uploaded again) must still be those.
+  const CsrView<T> a0 = levels_[0].A.A.device_view();
+  bool capturable = true;
+  for (const Level& L : levels_)
+    for (const Mat* M : {&L.A, &L.P, &L.R}) capturable = capturable && (!M->plan.valid() || M->plan.capturable());
+  if (!capturable || a0.row_ptr != graph_a0_.row_ptr || a0.col_idx != graph_a0_.col_idx ||
+      a0.values != graph_a0_.values) {
+    graphs_.clear();
+    graph_a0_ = a0;
+  }
+  if (!capturable) return cycle(DeviceStream{});
+  if (graphs_.size() >= kMaxGraphs && graphs_.count(key) == 0) graphs_.clear();
+  GraphEntry& g = graphs_[key];
+  if (g.graph) return g.graph->launch();
+  // The first call runs as it is (it makes the SpMM plans of a new width and loads the kernels);
+  // the second captures the V-cycle, so a solver's fixed vectors pay the host's launches once.
+  if (g.failed || g.calls++ == 0) return cycle(DeviceStream{});
+  g.graph = std::make_unique<CapturedCalls>(cycle, 1);
+  if (g.graph->ok()) return g.graph->launch();
+  g.graph.reset();
+  g.failed = true;
+  cycle(DeviceStream{});
+}
+
+template <class T>
+std::size_t DeviceAmg<T>::graphs() const {
+  std::size_t n = 0;
+  for (const auto& [key, g] : graphs_) n += g.graph != nullptr;
+  return n;
 }
 
 template <class T>
@@ -467,7 +531,7 @@ void DeviceAmg<T>::apply(const T* r, T* z) const {
   if (levels_.empty() || levels_[0].n == 0) return;
   std::vector<Work> W;
   for (std::size_t l = 0; l < levels_.size(); ++l) W.push_back(work(l, levels_[l].vec.data(), 1));
-  vcycle(0, W, 1, r, 1, z, 1);
+  run_vcycle(GraphKey{r, z, 1, 1, 1}, W, 1, r, 1, z, 1);
 }
 
 template <class T>
@@ -477,6 +541,7 @@ void DeviceAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t
   if (N == 1 && ldr == 1 && ldz == 1) return apply(R, Z);
   const index_t ld = work_ld(N);
   if (ld > block_ld_) {  // the widest block so far: grow every level's work block (free first)
+    graphs_.clear();     // they write the old work arrays
     std::size_t bytes = 0;
     for (std::size_t l = 0; l < levels_.size(); ++l) {
       levels_[l].block = DeviceArray<T>();
@@ -503,7 +568,7 @@ void DeviceAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t
   std::vector<Work> W;
   for (std::size_t l = 0; l < levels_.size(); ++l)
     W.push_back(work(l, levels_[l].block.data(), block_ld_));
-  vcycle(0, W, N, R, ldr, Z, ldz);
+  run_vcycle(GraphKey{R, Z, N, ldr, ldz}, W, N, R, ldr, Z, ldz);
 }
 
 template class DeviceAmg<double>;

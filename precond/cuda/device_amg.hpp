@@ -15,6 +15,14 @@
 /// cuBLAS triangular solves (trsv for a vector, trsm for a block). apply_block makes an SpMM plan
 /// per block width and matrix on first use (as DeviceChebyshev).
 ///
+/// A V-cycle is some fifty small kernels, so on small levels the host's launches, not the GPU,
+/// set its pace. The second apply with the same vectors (a solver's fixed r and z; for a block,
+/// the same N and leading dimensions) captures the V-cycle into a CUDA graph, and later ones
+/// replay it: one launch on the default stream, the same kernels with the same arguments, so
+/// the same bits. A value update, a wider block or level 0's matrix arrays moving drop the
+/// graphs; at most kMaxGraphs are kept. The level plans use the fix-up carry, which a graph can
+/// replay (SpmvPlan::capturable).
+///
 /// The V-cycle is HostAmg's, step for step: the same smoother sweeps in the same order (the
 /// Chebyshev recurrence in D⁻¹A through the Chebyshev preconditioner's kernels — for vectors its
 /// fused step, which computes A_l·x_k inside the update, where the level's rows suit it — or
@@ -38,15 +46,19 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
+#include "krysp/base/stream.hpp"
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/sparse/spmm_plan.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 
 namespace krysp {
+
+class CapturedCalls;
 
 namespace detail {
 class AmgCoarseSolver;
@@ -86,6 +98,8 @@ class DeviceAmg final : public Preconditioner<T> {
   std::size_t device_bytes() const { return upload_bytes_ + block_bytes_; }
   /// Wall time of the last upload (full, or values only after update_values), seconds.
   double upload_seconds() const { return upload_seconds_; }
+  /// How many captured V-cycle graphs are held now (see the file comment).
+  std::size_t graphs() const;
 
  private:
   struct Mat {
@@ -110,18 +124,40 @@ class DeviceAmg final : public Preconditioner<T> {
     mutable DeviceArray<T> block;  ///< apply_block's work: 7 n × block_ld_ blocks (5 on level 0)
   };
 
+  /// Which apply a graph replays: the vectors' device pointers, N and leading dimensions.
+  struct GraphKey {
+    const T* r = nullptr;
+    T* z = nullptr;
+    index_t N = 1, ldr = 1, ldz = 1;
+    bool operator<(const GraphKey& o) const {
+      return std::tie(r, z, N, ldr, ldz) < std::tie(o.r, o.z, o.N, o.ldr, o.ldz);
+    }
+  };
+  struct GraphEntry {
+    int calls = 0;                          ///< applies seen with this key before its capture
+    bool failed = false;                    ///< the capture failed: run as is from now on
+    std::unique_ptr<CapturedCalls> graph;   ///< the captured V-cycle
+  };
+  static constexpr std::size_t kMaxGraphs = 8;
+
   void upload(const CsrMatrix<T>& A);
   void adopt(const CsrMatrix<T>& A);  // levels_ from gpu_
   void upload_values(const CsrMatrix<T>& A);
   std::size_t bytes_needed() const;
   Work work(std::size_t l, T* base, index_t ld) const;
-  void mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy) const;
-  void smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e,
-                         index_t lde) const;
-  void sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx) const;
-  void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx) const;
-  void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x,
-              index_t ldx) const;
+  void mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy,
+           DeviceStream s) const;
+  void smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e, index_t lde,
+                         DeviceStream s) const;
+  void sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
+             DeviceStream s) const;
+  void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
+                    DeviceStream s) const;
+  void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
+              DeviceStream s) const;
+  /// The V-cycle z = M⁻¹r, from a graph where one is (or can now be) captured for `key`.
+  void run_vcycle(const GraphKey& key, const std::vector<Work>& W, index_t N, const T* r, index_t ldr, T* z,
+                  index_t ldz) const;
 
   std::unique_ptr<HostAmg<T>> host_;                 ///< the host set-up (null when built on the GPU)
   std::unique_ptr<detail::GpuAmgHierarchy<T>> gpu_;  ///< the GPU set-up's hierarchy (null: host)
@@ -137,6 +173,8 @@ class DeviceAmg final : public Preconditioner<T> {
   std::size_t upload_bytes_ = 0;
   mutable std::size_t block_bytes_ = 0;
   double upload_seconds_ = 0;
+  mutable std::map<GraphKey, GraphEntry> graphs_;
+  mutable CsrView<T> graph_a0_;  ///< level 0's device arrays when the graphs were captured
 };
 
 extern template class DeviceAmg<double>;

@@ -23,8 +23,8 @@ std::size_t spmv_dot_partials(const SpmvConfig& c, index_t rows, index_t nnz) {
 template <class T>
 void spmv_device(const SpmvConfig& c, const SpmvArgs<T>& a) {
   if (a.dot.out && (a.A.rows == 0 || a.A.nnz == 0)) {  // no kernel to fuse into
-    spmv_scale(a.A.rows, a.beta, a.y);
-    return spmv_dot_only(a.A.rows, a.x, a.y, a.dot);
+    spmv_scale(a.A.rows, a.beta, a.y, a.stream);
+    return spmv_dot_only(a.A.rows, a.x, a.y, a.dot, a.stream);
   }
   switch (c.algorithm) {
     case SpmvAlgorithm::RowSequential: return spmv_row_sequential(a);

@@ -1,7 +1,7 @@
 #pragma once
 /// \file spmv_kernels.cuh
 /// Launchers of the individual SpMV kernels; spmv_dispatch.cu picks one from the plan's config.
-/// Each launches on the default stream and checks the launch.
+/// Each launches on the stream it is given (args.stream) and checks the launch.
 #include "krysp/sparse/csr_view.hpp"
 #include "krysp/sparse/cuda/spmv_launch.hpp"
 
@@ -19,10 +19,10 @@ template <class T>
 void spmv_nnz(const SpmvArgs<T>& args, bool segmented, int k, int block_warps);
 /// y = beta·y over n entries (0 when beta = 0, never reading y).
 template <class T>
-void spmv_scale(index_t n, T beta, T* y);
+void spmv_scale(index_t n, T beta, T* y, DeviceStream stream);
 /// *dot.out = xᵀy over n entries, one block (the fused dot where no SpMV kernel runs: nnz = 0).
 template <class T>
-void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot);
+void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot, DeviceStream stream);
 /// Blocks (= fused-dot partials) of each kernel's launch.
 std::size_t spmv_row_sequential_blocks(index_t rows);
 std::size_t spmv_row_subwarp_blocks(index_t rows, int subwarp);

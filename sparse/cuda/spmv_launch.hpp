@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "krysp/base/stream.hpp"
 #include "krysp/sparse/csr_view.hpp"
 #include "krysp/sparse/row_stats.hpp"
 #include "krysp/sparse/spmv_partition.hpp"
@@ -49,10 +50,11 @@ struct SpmvArgs {
   T beta = T(0);
   T* y = nullptr;  ///< A.rows entries
   SpmvDot dot;     ///< the fused xᵀy when dot.out is set
+  DeviceStream stream;  ///< where the kernels run (default: the default stream)
 };
 
-/// y = alpha·A·x + beta·y with the configured kernel, on the default stream (asynchronous), and
-/// the fused xᵀy when args.dot.out is set. Every launch is checked.
+/// y = alpha·A·x + beta·y with the configured kernel, on args.stream (asynchronous), and the
+/// fused xᵀy when args.dot.out is set. Every launch is checked.
 template <class T>
 void spmv_device(const SpmvConfig& config, const SpmvArgs<T>& args);
 

@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(256) spmv_scale_kernel(index_t n, T beta, T* y
 
 template <class T, int K, int E, int NW>
 void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const T* x, T beta, T* y,
-                const SpmvDot& dot) {
+                const SpmvDot& dot, cudaStream_t st) {
   using Carry = SpmvWorkspaceView::Carry;
   const int mode = ws.carry == Carry::LookBack ? 1 : ws.carry == Carry::FixUp ? 2 : 0;
   NnzArgs<T> args{A, ws.partition, ws.geometry.num_tiles, alpha, beta, x, y, mode,
@@ -343,17 +343,17 @@ void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const
   }
   const auto grid = static_cast<unsigned>(ws.geometry.num_blocks);
   if (dot.out)
-    launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, true>, grid, 32 * NW, nullptr, args);
+    launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, true>, grid, 32 * NW, st, args);
   else
-    launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, false>, grid, 32 * NW, nullptr, args);
+    launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, false>, grid, 32 * NW, st, args);
   if (mode == 2) {
     const auto fgrid = static_cast<unsigned>(fixup_blocks(ws.geometry.num_blocks));
     const auto* carry = static_cast<const T*>(ws.block_carry);
     if (dot.out)
-      launch_overlapped("spmv_carry_fixup_kernel", spmv_carry_fixup_kernel<T, true>, fgrid, kFixupBlock, nullptr,
+      launch_overlapped("spmv_carry_fixup_kernel", spmv_carry_fixup_kernel<T, true>, fgrid, kFixupBlock, st,
                         ws.carry_in, ws.partition, ws.geometry.num_blocks, NW, carry, alpha, y, x, dot);
     else
-      launch_overlapped("spmv_carry_fixup_kernel", spmv_carry_fixup_kernel<T, false>, fgrid, kFixupBlock, nullptr,
+      launch_overlapped("spmv_carry_fixup_kernel", spmv_carry_fixup_kernel<T, false>, fgrid, kFixupBlock, st,
                         ws.carry_in, ws.partition, ws.geometry.num_blocks, NW, carry, alpha, y, x, dot);
   }
 }
@@ -361,15 +361,15 @@ void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const
 }  // namespace
 
 template <class T>
-void spmv_scale(index_t n, T beta, T* y) {
+void spmv_scale(index_t n, T beta, T* y, DeviceStream stream) {
   if (n == 0) return;
   launch_overlapped("spmv_scale_kernel", spmv_scale_kernel<T>, static_cast<unsigned>((std::int64_t(n) + 255) / 256),
-                    256, nullptr, n, beta, y);
+                    256, cuda_stream(stream), n, beta, y);
 }
 
 template <class T>
-void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot) {
-  launch_overlapped("dot_only_kernel", dot_only_kernel<T>, 1, kReduceBlock, nullptr, n, x, y, dot.out);
+void spmv_dot_only(index_t n, const T* x, const T* y, const SpmvDot& dot, DeviceStream stream) {
+  launch_overlapped("dot_only_kernel", dot_only_kernel<T>, 1, kReduceBlock, cuda_stream(stream), n, x, y, dot.out);
 }
 
 std::size_t spmv_nnz_dot_partials(const NnzGeometry& g, bool fixup) {
@@ -378,19 +378,19 @@ std::size_t spmv_nnz_dot_partials(const NnzGeometry& g, bool fixup) {
 
 template <class T, int NW>
 void spmv_nnz_nw(const CsrView<T>& A, const SpmvWorkspaceView& ws, bool segmented, int k, T alpha, const T* x, T beta,
-                 T* y, const SpmvDot& dot) {
+                 T* y, const SpmvDot& dot, cudaStream_t st) {
   constexpr int V = 16 / int(sizeof(T));  // entries in 16 bytes of values
   if (segmented) {
     switch (k) {
-      case 4: return launch_nnz<T, 4, V, NW>(A, ws, alpha, x, beta, y, dot);
-      case 8: return launch_nnz<T, 8, V, NW>(A, ws, alpha, x, beta, y, dot);
-      case 16: return launch_nnz<T, 16, V, NW>(A, ws, alpha, x, beta, y, dot);
+      case 4: return launch_nnz<T, 4, V, NW>(A, ws, alpha, x, beta, y, dot, st);
+      case 8: return launch_nnz<T, 8, V, NW>(A, ws, alpha, x, beta, y, dot, st);
+      case 16: return launch_nnz<T, 16, V, NW>(A, ws, alpha, x, beta, y, dot, st);
     }
   } else {
     switch (k) {
-      case 4: return launch_nnz<T, 4, 4, NW>(A, ws, alpha, x, beta, y, dot);
-      case 8: return launch_nnz<T, 8, 8, NW>(A, ws, alpha, x, beta, y, dot);
-      case 16: return launch_nnz<T, 16, 16, NW>(A, ws, alpha, x, beta, y, dot);
+      case 4: return launch_nnz<T, 4, 4, NW>(A, ws, alpha, x, beta, y, dot, st);
+      case 8: return launch_nnz<T, 8, 8, NW>(A, ws, alpha, x, beta, y, dot, st);
+      case 16: return launch_nnz<T, 16, 16, NW>(A, ws, alpha, x, beta, y, dot, st);
     }
   }
   KRYSP_THROW(InputError, "spmv_nnz: nnz_per_thread ", k, " is not 4, 8 or 16");
@@ -405,15 +405,15 @@ void spmv_nnz(const SpmvArgs<T>& args, bool segmented, int k, int block_warps) {
   T* const y = args.y;
   const SpmvDot& dot = args.dot;
   if (A.rows == 0) return;
-  if (A.nnz == 0) return spmv_scale(A.rows, beta, y);
+  if (A.nnz == 0) return spmv_scale(A.rows, beta, y, args.stream);
   if (ws.partition == nullptr || ws.geometry.nnz_per_lane != k || ws.geometry.tile != 32 * k ||
       ws.geometry.warps_per_block != block_warps ||
       (ws.carry != SpmvWorkspaceView::Carry::None &&
        (ws.block_carry == nullptr || ws.flags == nullptr || ws.carry_in == nullptr || ws.ticket == nullptr ||
         ws.epoch == nullptr)))
     KRYSP_THROW(InputError, "spmv_nnz: the workspace does not match nnz_per_thread=", k, " block_warps=", block_warps);
-  if (block_warps == 4) return spmv_nnz_nw<T, 4>(A, ws, segmented, k, alpha, x, beta, y, dot);
-  if (block_warps == 8) return spmv_nnz_nw<T, 8>(A, ws, segmented, k, alpha, x, beta, y, dot);
+  if (block_warps == 4) return spmv_nnz_nw<T, 4>(A, ws, segmented, k, alpha, x, beta, y, dot, cuda_stream(args.stream));
+  if (block_warps == 8) return spmv_nnz_nw<T, 8>(A, ws, segmented, k, alpha, x, beta, y, dot, cuda_stream(args.stream));
   KRYSP_THROW(InputError, "spmv_nnz: block_warps ", block_warps, " is not 4 or 8");
 }
 
@@ -440,10 +440,10 @@ void spmv_nnz_preload(bool segmented, int k, int block_warps) {
 
 template void spmv_nnz_preload<double>(bool, int, int);
 template void spmv_nnz_preload<float>(bool, int, int);
-template void spmv_scale(index_t, double, double*);
-template void spmv_scale(index_t, float, float*);
-template void spmv_dot_only(index_t, const double*, const double*, const SpmvDot&);
-template void spmv_dot_only(index_t, const float*, const float*, const SpmvDot&);
+template void spmv_scale(index_t, double, double*, DeviceStream);
+template void spmv_scale(index_t, float, float*, DeviceStream);
+template void spmv_dot_only(index_t, const double*, const double*, const SpmvDot&, DeviceStream);
+template void spmv_dot_only(index_t, const float*, const float*, const SpmvDot&, DeviceStream);
 template void spmv_nnz(const SpmvArgs<double>&, bool, int, int);
 template void spmv_nnz(const SpmvArgs<float>&, bool, int, int);
 

@@ -51,10 +51,10 @@ void spmv_row_sequential(const SpmvArgs<T>& args) {
   const std::int64_t grid = (std::int64_t(A.rows) + kRowSeqBlock - 1) / kRowSeqBlock;
   if (dot.out)
     launch_overlapped("spmv_row_sequential_kernel", spmv_row_sequential_kernel<T, true>, static_cast<unsigned>(grid),
-                      kRowSeqBlock, nullptr, A, alpha, x, beta, y, dot);
+                      kRowSeqBlock, cuda_stream(args.stream), A, alpha, x, beta, y, dot);
   else
     launch_overlapped("spmv_row_sequential_kernel", spmv_row_sequential_kernel<T, false>, static_cast<unsigned>(grid),
-                      kRowSeqBlock, nullptr, A, alpha, x, beta, y, dot);
+                      kRowSeqBlock, cuda_stream(args.stream), A, alpha, x, beta, y, dot);
 }
 
 std::size_t spmv_row_sequential_blocks(index_t rows) { return (std::size_t(rows) + kRowSeqBlock - 1) / kRowSeqBlock; }

@@ -34,13 +34,13 @@ std::size_t spmv_row_subwarp_blocks(index_t rows, int subwarp) {
 }
 
 template <class T, int W>
-static void launch(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot) {
+static void launch(const CsrView<T>& A, T alpha, const T* x, T beta, T* y, const SpmvDot& dot, cudaStream_t st) {
   const auto grid = static_cast<unsigned>(spmv_row_subwarp_blocks(A.rows, W));
   if (dot.out)
-    launch_overlapped("spmv_row_subwarp_kernel", spmv_row_subwarp_kernel<T, W, true>, grid, kSubwarpBlock, nullptr, A,
+    launch_overlapped("spmv_row_subwarp_kernel", spmv_row_subwarp_kernel<T, W, true>, grid, kSubwarpBlock, st, A,
                       alpha, x, beta, y, dot);
   else
-    launch_overlapped("spmv_row_subwarp_kernel", spmv_row_subwarp_kernel<T, W, false>, grid, kSubwarpBlock, nullptr, A,
+    launch_overlapped("spmv_row_subwarp_kernel", spmv_row_subwarp_kernel<T, W, false>, grid, kSubwarpBlock, st, A,
                       alpha, x, beta, y, dot);
 }
 
@@ -53,11 +53,11 @@ void spmv_row_subwarp(const SpmvArgs<T>& args, int subwarp) {
   const SpmvDot& dot = args.dot;
   if (A.rows == 0) return;
   switch (subwarp) {
-    case 2: return launch<T, 2>(A, alpha, x, beta, y, dot);
-    case 4: return launch<T, 4>(A, alpha, x, beta, y, dot);
-    case 8: return launch<T, 8>(A, alpha, x, beta, y, dot);
-    case 16: return launch<T, 16>(A, alpha, x, beta, y, dot);
-    case 32: return launch<T, 32>(A, alpha, x, beta, y, dot);
+    case 2: return launch<T, 2>(A, alpha, x, beta, y, dot, cuda_stream(args.stream));
+    case 4: return launch<T, 4>(A, alpha, x, beta, y, dot, cuda_stream(args.stream));
+    case 8: return launch<T, 8>(A, alpha, x, beta, y, dot, cuda_stream(args.stream));
+    case 16: return launch<T, 16>(A, alpha, x, beta, y, dot, cuda_stream(args.stream));
+    case 32: return launch<T, 32>(A, alpha, x, beta, y, dot, cuda_stream(args.stream));
     default: KRYSP_THROW(InputError, "spmv_row_subwarp: sub-warp width ", subwarp, " is not 2, 4, 8, 16 or 32");
   }
 }
