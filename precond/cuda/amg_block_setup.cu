@@ -3,13 +3,12 @@
 // coarse matrix's unit diagonal, each in the host's operation order (amg_setup.cpp, amg.cpp).
 #include "krysp/precond/cuda/amg_block_setup.hpp"
 
-#include <cub/cub.cuh>
-
 #include <algorithm>
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/cuda/amg_device_primitives.cuh"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 namespace krysp::detail {
@@ -21,19 +20,6 @@ constexpr int kThreads = 256;
 int blocks_for(std::int64_t n) { return int(std::max<std::int64_t>(1, (n + kThreads - 1) / kThreads)); }
 
 std::size_t at_least_one(index_t n) { return std::size_t(std::max<index_t>(n, 1)); }
-
-/// out[0..n] = exclusive scan of in[0..n-1]; returns out[n] (one synchronisation).
-index_t scan_total(const index_t* in, index_t* out, index_t n) {
-  KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
-  if (n == 0) return 0;
-  std::size_t bytes = 0;
-  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out + 1, n));
-  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
-  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp.data(), bytes, in, out + 1, n));
-  index_t total = 0;
-  copy_to_host(&total, out + n, sizeof(index_t));
-  return total;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Strength on nodes (amg::strength_graph for b > 1).
@@ -86,22 +72,6 @@ __global__ void k_block_strength(index_t nodes, int b, const index_t* rp, const 
 
 // ---------------------------------------------------------------------------------------------
 // The tentative prolongator (amg::tentative_prolongator).
-
-__global__ void k_sort_keys(index_t n, const index_t* agg, index_t* keys, index_t* nodes) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  keys[i] = agg[i] + 1;  // left-out nodes (−1) first, then the aggregates in order
-  nodes[i] = i;
-}
-
-// start[g] = the first position of aggregate g in the sorted order; start[count] = n.
-__global__ void k_starts(index_t n, const index_t* sorted_keys, index_t count, index_t* start) {
-  const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= n) return;
-  const index_t k = sorted_keys[p];
-  if (k > 0 && (p == 0 || sorted_keys[p - 1] != k)) start[k - 1] = p;
-  if (p == n - 1) start[count] = n;
-}
 
 // One aggregate a thread: the host's QR, operation for operation. Q: the aggregate's m × K block
 // of `scratch` (column-major, at first·b·K), R in registers; then Q's rows go to qrows (n × K
@@ -266,7 +236,7 @@ index_t block_strength_graph(index_t rows, int b, const index_t* rp, const index
                                                       nullptr);
     KRYSP_CUDA_CHECK_LAUNCH("k_block_strength (count)");
   }
-  const index_t edges = scan_total(count.data(), grp.data(), nodes);
+  const index_t edges = exclusive_scan(count.data(), grp.data(), nodes);
   gci = DeviceArray<index_t>(at_least_one(edges));
   if (nodes > 0) {
     k_block_strength<<<blocks_for(nodes), kThreads>>>(nodes, b, rp, ci, va, dm.data(), theta, nullptr, grp.data(),
@@ -294,16 +264,7 @@ BlockTentative block_tentative_prolongator(index_t nodes, int b, int K, index_t 
     DeviceArray<index_t> keys(N), iota(N), sorted(N), members(N), start(std::size_t(count) + 1);
     k_sort_keys<<<blocks_for(nodes), kThreads>>>(nodes, agg, keys.data(), iota.data());
     KRYSP_CUDA_CHECK_LAUNCH("k_sort_keys");
-    int bits = 1;
-    while (bits < 31 && (index_t(1) << bits) <= count) ++bits;
-    std::size_t bytes = 0;
-    KRYSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), sorted.data(), iota.data(),
-                                                     members.data(), nodes, 0, bits));
-    {
-      DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
-      KRYSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp.data(), bytes, keys.data(), sorted.data(), iota.data(),
-                                                       members.data(), nodes, 0, bits));
-    }
+    sort_pairs(nodes, keys.data(), sorted.data(), iota.data(), members.data(), bits_for(count));
     k_starts<<<blocks_for(nodes), kThreads>>>(nodes, sorted.data(), count, start.data());
     KRYSP_CUDA_CHECK_LAUNCH("k_starts");
     // Left-out nodes sort first: the aggregates' members start at start[0].
@@ -317,7 +278,7 @@ BlockTentative block_tentative_prolongator(index_t nodes, int b, int K, index_t 
     k_tent_rows<<<blocks_for(n), kThreads>>>(n, b, K, agg, qrows.data(), rc.data(), nullptr, nullptr, nullptr);
     KRYSP_CUDA_CHECK_LAUNCH("k_tent_rows (count)");
   }
-  t.nnz = scan_total(rc.data(), t.rp.data(), n);
+  t.nnz = exclusive_scan(rc.data(), t.rp.data(), n);
   t.ci = DeviceArray<index_t>(at_least_one(t.nnz));
   t.va = DeviceArray<double>(at_least_one(t.nnz));
   if (n > 0) {
@@ -353,7 +314,7 @@ bool unit_diagonal_on_empty_rows(index_t n, index_t nnz, const index_t* rp, cons
   copy_to_host(&empty, empty_rows.data(), sizeof empty);
   if (empty == 0) return false;
   out.rp = DeviceArray<index_t>(std::size_t(n) + 1);
-  out.nnz = scan_total(count.data(), out.rp.data(), n);
+  out.nnz = exclusive_scan(count.data(), out.rp.data(), n);
   out.ci = DeviceArray<index_t>(at_least_one(out.nnz));
   out.va = DeviceArray<double>(at_least_one(out.nnz));
   out.map = DeviceArray<index_t>(at_least_one(out.nnz));

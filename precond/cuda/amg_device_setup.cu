@@ -18,8 +18,8 @@
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/amg_mis2_rules.hpp"
-#include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/chebyshev.hpp"
+#include "krysp/precond/cuda/amg_device_primitives.cuh"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/cuda/row_groups.cuh"
 #include "krysp/precond/cuda/sorted_search.cuh"
@@ -386,21 +386,8 @@ __global__ void k_leftovers(index_t n, const index_t* leftover, const index_t* s
   if (i < n && leftover[i]) agg[i] = base + scan[i];
 }
 
-// P_tent for one near-nullspace vector b: sort keys agg + 1 (left-out nodes 0) with node values.
-__global__ void k_sort_keys(index_t n, const index_t* agg, index_t* keys, index_t* nodes) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  keys[i] = agg[i] + 1;
-  nodes[i] = i;
-}
-// start[g] = first position of aggregate g in the sorted order; start[count] = n.
-__global__ void k_starts(index_t n, const index_t* sorted_keys, index_t count, index_t* start) {
-  const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= n) return;
-  const index_t k = sorted_keys[p];
-  if (k > 0 && (p == 0 || sorted_keys[p - 1] != k)) start[k - 1] = p;
-  if (p == n - 1) start[count] = n;
-}
+// P_tent for one near-nullspace vector b, once the nodes are grouped by aggregate (k_sort_keys,
+// sort_pairs, k_starts: amg_device_primitives.cuh).
 // ‖b over aggregate g‖, the squares summed in node order (amg::tentative_prolongator's order).
 __global__ void k_aggregate_norms(index_t count, const index_t* start, const index_t* members, const double* b,
                                   double* norm) {
@@ -525,44 +512,10 @@ __global__ void k_gather(index_t nnz, const index_t* perm, const double* va, dou
 
 void check_launch(const char* name) { KRYSP_CUDA_CHECK_LAUNCH(name); }
 
-/// out[0..n] = exclusive scan of in[0..n-1], out[n] = the total (returned).
-index_t exclusive_scan(const index_t* in, index_t* out, index_t n) {
-  if (n == 0) {
-    KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
-    return 0;
-  }
-  std::size_t bytes = 0;
-  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out + 1, n));
-  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
-  KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
-  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp.data(), bytes, in, out + 1, n));
-  index_t total = 0;
-  copy_to_host(&total, out + n, sizeof(index_t));
-  return total;
-}
-
 int download_int(const int* p) {
   int v = 0;
   copy_to_host(&v, p, sizeof(int));
   return v;
-}
-
-/// Stable sort of (key, value) pairs by key (CUB's radix sort: stable, so equal keys keep their
-/// input order — node order, entry order).
-void sort_pairs(index_t n, const index_t* keys_in, index_t* keys_out, const index_t* vals_in, index_t* vals_out,
-                int end_bit) {
-  if (n == 0) return;
-  std::size_t bytes = 0;
-  KRYSP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys_in, keys_out, vals_in, vals_out, n, 0, end_bit));
-  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
-  KRYSP_CUDA_CHECK(
-      cub::DeviceRadixSort::SortPairs(tmp.data(), bytes, keys_in, keys_out, vals_in, vals_out, n, 0, end_bit));
-}
-
-int bits_for(index_t max_key) {
-  int b = 1;
-  while (b < 31 && (index_t(1) << b) <= max_key) ++b;
-  return b;
 }
 
 /// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted. perm_out:
@@ -990,12 +943,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes the mis2 aggregation only");
   auto plan = std::make_shared<GpuAmgPlan>();  // what this set-up decides (a full one)
   const index_t n0 = A.rows();
-  // Unknowns per node and the near-nullspace's K vectors, as HostAmg::set_up decides them: the
-  // constant (b = 1), the b unit vectors of each node, or the rigid-body modes of the coordinates
-  // (K = 6 in 3-D, 3 in 2-D). K > 1 takes the block pieces (amg_block_setup.hpp).
+  // Unknowns per node (amg::node_block_size) and the near-nullspace's K vectors, as
+  // HostAmg::set_up decides them: the constant (b = 1), the b unit vectors of each node, or the
+  // rigid-body modes of the coordinates (K = 6 in 3-D, 3 in 2-D). K > 1 takes the block pieces
+  // (amg_block_setup.hpp).
   const bool rigid = !o.coordinates.empty();
-  const int b = rigid ? o.coordinate_dim : o.block_size > 0 ? resolve_block_size(A, o.block_size)
-                                                            : amg::detected_block_size(A);
+  const int b = amg::node_block_size(A, o);
   const int K = rigid ? (b == 3 ? 6 : 3) : b;
   KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,

@@ -1,7 +1,7 @@
 #pragma once
 // Helpers of the GPU AMG set-up suites (test_amg_setup_gpu.cpp, test_amg_block_setup_gpu.cpp):
 // arrays to and from the device, a set-up's matrices on the host, and their comparison with the
-// host set-up's (its MIS-2 aggregates included).
+// host set-up's (its MIS-2 aggregates included), level by level (check_matches_host).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/sparse/csr.hpp"
 
 namespace krysp::test {
@@ -101,6 +102,62 @@ inline std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& 
     out.push_back(amg::aggregate_mis2(G).of_node);
   }
   return out;
+}
+
+/// The GPU set-up G (gpu_amg_setup with keep_aggregates) equals the host set-up H of the same A
+/// and options: as many levels, and on each the size, block size, aggregate and isolated counts,
+/// filtered entries and θ exactly, the Gershgorin bound, λ, ω and c0 to rounding; the aggregates
+/// exactly, P, R and A_l to 1e-12, D⁻¹ to 1e-14 on level 0 and 1e-12 below; then the stop
+/// reason, the coarse solve, the operator complexity and the coarse factor (to 1e-10).
+inline void check_matches_host(const detail::GpuAmgHierarchy<double>& G, const HostAmg<double>& H) {
+  const auto hd = H.level_data();
+  REQUIRE(G.levels.size() == hd.size());
+  REQUIRE(G.info.levels.size() == H.info().levels.size());
+  const auto hagg = host_aggregates(H);
+  for (std::size_t l = 0; l < hd.size(); ++l) {
+    CAPTURE(l);
+    const auto& g = G.levels[l];
+    const auto& hi = H.info().levels[l];
+    const auto& gi = G.info.levels[l];
+    CHECK(g.n == hd[l].n);
+    CHECK(gi.rows == hi.rows);
+    CHECK(gi.nnz == hi.nnz);
+    CHECK(gi.block_size == hi.block_size);
+    CHECK(gi.aggregates == hi.aggregates);
+    CHECK(gi.isolated == hi.isolated);
+    CHECK(gi.filtered == hi.filtered);
+    CHECK(gi.theta == hi.theta);
+    CHECK(gi.gershgorin == doctest::Approx(hi.gershgorin).epsilon(1e-13));
+    // The coarsest level may have fewer rows than Lanczos steps: past the exhausted Krylov space
+    // the two runs follow their rounding, so its estimate is only close.
+    const double tol = l + 1 < hd.size() ? 1e-10 : 1e-6;
+    CHECK(gi.lambda_estimate == doctest::Approx(hi.lambda_estimate).epsilon(tol));
+    CHECK(gi.omega == doctest::Approx(hi.omega).epsilon(1e-10));
+    if (l + 1 < hd.size()) {
+      CHECK(g.aggregates == hagg[l]);  // exactly
+      CHECK(compare(host_copy(g.P), *hd[l].P) <= 1e-12);
+      CHECK(compare(host_copy(g.R), *hd[l].R) <= 1e-12);
+    }
+    if (l > 0) CHECK(compare(host_copy(g.A), host_copy(hd[l])) <= 1e-12);
+    const std::vector<double> dinv = to_host(g.dinv, std::size_t(g.n));
+    double dd = 0;
+    for (std::size_t i = 0; i < dinv.size(); ++i)
+      dd = std::max(dd, std::abs(dinv[i] - (*hd[l].dinv)[i]) / std::abs((*hd[l].dinv)[i]));
+    // Level 0's diagonal is A's; a coarse diagonal is a Galerkin sum taken in another order, and
+    // across jumps of 1e4 its terms cancel to a small entry (random media: 3e-13 entrywise).
+    CHECK(dd <= (l == 0 ? 1e-14 : 1e-12));
+    CHECK(g.coef.c0 == doctest::Approx(hd[l].coef->c0).epsilon(l + 1 < hd.size() ? 1e-9 : 1e-5));
+  }
+  CHECK(G.info.stop_reason == H.info().stop_reason);
+  CHECK(G.info.coarse_direct == H.info().coarse_direct);
+  CHECK(G.info.operator_complexity == doctest::Approx(H.info().operator_complexity).epsilon(1e-14));
+  REQUIRE(G.coarse_factor.size() == H.coarse_factor().size());
+  double cd = 0, cs = 0;
+  for (std::size_t k = 0; k < G.coarse_factor.size(); ++k) {
+    cd = std::max(cd, std::abs(G.coarse_factor[k] - H.coarse_factor()[k]));
+    cs = std::max(cs, std::abs(H.coarse_factor()[k]));
+  }
+  CHECK(cd <= 1e-10 * cs);
 }
 
 }  // namespace krysp::test
