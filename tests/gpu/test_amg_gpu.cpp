@@ -144,7 +144,7 @@ TEST_CASE("AMG GPU: apply and apply_block match HostAmg (both smoothers, four pr
   for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
     for (const Problem& p : problems(s)) {
       CAPTURE(p.name);
-      CAPTURE(to_string(s));
+      CAPTURE(std::string(to_string(s)));
       const index_t n = p.A.rows();
       SpmvPlan<double> plan(p.A);
       HostAmg<double> host(p.A, p.o);
@@ -172,7 +172,7 @@ TEST_CASE("AMG GPU: the captured V-cycle replays the first apply's bits, and is 
   for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
     for (const Problem& p : problems(s)) {
       CAPTURE(p.name);
-      CAPTURE(to_string(s));
+      CAPTURE(std::string(to_string(s)));
       const index_t n = p.A.rows(), N = 4, ldr = N + 1, ldz = N + 3;
       // The caller's plan with the look-back carry, which a graph cannot replay: DeviceAmg makes
       // its own for level 0.
@@ -180,6 +180,7 @@ TEST_CASE("AMG GPU: the captured V-cycle replays the first apply's bits, and is 
       po.carry = SpmvPlanOptions::Carry::LookBack;
       po.force = true;
       po.forced.algorithm = SpmvAlgorithm::NnzSegmented;
+      po.forced.nnz_per_thread = 8;
       CsrMatrix<double> A = scaled_values(p.A, 1.0);  // our own copy: its values change below
       SpmvPlan<double> plan(A, po);
       REQUIRE(!plan.capturable());
@@ -247,7 +248,7 @@ TEST_CASE("AMG GPU: M^-1 is symmetric and positive on the GPU") {
   for (AmgSmoother sm : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
     for (const Problem& p : problems(sm)) {
       CAPTURE(p.name);
-      CAPTURE(to_string(sm));
+      CAPTURE(std::string(to_string(sm)));
       const index_t n = p.A.rows();
       SpmvPlan<double> plan(p.A);
       DeviceAmg<double> dev(p.A, plan, p.o);
@@ -349,7 +350,7 @@ TEST_CASE("AMG GPU: PCG through solve() converges as on the host (true residuals
   for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
     for (const Problem& p : problems(s)) {
       CAPTURE(p.name);
-      CAPTURE(to_string(s));
+      CAPTURE(std::string(to_string(s)));
       const index_t n = p.A.rows();
       std::vector<double> b(static_cast<std::size_t>(n));
       for (index_t i = 0; i < n; ++i) b[std::size_t(i)] = 1 + 0.5 * std::sin(0.37 * i);
