@@ -860,6 +860,27 @@ struct GpuAmgPlan {
   /// (float; empty where it was not recorded): a re-set-up's warm start.
   std::vector<DeviceArray<float>> ritz;
   std::vector<double> ritz_lambda;  ///< the λ estimate of each of them
+  /// What the aggregates and patterns were decided from: A's structure and the options that shape
+  /// them (θ, the level and size limits, b and K, the filter, a smoothed or a tentative P). A
+  /// re-set-up under others would reuse structures that are not theirs: gpu_amg_setup refuses it.
+  struct Shape {
+    StructureFingerprint structure;
+    double theta = 0;
+    int max_levels = 0;
+    index_t coarse_size = 0;
+    int b = 0, K = 0;
+    AmgFilter filter = AmgFilter::Off;
+    bool smoothed = false;
+    bool operator==(const Shape& s) const {
+      return structure == s.structure && theta == s.theta && max_levels == s.max_levels &&
+             coarse_size == s.coarse_size && b == s.b && K == s.K && filter == s.filter && smoothed == s.smoothed;
+    }
+    std::string to_string() const {
+      return concat("theta ", theta, ", max_levels ", max_levels, ", coarse_size ", coarse_size, ", b ", b, ", K ", K,
+                    ", filter ", krysp::to_string(filter), smoothed ? ", smoothed P" : ", tentative P", ", structure ",
+                    structure.to_string());
+    }
+  } shape;
 };
 
 namespace {
@@ -954,6 +975,10 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
                 rigid ? " with coordinates" : "");
   int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
+  plan->shape = {A.fingerprint(), o.theta, o.max_levels, o.coarse_size, b, K, o.filter, o.prolongation_weight > 0};
+  KRYSP_REQUIRE(!reuse || reuse->shape == plan->shape, "AMG: a numeric re-set-up for ", plan->shape.to_string(),
+                " was given the plan of a set-up for ", reuse->shape.to_string(),
+                ": the aggregates and patterns are not theirs; set up again");
 
   // Level 0 in double: A's own device arrays, its values converted for T = float.
   const CsrView<T> dA = A.device_view();

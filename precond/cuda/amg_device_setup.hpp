@@ -100,7 +100,8 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// options of its plan's set-up (DeviceAmg does), since auto would read the new values.
 /// keep_aggregates: download each level's aggregates into GpuAmgLevel::aggregates (full set-up
 /// only). reuse: the plan of an earlier set-up of A's structure with the same options (new values,
-/// time stepping): the aggregates, tentative prolongators and level count are kept and only the
+/// time stepping; InputError naming both when A's structure or an option that shapes the
+/// aggregates and patterns differs, resolved as above): the aggregates, tentative prolongators and level count are kept and only the
 /// numbers are redone (diagonals, Lanczos, the smoothed prolongator, the products, the coarse
 /// factor), as HostAmg::update_values does: P's values by prolongator_values and the products' by
 /// spgemm_numeric into the kept structures of P, A·P and R·(A·P) (no symbolic phase), R and the

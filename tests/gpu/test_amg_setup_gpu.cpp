@@ -495,6 +495,17 @@ TEST_CASE("AMG GPU set-up: a numeric re-set-up gathers R and the coarse matrices
     CHECK(sorts == 0);
     CHECK(numeric == 3 * int(F.levels.size() - 1));
     CHECK(symbolic == 0);
+    // The plan's aggregates and patterns belong to its options and structure: other ones are
+    // refused, not reused.
+    AmgOptions other = mis2();
+    other.theta = 0.37;  // not a θ the auto rule picks
+    CHECK_THROWS_WITH_AS(detail::gpu_amg_setup(A2, other, false, G.plan),
+                         doctest::Contains("was given the plan of a set-up for"), InputError);
+    AmgOptions coarser = mis2();
+    coarser.coarse_size = 1000;
+    CHECK_THROWS_AS(detail::gpu_amg_setup(A2, coarser, false, G.plan), InputError);
+    const auto B = laplacian_3d(7, 6, 5);
+    CHECK_THROWS_AS(detail::gpu_amg_setup(B, mis2(), false, G.plan), InputError);
   }
 }
 
