@@ -26,8 +26,10 @@
 /// The V-cycle is HostAmg's, step for step: the same smoother sweeps in the same order (the
 /// Chebyshev recurrence in D⁻¹A through the Chebyshev preconditioner's kernels — for vectors its
 /// fused step, which computes A_l·x_k inside the update, where the level's rows suit it — or
-/// l1-Jacobi), restriction, recursion, prolongation. So M⁻¹ is the host's to rounding (the
-/// device SpMV sums in another order). Deterministic: every kernel has a fixed summation order
+/// l1-Jacobi), restriction, recursion, prolongation. A sweep x += S(b − A·x) on vectors runs the
+/// same recurrence on x itself (x_k − x_0 is the recurrence from zero on b − A·x_0), one fused
+/// kernel a step, without the residual, correction and add. So M⁻¹ is the host's to rounding
+/// (the device sums in another order). Deterministic: every kernel has a fixed summation order
 /// and cuBLAS runs without atomics.
 ///
 /// update_values(A): the host's numeric re-set-up (aggregates and patterns kept), then only the
