@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
                   "                       (default auto)\n"
                   "  --amg-max-levels L   levels at most, A included, 1 to 50            (default 10)\n"
                   "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
-                  "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A)  (default 4/3)\n");
+                  "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A)  (default 1.5)\n");
       return 0;
     } else files.push_back(a);
   }

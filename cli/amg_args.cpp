@@ -27,7 +27,7 @@ const char* amg_option_help() {
          "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
          "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
          "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A); 0: plain aggregation\n"
-         "                       (default 1.333)\n"
+         "                       (default 1.5)\n"
          "  --amg-filter F       auto | on | off: smooth the prolongator with A's strong entries only\n"
          "                       (weak ones lumped into the diagonal); auto: on when at most 10% of\n"
          "                       A's off-diagonal entries are positive and b is 1 (default auto)\n"
