@@ -15,7 +15,7 @@
 /// cuBLAS triangular solves (trsv for a vector, trsm for a block). apply_block makes an SpMM plan
 /// per block width and matrix on first use (as DeviceChebyshev).
 ///
-/// A V-cycle is some fifty small kernels, so on small levels the host's launches, not the GPU,
+/// A V-cycle is tens of small kernels, so on small levels the host's launches, not the GPU,
 /// set its pace. The second apply with the same vectors (a solver's fixed r and z; for a block,
 /// the same N and leading dimensions) captures the V-cycle into a CUDA graph, and later ones
 /// replay it: one launch on the default stream, the same kernels with the same arguments, so
