@@ -77,7 +77,6 @@ using test::max_abs;
 using test::max_diff;
 using test::same;
 using test::to_device;
-using test::to_host;
 
 }  // namespace
 
