@@ -41,10 +41,9 @@ struct NnzData {
   T* block_carry = nullptr;      // num_blocks
   unsigned* flags = nullptr;     // num_blocks, zero
   index_t* carry_in = nullptr;   // num_blocks
-  unsigned* ticket = nullptr;    // 1, zero
+  unsigned long long* ticket = nullptr;  // 1, zero
   bool any_carry = false;  // some row crosses a block boundary
   SpmvWorkspaceView::Carry carry = SpmvWorkspaceView::Carry::None;
-  std::shared_ptr<unsigned> epoch = std::make_shared<unsigned>(0u);  // host-side launch counter
 
   SpmvWorkspaceView view() const {
     SpmvWorkspaceView v;
@@ -55,7 +54,6 @@ struct NnzData {
     v.flags = flags;
     v.carry_in = carry_in;
     v.ticket = ticket;
-    v.epoch = epoch.get();
     return v;
   }
 };
@@ -105,7 +103,7 @@ NnzSet<T> make_nnz_set(const CsrView<T>& dA, const std::vector<NnzKey>& keys, Sp
     p += align(B * 4);
     d.carry_in = reinterpret_cast<index_t*>(p);
     p += align(B * 4);
-    d.ticket = reinterpret_cast<unsigned*>(p);
+    d.ticket = reinterpret_cast<unsigned long long*>(p);  // 16-byte aligned
     p += 16;
     d.partition = reinterpret_cast<index_t*>(p);
     if (d.geometry.num_tiles > 0)
@@ -385,11 +383,6 @@ const char* SpmvPlan<T>::carry_mode() const {
     case detail::SpmvWorkspaceView::Carry::FixUp: return "fix-up";
   }
   return "unknown";
-}
-template <class T>
-bool SpmvPlan<T>::capturable() const {
-  KRYSP_REQUIRE(state_, "SpmvPlan: the plan is empty");
-  return state_->workspace.carry != detail::SpmvWorkspaceView::Carry::LookBack;
 }
 template <class T>
 bool SpmvPlan<T>::matches(const CsrMatrix<T>& A) const {

@@ -86,9 +86,10 @@ class SpmvPlan {
   /// A.cols() and A.rows() entries, none shared. Throws InputError when A is not the plan's matrix
   /// structure, or x or y is null or they share entries.
   /// Asynchronous on `stream` (default: the default stream); only kernels are enqueued, so a call
-  /// on another stream can be captured into a CUDA graph when capturable(). The plan owns a small
-  /// workspace that apply() writes, so one plan (and its copies, which share it) must not be
-  /// applied from two host threads, or on two streams, at once.
+  /// on another stream can be captured into a CUDA graph and replayed (the look-back carry counts
+  /// its launches on the device). The plan owns a small workspace that apply() writes, so one plan
+  /// (and its copies, which share it) must not be applied from two host threads, or on two
+  /// streams, at once.
   void apply(const CsrMatrix<T>& A, T alpha, const T* x, T beta, T* y, DeviceStream stream = {}) const;
   /// y = A·x and, fused into the same pass, *dot_xy = xᵀy (dot_xy: one device double), summed in
   /// double in a fixed order, so bitwise reproducible: CG's q = A·p and pᵀq without re-reading p
@@ -109,9 +110,6 @@ class SpmvPlan {
   /// (no such row, or a row-balanced kernel; one launch), "look-back" (one launch) or "fix-up"
   /// (a second, small kernel). See SpmvPlanOptions::carry.
   const char* carry_mode() const;
-  /// Whether apply() may be captured into a CUDA graph and replayed: false with the look-back
-  /// carry, whose launches each take a new epoch from the host (a replay would reuse one).
-  bool capturable() const;
   /// True when `A` has the structure this plan was made for.
   bool matches(const CsrMatrix<T>& A) const;
   /// How many plans this process has made (lets callers show a plan is made once, not per step).

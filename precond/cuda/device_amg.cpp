@@ -29,27 +29,6 @@ CsrMatrix<T> to_matrix(const amg::Csr<T>& C) {
   return CsrMatrix<T>::from_arrays(C.rows, C.cols, C.row_ptr, C.col_idx, C.values);
 }
 
-/// A level matrix's SpMV plan, with the fix-up carry (never look-back), so the V-cycle can be
-/// captured into a graph (SpmvPlan::capturable).
-template <class T>
-SpmvPlan<T> level_plan(const CsrMatrix<T>& M) {
-  SpmvPlanOptions o;
-  o.carry = SpmvPlanOptions::Carry::FixUp;
-  return SpmvPlan<T>(M, o);
-}
-
-/// The caller's plan of A, or, when it cannot be captured, one with the same kernel and the
-/// fix-up carry.
-template <class T>
-SpmvPlan<T> capturable_plan(const CsrMatrix<T>& A, const SpmvPlan<T>& plan) {
-  if (plan.capturable()) return plan;
-  SpmvPlanOptions o;
-  o.force = true;
-  o.forced = plan.config();
-  o.carry = SpmvPlanOptions::Carry::FixUp;
-  return SpmvPlan<T>(A, o);
-}
-
 template <class T>
 std::size_t matrix_bytes(index_t rows, index_t nnz) {
   return (std::size_t(rows) + 1 + std::size_t(nnz)) * sizeof(index_t) + std::size_t(nnz) * sizeof(T);
@@ -132,18 +111,18 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.n = d.n;
       if (l == 0) {
         L.A.A = A;
-        L.A.plan = capturable_plan(A, plan0_);
+        L.A.plan = plan0_;
       } else {
         L.A.A = CsrMatrix<T>::from_arrays(d.n, d.n, std::vector<index_t>(d.row_ptr, d.row_ptr + d.n + 1),
                                           std::vector<index_t>(d.col_idx, d.col_idx + d.nnz),
                                           std::vector<T>(d.values, d.values + d.nnz));
-        L.A.plan = level_plan(L.A.A);
+        L.A.plan = SpmvPlan<T>(L.A.A);
       }
       if (d.P) {
         L.P.A = to_matrix(*d.P);
-        L.P.plan = level_plan(L.P.A);
+        L.P.plan = SpmvPlan<T>(L.P.A);
         L.R.A = to_matrix(*d.R);
-        L.R.plan = level_plan(L.R.A);
+        L.R.plan = SpmvPlan<T>(L.R.A);
       }
       L.dinv = DeviceArray<T>(d.dinv->size());
       L.dinv.upload(d.dinv->data(), d.dinv->size());
@@ -200,13 +179,13 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     Level L;
     L.n = g.n;
     L.A.A = l == 0 ? A : g.A;
-    L.A.plan = l == 0 ? capturable_plan(A, plan0_) : level_plan(g.A);
+    L.A.plan = l == 0 ? plan0_ : SpmvPlan<T>(g.A);
     mark(int(l), "adopt: SpMV plan of A_l");
     if (l + 1 < gpu_->levels.size()) {
       L.P.A = g.P;
-      L.P.plan = level_plan(g.P);
+      L.P.plan = SpmvPlan<T>(g.P);
       L.R.A = g.R;
-      L.R.plan = level_plan(g.R);
+      L.R.plan = SpmvPlan<T>(g.R);
       mark(int(l), "adopt: SpMV plans of P, R");
     }
     L.dinv = std::move(g.dinv);
@@ -515,15 +494,10 @@ void DeviceAmg<T>::run_vcycle(const GraphKey& key, const std::vector<Work>& W, i
   // A graph replays the device pointers it was captured with: level 0's matrix arrays (the
   // caller's A, which may have been uploaded again) must still be those.
   const CsrView<T> a0 = levels_[0].A.A.device_view();
-  bool capturable = true;
-  for (const Level& L : levels_)
-    for (const Mat* M : {&L.A, &L.P, &L.R}) capturable = capturable && (!M->plan.valid() || M->plan.capturable());
-  if (!capturable || a0.row_ptr != graph_a0_.row_ptr || a0.col_idx != graph_a0_.col_idx ||
-      a0.values != graph_a0_.values) {
+  if (a0.row_ptr != graph_a0_.row_ptr || a0.col_idx != graph_a0_.col_idx || a0.values != graph_a0_.values) {
     graphs_.clear();
     graph_a0_ = a0;
   }
-  if (!capturable) return cycle(DeviceStream{});
   if (graphs_.size() >= kMaxGraphs && graphs_.count(key) == 0) graphs_.clear();
   GraphEntry& g = graphs_[key];
   if (g.graph) return g.graph->launch();

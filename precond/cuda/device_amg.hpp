@@ -20,8 +20,7 @@
 /// the same N and leading dimensions) captures the V-cycle into a CUDA graph, and later ones
 /// replay it: one launch on the default stream, the same kernels with the same arguments, so
 /// the same bits. A value update, a wider block or level 0's matrix arrays moving drop the
-/// graphs; at most kMaxGraphs are kept. The level plans use the fix-up carry, which a graph can
-/// replay (SpmvPlan::capturable).
+/// graphs; at most kMaxGraphs are kept.
 ///
 /// The V-cycle is HostAmg's, step for step: the same smoother sweeps in the same order (the
 /// Chebyshev recurrence in D⁻¹A through the Chebyshev preconditioner's kernels — for vectors its

@@ -22,10 +22,11 @@ struct SpmvWorkspaceView {
   /// for the others' flags); FixUp: a second small kernel adds them after the main one.
   enum class Carry { None, LookBack, FixUp } carry = Carry::None;
   void* block_carry = nullptr;         ///< T[num_blocks]: partial sum a block leaves for a later block
-  unsigned* flags = nullptr;           ///< [num_blocks]: == epoch once block_carry[b] is published
+  unsigned* flags = nullptr;           ///< [num_blocks]: == the launch's epoch once block_carry[b] is published
   const index_t* carry_in = nullptr;   ///< [num_blocks]: carry_in_counts() (spmv_partition.hpp)
-  unsigned* ticket = nullptr;          ///< one counter handing out block indices in start order (0 at rest)
-  unsigned* epoch = nullptr;           ///< HOST counter, advanced by every look-back launch
+  /// Look-back: the launches' epoch count (high half) and the block indices handed out in start
+  /// order (low half, 0 at rest); 0 at first. Advanced on the device, so a graph can replay it.
+  unsigned long long* ticket = nullptr;
 };
 
 /// Optional epilogue of a square SpMV: *out = Σᵢ x[i]·y[i] over the final y, summed in double in

@@ -23,7 +23,9 @@
 // order, in one of two ways chosen when the plan is made (SpmvPlanOptions::carry):
 //  - look-back (small matrices, one launch): each block takes its index from an atomic ticket, so
 //    that every block it may wait for has already started; it publishes its own carry (value,
-//    fence, flag = this launch's epoch) before it waits, then sums the carries it needs;
+//    fence, flag = this launch's epoch) before it waits, then sums the carries it needs. The
+//    epoch lives on the device, beside the ticket (the block taking the last index starts the
+//    next one), so a launch replayed from a CUDA graph gets a new epoch as a fresh one does;
 //  - fix-up (large matrices): blocks only store their carries, and a second tiny kernel adds them
 //    (waiting blocks would hold their SM slots and cost bandwidth).
 // No floating-point atomics anywhere: results are bitwise reproducible, in either mode.
@@ -58,8 +60,7 @@ struct NnzArgs {
   T* block_carry;
   unsigned* flags;
   const index_t* carry_in;
-  unsigned* ticket;
-  unsigned epoch;
+  unsigned long long* ticket;
   SpmvDot dot;  // fused xᵀy (DOT kernels only)
 };
 
@@ -87,16 +88,22 @@ __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> 
   __shared__ index_t s_crow[kWarps];    // the row each warp carries into the next tile, or -1
   __shared__ T s_cval[kWarps];          // ... and its partial sum
   __shared__ index_t s_block;           // this block's index (from the ticket with look-back)
+  __shared__ unsigned s_epoch;          // this launch's epoch (look-back), never 0
   __shared__ T s_carry_in;              // sum of earlier blocks' carries for the block's first row
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   index_t block = index_t(blockIdx.x);
   if (a.carry == 1) {  // look-back; uniform over the grid
     if (threadIdx.x == 0) {
-      // Indices in start order: a block only ever waits for blocks that started before it.
-      const unsigned id = atomicAdd(a.ticket, 1u);
-      if (id == gridDim.x - 1) *a.ticket = 0u;  // every index is handed out: reset for the next launch
+      // Indices in start order: a block only ever waits for blocks that started before it. The
+      // ticket word holds the launch's epoch count (high half) and the next index (low half); the
+      // block that takes the last index starts the next epoch at index 0 (every block of this
+      // launch has its ticket by then). Epochs run 1 .. 2^32 − 1: the flags start at 0.
+      const unsigned long long t = atomicAdd(a.ticket, 1ull);
+      const unsigned id = unsigned(t), count = unsigned(t >> 32);
+      if (id == gridDim.x - 1) *a.ticket = static_cast<unsigned long long>(count == 0xfffffffeu ? 0u : count + 1u) << 32;
       s_block = index_t(id);
+      s_epoch = count + 1u;
       s_carry_in = T(0);
     }
     __syncthreads();
@@ -222,7 +229,7 @@ __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> 
         a.block_carry[block] = total;
         if (a.carry == 1) {
           __threadfence();  // the value is visible before the flag
-          *reinterpret_cast<volatile unsigned*>(a.flags + block) = a.epoch;
+          *reinterpret_cast<volatile unsigned*>(a.flags + block) = s_epoch;
         }
       }
     }
@@ -232,7 +239,7 @@ __global__ void __launch_bounds__(32 * kWarps) spmv_nnz_kernel(const NnzArgs<T> 
         T g = T(0);
         for (index_t i = lane; i < count; i += 32) {  // fixed assignment of blocks to lanes
           const index_t p = block - count + i;
-          while (*reinterpret_cast<volatile unsigned*>(a.flags + p) != a.epoch) __nanosleep(64);
+          while (*reinterpret_cast<volatile unsigned*>(a.flags + p) != s_epoch) __nanosleep(64);
           __threadfence();
           g += __ldcg(a.block_carry + p);
         }
@@ -335,12 +342,7 @@ void launch_nnz(const CsrView<T>& A, const SpmvWorkspaceView& ws, T alpha, const
   using Carry = SpmvWorkspaceView::Carry;
   const int mode = ws.carry == Carry::LookBack ? 1 : ws.carry == Carry::FixUp ? 2 : 0;
   NnzArgs<T> args{A, ws.partition, ws.geometry.num_tiles, alpha, beta, x, y, mode,
-                  static_cast<T*>(ws.block_carry), ws.flags, ws.carry_in, ws.ticket, 0u, dot};
-  if (mode == 1) {
-    unsigned e = ++*ws.epoch;  // flags hold the epoch of the launch that published them
-    if (e == 0) e = ++*ws.epoch;
-    args.epoch = e;
-  }
+                  static_cast<T*>(ws.block_carry), ws.flags, ws.carry_in, ws.ticket, dot};
   const auto grid = static_cast<unsigned>(ws.geometry.num_blocks);
   if (dot.out)
     launch_overlapped("spmv_nnz_kernel", spmv_nnz_kernel<T, K, E, NW, true>, grid, 32 * NW, st, args);
@@ -409,8 +411,7 @@ void spmv_nnz(const SpmvArgs<T>& args, bool segmented, int k, int block_warps) {
   if (ws.partition == nullptr || ws.geometry.nnz_per_lane != k || ws.geometry.tile != 32 * k ||
       ws.geometry.warps_per_block != block_warps ||
       (ws.carry != SpmvWorkspaceView::Carry::None &&
-       (ws.block_carry == nullptr || ws.flags == nullptr || ws.carry_in == nullptr || ws.ticket == nullptr ||
-        ws.epoch == nullptr)))
+       (ws.block_carry == nullptr || ws.flags == nullptr || ws.carry_in == nullptr || ws.ticket == nullptr)))
     KRYSP_THROW(InputError, "spmv_nnz: the workspace does not match nnz_per_thread=", k, " block_warps=", block_warps);
   if (block_warps == 4) return spmv_nnz_nw<T, 4>(A, ws, segmented, k, alpha, x, beta, y, dot, cuda_stream(args.stream));
   if (block_warps == 8) return spmv_nnz_nw<T, 8>(A, ws, segmented, k, alpha, x, beta, y, dot, cuda_stream(args.stream));
