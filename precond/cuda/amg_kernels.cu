@@ -1,10 +1,12 @@
-// The device V-cycle's copies and updates, and the coarse Cholesky solve through cuBLAS.
+// The device V-cycle's copies and updates, and its coarse solve: a product with the coarse
+// inverse, which cuBLAS forms once from the Cholesky factor.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
 
@@ -46,7 +48,53 @@ __global__ void __launch_bounds__(kBlock)
     Y[i * ldy + c] += X[i * ldx + c];
   }
 }
+
+// A warp a row i of Y = X·B: lane t sums X[i][k]·B[k][c] over k ≡ t (mod 32) in k's order, then
+// a fixed butterfly across the lanes; column after column.
+template <class T>
+__global__ void __launch_bounds__(kBlock) amg_dense_apply_kernel(index_t n, const double* __restrict__ X, index_t N,
+                                                                 const T* __restrict__ B, index_t ldb, T* Y,
+                                                                 index_t ldy) {
+  const std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = int(threadIdx.x % 32);
+  if (i >= n) return;  // whole warps leave together
+  const double* xi = X + i * n;
+  for (index_t c = 0; c < N; ++c) {
+    double s = 0;
+    for (index_t k = lane; k < n; k += 32) s = fma(xi[k], double(B[std::int64_t(k) * ldb + c]), s);
+    for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) Y[i * ldy + c] = T(s);
+  }
+}
+
+__global__ void __launch_bounds__(kBlock) identity_kernel(index_t n, double* E) {
+  const std::int64_t total = std::int64_t(n) * n;
+  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += std::int64_t(gridDim.x) * blockDim.x)
+    E[t] = t / n == t % n ? 1.0 : 0.0;
+}
+
+// Out = (X + Xᵀ)/2: entries (i, j) and (j, i) get the same sum (a + b = b + a), so Out is exactly
+// symmetric.
+__global__ void __launch_bounds__(kBlock) symmetrize_kernel(index_t n, const double* __restrict__ X,
+                                                            double* __restrict__ out) {
+  const std::int64_t total = std::int64_t(n) * n;
+  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = t / n, j = t % n;
+    out[t] = 0.5 * (X[t] + X[j * n + i]);
+  }
+}
 }  // namespace
+
+template <class T>
+void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t ldb, T* Y, index_t ldy,
+                     DeviceStream stream) {
+  if (n == 0 || N == 0) return;
+  amg_dense_apply_kernel<T><<<grid_for(std::int64_t(n) * 32), kBlock, 0, cuda_stream(stream)>>>(n, X, N, B, ldb, Y,
+                                                                                                 ldy);
+  KRYSP_CUDA_CHECK_LAUNCH("amg_dense_apply_kernel");
+}
 
 template <class I, class O>
 void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, DeviceStream stream) {
@@ -77,23 +125,23 @@ AmgCoarseSolver::~AmgCoarseSolver() {
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
-void AmgCoarseSolver::solve(index_t n, const double* L, index_t N, double* W, index_t ldw, DeviceStream stream) const {
-  if (n == 0 || N == 0) return;
+void AmgCoarseSolver::invert(index_t n, double* LX) const {
+  if (n == 0) return;
   auto h = static_cast<cublasHandle_t>(handle_);
-  KRYSP_AMG_CUBLAS(cublasSetStream(h, cuda_stream(stream)));
-  // Row-major L read column-major is U = Lᵀ (upper triangle).
-  if (N == 1 && ldw == 1) {
-    KRYSP_AMG_CUBLAS(cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, L, n, W, 1));  // L·y = w
-    KRYSP_AMG_CUBLAS(cublasDtrsv(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, L, n, W, 1));  // Lᵀ·x = y
-    return;
-  }
-  // The row-major n × N block W read column-major is Wᵀ (N × n, leading dimension ldw): the
-  // solves L·Y = W, Lᵀ·X = Y become Yᵀ·Lᵀ = Wᵀ and Xᵀ·L = Yᵀ, from the right.
+  KRYSP_AMG_CUBLAS(cublasSetStream(h, nullptr));
+  const std::int64_t total = std::int64_t(n) * n;
+  DeviceArray<double> W(static_cast<std::size_t>(total));
+  identity_kernel<<<grid_for(total), kBlock>>>(n, W.data());
+  KRYSP_CUDA_CHECK_LAUNCH("identity_kernel");
+  // Read column-major, LX is U = Lᵀ (upper) and A_c = Uᵀ·U: Uᵀ·Y = I, then U·X = Y, X = A_c⁻¹.
   const double one = 1.0;
-  KRYSP_AMG_CUBLAS(cublasDtrsm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, N, n,
-                               &one, L, n, W, ldw));
-  KRYSP_AMG_CUBLAS(cublasDtrsm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, N, n,
-                               &one, L, n, W, ldw));
+  KRYSP_AMG_CUBLAS(cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, CUBLAS_DIAG_NON_UNIT, n, n,
+                               &one, LX, n, W.data(), n));
+  KRYSP_AMG_CUBLAS(cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, n,
+                               &one, LX, n, W.data(), n));
+  symmetrize_kernel<<<grid_for(total), kBlock>>>(n, W.data(), LX);
+  KRYSP_CUDA_CHECK_LAUNCH("symmetrize_kernel");
+  cuda_synchronize();  // W goes out of scope
 }
 
 template void amg_copy<double, double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
@@ -102,5 +150,9 @@ template void amg_copy<float, double>(index_t, index_t, const float*, index_t, d
 template void amg_copy<double, float>(index_t, index_t, const double*, index_t, float*, index_t, DeviceStream);
 template void amg_add<double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
 template void amg_add<float>(index_t, index_t, const float*, index_t, float*, index_t, DeviceStream);
+template void amg_dense_apply<double>(index_t, const double*, index_t, const double*, index_t, double*, index_t,
+                                      DeviceStream);
+template void amg_dense_apply<float>(index_t, const double*, index_t, const float*, index_t, float*, index_t,
+                                     DeviceStream);
 
 }  // namespace krysp::detail

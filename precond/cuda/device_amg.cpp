@@ -77,7 +77,7 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
     bytes += std::size_t(d.n) * sizeof(T) * std::size_t(1 + work_arrays(l));
   }
   const std::size_t nc = std::size_t(data.back().n);
-  if (!host_->coarse_factor().empty()) bytes += (nc * nc + nc) * sizeof(double);
+  if (!host_->coarse_factor().empty()) bytes += nc * nc * sizeof(double);
   return bytes;
 }
 
@@ -86,8 +86,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
   const auto t0 = Clock::now();
   graphs_.clear();
   levels_.clear();
-  chol_ = DeviceArray<double>();
-  coarse_work_ = DeviceArray<double>();
+  coarse_inv_ = DeviceArray<double>();
   block_ld_ = 0;
   block_bytes_ = 0;
   upload_bytes_ = 0;
@@ -131,17 +130,10 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.vec = DeviceArray<T>(std::size_t(d.n) * std::size_t(work_arrays(l)));
       levels_.push_back(std::move(L));
     }
-    const std::vector<double>& f = host_->coarse_factor();
-    if (!f.empty()) {
-      chol_ = DeviceArray<double>(f.size());
-      chol_.upload(f.data(), f.size());
-      coarse_work_ = DeviceArray<double>(std::size_t(levels_.back().n));
-      if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
-    }
+    set_coarse(host_->coarse_factor());
   } catch (const DeviceError& e) {
     levels_.clear();
-    chol_ = DeviceArray<double>();
-    coarse_work_ = DeviceArray<double>();
+    coarse_inv_ = DeviceArray<double>();
     KRYSP_THROW(DeviceError, "AMG: uploading the hierarchy (", need, " bytes estimated) failed: ", e.what());
   }
   const std::size_t after = device_bytes_allocated();
@@ -155,8 +147,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   const auto t0 = Clock::now();
   graphs_.clear();
   levels_.clear();
-  chol_ = DeviceArray<double>();
-  coarse_work_ = DeviceArray<double>();
+  coarse_inv_ = DeviceArray<double>();
   block_ld_ = 0;
   block_bytes_ = 0;
   const std::size_t before = device_bytes_allocated();
@@ -195,13 +186,9 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     levels_.push_back(std::move(L));
     mark(int(l), "adopt: Chebyshev step choice, work vectors");
   }
-  const std::vector<double>& f = gpu_->coarse_factor;
-  if (!f.empty()) {
-    chol_ = DeviceArray<double>(f.size());
-    chol_.upload(f.data(), f.size());
-    coarse_work_ = DeviceArray<double>(std::size_t(levels_.back().n));
-    if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
-    mark(int(levels_.size()) - 1, "adopt: coarse factor upload, cuBLAS");
+  if (!gpu_->coarse_factor.empty()) {
+    set_coarse(gpu_->coarse_factor);
+    mark(int(levels_.size()) - 1, "adopt: coarse inverse (upload, cuBLAS)");
   }
   // The hierarchy's own arrays (allocated by the set-up) plus what was made here.
   std::size_t held = 0;
@@ -244,8 +231,7 @@ void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
     L.dinv.upload(d.dinv->data(), d.dinv->size());
     L.coef = *d.coef;
   }
-  const std::vector<double>& f = host_->coarse_factor();
-  if (!f.empty()) chol_.upload(f.data(), f.size());
+  set_coarse(host_->coarse_factor());
   cuda_synchronize();
   upload_seconds_ = since(t0);
 }
@@ -260,7 +246,7 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
     // The new numbers come in arrays of the same patterns: copied into the level matrices on the
     // device, so their structures, checks and SpMV plans stay (no download, no new plans).
     detail::GpuAmgHierarchy<T> fresh = detail::gpu_amg_setup(A, opt_, false, gpu_->plan, false);
-    bool same = fresh.levels.size() == levels_.size() && fresh.coarse_factor.size() == chol_.size();
+    bool same = fresh.levels.size() == levels_.size() && fresh.coarse_factor.size() == coarse_inv_.size();
     for (std::size_t l = 0; same && l < levels_.size(); ++l) {
       const auto& g = fresh.levels[l];
       const Level& L = levels_[l];
@@ -282,7 +268,7 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
         L.dinv = std::move(g.dinv);
         L.coef = g.coef;
       }
-      if (!fresh.coarse_factor.empty()) chol_.upload(fresh.coarse_factor.data(), fresh.coarse_factor.size());
+      set_coarse(fresh.coarse_factor);
       gpu_->coarse_factor = std::move(fresh.coarse_factor);
       gpu_->info = fresh.info;
       cuda_synchronize();
@@ -303,7 +289,7 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
   // The numeric path keeps every pattern; a fallback to a full set-up (a coarse pattern changed)
   // may change the levels themselves: then upload everything again.
   bool same = host_->info().resetups == resetups + 1 && host_->levels().size() == levels_.size() &&
-              host_->coarse_factor().size() == chol_.size();
+              host_->coarse_factor().size() == coarse_inv_.size();
   if (same) {
     const auto data = host_->level_data();
     for (std::size_t l = 0; same && l < data.size(); ++l) {
@@ -451,19 +437,28 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
 }
 
 template <class T>
+void DeviceAmg<T>::set_coarse(const std::vector<double>& factor) {
+  if (factor.empty()) {
+    coarse_inv_ = DeviceArray<double>();
+    return;
+  }
+  if (coarse_inv_.size() != factor.size()) coarse_inv_ = DeviceArray<double>(factor.size());
+  coarse_inv_.upload(factor.data(), factor.size());
+  if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
+  coarse_->invert(levels_.back().n, coarse_inv_.data());
+}
+
+template <class T>
 void DeviceAmg<T>::coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x,
                                 index_t ldx, DeviceStream s) const {
   const Level& L = levels_[l];
-  if (chol_.size() == 0) {  // smoothed: two sweeps from zero, as on the host
+  if (coarse_inv_.size() == 0) {  // smoothed: two sweeps from zero, as on the host
     smooth_correction(L, W, N, b, ldb, x, ldx, s);
     sweep(L, W, N, b, ldb, x, ldx, s);
     return;
   }
-  // In double, as the host: b converted, two triangular solves, the result converted back.
-  double* w = coarse_work_.data();
-  detail::amg_copy<T, double>(L.n, N, b, ldb, w, N, s);
-  coarse_->solve(L.n, chol_.data(), N, w, N, s);
-  detail::amg_copy<double, T>(L.n, N, w, N, x, ldx, s);
+  // In double, as the host's two triangular solves: x = A_c⁻¹·b.
+  detail::amg_dense_apply<T>(L.n, coarse_inv_.data(), N, b, ldb, x, ldx, s);
 }
 
 template <class T>
@@ -539,18 +534,13 @@ void DeviceAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t
       levels_[l].block = DeviceArray<T>();
       bytes += std::size_t(levels_[l].n) * std::size_t(ld) * std::size_t(work_arrays(l)) * sizeof(T);
     }
-    const std::size_t nc = std::size_t(levels_.back().n);
-    if (chol_.size() > 0) bytes += nc * std::size_t(ld - 1) * sizeof(double);  // n_c doubles are counted already
-    coarse_work_ = DeviceArray<double>();
     block_ld_ = 0;
     block_bytes_ = 0;
     try {
       for (std::size_t l = 0; l < levels_.size(); ++l)
         levels_[l].block = DeviceArray<T>(std::size_t(levels_[l].n) * std::size_t(ld) * std::size_t(work_arrays(l)));
-      if (chol_.size() > 0) coarse_work_ = DeviceArray<double>(nc * std::size_t(ld));
     } catch (const DeviceError& e) {
       for (const Level& L : levels_) L.block = DeviceArray<T>();
-      if (chol_.size() > 0) coarse_work_ = DeviceArray<double>(nc);  // the vector path's, back
       KRYSP_THROW(DeviceError, "AMG: the work blocks of apply_block for ", N, " columns (", bytes,
                   " bytes of GPU memory) do not fit: ", e.what());
     }

@@ -11,9 +11,11 @@
 /// upload. Each level's A_l becomes a CsrMatrix with its device mirror and
 /// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),
 /// P_l and R_l = P_lᵀ likewise (R stored explicitly, so restriction is an SpMV, not a transposed
-/// product with atomics); D⁻¹ (or D_l1⁻¹) per level; the coarse Cholesky factor, solved by
-/// cuBLAS triangular solves (trsv for a vector, trsm for a block). apply_block makes an SpMM plan
-/// per block width and matrix on first use (as DeviceChebyshev).
+/// product with atomics); D⁻¹ (or D_l1⁻¹) per level; the coarsest matrix's inverse, formed once
+/// from the host's Cholesky factor by cuBLAS (AmgCoarseSolver::invert) and applied as one dense
+/// product (two triangular solves are 15-40 µs of dependent steps on a coarsest level of 30-200
+/// rows; the product 2-3 µs). apply_block makes an SpMM plan per block width and matrix on first
+/// use (as DeviceChebyshev).
 ///
 /// A V-cycle is tens of small kernels, so on small levels the host's launches, not the GPU,
 /// set its pace. The second apply with the same vectors (a solver's fixed r and z; for a block,
@@ -36,8 +38,8 @@
 /// to a full set-up (a coarse pattern changed), the hierarchy is uploaded anew.
 ///
 /// Device memory (device_bytes(), in summary()): the level matrices from level 1 on, P_l, R_l,
-/// the smoother's D⁻¹, seven work vectors a level (five on level 0), the coarse factor (n_c²
-/// doubles) and its work, the plans' own workspaces (measured: krysp's live device bytes before
+/// the smoother's D⁻¹, seven work vectors a level (five on level 0), the coarse inverse (n_c²
+/// doubles), the plans' own workspaces (measured: krysp's live device bytes before
 /// and after the upload), plus the work blocks of apply_block (seven n_l × ⌈N⌉₄ blocks a level for
 /// the widest N seen). A's own device mirror is not counted (the solver holds it anyway). Before
 /// the upload the bytes needed are checked against the GPU's free memory: DeviceError naming
@@ -152,6 +154,8 @@ class DeviceAmg final : public Preconditioner<T> {
                          DeviceStream s) const;
   void sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
              DeviceStream s) const;
+  /// The coarsest level's inverse from the host's Cholesky factor (empty: a smoothed level).
+  void set_coarse(const std::vector<double>& factor);
   void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                     DeviceStream s) const;
   void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
@@ -167,8 +171,7 @@ class DeviceAmg final : public Preconditioner<T> {
   StructureFingerprint fingerprint_;
   SpmvPlan<T> plan0_;
   std::vector<Level> levels_;
-  DeviceArray<double> chol_;   ///< the coarse Cholesky factor, row-major lower (read by cuBLAS as upper)
-  mutable DeviceArray<double> coarse_work_;  ///< n_c × max(1, block_ld_) doubles
+  DeviceArray<double> coarse_inv_;  ///< the coarsest matrix's inverse, n_c × n_c (empty: smoothed)
   std::unique_ptr<detail::AmgCoarseSolver> coarse_;
   mutable index_t block_ld_ = 0;  ///< the block work arrays' leading dimension (0: none yet)
   std::size_t upload_bytes_ = 0;
