@@ -371,7 +371,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       LevelLanczos lanczos(Al, dinv, warm ? &plans_[l].ritz : nullptr, warm ? plans_[l].ritz_lambda : 0.0, !reuse);
       lr = lanczos_largest(lanczos, n, kAmgLanczosMaxSteps, std::numeric_limits<double>::infinity(),
                            kAmgLanczosSettleTol);
-      if (!reuse) ritz = lanczos.ritz_vector(lr.steps);
+      if (!reuse) ritz = lanczos.ritz_vector(std::min(lr.steps, kAmgLanczosRecordSteps));
     }
     li.lanczos_steps = lr.steps;
     KRYSP_REQUIRE(direct_last || (std::isfinite(lr.theta) && (n == 0 || lr.theta > 0)), "AMG: the estimate of lambda_max(D^-1 A) on level ",

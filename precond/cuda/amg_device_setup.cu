@@ -1074,7 +1074,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       if (!reuse) {
         plan->ritz.resize(l + 1);
         plan->ritz_lambda.resize(l + 1, 0.0);
-        plan->ritz[l] = lanczos.ritz_vector(lr.steps);
+        plan->ritz[l] = lanczos.ritz_vector(std::min(lr.steps, kAmgLanczosRecordSteps));
         plan->ritz_lambda[l] = lr.theta;
       }
     }
