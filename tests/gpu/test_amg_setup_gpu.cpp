@@ -562,6 +562,35 @@ TEST_CASE("AMG GPU set-up: a re-set-up's warm Lanczos: fewer steps, λ to its se
   }
 }
 
+TEST_CASE("AMG GPU set-up: a level whose Lanczos ran past the recorded steps still starts warm") {
+  // Level 1 of the 128³ Laplacian takes more Lanczos steps than the full set-up records
+  // (kAmgLanczosRecordSteps): its Ritz vector comes from the first ones, and the re-set-up there
+  // settles in fewer steps than the full run, to the settling tolerance of a cold one.
+  const auto A = laplacian_3d(128, 128, 128);
+  const auto G = detail::gpu_amg_setup(A, mis2());
+  std::size_t long_level = 0;
+  for (std::size_t l = 0; l < G.info.levels.size() && long_level == 0; ++l)
+    if (G.info.levels[l].lanczos_steps > kAmgLanczosRecordSteps) long_level = l;
+  REQUIRE(long_level > 0);  // the case this test is for (level 0 of a Laplacian settles sooner)
+  std::vector<double> w(A.values().data(), A.values().data() + A.nnz());
+  for (index_t i = 0; i < A.rows(); ++i)
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k)
+      w[std::size_t(k)] *= (1 + 0.05 * std::sin(0.7 * i)) * (1 + 0.05 * std::sin(0.7 * A.col_idx()(k)));
+  const auto A2 = CsrMatrix<double>::from_arrays(
+      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), w);
+  const auto cold = detail::gpu_amg_setup(A2, mis2(), false, G.plan, true, false);
+  const auto warm = detail::gpu_amg_setup(A2, mis2(), false, G.plan);
+  REQUIRE(warm.info.levels.size() == cold.info.levels.size());
+  const auto& c = cold.info.levels[long_level];
+  const auto& h = warm.info.levels[long_level];
+  MESSAGE("level ", long_level, ": full set-up ", G.info.levels[long_level].lanczos_steps, " Lanczos steps, cold re-set-up ",
+          c.lanczos_steps, ", warm ", h.lanczos_steps);
+  CHECK(c.lanczos_steps > kAmgLanczosRecordSteps);
+  CHECK(h.lanczos_steps < c.lanczos_steps / 2);
+  CHECK(std::abs(h.lambda_estimate - c.lambda_estimate) <= 2 * kAmgLanczosSettleTol * c.lambda_estimate);
+}
+
 namespace {
 /// A random CSR matrix on the host: rows of 0..max_len distinct sorted columns, values in [-1, 1).
 amg::Csr<double> random_csr(index_t rows, index_t cols, int max_len, std::mt19937_64& rng) {
