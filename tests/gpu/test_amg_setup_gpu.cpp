@@ -70,6 +70,23 @@ AmgOptions mis2(AmgSmoother s = AmgSmoother::Chebyshev) {
   return o;
 }
 
+/// The values of D·A·D, d_i = 1 + amp·sin(0.7·i): new values of A's structure that move every
+/// level's spectrum (at amp 0.3 the strength graph too).
+std::vector<double> dad_values(const CsrMatrix<double>& A, double amp) {
+  std::vector<double> w(A.values().data(), A.values().data() + A.nnz());
+  for (index_t i = 0; i < A.rows(); ++i)
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k)
+      w[std::size_t(k)] *= (1 + amp * std::sin(0.7 * i)) * (1 + amp * std::sin(0.7 * A.col_idx()(k)));
+  return w;
+}
+
+/// A's structure with the values w.
+CsrMatrix<double> with_values(const CsrMatrix<double>& A, const std::vector<double>& w) {
+  return CsrMatrix<double>::from_arrays(
+      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), w);
+}
+
 using test::compare;
 using test::host_aggregates;
 using test::host_copy;
@@ -281,13 +298,7 @@ TEST_CASE("AMG GPU set-up: update_values (numeric, aggregates kept); greedy stay
 
   // Values that change the strength graph (D·A·D): the numeric re-set-up keeps the aggregates,
   // as the host's does; both agree to 1e-10.
-  std::vector<double> w(A.values().data(), A.values().data() + A.nnz());
-  for (index_t i = 0; i < A.rows(); ++i)
-    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k)
-      w[std::size_t(k)] *= (1 + 0.3 * std::sin(0.7 * i)) * (1 + 0.3 * std::sin(0.7 * A.col_idx()(k)));
-  const auto A3 = CsrMatrix<double>::from_arrays(
-      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
-      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), w);
+  const auto A3 = with_values(A, dad_values(A, 0.3));
   HostAmg<double> host(A, mis2());
   host.update_values(A3);
   dev.update_values(A3);
@@ -513,14 +524,8 @@ TEST_CASE("AMG GPU set-up: a re-set-up's warm Lanczos: fewer steps, λ to its se
     CAPTURE(p.name);
     const auto G = detail::gpu_amg_setup(p.A, mis2());
     // New values that move every level's spectrum: D·A·D with D = 1 + 0.3 sin.
-    std::vector<double> w(p.A.values().data(), p.A.values().data() + p.A.nnz());
-    for (index_t i = 0; i < p.A.rows(); ++i)
-      for (index_t k = p.A.row_ptr()(i); k < p.A.row_ptr()(i + 1); ++k)
-        w[std::size_t(k)] *= (1 + 0.3 * std::sin(0.7 * i)) * (1 + 0.3 * std::sin(0.7 * p.A.col_idx()(k)));
-    const auto A3 = CsrMatrix<double>::from_arrays(
-        p.A.rows(), p.A.cols(),
-        std::vector<index_t>(p.A.row_ptr().data(), p.A.row_ptr().data() + p.A.rows() + 1),
-        std::vector<index_t>(p.A.col_idx().data(), p.A.col_idx().data() + p.A.nnz()), w);
+    const std::vector<double> w = dad_values(p.A, 0.3);
+    const auto A3 = with_values(p.A, w);
     const auto cold = detail::gpu_amg_setup(A3, mis2(), false, G.plan, true, false);
     const auto warm = detail::gpu_amg_setup(A3, mis2(), false, G.plan);
     const auto warm2 = detail::gpu_amg_setup(A3, mis2(), false, G.plan);
@@ -572,13 +577,7 @@ TEST_CASE("AMG GPU set-up: a level whose Lanczos ran past the recorded steps sti
   for (std::size_t l = 0; l < G.info.levels.size() && long_level == 0; ++l)
     if (G.info.levels[l].lanczos_steps > kAmgLanczosRecordSteps) long_level = l;
   REQUIRE(long_level > 0);  // the case this test is for (level 0 of a Laplacian settles sooner)
-  std::vector<double> w(A.values().data(), A.values().data() + A.nnz());
-  for (index_t i = 0; i < A.rows(); ++i)
-    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k)
-      w[std::size_t(k)] *= (1 + 0.05 * std::sin(0.7 * i)) * (1 + 0.05 * std::sin(0.7 * A.col_idx()(k)));
-  const auto A2 = CsrMatrix<double>::from_arrays(
-      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
-      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), w);
+  const auto A2 = with_values(A, dad_values(A, 0.05));
   const auto cold = detail::gpu_amg_setup(A2, mis2(), false, G.plan, true, false);
   const auto warm = detail::gpu_amg_setup(A2, mis2(), false, G.plan);
   REQUIRE(warm.info.levels.size() == cold.info.levels.size());
