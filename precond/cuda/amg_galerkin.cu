@@ -67,22 +67,23 @@ LongRowGrid long_row_grid(Kernel kernel, std::size_t dynamic_smem, index_t rows)
   return {unsigned(blocks), rows > blocks * kThreads ? 8 : 1};
 }
 
-// Entry (a, r) of A's row into C's row: threads `first`, first + `stride`, … split B's row r and
-// add a·b_rj to the sum of column j (B's columns are distinct, so no two threads share a sum);
-// a column that C's row lacks sets `missing`. Both numeric kernels, so the same bits.
-__device__ __forceinline__ void add_entry(double a, index_t r, const index_t* __restrict__ b_rp,
-                                          const index_t* __restrict__ b_ci, const double* __restrict__ b_va,
-                                          const index_t* ccols, index_t len, double* sums, int* missing,
-                                          index_t first, index_t stride) {
-  for (index_t q = b_rp[r] + first; q < b_rp[r + 1]; q += stride) {
-    const index_t j = b_ci[q];
-    const index_t p = lower_bound(ccols, len, j);
-    if (p < len && ccols[p] == j)
-      sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b_va[q]));
-    else if (missing)
-      *missing = 1;
-  }
+// The term a·b_rj of column j into C's row: its position by a binary search in C's columns, the
+// sum rounded as a separate multiply and add; a column that C's row lacks sets `missing`. Both
+// numeric kernels, so the same bits.
+__device__ __forceinline__ void add_term(double a, index_t j, double b, const index_t* ccols, index_t len,
+                                         double* sums, int* missing) {
+  const index_t p = lower_bound(ccols, len, j);
+  if (p < len && ccols[p] == j)
+    sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b));
+  else if (missing)
+    *missing = 1;
 }
+
+// Both numeric kernels take A's row a stage of entries at a time: each thread of the stage loads
+// one entry's value and the bounds of its row of B (one round of loads for the stage, where each
+// entry waited on a chain of three dependent ones: a_ci, then b_rp, then B's row), and each entry's
+// first chunk of B's row is loaded while the previous entry's terms are added. The terms still go
+// in one entry at a time, in A's row order, so every sum gets the bits of the one-thread-a-row loop.
 
 // One group of W lanes a row of C. For each entry k of A's row, in order, the lanes split B's
 // row k (distinct columns, so distinct positions of C: no two lanes add to one sum at once) and
@@ -112,9 +113,45 @@ __global__ void k_spgemm_numeric(index_t rows, const index_t* __restrict__ a_rp,
     sums[p] = 0.0;
   }
   __syncwarp(mask);
-  for (index_t k = a_rp[i]; k < a_rp[i + 1]; ++k) {
-    add_entry(a_va[k], a_ci[k], b_rp, b_ci, b_va, ccols, len, sums, missing, lane, W);
-    __syncwarp(mask);
+  const index_t ke = a_rp[i + 1];
+  for (index_t k0 = a_rp[i]; k0 < ke; k0 += W) {
+    // The stage: lane t holds entry k0 + t's value and the bounds of its row of B.
+    double av = 0.0;
+    index_t qb = 0, qe = 0;
+    if (k0 + lane < ke) {
+      const index_t r = a_ci[k0 + lane];
+      av = a_va[k0 + lane];
+      qb = b_rp[r];
+      qe = b_rp[r + 1];
+    }
+    const int m = int(min(index_t(W), ke - k0));  // the same in every lane of the group
+    index_t q0 = __shfl_sync(mask, qb, 0, W), q1 = __shfl_sync(mask, qe, 0, W);
+    bool has = q0 + lane < q1;
+    index_t j = has ? b_ci[q0 + lane] : 0;
+    double bv = has ? b_va[q0 + lane] : 0.0;
+    for (int e = 0; e < m; ++e) {
+      const double a = __shfl_sync(mask, av, e, W);
+      index_t n0 = 0, n1 = 0, nj = 0;  // entry e + 1: its bounds and first chunk, loaded ahead
+      double nbv = 0.0;
+      bool nhas = false;
+      if (e + 1 < m) {
+        n0 = __shfl_sync(mask, qb, e + 1, W);
+        n1 = __shfl_sync(mask, qe, e + 1, W);
+        nhas = n0 + lane < n1;
+        if (nhas) {
+          nj = b_ci[n0 + lane];
+          nbv = b_va[n0 + lane];
+        }
+      }
+      if (has) add_term(a, j, bv, ccols, len, sums, missing);
+      for (index_t q = q0 + lane + W; q < q1; q += W) add_term(a, b_ci[q], b_va[q], ccols, len, sums, missing);
+      __syncwarp(mask);  // entry e's terms are in before entry e + 1's
+      q0 = n0;
+      q1 = n1;
+      has = nhas;
+      j = nj;
+      bv = nbv;
+    }
   }
   if (shared)
     for (index_t p = lane; p < len; p += W) c_va[cb + p] = sums[p];
@@ -138,6 +175,8 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
                                        double* c_va, int* missing, index_t above, int run) {
   __shared__ index_t s_col[kBlockSlots];
   __shared__ double s_val[kBlockSlots];
+  __shared__ double s_a[kThreads];  // the stage of A's row: values and bounds of B's rows
+  __shared__ index_t s_qb[kThreads], s_qe[kThreads];
   const index_t t = index_t(threadIdx.x);
   for_long_rows(
       rows, run, [=](index_t i) { return c_rp[i + 1] - c_rp[i] > above; },
@@ -150,11 +189,46 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
           if (shared) s_col[p] = c_ci[cb + p];
           sums[p] = 0.0;
         }
-        __syncthreads();
-        for (index_t k = a_rp[i]; k < a_rp[i + 1]; ++k) {
-          add_entry(a_va[k], a_ci[k], b_rp, b_ci, b_va, ccols, len, sums, missing, t, kThreads);
-          __syncthreads();  // entry k's terms are in before entry k + 1's
+        const index_t ke = a_rp[i + 1];
+        for (index_t k0 = a_rp[i]; k0 < ke; k0 += kThreads) {
+          if (k0 + t < ke) {
+            const index_t r = a_ci[k0 + t];
+            s_a[t] = a_va[k0 + t];
+            s_qb[t] = b_rp[r];
+            s_qe[t] = b_rp[r + 1];
+          }
+          __syncthreads();  // the stage (and, the first time, C's row) is in place
+          const int m = int(min(index_t(kThreads), ke - k0));
+          index_t q0 = s_qb[0], q1 = s_qe[0];
+          bool has = q0 + t < q1;
+          index_t j = has ? b_ci[q0 + t] : 0;
+          double bv = has ? b_va[q0 + t] : 0.0;
+          for (int e = 0; e < m; ++e) {
+            const double a = s_a[e];
+            index_t n0 = 0, n1 = 0, nj = 0;  // entry e + 1, loaded ahead
+            double nbv = 0.0;
+            bool nhas = false;
+            if (e + 1 < m) {
+              n0 = s_qb[e + 1];
+              n1 = s_qe[e + 1];
+              nhas = n0 + t < n1;
+              if (nhas) {
+                nj = b_ci[n0 + t];
+                nbv = b_va[n0 + t];
+              }
+            }
+            if (has) add_term(a, j, bv, ccols, len, sums, missing);
+            for (index_t q = q0 + t + kThreads; q < q1; q += kThreads)
+              add_term(a, b_ci[q], b_va[q], ccols, len, sums, missing);
+            __syncthreads();  // entry e's terms are in before entry e + 1's; the stage is read
+            q0 = n0;
+            q1 = n1;
+            has = nhas;
+            j = nj;
+            bv = nbv;
+          }
         }
+        __syncthreads();  // a row without entries: C's row zeroed before it is stored
         if (shared)
           for (index_t p = t; p < len; p += kThreads) c_va[cb + p] = s_val[p];
         __syncthreads();  // the shared row is read out before the next row overwrites it
