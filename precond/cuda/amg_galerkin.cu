@@ -235,13 +235,15 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
       });
 }
 
-// Lanes a row: enough for B's mean row (the work of one entry of A) and for C's mean row to fit
-// the shared slots; a power of two up to 32.
+// Lanes a row: half of B's mean row (the work of one entry of A) at least, and enough for C's
+// mean row to fit the shared slots; a power of two up to 32. Half, not all of it: twice the rows
+// in flight pay more than the second pass over B's row costs (R·(A·P) on level 0 of the 256³
+// Laplacian, B's rows ~12: 5.9 ms at 16 lanes, 4.8 at 8, 9.9 at 32; docs/amg.md).
 int choose_lanes(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz) {
   const double b_mean = b_rows > 0 ? double(b_nnz) / double(b_rows) : 1.0;
   const double c_mean = rows > 0 ? double(c_nnz) / double(rows) : 1.0;
   int w = 1;
-  while (w < 32 && (double(w) < b_mean || double(kSlots * w) < c_mean)) w *= 2;
+  while (w < 32 && (double(2 * w) < b_mean || double(kSlots * w) < c_mean)) w *= 2;
   return w;
 }
 
