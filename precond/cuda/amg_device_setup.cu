@@ -113,7 +113,7 @@ __global__ void k_fill(std::int64_t n, double v, double* x) {
 // takes its terms one by one in the row's order (fold_in_order), a compaction writes in the row's
 // order (a ballot).
 
-// D⁻¹, D_l1⁻¹, D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row with a diagonal that is
+// D⁻¹, D_l1⁻¹ (dl1 null: not written), D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row with a diagonal that is
 // not positive and finite, bad[1]: first row whose sum is not finite (atomicMin: the smallest
 // index, whatever the order). W lanes a row: a_ii the row's last diagonal entry and Σ|a_ij| in
 // the row's order, as one thread a row takes them.
@@ -138,7 +138,7 @@ __global__ void k_diagonal(index_t n, const index_t* __restrict__ rp, const inde
   if (!(isfinite(d) && d > 0)) atomicMin(bad, int(i));
   if (!isfinite(sum)) atomicMin(bad + 1, int(i));
   dinv[i] = 1.0 / d;
-  dl1[i] = 1.0 / sum;
+  if (dl1) dl1[i] = 1.0 / sum;
   s[i] = sqrt(1.0 / d);
   ratio[i] = sum / d;
   diag[i] = d;
@@ -845,6 +845,9 @@ struct GpuAmgPlan {
     /// level's lumping reads.
     DeviceArray<std::uint8_t> filter_keep;
     DeviceArray<double> coarse_b;
+    /// With filter_keep: A_F's structure (a re-set-up fills only its values).
+    DeviceArray<index_t> af_rp, af_ci;
+    index_t af_nnz = 0;
     /// K > 1, when Aᶜ had rows of zeros (amg::unit_diagonal_on_empty_rows): the symmetrisation's
     /// structure (ac_rp, ac_ci point into it), the final one with the unit diagonals (the next
     /// level's A, kept alive by the plan's user), and for each of its entries the position in the
@@ -1017,7 +1020,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     const std::size_t N = std::size_t(std::max<index_t>(n, 1));
     const index_t nodes = n / bl;  // of the strength graph and the aggregates
     const std::size_t NN = std::size_t(std::max<index_t>(nodes, 1));
-    DeviceArray<double> dinv(N), dl1(N), s(N), ratio(N), diag(N);
+    DeviceArray<double> dinv(N), s(N), ratio(N), diag(N);
+    DeviceArray<double> dl1(o.smoother == AmgSmoother::Chebyshev ? 0 : N);  // the l1-Jacobi smoother's only
     DeviceArray<int> flags(4);
     {
       const int init[4] = {0x7fffffff, 0x7fffffff, 0, 0};
@@ -1026,7 +1030,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     if (n > 0) {
       with_lanes(fold_lanes(n, Al.nnz), [&](auto W) {
         k_diagonal<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-            n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.data(), s.data(), ratio.data(), diag.data(), flags.data());
+            n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.size() > 0 ? dl1.data() : nullptr, s.data(), ratio.data(), diag.data(),
+            flags.data());
       });
       check_launch("k_diagonal");
     }
@@ -1254,11 +1259,20 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       DeviceArray<double> dinv_f;
       DeviceArray<std::uint8_t> keep;
       bool filtered = false;
-      if (o.filter == AmgFilter::On && o.prolongation_weight > 0 && (!kept || kept->filter_keep.size() > 0)) {
-        if (!kept) keep = DeviceArray<std::uint8_t>(std::size_t(std::max<index_t>(Al.nnz, 1)));
+      if (kept && kept->filter_keep.size() > 0 && o.filter == AmgFilter::On && o.prolongation_weight > 0) {
+        // A re-set-up: the kept entries and A_F's kept structure, only the values to fill.
+        filtered = true;
+        li.filtered = Al.nnz - kept->af_nnz;
+        Af = with_structure(n, n, kept->af_nnz, kept->af_rp.data(), kept->af_ci.data());
+        dinv_f = DeviceArray<double>(N);
+        amg_filter_fill(n, Al.rp, Al.ci, Al.va, diag.data(), kept->filter_keep.data(), B.data(), Af.rp, nullptr,
+                        Af.va_own.data(), dinv_f.data(), fold_lanes(n, Al.nnz));
+        pc.mark(lv, "filtered matrix A_F (values)");
+      } else if (!kept && o.filter == AmgFilter::On && o.prolongation_weight > 0) {
+        keep = DeviceArray<std::uint8_t>(std::size_t(std::max<index_t>(Al.nnz, 1)));
         DeviceArray<index_t> fcount(N);
-        amg_filter_count(n, Al.rp, Al.ci, Al.va, diag.data(), li.theta, kept ? kept->filter_keep.data() : nullptr,
-                         keep.data(), fcount.data(), fold_lanes(n, Al.nnz));
+        amg_filter_count(n, Al.rp, Al.ci, Al.va, diag.data(), li.theta, nullptr, keep.data(), fcount.data(),
+                         fold_lanes(n, Al.nnz));
         Af.rows = Af.cols = n;
         Af.rp_own = DeviceArray<index_t>(N + 1);
         Af.nnz = exclusive_scan(fcount.data(), Af.rp_own.data(), n);
@@ -1269,8 +1283,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           Af.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(Af.nnz, 1)));
           Af.own();
           dinv_f = DeviceArray<double>(N);
-          amg_filter_fill(n, Al.rp, Al.ci, Al.va, diag.data(), kept ? kept->filter_keep.data() : keep.data(), B.data(),
-                          Af.rp, Af.ci_own.data(), Af.va_own.data(), dinv_f.data(), fold_lanes(n, Al.nnz));
+          amg_filter_fill(n, Al.rp, Al.ci, Al.va, diag.data(), keep.data(), B.data(), Af.rp, Af.ci_own.data(),
+                          Af.va_own.data(), dinv_f.data(), fold_lanes(n, Al.nnz));
         }
         pc.mark(lv, "filtered matrix A_F");
       }
@@ -1367,7 +1381,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         pl.ac_rp = Ac.rp;
         pl.ac_ci = Ac.ci;
         pl.ac_nnz = Ac.nnz;
-        if (filtered) pl.filter_keep = std::move(keep);
+        if (filtered) {
+          pl.filter_keep = std::move(keep);
+          pl.af_nnz = Af.nnz;
+          pl.af_rp = std::move(Af.rp_own);
+          pl.af_ci = std::move(Af.ci_own);
+        }
         if (o.filter == AmgFilter::On) {
           pl.coarse_b = DeviceArray<double>(norms.size());
           pl.coarse_b.copy_from(norms);
@@ -1487,7 +1506,7 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += (l.tent.rp_own.size() + l.tent.ci_own.size()) * sizeof(index_t) + l.tent.va_own.size() * sizeof(double);
     bytes += (l.r_perm.size() + l.sym_a.size() + l.sym_b.size()) * sizeof(index_t);
     bytes += (l.ap_rp.size() + l.ap_ci.size() + l.rap_rp.size() + l.rap_ci.size()) * sizeof(index_t);
-    bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double);
+    bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double) + (l.af_rp.size() + l.af_ci.size()) * sizeof(index_t);
     bytes += (l.pre_unit_rp.size() + l.pre_unit_ci.size() + l.unit_map.size()) * sizeof(index_t);
   }
   for (const DeviceArray<float>& r : plan.ritz) bytes += r.size() * sizeof(float);

@@ -62,7 +62,7 @@ template <int W>
 __global__ void k_filter_fill(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
                               const double* __restrict__ va, const double* __restrict__ diag,
                               const std::uint8_t* __restrict__ keep, const double* __restrict__ b,
-                              const index_t* __restrict__ f_rp, index_t* __restrict__ f_ci, double* __restrict__ f_va,
+                              const index_t* __restrict__ f_rp, index_t* f_ci, double* __restrict__ f_va,
                               double* __restrict__ dinv_f) {
   const auto [i, lane] = row_lane<W>();
   if (i >= n) return;  // whole groups leave together (rows are W-aligned)
@@ -88,7 +88,7 @@ __global__ void k_filter_fill(index_t n, const index_t* __restrict__ rp, const i
     const unsigned bits = group_ballot<W>(mask, on);
     if (on) {
       const index_t q = p + lanes_below(bits, lane);
-      f_ci[q] = j;
+      if (f_ci) f_ci[q] = j;
       f_va[q] = j == i ? d : va[k];
     }
     p += __popc(bits);

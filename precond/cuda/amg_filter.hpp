@@ -25,6 +25,7 @@ void amg_filter_count(index_t n, const index_t* rp, const index_t* ci, const dou
 /// A_F as amg::filtered_matrix builds it, into the offsets f_rp (count's exclusive scan, n + 1):
 /// the kept entries in A's order, the diagonal a_ii + Σ_dropped (a_ij·b_j)/b_i (a_ii where that is
 /// not positive and finite) with b the level's near-nullspace (n values); dinv_f[i] = 1/(A_F)_ii.
+/// f_ci null: the columns are not written (a re-set-up's kept structure has them).
 void amg_filter_fill(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* diag,
                      const std::uint8_t* keep, const double* b, const index_t* f_rp, index_t* f_ci, double* f_va,
                      double* dinv_f, int lanes);
