@@ -77,7 +77,11 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
     bytes += std::size_t(d.n) * sizeof(T) * std::size_t(1 + work_arrays(l));
   }
   const std::size_t nc = std::size_t(data.back().n);
-  if (!host_->coarse_factor().empty()) bytes += nc * nc * sizeof(double);
+  if (!host_->coarse_factor().empty()) {
+    bytes += nc * nc * sizeof(double);
+    const std::size_t nl = data.size() >= 2 ? std::size_t(data[data.size() - 2].n) : 0;
+    if (nl > 0 && nl <= std::size_t(detail::kAmgDenseCorrectionRows)) bytes += nl * nl * sizeof(double);
+  }
   return bytes;
 }
 
@@ -87,6 +91,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
   graphs_.clear();
   levels_.clear();
   coarse_inv_ = DeviceArray<double>();
+  correction_ = DeviceArray<double>();
   block_ld_ = 0;
   block_bytes_ = 0;
   upload_bytes_ = 0;
@@ -134,6 +139,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
   } catch (const DeviceError& e) {
     levels_.clear();
     coarse_inv_ = DeviceArray<double>();
+    correction_ = DeviceArray<double>();
     KRYSP_THROW(DeviceError, "AMG: uploading the hierarchy (", need, " bytes estimated) failed: ", e.what());
   }
   const std::size_t after = device_bytes_allocated();
@@ -148,6 +154,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   graphs_.clear();
   levels_.clear();
   coarse_inv_ = DeviceArray<double>();
+  correction_ = DeviceArray<double>();
   block_ld_ = 0;
   block_bytes_ = 0;
   const std::size_t before = device_bytes_allocated();
@@ -325,15 +332,21 @@ std::string DeviceAmg<T>::summary() const {
       std::snprintf(buf, sizeof buf, ", numeric re-set-up on the GPU in %.3g s", in.resetup_seconds);
       s += buf;
     }
-    std::snprintf(buf, sizeof buf, "; V-cycle on the GPU, %zu bytes of GPU memory)", device_bytes());
+    std::snprintf(buf, sizeof buf, "; %s, %zu bytes of GPU memory)", vcycle_note().c_str(), device_bytes());
     return s + buf;
   }
   std::string s = host_->summary();
   if (!s.empty() && s.back() == ')') s.pop_back();
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "; set up on the host in %.3g s, V-cycle on the GPU, %zu bytes of GPU memory)",
-                host_->info().setup_seconds, device_bytes());
+  char buf[224];
+  std::snprintf(buf, sizeof buf, "; set up on the host in %.3g s, %s, %zu bytes of GPU memory)",
+                host_->info().setup_seconds, vcycle_note().c_str(), device_bytes());
   return s + buf;
+}
+
+template <class T>
+std::string DeviceAmg<T>::vcycle_note() const {
+  if (correction_.size() == 0) return "V-cycle on the GPU";
+  return detail::concat("V-cycle on the GPU (level ", levels_.size() - 2, "'s coarse correction as one dense product)");
 }
 
 template <class T>
@@ -422,12 +435,19 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
     detail::cheb_fused_step<T, T, T>(dA, L.step, T(0), l1 ? T(1) : T(L.coef.c0), dinv, b, ldb, x, nullptr, W.u, 1, s);
     T* cur = W.u;
     T* prev = x;
-    for (int k = 1; k < d; ++k) {  // x_{k+1} overwrites x_{k−1}, never x_k, which rows gather from
+    T* spare = W.v;
+    // x_{k+1} overwrites x_{k−1} (read only at its own row), never x_k, which rows gather from;
+    // so the steps write u, x, u, x, ... and an even degree ends in x. An odd degree sends steps 2
+    // and 3 to the spare array (u, v, x, v, x, ...) and ends in x too: no copy.
+    for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
-      detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, b, ldb, cur, prev, prev, 1, s);
-      std::swap(cur, prev);
+      T* out = d % 2 == 1 && k <= 2 ? spare : prev;
+      detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, b, ldb, cur, prev, out, 1, s);
+      if (out == spare) spare = prev;
+      prev = cur;
+      cur = out;
     }
-    if (cur != x) detail::amg_copy<T, T>(L.n, 1, cur, 1, x, 1, s);
+    if (cur != x) detail::amg_copy<T, T>(L.n, 1, cur, 1, x, 1, s);  // degree 1
     return;
   }
   detail::amg_copy<T, T>(L.n, N, b, ldb, W.r, W.ld, s);
@@ -440,12 +460,24 @@ template <class T>
 void DeviceAmg<T>::set_coarse(const std::vector<double>& factor) {
   if (factor.empty()) {
     coarse_inv_ = DeviceArray<double>();
+    correction_ = DeviceArray<double>();
     return;
   }
   if (coarse_inv_.size() != factor.size()) coarse_inv_ = DeviceArray<double>(factor.size());
   coarse_inv_.upload(factor.data(), factor.size());
   if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
   coarse_->invert(levels_.back().n, coarse_inv_.data());
+  const std::size_t L = levels_.size();
+  if (L < 2 || levels_[L - 2].n > detail::kAmgDenseCorrectionRows) {
+    correction_ = DeviceArray<double>();
+    return;
+  }
+  const Level& F = levels_[L - 2];
+  const std::size_t nn = std::size_t(F.n) * std::size_t(F.n);
+  if (correction_.size() != nn) correction_ = DeviceArray<double>(nn);
+  const CsrView<T> p = F.P.A.device_view();
+  coarse_->correction<T>(F.n, levels_.back().n, p.row_ptr, p.col_idx, p.values, coarse_inv_.data(),
+                         correction_.data());
 }
 
 template <class T>
@@ -458,7 +490,7 @@ void DeviceAmg<T>::coarse_solve(std::size_t l, const Work& W, index_t N, const T
     return;
   }
   // In double, as the host's two triangular solves: x = A_c⁻¹·b.
-  detail::amg_dense_apply<T>(L.n, coarse_inv_.data(), N, b, ldb, x, ldx, s);
+  detail::amg_dense_apply<T>(L.n, coarse_inv_.data(), N, b, ldb, x, ldx, false, s);
 }
 
 template <class T>
@@ -475,10 +507,14 @@ void DeviceAmg<T>::vcycle(std::size_t l, const std::vector<Work>& W, index_t N, 
   smooth_correction(L, w, N, b, ldb, x, ldx, s);  // pre-smoothing from x = 0: the first sweep is S·b
   for (int k = 1; k < sweeps; ++k) sweep(L, w, N, b, ldb, x, ldx, s);
   detail::amg_copy<T, T>(L.n, N, b, ldb, w.r, w.ld, s);
-  mul(L.A, N, T(-1), x, ldx, T(1), w.r, w.ld, s);      // r = b − A·x
-  mul(L.R, N, T(1), w.r, w.ld, T(0), wc.b, wc.ld, s);  // b_c = R·r
-  vcycle(l + 1, W, N, wc.b, wc.ld, wc.x, wc.ld, s);
-  mul(L.P, N, T(1), wc.x, wc.ld, T(1), x, ldx, s);  // x += P·x_c
+  mul(L.A, N, T(-1), x, ldx, T(1), w.r, w.ld, s);  // r = b − A·x
+  if (l + 2 == levels_.size() && correction_.size() > 0) {
+    detail::amg_dense_apply<T>(L.n, correction_.data(), N, w.r, w.ld, x, ldx, true, s);  // x += P·A_c⁻¹·R·r
+  } else {
+    mul(L.R, N, T(1), w.r, w.ld, T(0), wc.b, wc.ld, s);  // b_c = R·r
+    vcycle(l + 1, W, N, wc.b, wc.ld, wc.x, wc.ld, s);
+    mul(L.P, N, T(1), wc.x, wc.ld, T(1), x, ldx, s);  // x += P·x_c
+  }
   for (int k = 0; k < sweeps; ++k) sweep(L, w, N, b, ldb, x, ldx, s);  // the same sweeps: M⁻¹ symmetric
 }
 
