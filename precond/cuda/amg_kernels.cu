@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kBlock)
 template <class T>
 __global__ void __launch_bounds__(kBlock) amg_dense_apply_kernel(index_t n, const double* __restrict__ X, index_t N,
                                                                  const T* __restrict__ B, index_t ldb, T* Y,
-                                                                 index_t ldy) {
+                                                                 index_t ldy, bool add) {
   const std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = int(threadIdx.x % 32);
   if (i >= n) return;  // whole warps leave together
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kBlock) amg_dense_apply_kernel(index_t n, cons
     double s = 0;
     for (index_t k = lane; k < n; k += 32) s = fma(xi[k], double(B[std::int64_t(k) * ldb + c]), s);
     for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) Y[i * ldy + c] = T(s);
+    if (lane == 0) Y[i * ldy + c] = add ? T(double(Y[i * ldy + c]) + s) : T(s);
   }
 }
 
@@ -85,14 +85,26 @@ __global__ void __launch_bounds__(kBlock) symmetrize_kernel(index_t n, const dou
     out[t] = 0.5 * (X[t] + X[j * n + i]);
   }
 }
+
+// D = P as a dense n × nc matrix, COLUMN-MAJOR (cuBLAS's layout), zeros elsewhere: a thread a
+// row.
+template <class T>
+__global__ void __launch_bounds__(kBlock) densify_kernel(index_t n, const index_t* __restrict__ rp,
+                                                         const index_t* __restrict__ ci, const T* __restrict__ va,
+                                                         double* __restrict__ D) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    for (index_t k = rp[i]; k < rp[i + 1]; ++k) D[std::int64_t(ci[k]) * n + i] = double(va[k]);
+}
+
 }  // namespace
 
 template <class T>
-void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t ldb, T* Y, index_t ldy,
+void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t ldb, T* Y, index_t ldy, bool add,
                      DeviceStream stream) {
   if (n == 0 || N == 0) return;
   amg_dense_apply_kernel<T><<<grid_for(std::int64_t(n) * 32), kBlock, 0, cuda_stream(stream)>>>(n, X, N, B, ldb, Y,
-                                                                                                 ldy);
+                                                                                                 ldy, add);
   KRYSP_CUDA_CHECK_LAUNCH("amg_dense_apply_kernel");
 }
 
@@ -144,6 +156,32 @@ void AmgCoarseSolver::invert(index_t n, double* LX) const {
   cuda_synchronize();  // W goes out of scope
 }
 
+template <class T>
+void AmgCoarseSolver::correction(index_t n, index_t nc, const index_t* p_rp, const index_t* p_ci, const T* p_va,
+                                 const double* X, double* M) const {
+  if (n == 0) return;
+  auto h = static_cast<cublasHandle_t>(handle_);
+  KRYSP_AMG_CUBLAS(cublasSetStream(h, nullptr));
+  const std::int64_t dense = std::int64_t(n) * std::max<index_t>(nc, 1);
+  DeviceArray<double> D(static_cast<std::size_t>(dense)), Z(static_cast<std::size_t>(dense)),
+      W(static_cast<std::size_t>(std::int64_t(n) * n));
+  KRYSP_CUDA_CHECK(cudaMemset(D.data(), 0, std::size_t(dense) * sizeof(double)));
+  densify_kernel<T><<<grid_for(n), kBlock>>>(n, p_rp, p_ci, p_va, D.data());
+  KRYSP_CUDA_CHECK_LAUNCH("densify_kernel");
+  const double one = 1.0, zero = 0.0;
+  // Z = P·X (n × nc), then W = Z·Pᵀ (n × n); column-major throughout.
+  KRYSP_AMG_CUBLAS(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, nc, nc, &one, D.data(), n, X, nc, &zero, Z.data(), n));
+  KRYSP_AMG_CUBLAS(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, nc, &one, Z.data(), n, D.data(), n, &zero, W.data(), n));
+  const std::int64_t total = std::int64_t(n) * n;
+  symmetrize_kernel<<<grid_for(total), kBlock>>>(n, W.data(), M);  // symmetric: row- and column-major alike
+  KRYSP_CUDA_CHECK_LAUNCH("symmetrize_kernel");
+  cuda_synchronize();  // D, Z and W go out of scope
+}
+
+template void AmgCoarseSolver::correction<double>(index_t, index_t, const index_t*, const index_t*, const double*,
+                                                  const double*, double*) const;
+template void AmgCoarseSolver::correction<float>(index_t, index_t, const index_t*, const index_t*, const float*,
+                                                 const double*, double*) const;
 template void amg_copy<double, double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
 template void amg_copy<float, float>(index_t, index_t, const float*, index_t, float*, index_t, DeviceStream);
 template void amg_copy<float, double>(index_t, index_t, const float*, index_t, double*, index_t, DeviceStream);
@@ -151,8 +189,8 @@ template void amg_copy<double, float>(index_t, index_t, const double*, index_t, 
 template void amg_add<double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
 template void amg_add<float>(index_t, index_t, const float*, index_t, float*, index_t, DeviceStream);
 template void amg_dense_apply<double>(index_t, const double*, index_t, const double*, index_t, double*, index_t,
-                                      DeviceStream);
+                                      bool, DeviceStream);
 template void amg_dense_apply<float>(index_t, const double*, index_t, const float*, index_t, float*, index_t,
-                                     DeviceStream);
+                                     bool, DeviceStream);
 
 }  // namespace krysp::detail

@@ -15,13 +15,19 @@ void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, 
 template <class T>
 void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, DeviceStream stream = {});
 
-/// Y = X·B for the coarse solve: X the n × n inverse of the coarsest matrix (double, symmetric,
-/// AmgCoarseSolver::invert), B and Y n × N (B and Y must not overlap), summed in double in a
+/// Y = X·B (add: Y += X·B) for the coarse solve: X an n × n dense matrix in double (the coarsest
+/// matrix's inverse, AmgCoarseSolver::invert, or the coarse correction of the level above it,
+/// AmgCoarseSolver::correction), B and Y n × N (B and Y must not overlap), summed in double in a
 /// fixed order (a warp a row, a fixed tree across its lanes): bitwise reproducible. One kernel
 /// where two triangular solves took 15-40 µs of dependent steps on a 30-200 row level.
 template <class T>
-void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t ldb, T* Y, index_t ldy,
+void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t ldb, T* Y, index_t ldy, bool add,
                      DeviceStream stream = {});
+
+/// Rows of the level above the coarsest up to which the V-cycle applies its whole coarse
+/// correction, P·A_c⁻¹·R, as one dense n_l × n_l product (8 MB at most, read from L2) instead
+/// of a restriction, the coarse solve and a prolongation: three dependent launches become one.
+inline constexpr index_t kAmgDenseCorrectionRows = 1024;
 
 /// A cuBLAS handle that turns the coarse Cholesky factor into the coarse inverse.
 class AmgCoarseSolver {
@@ -36,6 +42,13 @@ class AmgCoarseSolver {
   /// triangular solves on the identity). Deterministic (cuBLAS without atomics). Its forward
   /// error is that of the solves it replaces, about κ(A_c)·ε.
   void invert(index_t n, double* LX) const;
+  /// M = P·X·Pᵀ (n × n, ROW-MAJOR, exactly symmetric: (M + Mᵀ)/2 of two cuBLAS products) for P
+  /// the n × nc prolongator in CSR on the device (p_rp, p_ci, p_va) and X = A_c⁻¹ (nc × nc,
+  /// symmetric, from invert): the coarse correction P·A_c⁻¹·R with R = Pᵀ as one dense matrix.
+  /// M must hold n·n doubles.
+  template <class T>
+  void correction(index_t n, index_t nc, const index_t* p_rp, const index_t* p_ci, const T* p_va, const double* X,
+                  double* M) const;
 
  private:
   void* handle_ = nullptr;

@@ -14,8 +14,12 @@
 /// product with atomics); D⁻¹ (or D_l1⁻¹) per level; the coarsest matrix's inverse, formed once
 /// from the host's Cholesky factor by cuBLAS (AmgCoarseSolver::invert) and applied as one dense
 /// product (two triangular solves are 15-40 µs of dependent steps on a coarsest level of 30-200
-/// rows; the product 2-3 µs). apply_block makes an SpMM plan per block width and matrix on first
-/// use (as DeviceChebyshev).
+/// rows; the product 2-3 µs). When the level above the coarsest has at most
+/// kAmgDenseCorrectionRows rows, its whole coarse correction P·A_c⁻¹·R is formed too (one n_l²
+/// dense matrix in double, exactly symmetric, AmgCoarseSolver::correction) and applied as one
+/// product: x += M·r replaces the restriction, the coarse solve and the prolongation, three
+/// dependent launches of a latency-bound cycle. apply_block makes an SpMM plan per block width
+/// and matrix on first use (as DeviceChebyshev).
 ///
 /// A V-cycle is tens of small kernels, so on small levels the host's launches, not the GPU,
 /// set its pace. The second apply with the same vectors (a solver's fixed r and z; for a block,
@@ -39,7 +43,7 @@
 ///
 /// Device memory (device_bytes(), in summary()): the level matrices from level 1 on, P_l, R_l,
 /// the smoother's D⁻¹, seven work vectors a level (five on level 0), the coarse inverse (n_c²
-/// doubles), the plans' own workspaces (measured: krysp's live device bytes before
+/// doubles) and the dense coarse correction (n_l² doubles, where formed), the plans' own workspaces (measured: krysp's live device bytes before
 /// and after the upload), plus the work blocks of apply_block (seven n_l × ⌈N⌉₄ blocks a level for
 /// the widest N seen). A's own device mirror is not counted (the solver holds it anyway). Before
 /// the upload the bytes needed are checked against the GPU's free memory: DeviceError naming
@@ -154,7 +158,10 @@ class DeviceAmg final : public Preconditioner<T> {
                          DeviceStream s) const;
   void sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
              DeviceStream s) const;
-  /// The coarsest level's inverse from the host's Cholesky factor (empty: a smoothed level).
+  /// "V-cycle on the GPU", naming the level whose coarse correction is one dense product.
+  std::string vcycle_note() const;
+  /// The coarsest level's inverse from the host's Cholesky factor (empty: a smoothed level), and
+  /// the dense coarse correction of the level above it where that is small enough.
   void set_coarse(const std::vector<double>& factor);
   void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                     DeviceStream s) const;
@@ -172,6 +179,9 @@ class DeviceAmg final : public Preconditioner<T> {
   SpmvPlan<T> plan0_;
   std::vector<Level> levels_;
   DeviceArray<double> coarse_inv_;  ///< the coarsest matrix's inverse, n_c × n_c (empty: smoothed)
+  /// P·A_c⁻¹·R of the level above the coarsest, n_l × n_l (empty: that level is larger than
+  /// kAmgDenseCorrectionRows, or the coarsest is smoothed): its whole coarse correction.
+  DeviceArray<double> correction_;
   std::unique_ptr<detail::AmgCoarseSolver> coarse_;
   mutable index_t block_ld_ = 0;  ///< the block work arrays' leading dimension (0: none yet)
   std::size_t upload_bytes_ = 0;

@@ -1,6 +1,7 @@
 // AMG with the V-cycle on the GPU (precond/cuda/device_amg.hpp) against HostAmg on the same
 // matrices: apply and apply_block (N = 1, 4, 8, leading dimensions > N, padding untouched) to
-// 1e-10, M⁻¹'s symmetry, bitwise determinism of two set-ups, the numeric re-set-up (against the
+// 1e-10, the level above the coarsest's coarse correction as one dense product (fused and not),
+// M⁻¹'s symmetry, bitwise determinism of two set-ups, the numeric re-set-up (against the
 // host's, against a fresh set-up, and back to the first values bitwise), PCG through solve() with
 // the true residual recomputed on the host and the iteration count within ±2 of the host's,
 // CgSolver::update_values on the GPU, LOBPCG with AMG in the inner solve, fp32, the device
@@ -23,6 +24,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/io/matrix_market.hpp"
 #include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/cg_solver.hpp"
 #include "krysp/solvers/eigensolve.hpp"
@@ -242,6 +244,57 @@ TEST_CASE("AMG GPU: a single-level hierarchy (A itself small) is a Cholesky solv
   REQUIRE(!hostL.info().coarse_direct);
   CHECK(compare_apply(hostL, devL, L.rows()) <= 1e-10);
   CHECK(compare_block(hostL, devL, L.rows(), 4) <= 1e-10);
+}
+
+TEST_CASE("AMG GPU: the coarse correction as one dense product (P·A_c⁻¹·R) matches the host's V-cycle") {
+  // The level above the coarsest applies x += P·A_c⁻¹·R·r as one dense product when it has at
+  // most kAmgDenseCorrectionRows rows; the host runs R, the Cholesky solves and P. Three shapes:
+  // that level inside the hierarchy, level 0 itself, and a level above the limit (not fused);
+  // the cases must show both.
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+    int max_levels;
+  };
+  const std::vector<Case> cases = {{"laplacian_3d 16", laplacian_3d(16, 16, 16), 10},
+                                   {"laplacian_3d 24", laplacian_3d(24, 24, 24), 10},
+                                   {"laplacian_3d 8, 2 levels", laplacian_3d(8, 8, 8), 2},
+                                   {"laplacian_3d 16, 2 levels", laplacian_3d(16, 16, 16), 2}};
+  bool seen_fused = false, seen_unfused = false;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    AmgOptions o;
+    o.max_levels = c.max_levels;
+    const index_t n = c.A.rows();
+    SpmvPlan<double> plan(c.A);
+    HostAmg<double> host(c.A, o);
+    DeviceAmg<double> dev(c.A, plan, o);
+    REQUIRE(host.info().coarse_direct);
+    const std::size_t levels = host.info().levels.size();
+    REQUIRE(levels >= 2);
+    const bool fused = host.info().levels[levels - 2].rows <= detail::kAmgDenseCorrectionRows;
+    (fused ? seen_fused : seen_unfused) = true;
+    const std::string note = detail::concat("level ", levels - 2, "'s coarse correction as one dense product");
+    CHECK((dev.summary().find(note) != std::string::npos) == fused);
+    CHECK(compare_apply(host, dev, n) <= 1e-10);
+    CHECK(compare_block(host, dev, n, 4) <= 1e-10);
+    DeviceArray<double> dx(static_cast<std::size_t>(n)), dy(static_cast<std::size_t>(n));
+    test::check_symmetric_positive_random(
+        n,
+        [&](const double* x, double* y) {
+          dx.upload(x, std::size_t(n));
+          dev.apply(dx.data(), dy.data());
+          dy.download(y, std::size_t(n));
+        },
+        1e-12, 4);
+    // After a numeric re-set-up the dense product is formed again from the new values.
+    const CsrMatrix<double> B = scaled_values(c.A, 3.0);
+    dev.update_values(B);
+    HostAmg<double> hostB(B, o);
+    CHECK(compare_apply(hostB, dev, n) <= 1e-10);
+  }
+  CHECK(seen_fused);
+  CHECK(seen_unfused);
 }
 
 TEST_CASE("AMG GPU: M^-1 is symmetric and positive on the GPU") {
