@@ -287,11 +287,15 @@ TEST_CASE("AMG GPU: the coarse correction as one dense product (P·A_c⁻¹·R) 
           dy.download(y, std::size_t(n));
         },
         1e-12, 4);
-    // After a numeric re-set-up the dense product is formed again from the new values.
-    const CsrMatrix<double> B = scaled_values(c.A, 3.0);
-    dev.update_values(B);
-    HostAmg<double> hostB(B, o);
-    CHECK(compare_apply(hostB, dev, n) <= 1e-10);
+    // Values that move the coarse levels: the dense product is formed again, and the device
+    // follows the host's numeric re-set-up.
+    CsrMatrix<double> B = scaled_values(c.A, 1.0);
+    B.set_values(rescaled_values(c.A));
+    CHECK(dev.update_values(B));
+    CHECK(host.update_values(B));
+    CHECK((dev.summary().find(note) != std::string::npos) == fused);
+    CHECK(compare_apply(host, dev, n) <= 1e-10);
+    CHECK(compare_block(host, dev, n, 4) <= 1e-10);
   }
   CHECK(seen_fused);
   CHECK(seen_unfused);
