@@ -122,6 +122,20 @@ double compare_block(const HostAmg<T>& host, const DeviceAmg<T>& dev, index_t n,
   return rel_diff(Zd, Zh, n, N, ldz);
 }
 
+/// xᵀM⁻¹y = yᵀM⁻¹x to 1e-12 and xᵀM⁻¹x > 0 on random pairs for the device V-cycle, as the host
+/// test asks of HostAmg.
+void check_symmetric_positive(const DeviceAmg<double>& dev, index_t n) {
+  DeviceArray<double> dx(static_cast<std::size_t>(n)), dy(static_cast<std::size_t>(n));
+  test::check_symmetric_positive_random(
+      n,
+      [&](const double* x, double* y) {
+        dx.upload(x, std::size_t(n));
+        dev.apply(dx.data(), dy.data());
+        dy.download(y, std::size_t(n));
+      },
+      1e-12, 4);
+}
+
 /// A's values times `scale` (same structure).
 CsrMatrix<double> scaled_values(const CsrMatrix<double>& A, double scale) {
   std::vector<index_t> rp(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1);
@@ -278,15 +292,7 @@ TEST_CASE("AMG GPU: the coarse correction as one dense product (P·A_c⁻¹·R) 
     CHECK((dev.summary().find(note) != std::string::npos) == fused);
     CHECK(compare_apply(host, dev, n) <= 1e-10);
     CHECK(compare_block(host, dev, n, 4) <= 1e-10);
-    DeviceArray<double> dx(static_cast<std::size_t>(n)), dy(static_cast<std::size_t>(n));
-    test::check_symmetric_positive_random(
-        n,
-        [&](const double* x, double* y) {
-          dx.upload(x, std::size_t(n));
-          dev.apply(dx.data(), dy.data());
-          dy.download(y, std::size_t(n));
-        },
-        1e-12, 4);
+    check_symmetric_positive(dev, n);
     // Values that move the coarse levels: the dense product is formed again, and the device
     // follows the host's numeric re-set-up.
     CsrMatrix<double> B = scaled_values(c.A, 1.0);
@@ -309,16 +315,7 @@ TEST_CASE("AMG GPU: M^-1 is symmetric and positive on the GPU") {
       const index_t n = p.A.rows();
       SpmvPlan<double> plan(p.A);
       DeviceAmg<double> dev(p.A, plan, p.o);
-      DeviceArray<double> dx(static_cast<std::size_t>(n)), dy(static_cast<std::size_t>(n));
-      // xᵀM⁻¹y = yᵀM⁻¹x to 1e-12 and xᵀM⁻¹x > 0 on random pairs, as the host test asks of HostAmg.
-      test::check_symmetric_positive_random(
-          n,
-          [&](const double* x, double* y) {
-            dx.upload(x, std::size_t(n));
-            dev.apply(dx.data(), dy.data());
-            dy.download(y, std::size_t(n));
-          },
-          1e-12, 4);
+      check_symmetric_positive(dev, n);
     }
   }
 }
