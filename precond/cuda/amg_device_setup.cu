@@ -113,10 +113,10 @@ __global__ void k_fill(std::int64_t n, double v, double* x) {
 // takes its terms one by one in the row's order (fold_in_order), a compaction writes in the row's
 // order (a ballot).
 
-// D⁻¹, D_l1⁻¹ (dl1 null: not written), D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row with a diagonal that is
-// not positive and finite, bad[1]: first row whose sum is not finite (atomicMin: the smallest
-// index, whatever the order). W lanes a row: a_ii the row's last diagonal entry and Σ|a_ij| in
-// the row's order, as one thread a row takes them.
+// D⁻¹, D_l1⁻¹ (dl1 null: not written), D^{-1/2}, the row ratios Σ|a_ij|/a_ii; bad[0]: first row
+// with a diagonal that is not positive and finite, bad[1]: first row whose sum is not finite
+// (atomicMin: the smallest index, whatever the order). W lanes a row: a_ii the row's last
+// diagonal entry and Σ|a_ij| in the row's order, as one thread a row takes them.
 template <int W>
 __global__ void k_diagonal(index_t n, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
                            const double* __restrict__ va, double* dinv, double* dl1, double* s, double* ratio,
@@ -1030,8 +1030,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     if (n > 0) {
       with_lanes(fold_lanes(n, Al.nnz), [&](auto W) {
         k_diagonal<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-            n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.size() > 0 ? dl1.data() : nullptr, s.data(), ratio.data(), diag.data(),
-            flags.data());
+            n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.size() > 0 ? dl1.data() : nullptr, s.data(), ratio.data(),
+            diag.data(), flags.data());
       });
       check_launch("k_diagonal");
     }
@@ -1506,7 +1506,8 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += (l.tent.rp_own.size() + l.tent.ci_own.size()) * sizeof(index_t) + l.tent.va_own.size() * sizeof(double);
     bytes += (l.r_perm.size() + l.sym_a.size() + l.sym_b.size()) * sizeof(index_t);
     bytes += (l.ap_rp.size() + l.ap_ci.size() + l.rap_rp.size() + l.rap_ci.size()) * sizeof(index_t);
-    bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double) + (l.af_rp.size() + l.af_ci.size()) * sizeof(index_t);
+    bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double);
+    bytes += (l.af_rp.size() + l.af_ci.size()) * sizeof(index_t);
     bytes += (l.pre_unit_rp.size() + l.pre_unit_ci.size() + l.unit_map.size()) * sizeof(index_t);
   }
   for (const DeviceArray<float>& r : plan.ritz) bytes += r.size() * sizeof(float);

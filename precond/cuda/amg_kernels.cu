@@ -171,7 +171,8 @@ void AmgCoarseSolver::correction(index_t n, index_t nc, const index_t* p_rp, con
   const double one = 1.0, zero = 0.0;
   // Z = P·X (n × nc), then W = Z·Pᵀ (n × n); column-major throughout.
   KRYSP_AMG_CUBLAS(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, nc, nc, &one, D.data(), n, X, nc, &zero, Z.data(), n));
-  KRYSP_AMG_CUBLAS(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, nc, &one, Z.data(), n, D.data(), n, &zero, W.data(), n));
+  KRYSP_AMG_CUBLAS(
+      cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, n, n, nc, &one, Z.data(), n, D.data(), n, &zero, W.data(), n));
   const std::int64_t total = std::int64_t(n) * n;
   symmetrize_kernel<<<grid_for(total), kBlock>>>(n, W.data(), M);  // symmetric: row- and column-major alike
   KRYSP_CUDA_CHECK_LAUNCH("symmetrize_kernel");

@@ -43,11 +43,12 @@
 ///
 /// Device memory (device_bytes(), in summary()): the level matrices from level 1 on, P_l, R_l,
 /// the smoother's D⁻¹, seven work vectors a level (five on level 0), the coarse inverse (n_c²
-/// doubles) and the dense coarse correction (n_l² doubles, where formed), the plans' own workspaces (measured: krysp's live device bytes before
-/// and after the upload), plus the work blocks of apply_block (seven n_l × ⌈N⌉₄ blocks a level for
-/// the widest N seen). A's own device mirror is not counted (the solver holds it anyway). Before
-/// the upload the bytes needed are checked against the GPU's free memory: DeviceError naming
-/// both when they do not fit. Not thread-safe (work arrays and plans, as DeviceChebyshev).
+/// doubles) and the dense coarse correction (n_l² doubles, where formed), the plans' own
+/// workspaces (measured: krysp's live device bytes before and after the upload), plus the work
+/// blocks of apply_block (seven n_l × ⌈N⌉₄ blocks a level for the widest N seen). A's own device
+/// mirror is not counted (the solver holds it anyway). Before the upload the bytes needed are
+/// checked against the GPU's free memory: DeviceError naming both when they do not fit. Not
+/// thread-safe (work arrays and plans, as DeviceChebyshev).
 /// CUDA-free header.
 #include <cstddef>
 #include <map>
