@@ -8,7 +8,8 @@ namespace krysp::cli {
 const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
-                                           "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates"};
+                                           "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates",
+                                           "near-nullspace"};
   return names;
 }
 
@@ -34,7 +35,10 @@ const char* amg_option_help() {
          "  --amg-block-size B   unknowns per node (near-nullspace: their unit vectors); 0 detects\n"
          "                       (default 0)\n"
          "  --coordinates X.mtx  node coordinates, nodes x 2 or 3 (dense Matrix Market), unknowns\n"
-         "                       node-major: the near-nullspace becomes the rigid-body modes\n";
+         "                       node-major: the near-nullspace becomes the rigid-body modes\n"
+         "  --near-nullspace V.mtx\n"
+         "                       the near-nullspace given, n x K (dense Matrix Market, K <= 8):\n"
+         "                       what A maps to almost zero, e.g. a shell's rigid-body modes\n";
 }
 
 AmgOptions read_amg_options(const Args& args) {
@@ -72,6 +76,17 @@ AmgOptions read_amg_options(const Args& args) {
     for (index_t i = 0; i < c.rows; ++i)  // column-major file block to row-major nodes
       for (index_t d = 0; d < c.cols; ++d)
         a.coordinates[std::size_t(i) * c.cols + d] = c.values[std::size_t(d) * c.rows + i];
+  }
+  if (args.has("near-nullspace")) {
+    const std::string path = args.get("near-nullspace", "");
+    const io::DenseBlock<double> v = io::read_dense_matrix_market<double>(path);
+    KRYSP_REQUIRE(v.cols >= 1 && v.cols <= kAmgMaxNearNullspace, path, ": ", v.rows, "x", v.cols,
+                  "; expected one row per unknown and 1 to ", kAmgMaxNearNullspace, " columns");
+    a.near_nullspace_vectors = int(v.cols);
+    a.near_nullspace.resize(std::size_t(v.rows) * std::size_t(v.cols));
+    for (index_t i = 0; i < v.rows; ++i)  // column-major file block to row-major rows
+      for (index_t k = 0; k < v.cols; ++k)
+        a.near_nullspace[std::size_t(i) * v.cols + k] = v.values[std::size_t(k) * v.rows + i];
   }
   return a;
 }

@@ -219,10 +219,11 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   if (c.theta) r.theta = c.strong_theta ? kAmgThetaStructural : kAmgThetaMMatrix;
   if (o.smoother_degree == kAmgAuto) r.smoother_degree = c.structural ? kAmgDegreeStructural : kAmgDegreeMMatrix;
   if (c.filter) {
-    // The filter's lumping keeps one near-nullspace vector: one unknown per node, no coordinates.
+    // The filter's lumping keeps the default near-nullspace vector: one unknown per node, no
+    // coordinates, no vectors given.
     const int b = node_block_size(A, o);
     if (!c.structural && b > 1) c.filter_block_size = b;
-    r.filter = !c.structural && b == 1 ? AmgFilter::On : AmgFilter::Off;
+    r.filter = !c.structural && b == 1 && o.near_nullspace.empty() ? AmgFilter::On : AmgFilter::Off;
   }
   if (choice) *choice = c;
   return r;
@@ -247,6 +248,8 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
     if (c.filter_block_size > 1) s << " (auto: b " << c.filter_block_size << ")";
     else if (c.filter) s << (c.theta || c.degree ? " (auto)" : std::string(why) + ")");
   }
+  if (!o.near_nullspace.empty()) s << ", near-nullspace " << o.near_nullspace_vectors << " given";
+  else if (!o.coordinates.empty()) s << ", rigid-body modes";
   return s.str();
 }
 
@@ -313,24 +316,24 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   info_.resetup_seconds = resetup_seconds;
   info_.resetups = resetups;
   if (!reuse) plans_.clear();
-  const bool rigid = !o.coordinates.empty();
   const int b = amg::node_block_size(A, o);
   rp0_ = A.row_ptr();
   ci0_ = A.col_idx();
   va0_ = A.values();
 
   amg::Csr<double> Al = amg::to_csr(A);
-  // The near-nullspace, K vectors: constant (b = 1), the unit vectors of each node's unknowns, or
-  // the rigid-body modes from the coordinates (centred, so the rotations are not dominated by
-  // the translations far from the origin).
-  const int K = rigid ? (b == 3 ? 6 : 3) : b;
+  // The near-nullspace, K vectors: constant (b = 1), the unit vectors of each node's unknowns, the
+  // rigid-body modes from the coordinates (centred, so the rotations are not dominated by the
+  // translations far from the origin), or the vectors given.
+  const int K = amg::near_nullspace_size(o, b);
   KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
-                rigid ? " with coordinates" : "");
-  std::vector<double> B = rigid ? amg::rigid_body_modes(o.coordinates, b, A.rows())
-                                : std::vector<double>(std::size_t(A.rows()) * b, 0.0);
-  if (!rigid)
+                o.coordinates.empty() ? "" : " with coordinates");
+  std::vector<double> B = amg::explicit_near_nullspace(o, b, A.rows());
+  if (B.empty()) {
+    B.assign(std::size_t(A.rows()) * b, 0.0);
     for (index_t i = 0; i < A.rows(); ++i) B[std::size_t(i) * b + std::size_t(i % b)] = 1.0;
+  }
   int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
 
   for (std::size_t l = 0;; ++l) {

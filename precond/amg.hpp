@@ -256,6 +256,14 @@ Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std:
 /// translations, then the rotations about the coordinates' centroid. InputError when n does not
 /// match.
 std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int dim, index_t n);
+/// K, the near-nullspace's vectors, for b unknowns per node as both set-ups take them from `o`:
+/// near_nullspace_vectors when given, the rigid-body modes' 6 (3-D) or 3 (2-D) with coordinates,
+/// else b (the constant, or the unit vectors of each node's unknowns).
+int near_nullspace_size(const AmgOptions& o, int b);
+/// The near-nullspace both set-ups start from when it is not the default (n × K row-major): the
+/// given vectors (InputError unless they have n rows) or the coordinates' rigid-body modes;
+/// empty for the constant or the unit vectors, which each set-up makes itself.
+std::vector<double> explicit_near_nullspace(const AmgOptions& o, int b, index_t n);
 /// A with 1 on the diagonal of every row that has no nonzero entry: the coarse unknowns of an
 /// aggregate with fewer unknowns than near-nullspace vectors get a zero column of P_tent, and so
 /// an empty row and column of Pᵀ·A·P; the unit diagonal keeps the coarse matrix SPD without

@@ -451,6 +451,21 @@ std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int
   return B;
 }
 
+int near_nullspace_size(const AmgOptions& o, int b) {
+  if (!o.near_nullspace.empty()) return o.near_nullspace_vectors;
+  if (!o.coordinates.empty()) return b == 3 ? 6 : 3;
+  return b;
+}
+
+std::vector<double> explicit_near_nullspace(const AmgOptions& o, int b, index_t n) {
+  if (!o.coordinates.empty()) return rigid_body_modes(o.coordinates, b, n);
+  if (o.near_nullspace.empty()) return {};
+  const std::size_t K = std::size_t(o.near_nullspace_vectors);
+  KRYSP_REQUIRE(o.near_nullspace.size() == std::size_t(n) * K, "AMG: amg.near_nullspace holds ",
+                o.near_nullspace.size() / K, " rows of ", K, " vectors, but the matrix has ", n, " rows");
+  return o.near_nullspace;
+}
+
 Csr<double> unit_diagonal_on_empty_rows(const Csr<double>& A) {
   Csr<double> C;
   C.rows = A.rows;

@@ -114,6 +114,20 @@ void validate(const PrecondOptions& o) {
       KRYSP_REQUIRE(a.block_size == 0 || a.block_size == a.coordinate_dim, "AMG: amg.block_size = ", a.block_size,
                     " but the coordinates give ", a.coordinate_dim, " unknowns per node");
     }
+    if (!a.near_nullspace.empty() || a.near_nullspace_vectors != 0) {
+      const int K = a.near_nullspace_vectors;
+      KRYSP_REQUIRE(K >= 1 && K <= kAmgMaxNearNullspace, "AMG: amg.near_nullspace_vectors = ", K,
+                    " is out of range (1 to ", kAmgMaxNearNullspace, ")");
+      KRYSP_REQUIRE(!a.near_nullspace.empty() && a.near_nullspace.size() % std::size_t(K) == 0,
+                    "AMG: amg.near_nullspace has ", a.near_nullspace.size(), " entries, not a positive multiple of ", K);
+      for (std::size_t i = 0; i < a.near_nullspace.size(); ++i)
+        KRYSP_REQUIRE(std::isfinite(a.near_nullspace[i]), "AMG: entry ", i / std::size_t(K) + 1,
+                      " of near-nullspace vector ", i % std::size_t(K) + 1, " is ", a.near_nullspace[i]);
+      KRYSP_REQUIRE(a.coordinates.empty(), "AMG: amg.near_nullspace and amg.coordinates both give the "
+                    "near-nullspace; give one");
+      KRYSP_REQUIRE(a.filter != AmgFilter::On, "AMG: amg.filter on lumps with the default near-nullspace; "
+                    "it does not take amg.near_nullspace");
+    }
     KRYSP_REQUIRE(std::isfinite(a.prolongation_weight) && a.prolongation_weight >= 0 && a.prolongation_weight < 2,
                   "AMG: amg.prolongation_weight = ", a.prolongation_weight,
                   " is out of range (0 to 2, 2 excluded; 0: unsmoothed aggregation)");
@@ -159,6 +173,8 @@ std::string describe(const PrecondOptions& o) {
     if (a.prolongation_weight != AmgOptions{}.prolongation_weight) s << ", weight " << a.prolongation_weight;
     if (a.aggregation != AmgOptions{}.aggregation) s << ", " << to_string(a.aggregation);
     if (a.filter != AmgOptions{}.filter) s << ", filter " << to_string(a.filter);
+    if (!a.coordinates.empty()) s << ", rigid-body modes";
+    if (!a.near_nullspace.empty()) s << ", near-nullspace " << a.near_nullspace_vectors << " given";
     s << ")";
   }
   return s.str();

@@ -101,6 +101,9 @@ inline constexpr double kAmgThetaDecay = 0.5;
 /// Largest coarsest level factored densely (rows): 2000 rows are 32 MB and ~1 s of Cholesky. A
 /// coarsest level above it (coarsening stalled, or max_levels reached) is smoothed, not solved.
 inline constexpr index_t kAmgMaxDenseRows = 2000;
+/// Most near-nullspace vectors a set-up takes (AmgOptions::near_nullspace): each is a coarse
+/// unknown per aggregate, and the GPU set-up's per-aggregate QR holds K×K values in registers.
+inline constexpr int kAmgMaxNearNullspace = 8;
 
 /// AmgOptions::theta and smoother_degree at this value are chosen by the set-up from A's sign
 /// pattern (amg::resolve_auto in amg.hpp): the M-matrix defaults, or stronger ones where many of
@@ -145,6 +148,13 @@ struct AmgOptions {
   std::vector<double> coordinates;
   /// Entries per node in `coordinates`: 2 or 3 (and the unknowns per node); 0 when empty.
   int coordinate_dim = 0;
+  /// The near-nullspace, given: what A maps to almost nothing, that the coarse levels must keep
+  /// (rigid-body modes computed elsewhere, the slowest modes of a previous solve). rows ×
+  /// near_nullspace_vectors values, row-major (row i: the vectors' entries at unknown i);
+  /// replaces the constant, the unit vectors or the coordinates' modes. Empty: not used.
+  std::vector<double> near_nullspace;
+  /// Vectors in `near_nullspace` (1..kAmgMaxNearNullspace); 0 when empty.
+  int near_nullspace_vectors = 0;
   /// The GPU set-up (DeviceAmg, amg_device_setup.hpp) times each of its phases into
   /// AmgInfo::setup_phases, synchronising the device around every phase: for profiling only (the
   /// synchronisations slow the set-up a little). No effect on the hierarchy or on a host set-up.

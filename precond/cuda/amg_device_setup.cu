@@ -969,14 +969,17 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   const index_t n0 = A.rows();
   // Unknowns per node (amg::node_block_size) and the near-nullspace's K vectors, as
   // HostAmg::set_up decides them: the constant (b = 1), the b unit vectors of each node, or the
-  // rigid-body modes of the coordinates (K = 6 in 3-D, 3 in 2-D). K > 1 takes the block pieces
-  // (amg_block_setup.hpp).
-  const bool rigid = !o.coordinates.empty();
+  // rigid-body modes of the coordinates (K = 6 in 3-D, 3 in 2-D), or the vectors given. K > 1
+  // takes the block pieces (amg_block_setup.hpp).
   const int b = amg::node_block_size(A, o);
-  const int K = rigid ? (b == 3 ? 6 : 3) : b;
+  const int K = amg::near_nullspace_size(o, b);
   KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
-                rigid ? " with coordinates" : "");
+                o.coordinates.empty() ? "" : " with coordinates");
+  const std::vector<double> B0 = amg::explicit_near_nullspace(o, b, n0);
+  // Each aggregate's QR (the block pieces) for K > 1 and for any vectors given: a given vector
+  // may vanish on an aggregate, which the QR turns into a zero column as the host does.
+  const bool per_aggregate_qr = K > 1 || !B0.empty();
   int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
   plan->shape = {A.fingerprint(), o.theta, o.max_levels, o.coarse_size, b, K, o.filter, o.prolongation_weight > 0};
   KRYSP_REQUIRE(!reuse || reuse->shape == plan->shape, "AMG: a numeric re-set-up for ", plan->shape.to_string(),
@@ -999,12 +1002,11 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     Al.va = Al.va_own.data();
   }
   // The near-nullspace on the current level (rows × K row-major: the constant on A, or the unit
-  // vectors, or the rigid-body modes computed on the host; the coarse near-nullspace below).
+  // vectors, or the rigid-body modes or given vectors from the host; the coarse near-nullspace below).
   DeviceArray<double> B;
-  if (rigid) {
-    const std::vector<double> modes = amg::rigid_body_modes(o.coordinates, b, n0);
-    B = DeviceArray<double>(std::max<std::size_t>(modes.size(), 1));
-    if (!modes.empty()) B.upload(modes.data(), modes.size());
+  if (!B0.empty()) {
+    B = DeviceArray<double>(B0.size());
+    B.upload(B0.data(), B0.size());
   } else if (K > 1) {
     B = block_unit_nullspace(n0, b);
   } else {
@@ -1217,7 +1219,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       DeviceArray<double> norms;
       if (kept) {
         Pt = view_of(kept->tent);
-      } else if (K > 1) {
+      } else if (per_aggregate_qr) {
         BlockTentative bt = block_tentative_prolongator(nodes, bl, K, count, agg.data(), B.data());
         Pt.rows = bt.rows;
         Pt.cols = bt.cols;
@@ -1302,7 +1304,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           P = with_structure(n, nc, kept->p_nnz, kept->p_rp, kept->p_ci);
         else
           P = symbolic_product(As, Pt, pc, lv, "P = S*P_tent");
-        if (K > 1)  // P_tent has up to K entries a row: S formed as the host forms it, spgemm_numeric
+        if (per_aggregate_qr)  // P_tent has up to K entries a row: S formed as the host forms it, spgemm_numeric
           block_prolongator_values(n, As.rp, As.ci, As.va, As.nnz, dinv.data(), li.omega, Pt.nnz, Pt.rp, Pt.ci, Pt.va,
                                    P.rp, P.ci, P.nnz, P.va_own.data());
         else
@@ -1395,7 +1397,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       // K > 1: the coarse unknowns of P_tent's zero columns (aggregates with fewer than K
       // unknowns) have empty rows in Aᶜ; they get a unit diagonal, as amg::unit_diagonal_on_empty_rows
       // gives them (amg_block_setup.hpp). A re-set-up repeats it through the kept map.
-      if (K > 1) {
+      if (per_aggregate_qr) {
         if (!kept) {
           UnitDiagonal ud;
           if (unit_diagonal_on_empty_rows(Ac.rows, Ac.nnz, Ac.rp, Ac.ci, Ac.va, ud)) {

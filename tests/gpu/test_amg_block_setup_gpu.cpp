@@ -7,7 +7,8 @@
 // rows. Then whole hierarchies against HostAmg (MIS-2), level by level: the aggregates exactly, P,
 // R and A_l to 1e-12, ω, λ, D⁻¹, the coarse factor; on bcsstk06 (b = 3, b = 6, 2-D coordinates:
 // b = 2, K = 3), elasticity_3d with unit vectors and with rigid-body modes, and elasticity with a
-// one-node aggregate (fewer unknowns than K: zero columns, unit diagonals). A numeric re-set-up
+// one-node aggregate (fewer unknowns than K: zero columns, unit diagonals), and near-nullspace
+// vectors given (K = 1 vanishing on part of a Laplacian; b = 3 with K = 4). A numeric re-set-up
 // after a value change equals a fresh set-up bitwise; DeviceAmg applies the host's V-cycle; PCG
 // with it converges on elasticity (true residual recomputed on the host).
 #include <doctest/doctest.h>
@@ -140,6 +141,33 @@ std::vector<Problem> problems() {
     out.push_back(P);
   }
   out.push_back(elasticity_with_lone_node());
+  {
+    // One vector given (AmgOptions::near_nullspace), zero on the last third of a Laplacian's
+    // unknowns: K = 1 takes the per-aggregate QR too, which completes a vanishing column with a
+    // unit vector as the host's does (a norm of zero would divide by zero).
+    const auto L = laplacian_3d(12, 12, 12);
+    Problem P{"laplacian_3d 12^3, one given vector, zero on a third (b 1, K 1)", L, base_options()};
+    P.o.near_nullspace.resize(std::size_t(L.rows()));
+    for (index_t i = 0; i < L.rows(); ++i)
+      P.o.near_nullspace[std::size_t(i)] = 3 * i < 2 * L.rows() ? 1.0 + 0.5 * std::sin(0.01 * double(i)) : 0.0;
+    P.o.near_nullspace_vectors = 1;
+    P.o = amg::resolve_auto(P.A, P.o);
+    out.push_back(P);
+  }
+  {
+    // bcsstk06's three unit vectors a node and a smooth fourth vector, given (b 3, K 4).
+    Problem P{"bcsstk06, four given vectors (b 3, K 4)", K, base_options()};
+    P.o.block_size = 3;
+    const index_t n = K.rows();
+    P.o.near_nullspace.assign(std::size_t(n) * 4, 0.0);
+    for (index_t i = 0; i < n; ++i) {
+      P.o.near_nullspace[std::size_t(i) * 4 + std::size_t(i % 3)] = 1.0;
+      P.o.near_nullspace[std::size_t(i) * 4 + 3] = std::cos(0.05 * double(i / 3)) * double(1 + i % 3);
+    }
+    P.o.near_nullspace_vectors = 4;
+    P.o = amg::resolve_auto(P.A, P.o);
+    out.push_back(P);
+  }
   return out;
 }
 
