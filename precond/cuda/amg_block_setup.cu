@@ -167,12 +167,16 @@ __global__ void k_unit_vectors(index_t n, int b, double* B) {
 
 // ---------------------------------------------------------------------------------------------
 // S = I − ω·D⁻¹A's values, as amg.cpp forms them: δ_ij − (ω·dinv_i)·a_ij.
+// A warp a row (a coarse level has few rows of many entries: a thread a row would walk them
+// one after another).
 __global__ void k_smoothing_values(index_t n, const index_t* rp, const index_t* ci, const double* va,
                                    const double* dinv, double omega, double* s) {
-  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t i = index_t(t / 32);
   if (i >= n) return;
   const double w = __dmul_rn(omega, dinv[i]);
-  for (index_t k = rp[i]; k < rp[i + 1]; ++k) s[k] = __dsub_rn(ci[k] == i ? 1.0 : 0.0, __dmul_rn(w, va[k]));
+  for (index_t k = rp[i] + index_t(t % 32); k < rp[i + 1]; k += 32)
+    s[k] = __dsub_rn(ci[k] == i ? 1.0 : 0.0, __dmul_rn(w, va[k]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,7 +299,7 @@ void block_prolongator_values(index_t n, const index_t* a_rp, const index_t* a_c
                               index_t p_nnz, double* p_va) {
   DeviceArray<double> s(at_least_one(a_nnz));
   if (n > 0) {
-    k_smoothing_values<<<blocks_for(n), kThreads>>>(n, a_rp, a_ci, a_va, dinv, omega, s.data());
+    k_smoothing_values<<<blocks_for(std::int64_t(n) * 32), kThreads>>>(n, a_rp, a_ci, a_va, dinv, omega, s.data());
     KRYSP_CUDA_CHECK_LAUNCH("k_smoothing_values");
   }
   spgemm_numeric(n, a_rp, a_ci, s.data(), n, t_nnz, t_rp, t_ci, t_va, p_rp, p_ci, p_nnz, p_va);

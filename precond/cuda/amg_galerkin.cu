@@ -167,6 +167,11 @@ constexpr index_t kBlockSlots = 2048;  // 24 KB of columns and sums
 // Rows of C up to this stay on the group even past its slots: a block's fixed cost (a barrier
 // an entry of A's row, the row loaded and stored) is not worth it on so few positions.
 constexpr index_t kBlockRowMin = 64;
+// Where the group kernel would not give every multiprocessor a block (a coarse level's product:
+// a few hundred rows), the time is the longest row's chain of A's entries, and a block a row
+// shortens it (a stage of A's row a barrier, B's row in one pass, C's row in shared memory):
+// rows of C past this many entries take the block kernel then.
+constexpr index_t kFewRowsBlockMin = 16;
 
 __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__ a_rp, const index_t* __restrict__ a_ci,
                                        const double* __restrict__ a_va, const index_t* __restrict__ b_rp,
@@ -247,10 +252,13 @@ int choose_lanes(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz) {
   return w;
 }
 
-// C's rows longer than this take k_spgemm_numeric_block: those past the group's shared slots
-// (kNoRow when C has no row that long: the block kernel is not launched).
-index_t numeric_block_above(int w, index_t c_nnz) {
-  const index_t above = std::max(index_t(kSlots * w), kBlockRowMin);
+// C's rows longer than this take k_spgemm_numeric_block: those past the group's shared slots,
+// or past kFewRowsBlockMin where the groups are fewer than the multiprocessors (kNoRow when C has
+// no row that long: the block kernel is not launched).
+index_t numeric_block_above(int w, index_t rows, index_t c_nnz) {
+  const std::int64_t group_blocks = (std::int64_t(rows) * w + kThreads - 1) / kThreads;
+  const bool few = group_blocks < std::max(device_policy().multiprocessors, 1);
+  const index_t above = few ? kFewRowsBlockMin : std::max(index_t(kSlots * w), kBlockRowMin);
   return c_nnz > above ? above : kNoRow;
 }
 
@@ -258,7 +266,7 @@ template <int W>
 void launch(index_t rows, const index_t* a_rp, const index_t* a_ci, const double* a_va, const index_t* b_rp,
             const index_t* b_ci, const double* b_va, const index_t* c_rp, const index_t* c_ci, index_t c_nnz,
             double* c_va, int* missing) {
-  const index_t above = numeric_block_above(W, c_nnz);
+  const index_t above = numeric_block_above(W, rows, c_nnz);
   const std::int64_t threads = std::int64_t(rows) * W;
   const std::int64_t blocks = (threads + kThreads - 1) / kThreads;
   k_spgemm_numeric<W><<<unsigned(blocks), kThreads>>>(rows, a_rp, a_ci, a_va, b_rp, b_ci, b_va, c_rp, c_ci, c_va,
@@ -604,7 +612,7 @@ void spgemm_numeric(index_t rows, const index_t* a_rp, const index_t* a_ci, cons
 }
 
 index_t spgemm_numeric_block_above(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz, int lanes) {
-  return numeric_block_above(lanes > 0 ? lanes : choose_lanes(rows, b_rows, b_nnz, c_nnz), c_nnz);
+  return numeric_block_above(lanes > 0 ? lanes : choose_lanes(rows, b_rows, b_nnz, c_nnz), rows, c_nnz);
 }
 
 }  // namespace krysp::detail

@@ -743,7 +743,9 @@ TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, b
         const index_t above = detail::spgemm_numeric_block_above(C.rows, B.rows, B.nnz(), C.nnz(), lanes);
         const index_t block = rows_longer(C, above);
         CHECK(block > 0);
-        CHECK(block < C.rows);
+        // Both kernels, unless the lanes' groups are fewer than the multiprocessors: then every
+        // row past 16 entries takes a block.
+        CHECK((block < C.rows || above == 16));
       }
     // A bound of the rounding of each entry: Σ|a_ik·b_kj| times a few ulps a term.
     std::vector<double> bound(C.values.size(), 0.0);
