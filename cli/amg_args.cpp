@@ -9,7 +9,7 @@ const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
                                            "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates",
-                                           "near-nullspace"};
+                                           "near-nullspace", "amg-adaptive"};
   return names;
 }
 
@@ -36,6 +36,10 @@ const char* amg_option_help() {
          "                       (default 0)\n"
          "  --coordinates X.mtx  node coordinates, nodes x 2 or 3 (dense Matrix Market), unknowns\n"
          "                       node-major: the near-nullspace becomes the rigid-body modes\n"
+         "  --amg-adaptive N     V-cycles that adapt the near-nullspace (one unknown a node): the\n"
+         "                       error the first hierarchy reduces slowest replaces the constant;\n"
+         "                       auto: 30 where the constant is near the top of D^-1 A's spectrum,\n"
+         "                       else 0                                            (default auto)\n"
          "  --near-nullspace V.mtx\n"
          "                       the near-nullspace given, n x K (dense Matrix Market, K <= 8):\n"
          "                       what A maps to almost zero, e.g. a shell's rigid-body modes\n";
@@ -66,6 +70,8 @@ AmgOptions read_amg_options(const Args& args) {
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));
   a.prolongation_weight = args.get_double("amg-omega", a.prolongation_weight);
   a.block_size = int(args.get_int("amg-block-size", a.block_size, -1000000, 1000000));
+  if (args.get("amg-adaptive", "auto") != "auto")
+    a.adaptive_cycles = int(args.get_int("amg-adaptive", a.adaptive_cycles, -1000000, 1000000));
   if (args.has("coordinates")) {
     const std::string path = args.get("coordinates", "");
     const io::DenseBlock<double> c = io::read_dense_matrix_market<double>(path);

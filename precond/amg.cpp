@@ -220,10 +220,11 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   if (o.smoother_degree == kAmgAuto) r.smoother_degree = c.structural ? kAmgDegreeStructural : kAmgDegreeMMatrix;
   if (c.filter) {
     // The filter's lumping keeps the default near-nullspace vector: one unknown per node, no
-    // coordinates, no vectors given.
+    // coordinates, no vectors given or adapted.
     const int b = node_block_size(A, o);
     if (!c.structural && b > 1) c.filter_block_size = b;
-    r.filter = !c.structural && b == 1 && o.near_nullspace.empty() ? AmgFilter::On : AmgFilter::Off;
+    r.filter = !c.structural && b == 1 && o.near_nullspace.empty() && o.adaptive_cycles <= 0 ? AmgFilter::On
+                                                                                          : AmgFilter::Off;
   }
   if (choice) *choice = c;
   return r;
@@ -248,11 +249,92 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
     if (c.filter_block_size > 1) s << " (auto: b " << c.filter_block_size << ")";
     else if (c.filter) s << (c.theta || c.degree ? " (auto)" : std::string(why) + ")");
   }
-  if (!o.near_nullspace.empty()) s << ", near-nullspace " << o.near_nullspace_vectors << " given";
-  else if (!o.coordinates.empty()) s << ", rigid-body modes";
+  if (c.adapted_cycles > 0) {
+    s << ", near-nullspace from " << c.adapted_cycles << " V-cycles";
+    if (c.adaptive) {
+      std::snprintf(why, sizeof why, " (auto: 1'A1/1'D1 is %.2f of lambda_max)", c.constant_quotient);
+      s << why;
+    }
+  } else if (!o.near_nullspace.empty()) {
+    s << ", near-nullspace " << o.near_nullspace_vectors << " given";
+  } else if (!o.coordinates.empty()) {
+    s << ", rigid-body modes";
+  }
   return s.str();
 }
 
+template <class T>
+double constant_quotient(const CsrMatrix<T>& A, bool on_device) {
+  return std::stod(A.memo("amg: constant quotient", [&] {
+    double all = 0, diagonal = 0;  // 1ᵀA1 and 1ᵀD1
+    if (on_device) {
+      const CsrView<T> d = A.device_view();
+      detail::sum_entries_and_diagonal(A.rows(), d.row_ptr, d.col_idx, d.values, &all, &diagonal);
+    } else {
+      const auto& rp = A.row_ptr();
+      const auto& ci = A.col_idx();
+      const auto& va = A.values();
+      for (index_t i = 0; i < A.rows(); ++i)
+        for (index_t k = rp(i); k < rp(i + 1); ++k) {
+          all += double(va(k));
+          if (ci(k) == i) diagonal += double(va(k));
+        }
+    }
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", diagonal > 0 ? all / diagonal : 0.0);
+    return std::string(buf);
+  }));
+}
+
+template <class T>
+int adaptive_cycles(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
+                    AmgAutoChoice& c, bool on_device) {
+  c.adaptive = o.adaptive_cycles == kAmgAuto;
+  if (!c.adaptive) {
+    KRYSP_REQUIRE(o.adaptive_cycles == 0 || b == 1, "AMG: amg.adaptive_cycles = ", o.adaptive_cycles,
+                  " adapts one near-nullspace vector, for one unknown per node; here b = ", b);
+    return levels > 1 ? o.adaptive_cycles : 0;
+  }
+  if (b != 1 || levels < 2 || !o.coordinates.empty() || !o.near_nullspace.empty() || !(lambda0 > 0)) return 0;
+  c.constant_quotient = constant_quotient(A, on_device) / lambda0;
+  return c.constant_quotient >= kAmgAdaptiveQuotient ? kAmgAdaptiveCycles : 0;
+}
+
+std::vector<double> adaptive_start(index_t n) {
+  std::vector<double> x(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) {
+    std::uint64_t z = std::uint64_t(i) + 0x9e3779b97f4a7c15ull;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    x[std::size_t(i)] = double(z >> 11) * 0x1.0p-52 - 1.0;  // [−1, 1)
+  }
+  return x;
+}
+
+template <class T>
+bool adopt_adapted_vector(const std::vector<T>& x, AmgOptions& o) {
+  double m = 0;
+  for (const T& e : x) m = std::max(m, std::abs(double(e)));  // NaN is never above m: tested below
+  for (const T& e : x)
+    if (!std::isfinite(double(e))) return false;
+  if (!(m > 0)) return false;
+  o.near_nullspace.resize(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) o.near_nullspace[i] = double(x[i]) / m;
+  o.near_nullspace_vectors = 1;
+  o.adaptive_cycles = 0;
+  o.filter = AmgFilter::Off;
+  return true;
+}
+
+template double constant_quotient(const CsrMatrix<double>&, bool);
+template double constant_quotient(const CsrMatrix<float>&, bool);
+template int adaptive_cycles(const CsrMatrix<double>&, const AmgOptions&, int, double, std::size_t, AmgAutoChoice&,
+                             bool);
+template int adaptive_cycles(const CsrMatrix<float>&, const AmgOptions&, int, double, std::size_t, AmgAutoChoice&,
+                             bool);
+template bool adopt_adapted_vector(const std::vector<double>&, AmgOptions&);
+template bool adopt_adapted_vector(const std::vector<float>&, AmgOptions&);
 template int detected_block_size(const CsrMatrix<double>&);
 template int detected_block_size(const CsrMatrix<float>&);
 template int node_block_size(const CsrMatrix<double>&, const AmgOptions&);
@@ -279,6 +361,28 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   opt_ = amg::resolve_auto(A, o, &auto_choice_);  // once: update_values keeps the choice
   set_up(A, false);
+  const int cycles = amg::adaptive_cycles(A, opt_, info_.levels[0].block_size, info_.levels[0].lambda_estimate,
+                                          info_.levels.size(), auto_choice_);
+  info_.auto_choice = auto_choice_;
+  if (cycles > 0) {
+    // x ← x − M⁻¹A·x: what is left is the error this hierarchy reduces slowest.
+    const index_t n = A.rows();
+    const std::vector<double> s = amg::adaptive_start(n);
+    std::vector<T> x(s.begin(), s.end()), r(x.size()), z(x.size());
+    for (int c = 0; c < cycles; ++c) {
+      A.multiply_host(x.data(), r.data());
+      apply(r.data(), z.data());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] -= z[i];
+    }
+    AmgOptions adapted = opt_;
+    if (amg::adopt_adapted_vector(x, adapted)) {
+      const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      opt_ = adapted;
+      auto_choice_.adapted_cycles = cycles;
+      set_up(A, false);
+      info_.adaptive_seconds = first;
+    }
+  }
   info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -309,10 +413,12 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   levels_.clear();
   chol_.clear();
   const double setup_seconds = info_.setup_seconds, resetup_seconds = info_.resetup_seconds;
+  const double adaptive_seconds = info_.adaptive_seconds;
   const int resetups = info_.resetups;
   info_ = AmgInfo{};
   info_.auto_choice = auto_choice_;
   info_.setup_seconds = setup_seconds;
+  info_.adaptive_seconds = adaptive_seconds;
   info_.resetup_seconds = resetup_seconds;
   info_.resetups = resetups;
   if (!reuse) plans_.clear();

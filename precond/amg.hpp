@@ -123,6 +123,11 @@ struct AmgAutoChoice {
   /// Of A's nodes without a strong neighbour at kAmgThetaStructural; −1: not counted (θ explicit,
   /// or M-matrix-like)
   double isolated_fraction = -1;
+  bool adaptive = false;  ///< AmgOptions::adaptive_cycles was kAmgAuto
+  /// The constant's Rayleigh quotient 1ᵀA1/1ᵀD1 over the level-0 estimate of λmax(D⁻¹A) that the
+  /// auto rule read; −1: not read
+  double constant_quotient = -1;
+  int adapted_cycles = 0;  ///< V-cycles that adapted the near-nullspace (0: not adapted)
 };
 
 /// The host sparse pieces of the AMG set-up, exposed for tests.
@@ -251,6 +256,25 @@ struct Tentative {
 /// a·K .. a·K + K − 1. Where an aggregate has fewer unknowns than K, its extra columns are zero.
 Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std::vector<double>& B);
 
+/// 1ᵀA1/1ᵀD1, the constant's Rayleigh quotient of D⁻¹A, memoised per values version of A: from
+/// A's host arrays, or with `on_device` from its device arrays (a deterministic reduction).
+template <class T>
+double constant_quotient(const CsrMatrix<T>& A, bool on_device = false);
+/// The V-cycles that adapt the near-nullspace after a first set-up of `levels` levels whose level
+/// 0 has b unknowns a node and the λmax(D⁻¹A) estimate lambda0: o.adaptive_cycles when given
+/// (InputError unless b = 1), else kAmgAdaptiveCycles where b = 1, there are two levels or more
+/// and constant_quotient(A) ≥ kAmgAdaptiveQuotient·lambda0, else 0; `c` records the rule.
+template <class T>
+int adaptive_cycles(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
+                    AmgAutoChoice& c, bool on_device = false);
+/// The adaptive V-cycles' start: n values in [−1, 1) from a hash of each index (the same on every
+/// backend and run).
+std::vector<double> adaptive_start(index_t n);
+/// `o` for the set-up after the adaptive V-cycles left x: x / max|x| as the near-nullspace (K = 1),
+/// no more cycles, the filter off. False (o untouched) when x is zero or not finite.
+template <class T>
+bool adopt_adapted_vector(const std::vector<T>& x, AmgOptions& o);
+
 /// The rigid-body modes of nodes at `coordinates` (nodes × dim, row-major; dim 2 or 3) as an
 /// n × K row-major block (n = nodes·dim unknowns, node-major; K = 3 in 2-D, 6 in 3-D): the
 /// translations, then the rotations about the coordinates' centroid. InputError when n does not
@@ -319,6 +343,9 @@ struct AmgInfo {
   std::string stop_reason;         ///< why the hierarchy ends where it does
   AmgAutoChoice auto_choice;       ///< how θ and the smoother degree were chosen (kAmgAuto)
   double setup_seconds = 0;        ///< the full set-up (strength, aggregation, products)
+  /// Of setup_seconds: the first hierarchy and the V-cycles that adapted the near-nullspace (0
+  /// when it was not adapted).
+  double adaptive_seconds = 0;
   /// The last numeric re-set-up (update_values: the aggregates and product patterns kept); 0 before
   /// one.
   double resetup_seconds = 0;

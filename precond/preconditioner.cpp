@@ -128,6 +128,15 @@ void validate(const PrecondOptions& o) {
       KRYSP_REQUIRE(a.filter != AmgFilter::On, "AMG: amg.filter on lumps with the default near-nullspace; "
                     "it does not take amg.near_nullspace");
     }
+    KRYSP_REQUIRE(a.adaptive_cycles == kAmgAuto || (a.adaptive_cycles >= 0 && a.adaptive_cycles <= 1000),
+                  "AMG: amg.adaptive_cycles = ", a.adaptive_cycles, " is out of range (0 to 1000, or ", kAmgAuto,
+                  ": auto)");
+    KRYSP_REQUIRE(a.adaptive_cycles <= 0 || (a.coordinates.empty() && a.near_nullspace.empty()),
+                  "AMG: amg.adaptive_cycles = ", a.adaptive_cycles, " adapts the default near-nullspace; ",
+                  "it does not take amg.coordinates or amg.near_nullspace");
+    KRYSP_REQUIRE(a.adaptive_cycles <= 0 || a.filter != AmgFilter::On, "AMG: amg.adaptive_cycles = ",
+                  a.adaptive_cycles, " adapts the near-nullspace, which the filter's lumping does not take ",
+                  "(filter on)");
     KRYSP_REQUIRE(std::isfinite(a.prolongation_weight) && a.prolongation_weight >= 0 && a.prolongation_weight < 2,
                   "AMG: amg.prolongation_weight = ", a.prolongation_weight,
                   " is out of range (0 to 2, 2 excluded; 0: unsmoothed aggregation)");
@@ -175,6 +184,7 @@ std::string describe(const PrecondOptions& o) {
     if (a.filter != AmgOptions{}.filter) s << ", filter " << to_string(a.filter);
     if (!a.coordinates.empty()) s << ", rigid-body modes";
     if (!a.near_nullspace.empty()) s << ", near-nullspace " << a.near_nullspace_vectors << " given";
+    if (a.adaptive_cycles != kAmgAuto) s << ", adaptive " << a.adaptive_cycles;
     s << ")";
   }
   return s.str();

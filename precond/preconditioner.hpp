@@ -105,6 +105,14 @@ inline constexpr index_t kAmgMaxDenseRows = 2000;
 /// unknown per aggregate, and the GPU set-up's per-aggregate QR holds K×K values in registers.
 inline constexpr int kAmgMaxNearNullspace = 8;
 
+/// V-cycles that adapt the near-nullspace where AmgOptions::adaptive_cycles is kAmgAuto and the
+/// constant is a poor near-nullspace (amg::adaptive_cycles).
+inline constexpr int kAmgAdaptiveCycles = 30;
+/// The constant is a poor near-nullspace when its Rayleigh quotient of D⁻¹A, 1ᵀA1/1ᵀD1, is at
+/// least this fraction of the level-0 estimate of λmax(D⁻¹A): near the top of the spectrum, where
+/// an M-matrix has it near 0 (bodyy6: 2.00 against 1.98; bcsstk06, the next: 0.67 of it).
+inline constexpr double kAmgAdaptiveQuotient = 0.9;
+
 /// AmgOptions::theta and smoother_degree at this value are chosen by the set-up from A's sign
 /// pattern (amg::resolve_auto in amg.hpp): the M-matrix defaults, or stronger ones where many of
 /// A's off-diagonal entries are positive. Any other value is used as given.
@@ -155,6 +163,12 @@ struct AmgOptions {
   std::vector<double> near_nullspace;
   /// Vectors in `near_nullspace` (1..kAmgMaxNearNullspace); 0 when empty.
   int near_nullspace_vectors = 0;
+  /// Adapting the near-nullspace (one unknown a node, the default constant): after the set-up,
+  /// x ← x − M⁻¹A·x this many times from a fixed pseudo-random x, which leaves the error the
+  /// hierarchy reduces slowest, then the set-up again with x as the near-nullspace. 0: never;
+  /// 1..1000; kAmgAuto: kAmgAdaptiveCycles where the constant is a poor near-nullspace
+  /// (kAmgAdaptiveQuotient), else 0. A numeric re-set-up keeps the adapted vector.
+  int adaptive_cycles = kAmgAuto;
   /// The GPU set-up (DeviceAmg, amg_device_setup.hpp) times each of its phases into
   /// AmgInfo::setup_phases, synchronising the device around every phase: for profiling only (the
   /// synchronisations slow the set-up a little). No effect on the hierarchy or on a host set-up.

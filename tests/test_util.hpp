@@ -7,6 +7,7 @@
 
 #include "krysp/io/matrix_market.hpp"
 #include "krysp/sparse/csr.hpp"
+#include "krysp/sparse/generators.hpp"
 
 namespace krysp::test {
 
@@ -46,6 +47,21 @@ inline double true_relative_residual(const CsrMatrix<double>& A, const std::vect
   A.multiply_host(x.data(), ax.data());
   for (std::size_t i = 0; i < b.size(); ++i) ax[i] = b[i] - ax[i];
   return norm2(ax) / norm2(b);
+}
+
+/// S·L·S for the m³ Laplacian L (laplacian_3d) and the checkerboard S = diag((−1)^(x+y+z)): every
+/// off-diagonal entry positive, the near-nullspace the checkerboard, and the constant the top
+/// mode of D⁻¹A (AMG's adaptive near-nullspace is tested on it).
+inline CsrMatrix<double> signed_laplacian(index_t m) {
+  const CsrMatrix<double> L = laplacian_3d(m, m, m);
+  auto sign = [m](index_t i) { return ((i % m) + (i / m % m) + (i / (m * m))) % 2 == 0 ? 1.0 : -1.0; };
+  std::vector<index_t> rp(L.row_ptr().data(), L.row_ptr().data() + L.rows() + 1);
+  std::vector<index_t> ci(L.col_idx().data(), L.col_idx().data() + L.nnz());
+  std::vector<double> va(std::size_t(L.nnz()));
+  for (index_t i = 0; i < L.rows(); ++i)
+    for (index_t k = rp[std::size_t(i)]; k < rp[std::size_t(i) + 1]; ++k)
+      va[std::size_t(k)] = sign(i) * L.values()(k) * sign(ci[std::size_t(k)]);
+  return CsrMatrix<double>::from_arrays(L.rows(), L.cols(), std::move(rp), std::move(ci), std::move(va));
 }
 
 /// P + Pᵀ + D with D making it strictly diagonally dominant: SPD, with P's skewed row lengths.

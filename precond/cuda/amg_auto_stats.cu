@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/grid_reduce.cuh"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/precond/cuda/amg_auto_stats.hpp"
 
@@ -42,6 +44,22 @@ __global__ void k_sign_count(index_t rows, const index_t* __restrict__ rp, const
     atomicAdd(&counts[0], off);
     atomicAdd(&counts[1], pos);
   }
+}
+
+// Each thread's sums in a fixed order (the grid is fixed by the row count), then the block's tree.
+template <class T>
+__global__ void k_entry_sums(index_t rows, const index_t* __restrict__ rp, const index_t* __restrict__ ci,
+                             const T* __restrict__ va, double* partials) {
+  const int lane = int(threadIdx.x) % kLanes;
+  double v[2] = {0.0, 0.0};
+  const std::int64_t stride = std::int64_t(gridDim.x) * kRowsPerBlock;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes; i < rows; i += stride)
+    for (index_t k = rp[i] + lane; k < rp[i + 1]; k += kLanes) {
+      const double a = double(va[k]);
+      v[0] += a;
+      if (ci[k] == i) v[1] += a;
+    }
+  block_partial<2, kThreads>(v, partials, blockIdx.x);
 }
 
 // dm_i = sqrt(a_ii²), 0 without a diagonal entry: amg::strength_graph's node magnitude for b = 1.
@@ -100,6 +118,24 @@ void count_off_diagonal_signs(index_t rows, const index_t* d_row_ptr, const inde
 }
 
 template <class T>
+void sum_entries_and_diagonal(index_t rows, const index_t* d_row_ptr, const index_t* d_col_idx, const T* d_values,
+                              double* all, double* diagonal) {
+  *all = 0;
+  *diagonal = 0;
+  if (rows <= 0) return;
+  const unsigned blocks = std::min(grid_for(rows, kRowsPerBlock), 1024u);
+  DeviceArray<double> partials(std::size_t(blocks) * 2);
+  k_entry_sums<T><<<blocks, kThreads>>>(rows, d_row_ptr, d_col_idx, d_values, partials.data());
+  KRYSP_CUDA_CHECK_LAUNCH("k_entry_sums");
+  std::vector<double> h(std::size_t(blocks) * 2);
+  partials.download(h.data(), h.size());
+  for (unsigned b = 0; b < blocks; ++b) {
+    *all += h[2 * b];
+    *diagonal += h[2 * b + 1];
+  }
+}
+
+template <class T>
 std::int64_t count_isolated_rows(index_t rows, const index_t* d_row_ptr, const index_t* d_col_idx, const T* d_values,
                                  double theta) {
   if (rows <= 0) return 0;
@@ -120,6 +156,9 @@ template void count_off_diagonal_signs<double>(index_t, const index_t*, const in
                                                std::int64_t*);
 template void count_off_diagonal_signs<float>(index_t, const index_t*, const index_t*, const float*, std::int64_t*,
                                               std::int64_t*);
+template void sum_entries_and_diagonal<double>(index_t, const index_t*, const index_t*, const double*, double*,
+                                               double*);
+template void sum_entries_and_diagonal<float>(index_t, const index_t*, const index_t*, const float*, double*, double*);
 template std::int64_t count_isolated_rows<double>(index_t, const index_t*, const index_t*, const double*, double);
 template std::int64_t count_isolated_rows<float>(index_t, const index_t*, const index_t*, const float*, double);
 

@@ -19,4 +19,10 @@ void count_off_diagonal_signs(index_t rows, const index_t* d_row_ptr, const inde
 template <class T>
 std::int64_t count_isolated_rows(index_t rows, const index_t* d_row_ptr, const index_t* d_col_idx, const T* d_values,
                                  double theta);
+/// 1ᵀA1 (every entry) and 1ᵀD1 (the diagonal) in double: block partials of a grid fixed by the
+/// row count, added on the host in block order, so the same bits every run (amg::constant_quotient).
+/// Synchronises (downloads the partials). DeviceError on a failed launch or copy.
+template <class T>
+void sum_entries_and_diagonal(index_t rows, const index_t* d_row_ptr, const index_t* d_col_idx, const T* d_values,
+                              double* all, double* diagonal);
 }  // namespace krysp::detail

@@ -52,9 +52,38 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   fingerprint_ = A.fingerprint();
   plan0_ = plan;
   if (detail::gpu_amg_setup_applies(A, opt_)) {
+    const auto t0 = Clock::now();
     gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
-    gpu_->info.auto_choice = auto_choice_;
     adopt(A);
+    const AmgInfo& first = gpu_->info;
+    const int cycles = amg::adaptive_cycles(A, opt_, first.levels[0].block_size, first.levels[0].lambda_estimate,
+                                            first.levels.size(), auto_choice_, true);
+    gpu_->info.auto_choice = auto_choice_;
+    if (cycles > 0) {
+      // x ← x − M⁻¹A·x (HostAmg's cycles): r = −A·x, z = M⁻¹r, x += z.
+      const index_t n = A.rows();
+      const std::vector<double> s = amg::adaptive_start(n);
+      std::vector<T> x(s.begin(), s.end());
+      DeviceArray<T> dx(x.size()), dr(x.size()), dz(x.size());
+      dx.upload(x.data(), x.size());
+      for (int c = 0; c < cycles; ++c) {
+        plan0_.apply(A, T(-1), dx.data(), T(0), dr.data());
+        apply(dr.data(), dz.data());
+        detail::amg_add<T>(n, 1, dz.data(), 1, dx.data(), 1);
+      }
+      dx.download(x.data(), x.size());
+      AmgOptions adapted = opt_;
+      if (amg::adopt_adapted_vector(x, adapted)) {
+        const double seconds = since(t0);
+        opt_ = adapted;
+        auto_choice_.adapted_cycles = cycles;
+        gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+        gpu_->info.auto_choice = auto_choice_;
+        gpu_->info.adaptive_seconds = seconds;
+        gpu_->info.setup_seconds += seconds;
+        adopt(A);
+      }
+    }
     return;
   }
   // The set-up, on the host: it resolves `o` from the count memoised above (the same choice) and
@@ -287,6 +316,7 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
     }
     gpu_->info.auto_choice = auto_choice_;  // the choice of the first set-up, kept
     gpu_->info.setup_seconds = before.setup_seconds;
+    gpu_->info.adaptive_seconds = before.adaptive_seconds;
     gpu_->info.resetups = before.resetups + 1;
     gpu_->info.resetup_seconds = since(t0);
     return true;

@@ -102,6 +102,8 @@ class DeviceAmg final : public Preconditioner<T> {
   const HostAmg<T>& host() const;
   /// True when the hierarchy was built on the GPU (amg_device_setup.hpp), not uploaded.
   bool set_up_on_gpu() const { return gpu_ != nullptr; }
+  /// The options it was set up with: kAmgAuto fields resolved, an adapted near-nullspace in place.
+  const AmgOptions& options() const { return host_ ? host_->options() : opt_; }
   /// Device bytes the hierarchy holds now (see the file comment).
   std::size_t device_bytes() const { return upload_bytes_ + block_bytes_; }
   /// Wall time of the last upload (full, or values only after update_values), seconds.

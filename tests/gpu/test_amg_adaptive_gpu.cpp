@@ -1,0 +1,117 @@
+// The adapted near-nullspace on the GPU (DeviceAmg with the GPU set-up): on S·L·S (a 3-D
+// Laplacian with checkerboard signs, test::signed_laplacian) the device adapts as the host does:
+// the constant's quotient from the device pass equals the host's, the adapted vector the host's
+// to rounding, PCG converges in the host's iterations with the true residual recomputed on the
+// host, the same bits from set-up to set-up, and a numeric re-set-up keeps the vector.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+/// M's V-cycle of a fixed vector, on the device, downloaded.
+std::vector<double> applied(const DeviceAmg<double>& M) {
+  const std::size_t n = std::size_t(M.rows());
+  std::vector<double> r(n), z(n);
+  for (std::size_t i = 0; i < n; ++i) r[i] = std::cos(0.3 * double(i));
+  DeviceArray<double> dr(n), dz(n);
+  dr.upload(r.data(), n);
+  M.apply(dr.data(), dz.data());
+  dz.download(z.data(), n);
+  return z;
+}
+
+/// PCG to rtol 1e-8 with AMG on `backend` from b_i = 1 + 0.5 sin(0.37 i); iterations, and the
+/// true residual recomputed on the host.
+std::pair<index_t, double> pcg(const CsrMatrix<double>& A, Backend backend) {
+  std::vector<double> b(std::size_t(A.rows())), x;
+  for (index_t i = 0; i < A.rows(); ++i) b[std::size_t(i)] = 1.0 + 0.5 * std::sin(0.37 * double(i));
+  SolveOptions o;
+  o.backend = backend;
+  o.precond.kind = PrecondKind::Amg;
+  o.cg.rtol = 1e-8;
+  const SolveReport r = solve(A, b, x, o);
+  CHECK(r.status == SolveStatus::Converged);
+  CHECK(r.preconditioner.find("near-nullspace from 30 V-cycles (auto") != std::string::npos);
+  return {r.iterations, test::true_relative_residual(A, b, x)};
+}
+
+}  // namespace
+
+TEST_CASE("AMG GPU: the near-nullspace adapted on the device as on the host (signed Laplacian)") {
+  const CsrMatrix<double> A = test::signed_laplacian(32);
+  const SpmvPlan<double> plan(A);
+  const DeviceAmg<double> M(A, plan, AmgOptions{});
+  const HostAmg<double> H(A, AmgOptions{});
+  REQUIRE(M.set_up_on_gpu());
+  MESSAGE(M.summary());
+  const AmgAutoChoice& d = M.info().auto_choice;
+  const AmgAutoChoice& h = H.info().auto_choice;
+  CHECK(d.adapted_cycles == kAmgAdaptiveCycles);
+  CHECK(h.adapted_cycles == kAmgAdaptiveCycles);
+  // Over the level-0 λ estimates, each a Lanczos run settled to 1e-2.
+  CHECK(std::abs(d.constant_quotient - h.constant_quotient) <= 1e-2 * h.constant_quotient);
+  CHECK(M.info().adaptive_seconds > 0);
+  CHECK(M.summary().find("near-nullspace from 30 V-cycles (auto") != std::string::npos);
+
+  // The adapted vectors: the host's cycles and the device's, each scaled to max 1, to rounding.
+  const std::vector<double>& vd = M.options().near_nullspace;
+  const std::vector<double>& vh = H.options().near_nullspace;
+  REQUIRE(vd.size() == std::size_t(A.rows()));
+  REQUIRE(vh.size() == vd.size());
+  double diff = 0;
+  for (std::size_t i = 0; i < vd.size(); ++i) diff = std::max(diff, std::abs(vd[i] - vh[i]));
+  MESSAGE("adapted vectors, device against host: max difference ", diff);
+  CHECK(diff <= 1e-6);
+
+  const auto [its_d, res_d] = pcg(A, Backend::Cuda);
+  const auto [its_h, res_h] = pcg(A, Backend::Host);
+  MESSAGE("PCG iterations: device ", its_d, ", host ", its_h);
+  CHECK(res_d <= 1e-8);
+  CHECK(res_h <= 1e-8);
+  CHECK(std::abs(double(its_d) - double(its_h)) <= 2);
+
+  // Deterministic: a second set-up, the same bits.
+  const DeviceAmg<double> M2(A, plan, AmgOptions{});
+  CHECK(M2.options().near_nullspace == vd);
+  CHECK(applied(M2) == applied(M));
+}
+
+TEST_CASE("AMG GPU: a numeric re-set-up keeps the adapted vector; the device quotient is the host's") {
+  const CsrMatrix<double> A = test::signed_laplacian(16);
+  const SpmvPlan<double> plan(A);
+  DeviceAmg<double> M(A, plan, AmgOptions{});
+  REQUIRE(M.info().auto_choice.adapted_cycles > 0);
+  const std::vector<double> v = M.options().near_nullspace;
+  std::vector<double> w(A.values().data(), A.values().data() + A.nnz());
+  for (double& e : w) e *= 3.0;
+  const CsrMatrix<double> A3 = CsrMatrix<double>::from_arrays(
+      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), w);
+  REQUIRE(M.update_values(A3));
+  CHECK(M.info().resetups == 1);
+  CHECK(M.options().near_nullspace == v);
+  CHECK(M.summary().find("near-nullspace from 30 V-cycles") != std::string::npos);
+
+  // 1ᵀA1/1ᵀD1 from the device pass and from the host's (fresh copies: the memo is per matrix).
+  for (index_t m : {5, 16, 33}) {
+    CAPTURE(m);
+    const CsrMatrix<double> S = test::signed_laplacian(m);
+    const CsrMatrix<double> S2 = test::signed_laplacian(m);
+    const double qd = amg::constant_quotient(S, true), qh = amg::constant_quotient(S2, false);
+    CHECK(std::abs(qd - qh) <= 1e-12 * std::abs(qh));
+    CHECK(qh > 1.5);
+  }
+}
