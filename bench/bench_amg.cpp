@@ -11,7 +11,8 @@
 //                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
 //                  [--write-mtx DIR] [--no-solve] [--profile-setup] [--label-suffix S]
 //                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-sweeps S]
-//                  [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W] [A.mtx ...]
+//                  [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W]
+//                  [--amg-adaptive N] [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
 //   full + numeric set-ups timed alone (default 1). --precond amg sets up on the GPU (MIS-2, the
 //   default); amg-greedy sets up on the host (greedy) and uploads: tens of seconds at 256³. For
@@ -28,7 +29,7 @@
 //   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
 //   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
 //   --amg-theta, --amg-degree, --amg-coarse-size, --amg-sweeps, --amg-filter, --amg-max-levels,
-//   --amg-ratio, --amg-omega: the AmgOptions of the amg and amg-greedy runs, spelt, parsed
+//   --amg-ratio, --amg-omega, --amg-adaptive: the AmgOptions of the amg and amg-greedy runs, spelt, parsed
 //   (cli/amg_args.cpp, compiled in) and range-checked (validate) as `krysp solve` takes them; a bad value exits 2 before any problem is
 //   made. Each amg run's JSON object records them as "amg_options" ("auto" where left to the
 //   set-up; its summary says what auto chose) with the level row counts. --label-suffix S appends S
@@ -124,7 +125,8 @@ std::string amg_options_json(const AmgOptions& a) {
      << ", \"coarse_size\": " << a.coarse_size << ", \"sweeps\": " << a.sweeps << ", \"filter\": \""
      << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": " << num(a.smoother_ratio)
      << ", \"omega\": " << num(a.prolongation_weight) << ", \"smoother\": \"" << to_string(a.smoother)
-     << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\"}";
+     << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\", \"adaptive_cycles\": "
+     << (a.adaptive_cycles == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.adaptive_cycles)) << "}";
   return js.str();
 }
 
@@ -363,7 +365,9 @@ int main(int argc, char** argv) {
                   "                       (default auto)\n"
                   "  --amg-max-levels L   levels at most, A included, 1 to 50            (default 10)\n"
                   "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
-                  "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A)  (default 1.5)\n");
+                  "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A)  (default 1.5)\n"
+                  "  --amg-adaptive N     V-cycles that adapt the near-nullspace; auto: 30 where the\n"
+                  "                       constant is near the top of D^-1 A's spectrum (default auto)\n");
       return 0;
     } else files.push_back(a);
   }
@@ -380,7 +384,7 @@ int main(int argc, char** argv) {
   try {
     static const std::set<std::string> kAmgFlags{"amg-theta",      "amg-degree", "amg-coarse-size",
                                                  "amg-sweeps",     "amg-filter", "amg-max-levels",
-                                                 "amg-ratio",      "amg-omega"};
+                                                 "amg-ratio",      "amg-omega",  "amg-adaptive"};
     const cli::Args args(amg_argv, kAmgFlags, {});
     amg = cli::read_amg_options(args);
     PrecondOptions check;

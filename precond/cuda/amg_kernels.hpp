@@ -28,6 +28,11 @@ void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t 
 /// correction, P·A_c⁻¹·R, as one dense n_l × n_l product (8 MB at most, read from L2) instead
 /// of a restriction, the coarse solve and a prolongation: three dependent launches become one.
 inline constexpr index_t kAmgDenseCorrectionRows = 1024;
+/// Whether a hierarchy whose coarsest level is factored applies its last correction as one dense
+/// product: `levels` levels, the one above the coarsest of `rows_above` rows.
+inline bool amg_dense_correction(std::size_t levels, index_t rows_above) {
+  return levels >= 2 && rows_above > 0 && rows_above <= kAmgDenseCorrectionRows;
+}
 
 /// A cuBLAS handle that turns the coarse Cholesky factor into the coarse inverse.
 class AmgCoarseSolver {

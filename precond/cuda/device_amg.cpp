@@ -108,8 +108,8 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
   const std::size_t nc = std::size_t(data.back().n);
   if (!host_->coarse_factor().empty()) {
     bytes += nc * nc * sizeof(double);
-    const std::size_t nl = data.size() >= 2 ? std::size_t(data[data.size() - 2].n) : 0;
-    if (nl > 0 && nl <= std::size_t(detail::kAmgDenseCorrectionRows)) bytes += nl * nl * sizeof(double);
+    const index_t nl = data.size() >= 2 ? data[data.size() - 2].n : 0;
+    if (detail::amg_dense_correction(data.size(), nl)) bytes += std::size_t(nl) * std::size_t(nl) * sizeof(double);
   }
   return bytes;
 }
@@ -498,7 +498,7 @@ void DeviceAmg<T>::set_coarse(const std::vector<double>& factor) {
   if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
   coarse_->invert(levels_.back().n, coarse_inv_.data());
   const std::size_t L = levels_.size();
-  if (L < 2 || levels_[L - 2].n > detail::kAmgDenseCorrectionRows) {
+  if (!detail::amg_dense_correction(L, L >= 2 ? levels_[L - 2].n : 0)) {
     correction_ = DeviceArray<double>();
     return;
   }
