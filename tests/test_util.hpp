@@ -49,6 +49,15 @@ inline double true_relative_residual(const CsrMatrix<double>& A, const std::vect
   return norm2(ax) / norm2(b);
 }
 
+/// s·A: A's structure with every value times s.
+inline CsrMatrix<double> scaled(const CsrMatrix<double>& A, double s) {
+  std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
+  for (double& e : v) e *= s;
+  return CsrMatrix<double>::from_arrays(A.rows(), A.cols(),
+                                        std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
+                                        std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), v);
+}
+
 /// S·L·S for the m³ Laplacian L (laplacian_3d) and the checkerboard S = diag((−1)^(x+y+z)): every
 /// off-diagonal entry positive, the near-nullspace the checkerboard, and the constant the top
 /// mode of D⁻¹A (AMG's adaptive near-nullspace is tested on it).

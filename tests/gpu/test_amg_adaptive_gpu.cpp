@@ -15,6 +15,7 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;
@@ -31,21 +32,6 @@ std::vector<double> applied(const DeviceAmg<double>& M) {
   M.apply(dr.data(), dz.data());
   dz.download(z.data(), n);
   return z;
-}
-
-/// PCG to rtol 1e-8 with AMG on `backend` from b_i = 1 + 0.5 sin(0.37 i); iterations, and the
-/// true residual recomputed on the host.
-std::pair<index_t, double> pcg(const CsrMatrix<double>& A, Backend backend) {
-  std::vector<double> b(std::size_t(A.rows())), x;
-  for (index_t i = 0; i < A.rows(); ++i) b[std::size_t(i)] = 1.0 + 0.5 * std::sin(0.37 * double(i));
-  SolveOptions o;
-  o.backend = backend;
-  o.precond.kind = PrecondKind::Amg;
-  o.cg.rtol = 1e-8;
-  const SolveReport r = solve(A, b, x, o);
-  CHECK(r.status == SolveStatus::Converged);
-  CHECK(r.preconditioner.find("near-nullspace from 30 V-cycles (auto") != std::string::npos);
-  return {r.iterations, test::true_relative_residual(A, b, x)};
 }
 
 }  // namespace
@@ -76,8 +62,10 @@ TEST_CASE("AMG GPU: the near-nullspace adapted on the device as on the host (sig
   MESSAGE("adapted vectors, device against host: max difference ", diff);
   CHECK(diff <= 1e-6);
 
-  const auto [its_d, res_d] = pcg(A, Backend::Cuda);
-  const auto [its_h, res_h] = pcg(A, Backend::Host);
+  const auto [its_d, res_d, summary_d] = test::amg_pcg(A, AmgOptions{}, Backend::Cuda);
+  const auto [its_h, res_h, summary_h] = test::amg_pcg(A, AmgOptions{}, Backend::Host);
+  CHECK(summary_d.find("near-nullspace from 30 V-cycles (auto") != std::string::npos);
+  CHECK(summary_h.find("near-nullspace from 30 V-cycles (auto") != std::string::npos);
   MESSAGE("PCG iterations: device ", its_d, ", host ", its_h);
   CHECK(res_d <= 1e-8);
   CHECK(res_h <= 1e-8);
@@ -95,11 +83,7 @@ TEST_CASE("AMG GPU: a numeric re-set-up keeps the adapted vector; the device quo
   DeviceAmg<double> M(A, plan, AmgOptions{});
   REQUIRE(M.info().auto_choice.adapted_cycles > 0);
   const std::vector<double> v = M.options().near_nullspace;
-  std::vector<double> w(A.values().data(), A.values().data() + A.nnz());
-  for (double& e : w) e *= 3.0;
-  const CsrMatrix<double> A3 = CsrMatrix<double>::from_arrays(
-      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
-      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), w);
+  const CsrMatrix<double> A3 = test::scaled(A, 3.0);
   REQUIRE(M.update_values(A3));
   CHECK(M.info().resetups == 1);
   CHECK(M.options().near_nullspace == v);

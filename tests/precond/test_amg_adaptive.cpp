@@ -23,21 +23,6 @@ using namespace krysp;
 
 namespace {
 
-/// PCG to rtol 1e-8 on the host from b_i = 1 + 0.5 sin(0.37 i); iterations, and the true residual
-/// recomputed outside the solver.
-std::pair<index_t, double> pcg(const CsrMatrix<double>& A, const AmgOptions& a) {
-  std::vector<double> b(std::size_t(A.rows())), x;
-  for (index_t i = 0; i < A.rows(); ++i) b[std::size_t(i)] = 1.0 + 0.5 * std::sin(0.37 * double(i));
-  SolveOptions o;
-  o.backend = Backend::Host;
-  o.precond.kind = PrecondKind::Amg;
-  o.precond.amg = a;
-  o.cg.rtol = 1e-8;
-  const SolveReport r = solve(A, b, x, o);
-  CHECK(r.status == SolveStatus::Converged);
-  return {r.iterations, test::true_relative_residual(A, b, x)};
-}
-
 std::vector<double> applied(const HostAmg<double>& M) {
   std::vector<double> r(static_cast<std::size_t>(M.rows())), z(r.size());
   for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::cos(0.3 * double(i));
@@ -64,9 +49,9 @@ TEST_CASE("AMG: the near-nullspace adapted where the constant is the top mode (s
 
   AmgOptions off;
   off.adaptive_cycles = 0;
-  const auto [its, res] = pcg(A, AmgOptions{});
-  const auto [its_off, res_off] = pcg(A, off);
-  const auto [its_l, res_l] = pcg(L, AmgOptions{});
+  const auto [its, res, summary] = test::amg_pcg(A, AmgOptions{});
+  const auto [its_off, res_off, summary_off] = test::amg_pcg(A, off);
+  const auto [its_l, res_l, summary_l] = test::amg_pcg(L, AmgOptions{});
   MESSAGE("PCG iterations: adapted ", its, ", the constant ", its_off, ", AMG on L itself ", its_l);
   CHECK(res <= 1e-8);
   CHECK(res_off <= 1e-8);
@@ -100,7 +85,7 @@ TEST_CASE("AMG: the adaptive rule leaves M-matrices and bcsstk06 alone; explicit
   CHECK(F.info().auto_choice.adapted_cycles == 10);
   CHECK(!F.info().auto_choice.adaptive);
   CHECK(F.summary().find("near-nullspace from 10 V-cycles,") != std::string::npos);
-  const auto [its, res] = pcg(K, forced);
+  const auto [its, res, summary] = test::amg_pcg(K, forced);
   CHECK(res <= 1e-8);
   MESSAGE("bcsstk06 with 10 adaptive V-cycles: ", its, " PCG iterations");
 }
@@ -110,11 +95,7 @@ TEST_CASE("AMG: a numeric re-set-up keeps the adapted vector") {
   HostAmg<double> M(A, AmgOptions{});
   REQUIRE(M.info().auto_choice.adapted_cycles > 0);
   const std::vector<double> before = M.options().near_nullspace;
-  std::vector<double> v(A.values().data(), A.values().data() + A.nnz());
-  for (double& e : v) e *= 3.0;
-  const CsrMatrix<double> A3 = CsrMatrix<double>::from_arrays(
-      A.rows(), A.cols(), std::vector<index_t>(A.row_ptr().data(), A.row_ptr().data() + A.rows() + 1),
-      std::vector<index_t>(A.col_idx().data(), A.col_idx().data() + A.nnz()), v);
+  const CsrMatrix<double> A3 = test::scaled(A, 3.0);
   REQUIRE(M.update_values(A3));
   CHECK(M.info().resetups == 1);
   CHECK(M.options().near_nullspace == before);

@@ -36,21 +36,6 @@ std::vector<double> applied(const HostAmg<double>& M) {
   return z;
 }
 
-/// PCG to rtol 1e-8 on the host from b_i = 1 + 0.5 sin(0.37 i); iterations, and the true residual
-/// recomputed outside the solver.
-std::pair<index_t, double> pcg(const CsrMatrix<double>& A, const AmgOptions& a) {
-  std::vector<double> b(std::size_t(A.rows())), x;
-  for (index_t i = 0; i < A.rows(); ++i) b[std::size_t(i)] = 1.0 + 0.5 * std::sin(0.37 * double(i));
-  SolveOptions o;
-  o.backend = Backend::Host;
-  o.precond.kind = PrecondKind::Amg;
-  o.precond.amg = a;
-  o.cg.rtol = 1e-8;
-  const SolveReport r = solve(A, b, x, o);
-  CHECK(r.status == SolveStatus::Converged);
-  return {r.iterations, test::true_relative_residual(A, b, x)};
-}
-
 }  // namespace
 
 TEST_CASE("AMG: near-nullspace vectors given as the defaults give the default hierarchy bit for bit") {
@@ -96,10 +81,10 @@ TEST_CASE("AMG: near-nullspace vectors given as the defaults give the default hi
     const HostAmg<double> M(A, c), N(A, g);
     CHECK(applied(M) == applied(N));
     CHECK(N.levels()[1].block_size == 6);
-    const auto [its_modes, res_modes] = pcg(A, g);
+    const auto [its_modes, res_modes, summary_modes] = test::amg_pcg(A, g);
     AmgOptions unit;
     unit.block_size = 3;
-    const auto [its_unit, res_unit] = pcg(A, unit);
+    const auto [its_unit, res_unit, summary_unit] = test::amg_pcg(A, unit);
     MESSAGE("elasticity_3d 10^3: rigid-body modes given ", its_modes, " iterations, unit vectors ", its_unit);
     CHECK(res_modes <= 1e-8);
     CHECK(res_unit <= 1e-8);
@@ -120,7 +105,7 @@ TEST_CASE("AMG: a given vector that vanishes on part of the domain still gives a
   CHECK(M.levels().size() >= 3);
   const test::ApplyFn f = [&](const double* x, double* z) { M.apply(x, z); };
   test::check_symmetric_positive_random(n, f, 1e-12);
-  const auto [its, res] = pcg(A, g);
+  const auto [its, res, summary] = test::amg_pcg(A, g);
   MESSAGE("diffusion_3d 16^3 with a vector zero on a third: ", its, " iterations, ", M.summary());
   CHECK(res <= 1e-8);
 }
