@@ -518,7 +518,27 @@ index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {
     }
     d = std::sqrt(d);
     lj[j] = d;
-    for (std::size_t i = j + 1; i < N; ++i) {
+    // Column j below the diagonal, four rows at a time: four independent chains of subtractions
+    // where one row at a time waits on each (a coarse level of 174 rows took 0.8 ms). Each row's
+    // sum still takes its terms in k order: the same bits.
+    std::size_t i = j + 1;
+    for (; i + 4 <= N; i += 4) {
+      double* l0 = a.data() + i * N;
+      double *l1 = l0 + N, *l2 = l1 + N, *l3 = l2 + N;
+      double s0 = l0[j], s1 = l1[j], s2 = l2[j], s3 = l3[j];
+      for (std::size_t k = 0; k < j; ++k) {
+        const double x = lj[k];
+        s0 -= l0[k] * x;
+        s1 -= l1[k] * x;
+        s2 -= l2[k] * x;
+        s3 -= l3[k] * x;
+      }
+      l0[j] = s0 / d;
+      l1[j] = s1 / d;
+      l2[j] = s2 / d;
+      l3[j] = s3 / d;
+    }
+    for (; i < N; ++i) {
       double* li = a.data() + i * N;
       double s = li[j];
       for (std::size_t k = 0; k < j; ++k) s -= li[k] * lj[k];
