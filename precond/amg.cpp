@@ -295,7 +295,11 @@ int adaptive_cycles(const CsrMatrix<T>& A, const AmgOptions& o, int b, double la
                   " adapts one near-nullspace vector, for one unknown per node; here b = ", b);
     return levels > 1 ? o.adaptive_cycles : 0;
   }
-  if (b != 1 || levels < 2 || !o.coordinates.empty() || !o.near_nullspace.empty() || !(lambda0 > 0)) return 0;
+  // A filter still on here was asked for (auto turns it on only where A is M-matrix-like, and the
+  // constant is its near-nullspace there): the adapted vector would turn it off.
+  if (b != 1 || levels < 2 || !o.coordinates.empty() || !o.near_nullspace.empty() || o.filter == AmgFilter::On ||
+      !(lambda0 > 0))
+    return 0;
   c.constant_quotient = constant_quotient(A, on_device) / lambda0;
   return c.constant_quotient >= kAmgAdaptiveQuotient ? kAmgAdaptiveCycles : 0;
 }

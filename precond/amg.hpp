@@ -262,8 +262,9 @@ template <class T>
 double constant_quotient(const CsrMatrix<T>& A, bool on_device = false);
 /// The V-cycles that adapt the near-nullspace after a first set-up of `levels` levels whose level
 /// 0 has b unknowns a node and the λmax(D⁻¹A) estimate lambda0: o.adaptive_cycles when given
-/// (InputError unless b = 1), else kAmgAdaptiveCycles where b = 1, there are two levels or more
-/// and constant_quotient(A) ≥ kAmgAdaptiveQuotient·lambda0, else 0; `c` records the rule.
+/// (InputError unless b = 1), else kAmgAdaptiveCycles where b = 1, there are two levels or more,
+/// the filter is off and constant_quotient(A) ≥ kAmgAdaptiveQuotient·lambda0, else 0; `c` records
+/// the rule.
 template <class T>
 int adaptive_cycles(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
                     AmgAutoChoice& c, bool on_device = false);

@@ -1394,8 +1394,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           pl.coarse_b.copy_from(norms);
         }
       }
-      // K > 1: the coarse unknowns of P_tent's zero columns (aggregates with fewer than K
-      // unknowns) have empty rows in Aᶜ; they get a unit diagonal, as amg::unit_diagonal_on_empty_rows
+      // K > 1 or vectors given: the coarse unknowns of P_tent's zero columns (aggregates with fewer
+      // than K unknowns) have empty rows in Aᶜ; they get a unit diagonal, as amg::unit_diagonal_on_empty_rows
       // gives them (amg_block_setup.hpp). A re-set-up repeats it through the kept map.
       if (per_aggregate_qr) {
         if (!kept) {

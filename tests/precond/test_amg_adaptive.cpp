@@ -64,7 +64,7 @@ TEST_CASE("AMG: the near-nullspace adapted where the constant is the top mode (s
   CHECK(applied(M) == applied(M2));
 }
 
-TEST_CASE("AMG: the adaptive rule leaves M-matrices and bcsstk06 alone; explicit cycles adapt anyway") {
+TEST_CASE("AMG: the adaptive rule leaves M-matrices, bcsstk06 and an asked-for filter alone; explicit cycles adapt") {
   {
     const HostAmg<double> M(laplacian_3d(12, 12, 12), AmgOptions{});
     CHECK(M.info().auto_choice.adapted_cycles == 0);
@@ -79,6 +79,14 @@ TEST_CASE("AMG: the adaptive rule leaves M-matrices and bcsstk06 alone; explicit
   CHECK(c.constant_quotient > 0.5);
   CHECK(c.constant_quotient < kAmgAdaptiveQuotient);
   CHECK(c.adapted_cycles == 0);
+  {
+    // A filter asked for stays on: the rule does not adapt (the adapted vector would turn it off).
+    AmgOptions filtered;
+    filtered.filter = AmgFilter::On;
+    const HostAmg<double> Fi(test::signed_laplacian(12), filtered);
+    CHECK(Fi.info().auto_choice.adapted_cycles == 0);
+    CHECK(Fi.options().filter == AmgFilter::On);
+  }
   AmgOptions forced;
   forced.adaptive_cycles = 10;
   const HostAmg<double> F(K, forced);
