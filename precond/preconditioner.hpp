@@ -128,8 +128,8 @@ struct AmgOptions {
   int max_levels = 10;      ///< levels at most, A included (1..50)
   index_t coarse_size = 200;  ///< stop coarsening at this many rows or fewer (1..kAmgMaxDenseRows)
   AmgSmoother smoother = AmgSmoother::Chebyshev;
-  /// The aggregation (AmgAggregation). DeviceAmg sets up on the GPU for mis2 with one unknown per
-  /// node and no coordinates; greedy (or b > 1, or coordinates) sets up on the host.
+  /// The aggregation (AmgAggregation). DeviceAmg sets up on the GPU for mis2 (any block size,
+  /// coordinates or vectors given); greedy sets up on the host.
   AmgAggregation aggregation = AmgAggregation::Mis2;
   /// Chebyshev smoother degree d: a sweep costs d SpMVs (d − 1 from a zero guess). 1..16, or
   /// kAmgAuto: 2, or 3 where over 10% of A's off-diagonal entries are positive.
