@@ -64,19 +64,27 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
       const index_t n = A.rows();
       const std::vector<double> s = amg::adaptive_start(n);
       std::vector<T> x(s.begin(), s.end());
-      DeviceArray<T> dx(x.size()), dr(x.size()), dz(x.size());
-      dx.upload(x.data(), x.size());
-      for (int c = 0; c < cycles; ++c) {
-        plan0_.apply(A, T(-1), dx.data(), T(0), dr.data());
-        apply(dr.data(), dz.data());
-        detail::amg_add<T>(n, 1, dz.data(), 1, dx.data(), 1);
+      {
+        DeviceArray<T> dx(x.size()), dr(x.size()), dz(x.size());
+        dx.upload(x.data(), x.size());
+        for (int c = 0; c < cycles; ++c) {
+          plan0_.apply(A, T(-1), dx.data(), T(0), dr.data());
+          apply(dr.data(), dz.data());
+          detail::amg_add<T>(n, 1, dz.data(), 1, dx.data(), 1);
+        }
+        dx.download(x.data(), x.size());
       }
-      dx.download(x.data(), x.size());
       AmgOptions adapted = opt_;
       if (amg::adopt_adapted_vector(x, adapted)) {
         const double seconds = since(t0);
         opt_ = adapted;
         auto_choice_.adapted_cycles = cycles;
+        // The first hierarchy goes before the second is built: the peak stays one hierarchy.
+        graphs_.clear();
+        levels_.clear();
+        coarse_inv_ = DeviceArray<double>();
+        correction_ = DeviceArray<double>();
+        gpu_.reset();
         gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
         gpu_->info.auto_choice = auto_choice_;
         gpu_->info.adaptive_seconds = seconds;
