@@ -119,7 +119,8 @@ void validate(const PrecondOptions& o) {
       KRYSP_REQUIRE(K >= 1 && K <= kAmgMaxNearNullspace, "AMG: amg.near_nullspace_vectors = ", K,
                     " is out of range (1 to ", kAmgMaxNearNullspace, ")");
       KRYSP_REQUIRE(!a.near_nullspace.empty() && a.near_nullspace.size() % std::size_t(K) == 0,
-                    "AMG: amg.near_nullspace has ", a.near_nullspace.size(), " entries, not a positive multiple of ", K);
+                    "AMG: amg.near_nullspace has ", a.near_nullspace.size(),
+                    " entries, not a positive multiple of ", K);
       for (std::size_t i = 0; i < a.near_nullspace.size(); ++i)
         KRYSP_REQUIRE(std::isfinite(a.near_nullspace[i]), "AMG: entry ", i / std::size_t(K) + 1,
                       " of near-nullspace vector ", i % std::size_t(K) + 1, " is ", a.near_nullspace[i]);

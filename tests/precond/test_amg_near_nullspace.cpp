@@ -159,7 +159,8 @@ TEST_CASE("krysp solve --near-nullspace V.mtx: the vectors from a dense Matrix M
       for (index_t i = 0; i < rows; ++i) f << (i % 3 == k ? 1.0 : 0.0) << "\n";
   };
   auto run = [&](const std::string& a) {
-    const int rc = std::system((cli + " solve " + mtx + " --precond amg --backend host " + a + " > " + log + " 2>&1").c_str());
+    const std::string cmd = cli + " solve " + mtx + " --precond amg --backend host " + a + " > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
     std::ifstream in(log);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text);
