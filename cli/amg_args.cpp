@@ -1,5 +1,7 @@
 #include "krysp/cli/amg_args.hpp"
 
+#include <vector>
+
 #include "krysp/base/error.hpp"
 #include "krysp/io/matrix_market.hpp"
 
@@ -45,6 +47,16 @@ const char* amg_option_help() {
          "                       what A maps to almost zero, e.g. a shell's rigid-body modes\n";
 }
 
+namespace {
+/// A dense Matrix Market block (column-major) as rows of its columns (row-major).
+std::vector<double> row_major(const io::DenseBlock<double>& c) {
+  std::vector<double> out(std::size_t(c.rows) * std::size_t(c.cols));
+  for (index_t i = 0; i < c.rows; ++i)
+    for (index_t j = 0; j < c.cols; ++j) out[std::size_t(i) * c.cols + j] = c.values[std::size_t(j) * c.rows + i];
+  return out;
+}
+}  // namespace
+
 AmgOptions read_amg_options(const Args& args) {
   AmgOptions a;
   // "auto" (the default) leaves kAmgAuto: the set-up chooses from A's signs (amg::resolve_auto).
@@ -78,10 +90,7 @@ AmgOptions read_amg_options(const Args& args) {
     KRYSP_REQUIRE(c.cols == 2 || c.cols == 3, path, ": coordinates are ", c.rows, "x", c.cols,
                   "; expected one row per node with 2 or 3 columns");
     a.coordinate_dim = int(c.cols);
-    a.coordinates.resize(std::size_t(c.rows) * std::size_t(c.cols));
-    for (index_t i = 0; i < c.rows; ++i)  // column-major file block to row-major nodes
-      for (index_t d = 0; d < c.cols; ++d)
-        a.coordinates[std::size_t(i) * c.cols + d] = c.values[std::size_t(d) * c.rows + i];
+    a.coordinates = row_major(c);  // one row a node
   }
   if (args.has("near-nullspace")) {
     const std::string path = args.get("near-nullspace", "");
@@ -89,10 +98,7 @@ AmgOptions read_amg_options(const Args& args) {
     KRYSP_REQUIRE(v.cols >= 1 && v.cols <= kAmgMaxNearNullspace, path, ": ", v.rows, "x", v.cols,
                   "; expected one row per unknown and 1 to ", kAmgMaxNearNullspace, " columns");
     a.near_nullspace_vectors = int(v.cols);
-    a.near_nullspace.resize(std::size_t(v.rows) * std::size_t(v.cols));
-    for (index_t i = 0; i < v.rows; ++i)  // column-major file block to row-major rows
-      for (index_t k = 0; k < v.cols; ++k)
-        a.near_nullspace[std::size_t(i) * v.cols + k] = v.values[std::size_t(k) * v.rows + i];
+    a.near_nullspace = row_major(v);  // one row an unknown
   }
   return a;
 }
