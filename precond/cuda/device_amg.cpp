@@ -80,10 +80,7 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
         opt_ = adapted;
         auto_choice_.adapted_cycles = cycles;
         // The first hierarchy goes before the second is built: the peak stays one hierarchy.
-        graphs_.clear();
-        levels_.clear();
-        coarse_inv_ = DeviceArray<double>();
-        correction_ = DeviceArray<double>();
+        drop_levels();
         gpu_.reset();
         gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
         gpu_->info.auto_choice = auto_choice_;
@@ -123,14 +120,19 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
 }
 
 template <class T>
-void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
-  const auto t0 = Clock::now();
-  graphs_.clear();
+void DeviceAmg<T>::drop_levels() {
+  graphs_.clear();  // they point into the arrays below
   levels_.clear();
   coarse_inv_ = DeviceArray<double>();
   correction_ = DeviceArray<double>();
   block_ld_ = 0;
   block_bytes_ = 0;
+}
+
+template <class T>
+void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
+  const auto t0 = Clock::now();
+  drop_levels();
   upload_bytes_ = 0;
   // Counted against the GPU's memory before anything is allocated: a clear error, not a failure
   // halfway through the levels.
@@ -174,9 +176,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
     }
     set_coarse(host_->coarse_factor());
   } catch (const DeviceError& e) {
-    levels_.clear();
-    coarse_inv_ = DeviceArray<double>();
-    correction_ = DeviceArray<double>();
+    drop_levels();
     KRYSP_THROW(DeviceError, "AMG: uploading the hierarchy (", need, " bytes estimated) failed: ", e.what());
   }
   const std::size_t after = device_bytes_allocated();
@@ -188,12 +188,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
 template <class T>
 void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   const auto t0 = Clock::now();
-  graphs_.clear();
-  levels_.clear();
-  coarse_inv_ = DeviceArray<double>();
-  correction_ = DeviceArray<double>();
-  block_ld_ = 0;
-  block_bytes_ = 0;
+  drop_levels();
   const std::size_t before = device_bytes_allocated();
   // AmgOptions::profile_setup: this adoption's phases after the set-up's (synchronised).
   auto t = Clock::now();

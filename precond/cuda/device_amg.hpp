@@ -166,6 +166,9 @@ class DeviceAmg final : public Preconditioner<T> {
   /// The coarsest level's inverse from the host's Cholesky factor (empty: a smoothed level), and
   /// the dense coarse correction of the level above it where that is small enough.
   void set_coarse(const std::vector<double>& factor);
+  /// Frees what the V-cycle holds on the device (levels, their work arrays and blocks, the coarse
+  /// inverse and correction) and the graphs that point into it.
+  void drop_levels();
   void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                     DeviceStream s) const;
   void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
