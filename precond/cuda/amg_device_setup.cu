@@ -20,6 +20,7 @@
 #include "krysp/precond/amg_mis2_rules.hpp"
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/cuda/amg_device_primitives.cuh"
+#include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/precond/cuda/row_groups.cuh"
 #include "krysp/precond/cuda/sorted_search.cuh"
@@ -518,6 +519,31 @@ int download_int(const int* p) {
   return v;
 }
 
+/// The coarsest matrix (level l) downloaded and factored by amg::cholesky, as HostAmg factors it:
+/// the exact pivot for the InputError when the GPU's factor refused one.
+std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) {
+  const index_t n = Al.rows;
+  std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
+  std::vector<double> va(static_cast<std::size_t>(Al.nnz));
+  copy_to_host(rp.data(), Al.rp, rp.size() * sizeof(index_t));
+  if (Al.nnz > 0) {
+    copy_to_host(ci.data(), Al.ci, ci.size() * sizeof(index_t));
+    copy_to_host(va.data(), Al.va, va.size() * sizeof(double));
+  }
+  std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
+  for (index_t i = 0; i < n; ++i)
+    for (index_t k = rp[std::size_t(i)]; k < rp[std::size_t(i) + 1]; ++k)
+      dense[std::size_t(i) * std::size_t(n) + std::size_t(ci[std::size_t(k)])] = va[std::size_t(k)];
+  double pivot = 0;
+  const index_t bad_pivot = amg::cholesky(n, dense, &pivot);
+  if (bad_pivot >= 0)
+    KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", l, " (", n,
+                " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad_pivot + 1, " = ", pivot,
+                pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
+                "; A is not symmetric positive definite");
+  return dense;
+}
+
 /// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted. perm_out:
 /// receives the permutation (entry p of Aᵀ is entry perm[p] of A), for numeric re-set-ups.
 DCsr transpose(const DCsr& A, DeviceArray<index_t>* perm_out = nullptr) {
@@ -948,7 +974,8 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>&, const AmgOptions& o) {
 
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given, bool keep_aggregates,
-                                 std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices, bool warm_lanczos) {
+                                 std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices, bool warm_lanczos,
+                                 AmgCoarseSolver* coarse) {
   const auto t0 = Clock::now();
   GpuAmgHierarchy<T> H;
   AmgInfo& info = H.info;
@@ -1429,28 +1456,19 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         B.copy_from(kept->coarse_b);
       }
     } else if (n <= kAmgMaxDenseRows) {
-      // Dense Cholesky of the coarsest level, on the host.
-      std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
-      std::vector<double> va(static_cast<std::size_t>(Al.nnz));
-      copy_to_host(rp.data(), Al.rp, rp.size() * sizeof(index_t));
-      if (Al.nnz > 0) {
-        copy_to_host(ci.data(), Al.ci, ci.size() * sizeof(index_t));
-        copy_to_host(va.data(), Al.va, va.size() * sizeof(double));
+      // Dense Cholesky of the coarsest level on the GPU. A pivot it refuses is analysed again on the
+      // host, whose amg::cholesky names it as HostAmg does (and whose factor is taken should it
+      // pass: the two differ by rounding at the threshold).
+      std::unique_ptr<AmgCoarseSolver> own;
+      if (!coarse) coarse = (own = std::make_unique<AmgCoarseSolver>()).get();
+      DeviceArray<double> factor(std::size_t(n) * std::size_t(n));
+      if (coarse->factor(n, Al.rp, Al.ci, Al.va, factor.data()) >= 0) {
+        const std::vector<double> dense = host_coarse_cholesky(l, Al);
+        factor.upload(dense.data(), dense.size());
       }
-      std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
-      for (index_t i = 0; i < n; ++i)
-        for (index_t k = rp[std::size_t(i)]; k < rp[std::size_t(i) + 1]; ++k)
-          dense[std::size_t(i) * std::size_t(n) + std::size_t(ci[std::size_t(k)])] = va[std::size_t(k)];
-      double pivot = 0;
-      const index_t bad_pivot = amg::cholesky(n, dense, &pivot);
-      if (bad_pivot >= 0)
-        KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", l, " (", n,
-                    " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad_pivot + 1, " = ", pivot,
-                    pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
-                    "; A is not symmetric positive definite");
-      H.coarse_factor = std::move(dense);
+      H.coarse_factor = std::move(factor);
       info.coarse_direct = true;
-      pc.mark(lv, "coarse Cholesky (download, factor on the host)");
+      pc.mark(lv, "coarse Cholesky (cuSOLVER)");
     } else {
       info.coarse_direct = false;
     }
@@ -1519,8 +1537,8 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
 template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
 template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
-                                               std::shared_ptr<const GpuAmgPlan>, bool, bool);
+                                               std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*);
 template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
-                                              std::shared_ptr<const GpuAmgPlan>, bool, bool);
+                                              std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*);
 
 }  // namespace krysp::detail

@@ -21,7 +21,9 @@
 ///    fills the same bits); R = Pᵀ by a stable radix sort (CUB); the symmetrisation
 ///    (Aᶜ + Aᶜᵀ)/2 by a search for each entry's mirror when the pattern is symmetric, else by the
 ///    radix sort's transpose and a row merge.
-/// The coarsest level is downloaded and factored by amg::cholesky on the host, as HostAmg does.
+/// The coarsest level is densified and factored on the GPU (AmgCoarseSolver::factor: cuSOLVER,
+/// deterministic), with amg::cholesky's pivot test; a refused pivot is named by amg::cholesky on
+/// the host, in HostAmg's words.
 /// No atomics touch floating-point values (integer counters only), so two set-ups of one matrix
 /// give bitwise equal hierarchies. Against the host (HostAmg with aggregation mis2) the values
 /// differ by rounding only (other summation orders in the SpGEMM, SpMV and Lanczos); a strength
@@ -43,6 +45,8 @@
 #include "krysp/sparse/csr.hpp"
 
 namespace krysp::detail {
+
+class AmgCoarseSolver;  // amg_kernels.hpp
 
 /// CSR arrays in device memory owned by the GPU set-up.
 template <class V>
@@ -82,8 +86,9 @@ struct GpuAmgHierarchy {
   /// For a numeric re-set-up of A's structure (gpu_amg_setup's `reuse`).
   std::shared_ptr<const GpuAmgPlan> plan;
   std::vector<GpuAmgLevel<T>> levels;
-  /// The coarsest level's dense Cholesky factor as HostAmg::coarse_factor() (empty: smoothed).
-  std::vector<double> coarse_factor;
+  /// The coarsest level's dense Cholesky factor on the device, in HostAmg::coarse_factor()'s layout
+  /// (empty: smoothed).
+  DeviceArray<double> coarse_factor;
   AmgInfo info;
 };
 
@@ -113,11 +118,12 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// the plan's Ritz vector, which settles in fewer steps; its λ estimates then agree with a full
 /// set-up's to the settling tolerance, and the rest follows from them. Without it the re-set-up is
 /// bitwise what a full set-up of the same values with the same aggregates gives (the tests'
-/// check of the numeric path). Either way the same calls give the same bits. Sets
-/// info.setup_seconds to the wall time of the whole call (synchronised).
+/// check of the numeric path). Either way the same calls give the same bits. coarse: the handles
+/// that factor the coarsest level, kept by a caller that sets up again (null: made for this call).
+/// Sets info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
                                  std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true,
-                                 bool warm_lanczos = true);
+                                 bool warm_lanczos = true, AmgCoarseSolver* coarse = nullptr);
 
 }  // namespace krysp::detail

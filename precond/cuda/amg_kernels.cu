@@ -1,8 +1,10 @@
 // The device V-cycle's copies and updates, and its coarse solve: a product with the coarse
-// inverse, which cuBLAS forms once from the Cholesky factor.
+// inverse, which cuBLAS forms once from the Cholesky factor that cuSOLVER computes.
 #include <cublas_v2.h>
+#include <cusolverDn.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
@@ -16,6 +18,14 @@
     if (krysp_st_ != CUBLAS_STATUS_SUCCESS)                                                              \
       KRYSP_THROW(::krysp::DeviceError, "AMG coarse solve: " #call " failed: ", cublasGetStatusName(krysp_st_), \
                   " (", cublasGetStatusString(krysp_st_), ")");                                        \
+  } while (0)
+
+#define KRYSP_AMG_CUSOLVER(call)                                                                    \
+  do {                                                                                               \
+    const cusolverStatus_t krysp_st_ = (call);                                                       \
+    if (krysp_st_ != CUSOLVER_STATUS_SUCCESS)                                                        \
+      KRYSP_THROW(::krysp::DeviceError, "AMG coarse factor: " #call " failed: cusolverStatus_t ",   \
+                  int(krysp_st_));                                                                   \
   } while (0)
 
 namespace krysp::detail {
@@ -97,6 +107,40 @@ __global__ void __launch_bounds__(kBlock) densify_kernel(index_t n, const index_
     for (index_t k = rp[i]; k < rp[i + 1]; ++k) D[std::int64_t(ci[k]) * n + i] = double(va[k]);
 }
 
+// The symmetric matrix in CSR as a dense n × n matrix (row-major; zeros set before), and its
+// diagonal apart: a thread a row.
+__global__ void __launch_bounds__(kBlock) densify_rows_kernel(index_t n, const index_t* __restrict__ rp,
+                                                              const index_t* __restrict__ ci,
+                                                              const double* __restrict__ va, double* __restrict__ D,
+                                                              double* __restrict__ diag) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    double d = 0;
+    for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
+      D[i * n + ci[k]] = va[k];
+      if (ci[k] == i) d = va[k];
+    }
+    diag[i] = d;
+  }
+}
+
+// The first pivot amg::cholesky would refuse: d_j = L_jj² not above 16·eps·|a_jj|, or not
+// finite. potrf stops at a pivot that is not positive (*info = its row + 1) and leaves the rows
+// after it unfactored, so rows past it are not read.
+__global__ void __launch_bounds__(kBlock) pivot_check_kernel(index_t n, const double* __restrict__ LX,
+                                                             const double* __restrict__ diag, int* flags) {
+  const int info = flags[0];
+  for (std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
+       j += std::int64_t(gridDim.x) * blockDim.x) {
+    if (info > 0 && j >= info - 1) {
+      if (j == info - 1) atomicMin(flags + 1, int(j));
+      continue;
+    }
+    const double l = LX[j * n + j], d = l * l;
+    if (!(d > 16 * DBL_EPSILON * fabs(diag[j])) || !isfinite(d)) atomicMin(flags + 1, int(j));
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -134,7 +178,40 @@ AmgCoarseSolver::AmgCoarseSolver() {
 }
 
 AmgCoarseSolver::~AmgCoarseSolver() {
+  if (solver_) cusolverDnDestroy(static_cast<cusolverDnHandle_t>(solver_));
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
+}
+
+index_t AmgCoarseSolver::factor(index_t n, const index_t* rp, const index_t* ci, const double* va, double* LX) {
+  if (n == 0) return -1;
+  if (!solver_) {
+    cusolverDnHandle_t h = nullptr;
+    KRYSP_AMG_CUSOLVER(cusolverDnCreate(&h));
+    solver_ = h;
+    KRYSP_AMG_CUSOLVER(cusolverDnSetDeterministicMode(h, CUSOLVER_DETERMINISTIC_RESULTS));
+  }
+  auto h = static_cast<cusolverDnHandle_t>(solver_);
+  KRYSP_AMG_CUSOLVER(cusolverDnSetStream(h, nullptr));
+  const std::int64_t total = std::int64_t(n) * n;
+  device_memset_zero(LX, std::size_t(total) * sizeof(double));
+  DeviceArray<double> diag(static_cast<std::size_t>(n));
+  densify_rows_kernel<<<grid_for(n), kBlock>>>(n, rp, ci, va, LX, diag.data());
+  KRYSP_CUDA_CHECK_LAUNCH("densify_rows_kernel");
+  // Read column-major, LX is A_c itself (symmetric); potrf's upper factor U (A_c = Uᵀ·U), read
+  // row-major, is L in the lower triangle, and the other triangle keeps A_c's entries.
+  int lwork = 0;
+  KRYSP_AMG_CUSOLVER(cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, &lwork));
+  DeviceArray<double> work(std::size_t(std::max(lwork, 1)));
+  DeviceArray<int> flags(2);  // potrf's info, then the first refused pivot
+  const int init[2] = {0, 0x7fffffff};
+  copy_to_device(flags.data(), init, sizeof init);
+  KRYSP_AMG_CUSOLVER(cusolverDnDpotrf(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, work.data(), lwork, flags.data()));
+  pivot_check_kernel<<<grid_for(n), kBlock>>>(n, LX, diag.data(), flags.data());
+  KRYSP_CUDA_CHECK_LAUNCH("pivot_check_kernel");
+  int out[2] = {0, 0};
+  copy_to_host(out, flags.data(), sizeof out);
+  if (out[0] < 0) KRYSP_THROW(DeviceError, "AMG coarse factor: cusolverDnDpotrf reports argument ", -out[0], " invalid");
+  return out[1] == 0x7fffffff ? -1 : index_t(out[1]);
 }
 
 void AmgCoarseSolver::invert(index_t n, double* LX) const {
@@ -153,7 +230,8 @@ void AmgCoarseSolver::invert(index_t n, double* LX) const {
                                &one, LX, n, W.data(), n));
   symmetrize_kernel<<<grid_for(total), kBlock>>>(n, W.data(), LX);
   KRYSP_CUDA_CHECK_LAUNCH("symmetrize_kernel");
-  cuda_synchronize();  // W goes out of scope
+  // No wait for W: freed, it goes back to the device cache, whose next user queues after these
+  // launches on the same default stream (cudaFree itself waits when the cache is off).
 }
 
 template <class T>
@@ -176,7 +254,6 @@ void AmgCoarseSolver::correction(index_t n, index_t nc, const index_t* p_rp, con
   const std::int64_t total = std::int64_t(n) * n;
   symmetrize_kernel<<<grid_for(total), kBlock>>>(n, W.data(), M);  // symmetric: row- and column-major alike
   KRYSP_CUDA_CHECK_LAUNCH("symmetrize_kernel");
-  cuda_synchronize();  // D, Z and W go out of scope
 }
 
 template void AmgCoarseSolver::correction<double>(index_t, index_t, const index_t*, const index_t*, const double*,

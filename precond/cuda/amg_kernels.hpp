@@ -34,13 +34,21 @@ inline bool amg_dense_correction(std::size_t levels, index_t rows_above) {
   return levels >= 2 && rows_above > 0 && rows_above <= kAmgDenseCorrectionRows;
 }
 
-/// A cuBLAS handle that turns the coarse Cholesky factor into the coarse inverse.
+/// The coarsest level's direct solve on the GPU: a cuSOLVER handle that factors the coarse matrix
+/// and a cuBLAS handle that turns the factor into the coarse inverse.
 class AmgCoarseSolver {
  public:
   AmgCoarseSolver();
   ~AmgCoarseSolver();
   AmgCoarseSolver(const AmgCoarseSolver&) = delete;
   AmgCoarseSolver& operator=(const AmgCoarseSolver&) = delete;
+  /// LX (n·n doubles) = the Cholesky factor of the symmetric n × n matrix A_c given in CSR on the
+  /// device (rp, ci, va), in invert's layout: L row-major in the lower triangle, A_c's entries
+  /// above it (as amg::cholesky leaves them). cuSOLVER's potrf in its deterministic mode: the same
+  /// input gives the same bits. Returns −1, or the first row (0-based) whose pivot is not positive
+  /// or not above amg::cholesky's threshold 16·eps·|a_jj| (zero to rounding), or not finite; then
+  /// LX is unusable. One synchronisation (the pivot flags).
+  index_t factor(index_t n, const index_t* rp, const index_t* ci, const double* va, double* LX);
   /// On entry LX holds L, the n × n Cholesky factor of the coarsest matrix A_c stored ROW-MAJOR
   /// in its lower triangle (the host's amg::cholesky layout; read column-major it is Lᵀ, upper);
   /// on return A_c⁻¹ = L⁻ᵀ·L⁻¹, both triangles, exactly symmetric ((X + Xᵀ)/2 of two cuBLAS
@@ -57,6 +65,7 @@ class AmgCoarseSolver {
 
  private:
   void* handle_ = nullptr;
+  void* solver_ = nullptr;  ///< cuSOLVER's, made by the first factor()
 };
 
 }  // namespace krysp::detail

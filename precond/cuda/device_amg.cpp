@@ -53,7 +53,8 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   plan0_ = plan;
   if (detail::gpu_amg_setup_applies(A, opt_)) {
     const auto t0 = Clock::now();
-    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
+        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver()));
     adopt(A);
     const AmgInfo& first = gpu_->info;
     const int cycles = amg::adaptive_cycles(A, opt_, first.levels[0].block_size, first.levels[0].lambda_estimate,
@@ -82,7 +83,8 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
         // The first hierarchy goes before the second is built: the peak stays one hierarchy.
         drop_levels();
         gpu_.reset();
-        gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+        gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
+            detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver()));
         gpu_->info.auto_choice = auto_choice_;
         gpu_->info.adaptive_seconds = seconds;
         gpu_->info.setup_seconds += seconds;
@@ -225,12 +227,12 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     levels_.push_back(std::move(L));
     mark(int(l), "adopt: Chebyshev step choice, work vectors");
   }
-  if (!gpu_->coarse_factor.empty()) {
-    set_coarse(gpu_->coarse_factor);
-    mark(int(levels_.size()) - 1, "adopt: coarse inverse (upload, cuBLAS)");
-  }
   // The hierarchy's own arrays (allocated by the set-up) plus what was made here.
-  std::size_t held = 0;
+  std::size_t held = gpu_->coarse_factor.size() * sizeof(double);
+  if (gpu_->coarse_factor.size() > 0) {
+    set_coarse(std::move(gpu_->coarse_factor));
+    mark(int(levels_.size()) - 1, "adopt: coarse inverse (cuBLAS)");
+  }
   for (const auto& g : gpu_->levels)
     for (const auto* m : {&g.a, &g.p, &g.r})
       held += (m->row_ptr.size() + m->col_idx.size()) * sizeof(index_t) + m->values.size() * sizeof(T);
@@ -284,7 +286,8 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
     const AmgInfo before = gpu_->info;
     // The new numbers come in arrays of the same patterns: copied into the level matrices on the
     // device, so their structures, checks and SpMV plans stay (no download, no new plans).
-    detail::GpuAmgHierarchy<T> fresh = detail::gpu_amg_setup(A, opt_, false, gpu_->plan, false);
+    detail::GpuAmgHierarchy<T> fresh =
+        detail::gpu_amg_setup(A, opt_, false, gpu_->plan, false, true, &coarse_solver());
     bool same = fresh.levels.size() == levels_.size() && fresh.coarse_factor.size() == coarse_inv_.size();
     for (std::size_t l = 0; same && l < levels_.size(); ++l) {
       const auto& g = fresh.levels[l];
@@ -307,14 +310,14 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
         L.dinv = std::move(g.dinv);
         L.coef = g.coef;
       }
-      set_coarse(fresh.coarse_factor);
-      gpu_->coarse_factor = std::move(fresh.coarse_factor);
+      set_coarse(std::move(fresh.coarse_factor));
       gpu_->info = fresh.info;
       cuda_synchronize();
     } else {  // cannot happen with the plan kept; set up again in full rather than fail
       levels_.clear();
       gpu_.reset();
-      gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(A, opt_));
+      gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
+          detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver()));
       adopt(A);
     }
     gpu_->info.auto_choice = auto_choice_;  // the choice of the first set-up, kept
@@ -490,16 +493,31 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
 }
 
 template <class T>
+detail::AmgCoarseSolver& DeviceAmg<T>::coarse_solver() {
+  if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
+  return *coarse_;
+}
+
+template <class T>
 void DeviceAmg<T>::set_coarse(const std::vector<double>& factor) {
-  if (factor.empty()) {
-    coarse_inv_ = DeviceArray<double>();
+  if (coarse_inv_.size() != factor.size()) coarse_inv_ = DeviceArray<double>(factor.size());
+  if (!factor.empty()) coarse_inv_.upload(factor.data(), factor.size());
+  invert_coarse();
+}
+
+template <class T>
+void DeviceAmg<T>::set_coarse(DeviceArray<double>&& factor) {
+  coarse_inv_ = std::move(factor);
+  invert_coarse();
+}
+
+template <class T>
+void DeviceAmg<T>::invert_coarse() {
+  if (coarse_inv_.size() == 0) {
     correction_ = DeviceArray<double>();
     return;
   }
-  if (coarse_inv_.size() != factor.size()) coarse_inv_ = DeviceArray<double>(factor.size());
-  coarse_inv_.upload(factor.data(), factor.size());
-  if (!coarse_) coarse_ = std::make_unique<detail::AmgCoarseSolver>();
-  coarse_->invert(levels_.back().n, coarse_inv_.data());
+  coarse_solver().invert(levels_.back().n, coarse_inv_.data());
   const std::size_t L = levels_.size();
   if (!detail::amg_dense_correction(L, L >= 2 ? levels_[L - 2].n : 0)) {
     correction_ = DeviceArray<double>();

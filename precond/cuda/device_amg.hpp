@@ -12,9 +12,9 @@
 /// its own SpMV plan (the adaptive kernels; level 0 is the caller's A with the caller's plan),
 /// P_l and R_l = P_lᵀ likewise (R stored explicitly, so restriction is an SpMV, not a transposed
 /// product with atomics); D⁻¹ (or D_l1⁻¹) per level; the coarsest matrix's inverse, formed once
-/// from the host's Cholesky factor by cuBLAS (AmgCoarseSolver::invert) and applied as one dense
-/// product (two triangular solves are 15-40 µs of dependent steps on a coarsest level of 30-200
-/// rows; the product 2-3 µs). When the level above the coarsest has at most
+/// from the Cholesky factor (the GPU set-up's, or the host's) by cuBLAS (AmgCoarseSolver::invert)
+/// and applied as one dense product (two triangular solves are 15-40 µs of dependent steps on a
+/// coarsest level of 30-200 rows; the product 2-3 µs). When the level above the coarsest has at most
 /// kAmgDenseCorrectionRows rows, its whole coarse correction P·A_c⁻¹·R is formed too (one n_l²
 /// dense matrix in double, exactly symmetric, AmgCoarseSolver::correction) and applied as one
 /// product: x += M·r replaces the restriction, the coarse solve and the prolongation, three
@@ -166,6 +166,12 @@ class DeviceAmg final : public Preconditioner<T> {
   /// The coarsest level's inverse from the host's Cholesky factor (empty: a smoothed level), and
   /// the dense coarse correction of the level above it where that is small enough.
   void set_coarse(const std::vector<double>& factor);
+  /// The same from the GPU set-up's factor, inverted in place (coarse_inv_ takes its memory).
+  void set_coarse(DeviceArray<double>&& factor);
+  /// The two steps of set_coarse once coarse_inv_ holds the factor.
+  void invert_coarse();
+  /// coarse_, made on first use.
+  detail::AmgCoarseSolver& coarse_solver();
   /// Frees what the V-cycle holds on the device (levels, their work arrays and blocks, the coarse
   /// inverse and correction) and the graphs that point into it.
   void drop_levels();
@@ -188,7 +194,7 @@ class DeviceAmg final : public Preconditioner<T> {
   /// P·A_c⁻¹·R of the level above the coarsest, n_l × n_l (empty: that level is larger than
   /// kAmgDenseCorrectionRows, or the coarsest is smoothed): its whole coarse correction.
   DeviceArray<double> correction_;
-  std::unique_ptr<detail::AmgCoarseSolver> coarse_;
+  std::unique_ptr<detail::AmgCoarseSolver> coarse_;  ///< its handles, kept for every (re-)set-up
   mutable index_t block_ld_ = 0;  ///< the block work arrays' leading dimension (0: none yet)
   std::size_t upload_bytes_ = 0;
   mutable std::size_t block_bytes_ = 0;

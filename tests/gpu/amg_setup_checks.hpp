@@ -32,6 +32,12 @@ std::vector<T> to_host(const DeviceArray<T>& d, std::size_t n) {
   return h;
 }
 
+/// A GPU set-up's coarse Cholesky factor on the host (empty: a smoothed coarsest level).
+template <class T>
+std::vector<double> host_factor(const detail::GpuAmgHierarchy<T>& G) {
+  return to_host(G.coarse_factor, G.coarse_factor.size());
+}
+
 /// A matrix's arrays (host or device-borrowed) on the host.
 template <class T>
 amg::Csr<double> host_copy(const CsrMatrix<T>& M) {
@@ -108,7 +114,8 @@ inline std::vector<std::vector<index_t>> host_aggregates(const HostAmg<double>& 
 /// and options: as many levels, and on each the size, block size, aggregate and isolated counts,
 /// filtered entries and θ exactly, the Gershgorin bound, λ, ω and c0 to rounding; the aggregates
 /// exactly, P, R and A_l to 1e-12, D⁻¹ to 1e-14 on level 0 and 1e-12 below; then the stop
-/// reason, the coarse solve, the operator complexity and the coarse factor (to 1e-10).
+/// reason, the coarse solve, the operator complexity and the coarse factor (to 1e-10; and L·Lᵀ is
+/// the host's coarsest matrix to 1e-12).
 inline void check_matches_host(const detail::GpuAmgHierarchy<double>& G, const HostAmg<double>& H) {
   const auto hd = H.level_data();
   REQUIRE(G.levels.size() == hd.size());
@@ -151,13 +158,33 @@ inline void check_matches_host(const detail::GpuAmgHierarchy<double>& G, const H
   CHECK(G.info.stop_reason == H.info().stop_reason);
   CHECK(G.info.coarse_direct == H.info().coarse_direct);
   CHECK(G.info.operator_complexity == doctest::Approx(H.info().operator_complexity).epsilon(1e-14));
-  REQUIRE(G.coarse_factor.size() == H.coarse_factor().size());
+  const std::vector<double> factor = host_factor(G);
+  REQUIRE(factor.size() == H.coarse_factor().size());
   double cd = 0, cs = 0;
-  for (std::size_t k = 0; k < G.coarse_factor.size(); ++k) {
-    cd = std::max(cd, std::abs(G.coarse_factor[k] - H.coarse_factor()[k]));
+  for (std::size_t k = 0; k < factor.size(); ++k) {
+    cd = std::max(cd, std::abs(factor[k] - H.coarse_factor()[k]));
     cs = std::max(cs, std::abs(H.coarse_factor()[k]));
   }
   CHECK(cd <= 1e-10 * cs);
+  // And L·Lᵀ (the GPU's factor, its lower triangle) is the host's coarsest matrix to rounding.
+  const auto& c = hd.back();
+  const std::size_t n = std::size_t(c.n);
+  if (factor.empty() || n == 0) return;
+  std::vector<double> Ac(n * n, 0.0);
+  double amax = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    for (index_t k = c.row_ptr[i]; k < c.row_ptr[i + 1]; ++k) {
+      Ac[i * n + std::size_t(c.col_idx[k])] = c.values[k];
+      amax = std::max(amax, std::abs(c.values[k]));
+    }
+  double backward = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j <= i; ++j) {
+      double s = 0;
+      for (std::size_t k = 0; k <= j; ++k) s += factor[i * n + k] * factor[j * n + k];
+      backward = std::max(backward, std::abs(s - Ac[i * n + j]));
+    }
+  CHECK(backward <= 1e-12 * amax);
 }
 
 }  // namespace krysp::test
