@@ -81,9 +81,34 @@ __device__ __forceinline__ void add_term(double a, index_t j, double b, const in
 
 // Both numeric kernels take A's row a stage of entries at a time: each thread of the stage loads
 // one entry's value and the bounds of its row of B (one round of loads for the stage, where each
-// entry waited on a chain of three dependent ones: a_ci, then b_rp, then B's row), and each entry's
-// first chunk of B's row is loaded while the previous entry's terms are added. The terms still go
+// entry waited on a chain of three dependent ones: a_ci, then b_rp, then B's row), and the chunks
+// of B's rows of the entries to come are loaded while an entry's terms are added. The terms still go
 // in one entry at a time, in A's row order, so every sum gets the bits of the one-thread-a-row loop.
+
+// One term of a product: B's entry (j, b) at a position of B's row, has: the position is in
+// the row.
+struct Term {
+  index_t j = 0;
+  double b = 0.0;
+  bool has = false;
+};
+// The term at position q of a row of B ending at q1.
+__device__ __forceinline__ Term load_chunk(index_t q, index_t q1, const index_t* __restrict__ b_ci,
+                                           const double* __restrict__ b_va) {
+  Term x;
+  x.has = q < q1;
+  if (x.has) {
+    x.j = b_ci[q];
+    x.b = b_va[q];
+  }
+  return x;
+}
+// Chunks of B's row (W positions each) a lane of the group kernel loads an entry ahead.
+constexpr int kChunksAhead = 2;
+// Entries of A's row a lane of the group kernel stages at once (kPerLane·W a stage): a stage's
+// loads are a chain (a_ci, then b_rp), and with a stage of W entries a few lanes paid it every
+// W entries (P = S·P_tent at 2 lanes: 0.1 ms on a 4,410-row matrix).
+constexpr int kPerLane = 4;
 
 // One group of W lanes a row of C. For each entry k of A's row, in order, the lanes split B's
 // row k (distinct columns, so distinct positions of C: no two lanes add to one sum at once) and
@@ -114,43 +139,57 @@ __global__ void k_spgemm_numeric(index_t rows, const index_t* __restrict__ a_rp,
   }
   __syncwarp(mask);
   const index_t ke = a_rp[i + 1];
-  for (index_t k0 = a_rp[i]; k0 < ke; k0 += W) {
-    // The stage: lane t holds entry k0 + t's value and the bounds of its row of B.
-    double av = 0.0;
-    index_t qb = 0, qe = 0;
-    if (k0 + lane < ke) {
-      const index_t r = a_ci[k0 + lane];
-      av = a_va[k0 + lane];
-      qb = b_rp[r];
-      qe = b_rp[r + 1];
-    }
-    const int m = int(min(index_t(W), ke - k0));  // the same in every lane of the group
-    index_t q0 = __shfl_sync(mask, qb, 0, W), q1 = __shfl_sync(mask, qe, 0, W);
-    bool has = q0 + lane < q1;
-    index_t j = has ? b_ci[q0 + lane] : 0;
-    double bv = has ? b_va[q0 + lane] : 0.0;
-    for (int e = 0; e < m; ++e) {
-      const double a = __shfl_sync(mask, av, e, W);
-      index_t n0 = 0, n1 = 0, nj = 0;  // entry e + 1: its bounds and first chunk, loaded ahead
-      double nbv = 0.0;
-      bool nhas = false;
-      if (e + 1 < m) {
-        n0 = __shfl_sync(mask, qb, e + 1, W);
-        n1 = __shfl_sync(mask, qe, e + 1, W);
-        nhas = n0 + lane < n1;
-        if (nhas) {
-          nj = b_ci[n0 + lane];
-          nbv = b_va[n0 + lane];
-        }
+  for (index_t k0 = a_rp[i]; k0 < ke; k0 += kPerLane * W) {
+    // The stage: entry e = s·W + l (from k0) is lane l's slot s: its value and the bounds of its
+    // row of B.
+    double av[kPerLane];
+    index_t qb[kPerLane], qe[kPerLane];
+#pragma unroll
+    for (int s = 0; s < kPerLane; ++s) {
+      const index_t k = k0 + index_t(s * W + lane);
+      av[s] = 0.0;
+      qb[s] = qe[s] = 0;
+      if (k < ke) {
+        const index_t r = a_ci[k];
+        av[s] = a_va[k];
+        qb[s] = b_rp[r];
+        qe[s] = b_rp[r + 1];
       }
-      if (has) add_term(a, j, bv, ccols, len, sums, missing);
-      for (index_t q = q0 + lane + W; q < q1; q += W) add_term(a, b_ci[q], b_va[q], ccols, len, sums, missing);
-      __syncwarp(mask);  // entry e's terms are in before entry e + 1's
-      q0 = n0;
-      q1 = n1;
-      has = nhas;
-      j = nj;
-      bv = nbv;
+    }
+    const int m = int(min(index_t(kPerLane * W), ke - k0));  // the same in every lane of the group
+    // Entry e + 1's bounds and first kChunksAhead chunks of B's row are loaded while entry e's
+    // terms are added (one chunk ahead left the second chunk's latency on the chain).
+    index_t q0 = __shfl_sync(mask, qb[0], 0, W), q1 = __shfl_sync(mask, qe[0], 0, W);
+    Term cur[kChunksAhead];
+#pragma unroll
+    for (int c = 0; c < kChunksAhead; ++c) cur[c] = load_chunk(q0 + lane + index_t(c * W), q1, b_ci, b_va);
+#pragma unroll
+    for (int s = 0; s < kPerLane; ++s) {
+      for (int l = 0; l < W; ++l) {
+        const int e = s * W + l;
+        if (e >= m) break;  // the same in every lane
+        const double a = __shfl_sync(mask, av[s], l, W);
+        index_t n0 = 0, n1 = 0;  // entry e + 1: lane l + 1 of slot s, or lane 0 of slot s + 1
+        if (e + 1 < m) {
+          const int ns = s + 1 < kPerLane ? s + 1 : s;  // unrolled: a constant (registers)
+          const bool here = l + 1 < W;
+          n0 = __shfl_sync(mask, here ? qb[s] : qb[ns], here ? l + 1 : 0, W);
+          n1 = __shfl_sync(mask, here ? qe[s] : qe[ns], here ? l + 1 : 0, W);
+        }
+        Term next[kChunksAhead];
+#pragma unroll
+        for (int c = 0; c < kChunksAhead; ++c) next[c] = load_chunk(n0 + lane + index_t(c * W), n1, b_ci, b_va);
+#pragma unroll
+        for (int c = 0; c < kChunksAhead; ++c)
+          if (cur[c].has) add_term(a, cur[c].j, cur[c].b, ccols, len, sums, missing);
+        for (index_t q = q0 + lane + index_t(kChunksAhead * W); q < q1; q += W)
+          add_term(a, b_ci[q], b_va[q], ccols, len, sums, missing);
+        __syncwarp(mask);  // entry e's terms are in before entry e + 1's
+        q0 = n0;
+        q1 = n1;
+#pragma unroll
+        for (int c = 0; c < kChunksAhead; ++c) cur[c] = next[c];
+      }
     }
   }
   if (shared)
@@ -172,6 +211,19 @@ constexpr index_t kBlockRowMin = 64;
 // shortens it (a stage of A's row a barrier, B's row in one pass, C's row in shared memory):
 // rows of C past this many entries take the block kernel then.
 constexpr index_t kFewRowsBlockMin = 16;
+// A row of C whose columns are all below this finds each term's position in a map in shared
+// memory (column → position, −1: not in the row; 16 KB) instead of a binary search in the row:
+// one shared read where the search took ~10 dependent ones, on the chain of A's entries.
+constexpr index_t kMapCols = 4096;
+// The block takes B's row of entry e + kAhead of the stage while it adds entry e's terms: the
+// loads of a few entries in flight, where one entry ahead left their latency on the chain.
+constexpr int kAhead = 4;
+
+// Thread t's term of the stage's entry e (of m): position t of its row of B.
+__device__ __forceinline__ Term load_term(const index_t* qb, const index_t* qe, int e, int m, index_t t,
+                                          const index_t* __restrict__ b_ci, const double* __restrict__ b_va) {
+  return e < m ? load_chunk(qb[e] + t, qe[e], b_ci, b_va) : Term{};
+}
 
 __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__ a_rp, const index_t* __restrict__ a_ci,
                                        const double* __restrict__ a_va, const index_t* __restrict__ b_rp,
@@ -182,18 +234,34 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
   __shared__ double s_val[kBlockSlots];
   __shared__ double s_a[kThreads];  // the stage of A's row: values and bounds of B's rows
   __shared__ index_t s_qb[kThreads], s_qe[kThreads];
+  __shared__ index_t s_pos[kMapCols];
   const index_t t = index_t(threadIdx.x);
+  for (index_t j = t; j < kMapCols; j += kThreads) s_pos[j] = -1;  // for_long_rows synchronises first
   for_long_rows(
       rows, run, [=](index_t i) { return c_rp[i + 1] - c_rp[i] > above; },
       [=](index_t i) {
         const index_t cb = c_rp[i], len = c_rp[i + 1] - cb;
         const bool shared = len <= kBlockSlots;  // else in global memory, as the group does
+        const bool map = len > 0 && c_ci[cb + len - 1] < kMapCols;  // columns sorted: the last is the largest
         double* sums = shared ? s_val : c_va + cb;
         const index_t* ccols = shared ? s_col : c_ci + cb;
         for (index_t p = t; p < len; p += kThreads) {
-          if (shared) s_col[p] = c_ci[cb + p];
+          const index_t j = c_ci[cb + p];
+          if (shared) s_col[p] = j;
+          if (map) s_pos[j] = p;
           sums[p] = 0.0;
         }
+        auto add = [&](double a, index_t j, double b) {
+          if (!map) {
+            add_term(a, j, b, ccols, len, sums, missing);
+            return;
+          }
+          const index_t p = s_pos[j];
+          if (p >= 0)
+            sums[p] = __dadd_rn(sums[p], __dmul_rn(a, b));
+          else if (missing)
+            *missing = 1;
+        };
         const index_t ke = a_rp[i + 1];
         for (index_t k0 = a_rp[i]; k0 < ke; k0 += kThreads) {
           if (k0 + t < ke) {
@@ -202,40 +270,29 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
             s_qb[t] = b_rp[r];
             s_qe[t] = b_rp[r + 1];
           }
-          __syncthreads();  // the stage (and, the first time, C's row) is in place
+          __syncthreads();  // the stage (and, the first time, C's row and its map) is in place
           const int m = int(min(index_t(kThreads), ke - k0));
-          index_t q0 = s_qb[0], q1 = s_qe[0];
-          bool has = q0 + t < q1;
-          index_t j = has ? b_ci[q0 + t] : 0;
-          double bv = has ? b_va[q0 + t] : 0.0;
-          for (int e = 0; e < m; ++e) {
-            const double a = s_a[e];
-            index_t n0 = 0, n1 = 0, nj = 0;  // entry e + 1, loaded ahead
-            double nbv = 0.0;
-            bool nhas = false;
-            if (e + 1 < m) {
-              n0 = s_qb[e + 1];
-              n1 = s_qe[e + 1];
-              nhas = n0 + t < n1;
-              if (nhas) {
-                nj = b_ci[n0 + t];
-                nbv = b_va[n0 + t];
-              }
+          Term ahead[kAhead];  // entry e's in ahead[e % kAhead]
+#pragma unroll
+          for (int d = 0; d < kAhead; ++d) ahead[d] = load_term(s_qb, s_qe, d, m, t, b_ci, b_va);
+          for (int e0 = 0; e0 < m; e0 += kAhead) {
+#pragma unroll
+            for (int d = 0; d < kAhead; ++d) {
+              const int e = e0 + d;
+              if (e >= m) break;  // the same in every thread
+              const double a = s_a[e];
+              if (ahead[d].has) add(a, ahead[d].j, ahead[d].b);
+              for (index_t q = s_qb[e] + t + kThreads; q < s_qe[e]; q += kThreads) add(a, b_ci[q], b_va[q]);
+              ahead[d] = load_term(s_qb, s_qe, e + kAhead, m, t, b_ci, b_va);
+              __syncthreads();  // entry e's terms are in before entry e + 1's; the stage is read
             }
-            if (has) add_term(a, j, bv, ccols, len, sums, missing);
-            for (index_t q = q0 + t + kThreads; q < q1; q += kThreads)
-              add_term(a, b_ci[q], b_va[q], ccols, len, sums, missing);
-            __syncthreads();  // entry e's terms are in before entry e + 1's; the stage is read
-            q0 = n0;
-            q1 = n1;
-            has = nhas;
-            j = nj;
-            bv = nbv;
           }
         }
         __syncthreads();  // a row without entries: C's row zeroed before it is stored
-        if (shared)
-          for (index_t p = t; p < len; p += kThreads) c_va[cb + p] = s_val[p];
+        for (index_t p = t; p < len; p += kThreads) {
+          if (shared) c_va[cb + p] = s_val[p];
+          if (map) s_pos[c_ci[cb + p]] = -1;  // the map empty again for the next row
+        }
         __syncthreads();  // the shared row is read out before the next row overwrites it
       });
 }
