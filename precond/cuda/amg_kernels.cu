@@ -108,19 +108,21 @@ __global__ void __launch_bounds__(kBlock) densify_kernel(index_t n, const index_
 }
 
 // The symmetric matrix in CSR as a dense n × n matrix (row-major; zeros set before), and its
-// diagonal apart: a thread a row.
+// diagonal apart: a warp a row (a coarse row has ~n entries).
 __global__ void __launch_bounds__(kBlock) densify_rows_kernel(index_t n, const index_t* __restrict__ rp,
                                                               const index_t* __restrict__ ci,
                                                               const double* __restrict__ va, double* __restrict__ D,
                                                               double* __restrict__ diag) {
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    double d = 0;
-    for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
+  const int lane = int(threadIdx.x % 32);
+  for (std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x / 32) {  // whole warps loop and leave together
+    double d = 0;  // the diagonal in one lane at most: the sum below is that entry exactly
+    for (index_t k = rp[i] + lane; k < rp[i + 1]; k += 32) {
       D[i * n + ci[k]] = va[k];
       if (ci[k] == i) d = va[k];
     }
-    diag[i] = d;
+    for (int off = 16; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
+    if (lane == 0) diag[i] = d;
   }
 }
 
@@ -195,7 +197,7 @@ index_t AmgCoarseSolver::factor(index_t n, const index_t* rp, const index_t* ci,
   const std::int64_t total = std::int64_t(n) * n;
   device_memset_zero(LX, std::size_t(total) * sizeof(double));
   DeviceArray<double> diag(static_cast<std::size_t>(n));
-  densify_rows_kernel<<<grid_for(n), kBlock>>>(n, rp, ci, va, LX, diag.data());
+  densify_rows_kernel<<<grid_for(std::int64_t(n) * 32), kBlock>>>(n, rp, ci, va, LX, diag.data());
   KRYSP_CUDA_CHECK_LAUNCH("densify_rows_kernel");
   // Read column-major, LX is A_c itself (symmetric); potrf's upper factor U (A_c = Uᵀ·U), read
   // row-major, is L in the lower triangle, and the other triangle keeps A_c's entries.
