@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/device_memory.hpp"
@@ -170,7 +172,39 @@ void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, D
   KRYSP_CUDA_CHECK_LAUNCH("amg_add_kernel");
 }
 
+namespace {
+/// The handles of destroyed AmgCoarseSolvers, kept for the next one on the same device: creating
+/// them (cublasCreate, cusolverDnCreate) took 0.2-0.3 ms of every DeviceAmg set-up, as much as
+/// a small matrix's coarse level costs.
+struct RecycledHandles {
+  int device;
+  void* blas;
+  void* solver;
+};
+constexpr std::size_t kMaxRecycledHandles = 4;
+std::mutex& handles_mutex() {
+  static auto* m = new std::mutex;  // never destroyed: destructors may run at exit
+  return *m;
+}
+std::vector<RecycledHandles>& recycled_handles() {
+  static auto* v = new std::vector<RecycledHandles>;
+  return *v;
+}
+}  // namespace
+
 AmgCoarseSolver::AmgCoarseSolver() {
+  KRYSP_CUDA_CHECK(cudaGetDevice(&device_));
+  {
+    std::lock_guard<std::mutex> lock(handles_mutex());
+    auto& v = recycled_handles();
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it->device == device_) {
+        handle_ = it->blas;
+        solver_ = it->solver;
+        v.erase(it);
+        return;
+      }
+  }
   cublasHandle_t h = nullptr;
   KRYSP_AMG_CUBLAS(cublasCreate(&h));
   handle_ = h;
@@ -180,6 +214,13 @@ AmgCoarseSolver::AmgCoarseSolver() {
 }
 
 AmgCoarseSolver::~AmgCoarseSolver() {
+  {
+    std::lock_guard<std::mutex> lock(handles_mutex());
+    if (recycled_handles().size() < kMaxRecycledHandles) {
+      recycled_handles().push_back({device_, handle_, solver_});
+      return;
+    }
+  }
   if (solver_) cusolverDnDestroy(static_cast<cusolverDnHandle_t>(solver_));
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }

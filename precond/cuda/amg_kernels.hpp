@@ -35,7 +35,8 @@ inline bool amg_dense_correction(std::size_t levels, index_t rows_above) {
 }
 
 /// The coarsest level's direct solve on the GPU: a cuSOLVER handle that factors the coarse matrix
-/// and a cuBLAS handle that turns the factor into the coarse inverse.
+/// and a cuBLAS handle that turns the factor into the coarse inverse. The handles outlive it: a
+/// few are kept per process for the next solver on the same device.
 class AmgCoarseSolver {
  public:
   AmgCoarseSolver();
@@ -64,6 +65,7 @@ class AmgCoarseSolver {
                   double* M) const;
 
  private:
+  int device_ = -1;  ///< the current device when made: its handles belong to it
   void* handle_ = nullptr;
   void* solver_ = nullptr;  ///< cuSOLVER's, made by the first factor()
 };
