@@ -603,19 +603,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       copy_into(L.P, P);
       copy_into(L.R, R);
     } else if (n <= kAmgMaxDenseRows) {
-      // Dense Cholesky of the coarsest level.
-      std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
-      for (index_t i = 0; i < n; ++i)
-        for (index_t k = Al.row_ptr[std::size_t(i)]; k < Al.row_ptr[std::size_t(i) + 1]; ++k)
-          dense[std::size_t(i) * n + std::size_t(Al.col_idx[std::size_t(k)])] = Al.values[std::size_t(k)];
-      double pivot = 0;
-      const index_t bad = amg::cholesky(n, dense, &pivot);
-      if (bad >= 0)
-        KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", l, " (", n,
-                    " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad + 1, " = ", pivot,
-                    pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
-                    "; A is not symmetric positive definite");
-      chol_ = std::move(dense);
+      chol_ = amg::coarse_cholesky(l, Al);  // dense Cholesky of the coarsest level
       chol_work_.assign(std::size_t(n), 0.0);
       info_.coarse_direct = true;
     } else {

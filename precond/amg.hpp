@@ -307,6 +307,10 @@ std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, 
 /// read), in place: L in the lower triangle. Returns −1, or the 0-based index of the first pivot
 /// that is not positive (or ≤ 16·eps·|a_jj|: zero to rounding), with its value in *pivot.
 index_t cholesky(index_t n, std::vector<double>& a, double* pivot);
+/// The coarsest matrix A of a hierarchy (level `level`, 0 = the user's A) densified and factored
+/// by cholesky: the factor in cholesky's layout. InputError naming the level and the first pivot
+/// that is not positive (or zero to rounding) when A is not positive definite.
+std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A);
 
 }  // namespace amg
 

@@ -548,6 +548,22 @@ index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {
   return -1;
 }
 
+std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A) {
+  const index_t n = A.rows;
+  std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
+  for (index_t i = 0; i < n; ++i)
+    for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k)
+      dense[std::size_t(i) * std::size_t(n) + std::size_t(A.col_idx[std::size_t(k)])] = A.values[std::size_t(k)];
+  double pivot = 0;
+  const index_t bad = cholesky(n, dense, &pivot);
+  if (bad >= 0)
+    KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", level, " (", n,
+                " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad + 1, " = ", pivot,
+                pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
+                "; A is not symmetric positive definite");
+  return dense;
+}
+
 template Csr<double> to_csr(const CsrMatrix<double>&);
 template Csr<double> to_csr(const CsrMatrix<float>&);
 

@@ -519,29 +519,20 @@ int download_int(const int* p) {
   return v;
 }
 
-/// The coarsest matrix (level l) downloaded and factored by amg::cholesky, as HostAmg factors it:
-/// the exact pivot for the InputError when the GPU's factor refused one.
+/// The coarsest matrix (level l) downloaded and factored by amg::coarse_cholesky, as HostAmg
+/// factors it: the exact pivot for the InputError when the GPU's factor refused one.
 std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) {
-  const index_t n = Al.rows;
-  std::vector<index_t> rp(std::size_t(n) + 1), ci(static_cast<std::size_t>(Al.nnz));
-  std::vector<double> va(static_cast<std::size_t>(Al.nnz));
-  copy_to_host(rp.data(), Al.rp, rp.size() * sizeof(index_t));
+  amg::Csr<double> C;
+  C.rows = C.cols = Al.rows;
+  C.row_ptr.resize(std::size_t(Al.rows) + 1);
+  C.col_idx.resize(static_cast<std::size_t>(Al.nnz));
+  C.values.resize(static_cast<std::size_t>(Al.nnz));
+  copy_to_host(C.row_ptr.data(), Al.rp, C.row_ptr.size() * sizeof(index_t));
   if (Al.nnz > 0) {
-    copy_to_host(ci.data(), Al.ci, ci.size() * sizeof(index_t));
-    copy_to_host(va.data(), Al.va, va.size() * sizeof(double));
+    copy_to_host(C.col_idx.data(), Al.ci, C.col_idx.size() * sizeof(index_t));
+    copy_to_host(C.values.data(), Al.va, C.values.size() * sizeof(double));
   }
-  std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
-  for (index_t i = 0; i < n; ++i)
-    for (index_t k = rp[std::size_t(i)]; k < rp[std::size_t(i) + 1]; ++k)
-      dense[std::size_t(i) * std::size_t(n) + std::size_t(ci[std::size_t(k)])] = va[std::size_t(k)];
-  double pivot = 0;
-  const index_t bad_pivot = amg::cholesky(n, dense, &pivot);
-  if (bad_pivot >= 0)
-    KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", l, " (", n,
-                " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad_pivot + 1, " = ", pivot,
-                pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
-                "; A is not symmetric positive definite");
-  return dense;
+  return amg::coarse_cholesky(l, C);
 }
 
 /// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted. perm_out:
