@@ -253,7 +253,8 @@ index_t AmgCoarseSolver::factor(index_t n, const index_t* rp, const index_t* ci,
   KRYSP_CUDA_CHECK_LAUNCH("pivot_check_kernel");
   int out[2] = {0, 0};
   copy_to_host(out, flags.data(), sizeof out);
-  if (out[0] < 0) KRYSP_THROW(DeviceError, "AMG coarse factor: cusolverDnDpotrf reports argument ", -out[0], " invalid");
+  if (out[0] < 0)
+    KRYSP_THROW(DeviceError, "AMG coarse factor: cusolverDnDpotrf reports argument ", -out[0], " invalid");
   return out[1] == 0x7fffffff ? -1 : index_t(out[1]);
 }
 
