@@ -11,7 +11,7 @@ const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
                                            "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates",
-                                           "near-nullspace", "amg-adaptive"};
+                                           "near-nullspace", "amg-adaptive",   "amg-block-smoother"};
   return names;
 }
 
@@ -36,6 +36,9 @@ const char* amg_option_help() {
          "                       A's off-diagonal entries are positive and b is 1 (default auto)\n"
          "  --amg-block-size B   unknowns per node (near-nullspace: their unit vectors); 0 detects\n"
          "                       (default 0)\n"
+         "  --amg-block-smoother on | off: on levels of b > 1 unknowns a node, the Chebyshev\n"
+         "                       smoother in D_b^-1 A (b x b node blocks) instead of D^-1 A\n"
+         "                       (default on)\n"
          "  --coordinates X.mtx  node coordinates, nodes x 2 or 3 (dense Matrix Market), unknowns\n"
          "                       node-major: the near-nullspace becomes the rigid-body modes\n"
          "  --amg-adaptive N     V-cycles that adapt the near-nullspace (one unknown a node): the\n"
@@ -82,6 +85,10 @@ AmgOptions read_amg_options(const Args& args) {
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));
   a.prolongation_weight = args.get_double("amg-omega", a.prolongation_weight);
   a.block_size = int(args.get_int("amg-block-size", a.block_size, -1000000, 1000000));
+  const std::string bs = args.get("amg-block-smoother", "on");
+  if (bs == "on") a.block_smoother = true;
+  else if (bs == "off") a.block_smoother = false;
+  else KRYSP_THROW(InputError, "unknown --amg-block-smoother '", bs, "' (expected on or off)");
   if (args.get("amg-adaptive", "auto") != "auto")
     a.adaptive_cycles = int(args.get_int("amg-adaptive", a.adaptive_cycles, -1000000, 1000000));
   if (args.has("coordinates")) {

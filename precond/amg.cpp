@@ -35,10 +35,36 @@ class LevelLanczos final : public LanczosOperator {
         old_lambda_(old_lambda), record_(record) {
     s_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) s_[i] = std::sqrt(dinv[i]);
+    init();
+  }
+  /// The block smoother's operator L⁻¹·A·L⁻ᵀ (similar to D_b⁻¹A), L⁻¹ the node blocks' factors'
+  /// inverses (amg::node_block_inverses' linv): from the fixed start, nothing recorded.
+  LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& linv, int b)
+      : A_(A), n_(std::size_t(A.rows)), warm_(nullptr), old_lambda_(0), record_(false), linv_(&linv), b_(b) {
+    init();
+  }
+  void init() {
     v_.assign(n_, 0);
     vp_.assign(n_, 0);
     w_.assign(n_, 0);
     u_.assign(n_, 0);
+    if (linv_) y_.assign(n_, 0);
+  }
+  /// out = L⁻¹·in node by node, or L⁻ᵀ·in with `transposed` (L⁻¹ lower triangular).
+  void node_blocks(const double* in, double* out, bool transposed) const {
+    const std::size_t b = std::size_t(b_), bb = b * b;
+    for (std::size_t I = 0; I < n_ / b; ++I) {
+      const double* m = linv_->data() + I * bb;
+      const double* x = in + I * b;
+      for (std::size_t r = 0; r < b; ++r) {
+        double s = 0;
+        if (transposed)
+          for (std::size_t c = r; c < b; ++c) s += m[c * b + r] * x[c];
+        else
+          for (std::size_t c = 0; c <= r; ++c) s += m[r * b + c] * x[c];
+        out[I * b + r] = s;
+      }
+    }
   }
   void start() override {
     double ss = 0;
@@ -63,14 +89,29 @@ class LevelLanczos final : public LanczosOperator {
         }
       if (record_ && step_ < kAmgLanczosRecordSteps)
         for (std::size_t i = 0; i < n_; ++i) basis_.push_back(float(v_[i]));
-      for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
       double a = 0;
-      for (std::size_t i = 0; i < n_; ++i) {
-        double y = 0;
-        for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
-          y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
-        w_[i] = s_[i] * y - beta_ * vp_[i];
-        a += w_[i] * v_[i];
+      if (linv_) {  // w = L⁻¹·A·L⁻ᵀ·v − β·v_prev
+        node_blocks(v_.data(), u_.data(), true);
+        for (std::size_t i = 0; i < n_; ++i) {
+          double y = 0;
+          for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
+            y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
+          y_[i] = y;
+        }
+        node_blocks(y_.data(), w_.data(), false);
+        for (std::size_t i = 0; i < n_; ++i) {
+          w_[i] -= beta_ * vp_[i];
+          a += w_[i] * v_[i];
+        }
+      } else {  // w = D^{-1/2}·A·D^{-1/2}·v − β·v_prev
+        for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
+        for (std::size_t i = 0; i < n_; ++i) {
+          double y = 0;
+          for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
+            y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
+          w_[i] = s_[i] * y - beta_ * vp_[i];
+          a += w_[i] * v_[i];
+        }
       }
       double b = 0;
       for (std::size_t i = 0; i < n_; ++i) {
@@ -104,7 +145,9 @@ class LevelLanczos final : public LanczosOperator {
   const std::vector<float>* warm_;
   double old_lambda_;
   bool record_;
-  std::vector<double> s_, v_, vp_, w_, u_;
+  std::vector<double> s_, v_, vp_, w_, u_, y_;
+  const std::vector<double>* linv_ = nullptr;  // node blocks' L⁻¹ (block smoother), else D^{-1/2} in s_
+  int b_ = 1;
   std::vector<float> basis_;
   std::vector<double> alpha_, betas_;
   int step_ = 0;
@@ -228,6 +271,14 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   }
   if (choice) *choice = c;
   return r;
+}
+
+std::string describe_block_smoother(const AmgInfo& info) {
+  int levels = 0, b = 0;
+  for (const auto& li : info.levels)
+    if (li.smoother_block > 1) ++levels, b = std::max(b, li.smoother_block);
+  if (levels == 0) return "";
+  return detail::concat(", smoother on ", b, "x", b, " node blocks on ", levels, " of ", info.levels.size(), " levels");
 }
 
 std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
@@ -547,6 +598,27 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     } else {
       L.dinv.assign(dl1.begin(), dl1.end());
     }
+    L.block = 1;
+    L.binv.clear();
+    L.g.clear();
+    if ((!last || n > kAmgMaxDenseRows) && amg::node_block_smoothing(o, bl, n)) {
+      // Chebyshev in D_b⁻¹A on [λmax/ratio, λmax] of D_b⁻¹A: its own Lanczos, from the fixed start
+      // on every set-up. Point smoothing where it does not settle.
+      std::vector<double> binv, linv;
+      amg::node_block_inverses(l, Al, bl, binv, linv);
+      LevelLanczos block_lanczos(Al, linv, bl);
+      const LanczosResult br = lanczos_largest(block_lanczos, n, kAmgLanczosMaxSteps,
+                                               std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      li.block_lambda_estimate = br.theta;
+      li.block_lanczos_steps = br.steps;
+      if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
+        const double lmax = kLambdaBoost * br.theta;
+        L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
+        L.block = li.smoother_block = bl;
+        L.binv.assign(binv.begin(), binv.end());
+        L.g.assign(std::size_t(n), T(0));
+      }
+    }
     for (auto* v : {&L.r, &L.e, &L.u, &L.v, &L.w}) v->assign(std::size_t(n), T(0));
     if (l > 0) {  // level 0's right-hand side and solution are apply()'s r and z
       L.x.assign(std::size_t(n), T(0));
@@ -651,7 +723,7 @@ std::string HostAmg<T>::summary() const {
   char buf[96];
   std::snprintf(buf, sizeof buf, ", operator complexity %.2f, grid complexity %.2f", info_.operator_complexity,
                 info_.grid_complexity);
-  s << buf << ", " << amg::describe_choice(opt_, auto_choice_);
+  s << buf << ", " << amg::describe_choice(opt_, auto_choice_) << amg::describe_block_smoother(info_);
   s << ", b " << info_.levels[0].block_size << ", coarsest " << info_.levels.back().rows << " rows by "
     << (info_.coarse_direct ? "cholesky" : "smoothing");
   if (info_.stalled) s << "; " << info_.stop_reason;
@@ -681,6 +753,8 @@ std::vector<AmgLevelData<T>> HostAmg<T>::level_data() const {
     }
     d.dinv = &L.dinv;
     d.coef = &L.coef;
+    d.smoother_block = L.block;
+    if (L.block > 1) d.binv = &L.binv;
     out.push_back(d);
   }
   return out;
@@ -705,6 +779,20 @@ void HostAmg<T>::residual(const Level& L, const T* b, const T* x, T* r) const {
 }
 
 template <class T>
+void HostAmg<T>::node_solve(const Level& L, const T* r, T* z) const {
+  const std::size_t b = std::size_t(L.block), bb = b * b;
+  for (std::size_t I = 0; I < std::size_t(L.n) / b; ++I) {
+    const T* m = L.binv.data() + I * bb;
+    const T* x = r + I * b;
+    for (std::size_t i = 0; i < b; ++i) {
+      T s = 0;
+      for (std::size_t j = 0; j < b; ++j) s += m[i * b + j] * x[j];
+      z[I * b + i] = s;
+    }
+  }
+}
+
+template <class T>
 void HostAmg<T>::smooth_correction(const Level& L, const T* r, T* e) const {
   const std::size_t n = std::size_t(L.n);
   const T* dinv = L.dinv.data();
@@ -713,25 +801,34 @@ void HostAmg<T>::smooth_correction(const Level& L, const T* r, T* e) const {
     return;
   }
   // Chebyshev from a zero guess (as HostChebyshev): x_1 = c0·D⁻¹r,
-  // x_{k+1} = x_k + c1·(x_k − x_{k−1}) + c2·D⁻¹(r − A·x_k); the last iterate goes to e.
+  // x_{k+1} = x_k + c1·(x_k − x_{k−1}) + c2·D⁻¹(r − A·x_k); the last iterate goes to e. With node
+  // blocks, D_b⁻¹ replaces D⁻¹: g = D_b⁻¹·(r − A·x_k) first.
+  const bool blocks = L.block > 1;
   const int d = opt_.smoother_degree;
   const T c0 = T(L.coef.c0);
-  if (d == 1) {
-    for (std::size_t i = 0; i < n; ++i) e[i] = c0 * dinv[i] * r[i];
-    return;
+  T* cur = d == 1 ? e : L.u.data();
+  T* g = L.g.data();
+  if (blocks) {
+    node_solve(L, r, g);
+    for (std::size_t i = 0; i < n; ++i) cur[i] = c0 * g[i];
+  } else {
+    for (std::size_t i = 0; i < n; ++i) cur[i] = c0 * dinv[i] * r[i];
   }
-  T* cur = L.u.data();
+  if (d == 1) return;
   T* spare = L.v.data();
   T* prev = nullptr;
   T* w = L.w.data();
-  for (std::size_t i = 0; i < n; ++i) cur[i] = c0 * dinv[i] * r[i];
   for (int k = 1; k < d; ++k) {
     multiply(L, cur, w);
+    if (blocks) {
+      for (std::size_t i = 0; i < n; ++i) w[i] = r[i] - w[i];
+      node_solve(L, w, g);
+    }
     const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
     T* out = k == d - 1 ? e : (prev ? prev : spare);
     for (std::size_t i = 0; i < n; ++i) {
       const T x = cur[i], xp = prev ? prev[i] : T(0);
-      out[i] = x + c1 * (x - xp) + c2 * (dinv[i] * (r[i] - w[i]));
+      out[i] = x + c1 * (x - xp) + c2 * (blocks ? g[i] : dinv[i] * (r[i] - w[i]));
     }
     prev = cur;
     cur = out;

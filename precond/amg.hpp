@@ -131,6 +131,8 @@ struct AmgAutoChoice {
 };
 
 /// The host sparse pieces of the AMG set-up, exposed for tests.
+struct AmgInfo;
+
 namespace amg {
 
 /// The signs of A's nonzero off-diagonal entries.
@@ -174,6 +176,9 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
 /// off-diagonals), chebyshev 2 (auto), filter on (auto)" (the filter is left out where the sign
 /// rule turned it off); `o` resolved.
 std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c);
+/// The summary's words for the node-block smoother: ", smoother on 3x3 node blocks on 2 of 3
+/// levels", or "" where no level has one.
+std::string describe_block_smoother(const AmgInfo& info);
 
 /// A host CSR matrix in plain vectors, the set-up's working form: columns strictly increasing
 /// within each row.
@@ -311,6 +316,17 @@ index_t cholesky(index_t n, std::vector<double>& a, double* pivot);
 /// by cholesky: the factor in cholesky's layout. InputError naming the level and the first pivot
 /// that is not positive (or zero to rounding) when A is not positive definite.
 std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A);
+/// The node blocks of A's diagonal (b × b, node I = unknowns I·b .. I·b + b − 1; b divides
+/// A.rows, 2 ≤ b ≤ kMaxBlockSize) inverted for the block smoother, each by
+/// detail::invert_spd_block: inv (rows × b, node I's inverse D_I⁻¹ in rows I·b.., row-major,
+/// symmetric) and linv (the same layout: L_I⁻¹, lower triangular, of D_I = L_I·L_Iᵀ, so that
+/// D_I⁻¹ = L_I⁻ᵀ·L_I⁻¹). InputError naming the level, the node and the pivot when a block is not
+/// positive definite.
+/// Whether a smoothed level of n rows and b unknowns a node smooths with its node blocks
+/// (AmgOptions::block_smoother): the Chebyshev smoother, 2 ≤ b ≤ kMaxBlockSize, b divides n.
+bool node_block_smoothing(const AmgOptions& o, int b, index_t n);
+void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
+                         std::vector<double>& linv);
 
 }  // namespace amg
 
@@ -327,6 +343,10 @@ struct AmgLevelInfo {
   double gershgorin = 0;       ///< max_i Σ_j |a_ij| / a_ii ≥ λmax(D⁻¹A)
   double omega = 0;            ///< prolongator smoothing weight (0 on the coarsest)
   index_t filtered = 0;        ///< A_l's entries the filtered matrix left out (0: none, or no filter)
+  /// The smoother's node block: b when it runs in D_b⁻¹A (AmgOptions::block_smoother), else 1.
+  int smoother_block = 1;
+  double block_lambda_estimate = 0;  ///< Lanczos estimate of λmax(D_b⁻¹A) (smoother_block > 1)
+  int block_lanczos_steps = 0;       ///< Lanczos steps that estimate took
 };
 
 /// One timed phase of the GPU set-up (AmgOptions::profile_setup): wall time between device
@@ -375,6 +395,10 @@ struct AmgLevelData {
   const amg::Csr<T>* R = nullptr;    ///< Pᵀ, stored; null on the coarsest
   const std::vector<T>* dinv = nullptr;  ///< D⁻¹ (Chebyshev) or D_l1⁻¹ (l1-Jacobi), n entries
   const ChebyshevCoefficients* coef = nullptr;  ///< the Chebyshev smoother's recurrence
+  /// The smoother's node block b_s: 1 for D⁻¹ (dinv), else the recurrence runs in D_b⁻¹A with
+  /// the node blocks' inverses in binv (n × b_s, amg::node_block_inverses' layout).
+  int smoother_block = 1;
+  const std::vector<T>* binv = nullptr;  ///< null when smoother_block is 1
 };
 
 /// Smoothed-aggregation AMG on the host (see the file comment). T = double or float: the set-up
@@ -429,9 +453,13 @@ class HostAmg final : public Preconditioner<T> {
     amg::Csr<T> P, R;             ///< prolongator to this level from the next, and Pᵀ
     std::vector<T> dinv;          ///< D⁻¹ (Chebyshev) or D_l1⁻¹
     ChebyshevCoefficients coef;   ///< Chebyshev smoother
+    int block = 1;                ///< the smoother's node block (AmgLevelInfo::smoother_block)
+    std::vector<T> binv;          ///< D_b⁻¹'s blocks when block > 1 (amg::node_block_inverses)
     /// V-cycle work: this level's solution and right-hand side (levels ≥ 1; level 0 uses apply's
-    /// z and r), residual, smoother correction, and the Chebyshev recurrence's vectors.
+    /// z and r), residual, smoother correction, and the Chebyshev recurrence's vectors (g: with
+    /// node blocks).
     mutable std::vector<T> x, b, r, e, u, v, w;
+    mutable std::vector<T> g;  ///< D_b⁻¹·(r − A·x_k) when block > 1
   };
   /// What a numeric re-set-up keeps of a level (its structure); `next` is false on the coarsest.
   struct Plan {
@@ -454,6 +482,7 @@ class HostAmg final : public Preconditioner<T> {
   void multiply(const Level& L, const T* x, T* y) const;
   void residual(const Level& L, const T* b, const T* x, T* r) const;
   void smooth_correction(const Level& L, const T* r, T* e) const;  // e = S·r
+  void node_solve(const Level& L, const T* r, T* z) const;         // z = D_b⁻¹·r (L.block > 1)
   void sweep(const Level& L, const T* b, T* x) const;              // x += S·(b − A·x)
   void vcycle(std::size_t l, const T* b, T* x) const;
   void coarse_solve(const Level& L, const T* b, T* x) const;

@@ -7,6 +7,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/amg_mis2_rules.hpp"
+#include "krysp/precond/spd_block.hpp"
 #include "krysp/solvers/small_dense.hpp"
 
 namespace krysp::amg {
@@ -562,6 +563,41 @@ std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A) {
                 pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
                 "; A is not symmetric positive definite");
   return dense;
+}
+
+bool node_block_smoothing(const AmgOptions& o, int b, index_t n) {
+  return o.block_smoother && o.smoother == AmgSmoother::Chebyshev && b >= 2 && b <= kMaxBlockSize && n % b == 0;
+}
+
+void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
+                         std::vector<double>& linv) {
+  KRYSP_REQUIRE(b >= 2 && b <= kMaxBlockSize && A.rows % b == 0, "AMG: node blocks of ", b, " unknowns on ",
+                A.rows, " rows");
+  const std::size_t bb = std::size_t(b) * std::size_t(b);
+  inv.assign(std::size_t(A.rows) * std::size_t(b), 0.0);
+  linv.assign(inv.size(), 0.0);
+  double a[kMaxBlockSize * kMaxBlockSize], w[kMaxBlockSize * kMaxBlockSize];
+  for (index_t I = 0; I < A.rows / b; ++I) {
+    std::fill(a, a + bb, 0.0);
+    for (int r = 0; r < b; ++r) {
+      const index_t i = I * b + r;
+      for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k) {
+        const index_t j = A.col_idx[std::size_t(k)];
+        if (j / b == I) a[std::size_t(r * b + j % b)] = A.values[std::size_t(k)];
+      }
+    }
+    double pivot = 0;
+    const int bad = detail::invert_spd_block(b, a, w, &pivot);
+    if (bad != 0)
+      KRYSP_THROW(InputError, "AMG: the ", b, "x", b, " diagonal block of node ", I + 1, " (unknowns ", I * b + 1,
+                  "..", I * b + b, ") of the level-", level, " matrix (level 0 = A) is not positive definite: pivot ",
+                  bad, " = ", pivot, "; A is not symmetric positive definite");
+    double* out = inv.data() + std::size_t(I) * bb;
+    double* lo = linv.data() + std::size_t(I) * bb;
+    for (std::size_t q = 0; q < bb; ++q) out[q] = w[q];
+    for (int r = 0; r < b; ++r)
+      for (int c = 0; c <= r; ++c) lo[r * b + c] = a[r * b + c];  // L⁻¹, left in a's lower triangle
+  }
 }
 
 template Csr<double> to_csr(const CsrMatrix<double>&);

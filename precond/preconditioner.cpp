@@ -183,6 +183,7 @@ std::string describe(const PrecondOptions& o) {
     if (a.prolongation_weight != AmgOptions{}.prolongation_weight) s << ", weight " << a.prolongation_weight;
     if (a.aggregation != AmgOptions{}.aggregation) s << ", " << to_string(a.aggregation);
     if (a.filter != AmgOptions{}.filter) s << ", filter " << to_string(a.filter);
+    if (!a.block_smoother) s << ", point smoother";
     if (!a.coordinates.empty()) s << ", rigid-body modes";
     if (!a.near_nullspace.empty()) s << ", near-nullspace " << a.near_nullspace_vectors << " given";
     if (a.adaptive_cycles != kAmgAuto) s << ", adaptive " << a.adaptive_cycles;

@@ -25,6 +25,7 @@
 #include "krysp/precond/cuda/row_groups.cuh"
 #include "krysp/precond/cuda/sorted_search.cuh"
 #include "krysp/precond/jacobi.hpp"
+#include "krysp/precond/spd_block.hpp"
 #include "krysp/sparse/csr_trusted.hpp"
 
 namespace krysp::detail {
@@ -202,7 +203,7 @@ __global__ void k_lz_advance(index_t n, bool shift, const double* beta, const do
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   if (shift) v[i] = w[i] / *beta;
-  u[i] = s[i] * v[i];
+  if (s) u[i] = s[i] * v[i];  // null s: the node blocks' L⁻ᵀ follows (k_node_tri)
   if (rec) rec[i] = float(v[i]);
 }
 // A warm start: v = the start vector given, and the block partials of ‖v‖².
@@ -259,13 +260,13 @@ void launch_spmv(int w, index_t n, const index_t* rp, const index_t* ci, const d
   });
   KRYSP_CUDA_CHECK_LAUNCH("k_spmv");
 }
-// w = s∘y − β·v_prev; partials of wᵀv
+// w = s∘y − β·v_prev (null s: y as it is, already L⁻¹·A·u); partials of wᵀv
 __global__ void k_lz_alpha(index_t n, const double* s, const double* y, const double* beta, const double* vp,
                            bool has_prev, double* w, const double* v, double* partials) {
   double acc = 0;
   const double b = has_prev ? *beta : 0.0;
   for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const double wi = __dsub_rn(__dmul_rn(s[i], y[i]), __dmul_rn(b, has_prev ? vp[i] : 0.0));
+    const double wi = __dsub_rn(s ? __dmul_rn(s[i], y[i]) : y[i], __dmul_rn(b, has_prev ? vp[i] : 0.0));
     w[i] = wi;
     acc = __dadd_rn(acc, __dmul_rn(wi, v[i]));
   }
@@ -519,9 +520,8 @@ int download_int(const int* p) {
   return v;
 }
 
-/// The coarsest matrix (level l) downloaded and factored by amg::coarse_cholesky, as HostAmg
-/// factors it: the exact pivot for the InputError when the GPU's factor refused one.
-std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) {
+/// A level matrix downloaded, for the host's analysis of what the GPU refused.
+amg::Csr<double> download(const DCsr& Al) {
   amg::Csr<double> C;
   C.rows = C.cols = Al.rows;
   C.row_ptr.resize(std::size_t(Al.rows) + 1);
@@ -532,7 +532,56 @@ std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) {
     copy_to_host(C.col_idx.data(), Al.ci, C.col_idx.size() * sizeof(index_t));
     copy_to_host(C.values.data(), Al.va, C.values.size() * sizeof(double));
   }
-  return amg::coarse_cholesky(l, C);
+  return C;
+}
+
+/// The coarsest matrix (level l) downloaded and factored by amg::coarse_cholesky, as HostAmg
+/// factors it: the exact pivot for the InputError when the GPU's factor refused one.
+std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) { return amg::coarse_cholesky(l, download(Al)); }
+
+/// amg::node_block_inverses on the device, one thread a node, the host's operations in its order
+/// (detail::invert_spd_block): inv and linv (rows × b each), and in *bad the first node whose
+/// block is not positive definite (left as is when none).
+__global__ void k_node_blocks(index_t nodes, int b, const index_t* rp, const index_t* ci, const double* va,
+                              double* inv, double* linv, int* bad) {
+  const index_t I = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (I >= nodes) return;
+  double a[kMaxBlockSize * kMaxBlockSize], w[kMaxBlockSize * kMaxBlockSize];
+  for (int q = 0; q < b * b; ++q) a[q] = 0;
+  for (int r = 0; r < b; ++r) {
+    const index_t i = I * b + r;
+    for (index_t k = rp[i]; k < rp[i + 1]; ++k)
+      if (ci[k] / b == I) a[r * b + ci[k] % b] = va[k];
+  }
+  double pivot = 0;
+  if (detail::invert_spd_block(b, a, w, &pivot) != 0) {
+    atomicMin(bad, int(I));
+    return;
+  }
+  const std::size_t at = std::size_t(I) * std::size_t(b) * std::size_t(b);
+  for (int r = 0; r < b; ++r)
+    for (int c = 0; c < b; ++c) {
+      inv[at + std::size_t(r * b + c)] = w[r * b + c];
+      linv[at + std::size_t(r * b + c)] = c <= r ? a[r * b + c] : 0.0;  // L⁻¹, left in a's lower triangle
+    }
+}
+
+/// out = L⁻¹·x node by node, or L⁻ᵀ·x when Transposed (L⁻¹ in linv, lower triangular): the
+/// host's LevelLanczos::node_blocks, sum for sum.
+template <bool Transposed>
+__global__ void k_node_tri(index_t n, int b, const double* linv, const double* x, double* out) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const index_t I = i / b;
+  const int r = int(i % b);
+  const double* m = linv + std::size_t(I) * std::size_t(b) * std::size_t(b);
+  const double* xi = x + std::size_t(I) * std::size_t(b);
+  double s = 0;
+  if (Transposed)
+    for (int c = r; c < b; ++c) s = __dadd_rn(s, __dmul_rn(m[c * b + r], xi[c]));
+  else
+    for (int c = 0; c <= r; ++c) s = __dadd_rn(s, __dmul_rn(m[r * b + c], xi[c]));
+  out[i] = s;
 }
 
 /// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted. perm_out:
@@ -690,16 +739,20 @@ class GpuLevelLanczos final : public LanczosOperator {
   GpuLevelLanczos(const DCsr& A, const double* s, const float* warm = nullptr, double old_lambda = 0,
                   bool record = false)
       : A_(A), s_(s), warm_(warm), old_lambda_(old_lambda), n_(A.rows), grid_(partial_blocks(A.rows)), lanes_(row_lanes(A.rows, A.nnz)) {
-    for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
-    partials_ = DeviceArray<double>(std::size_t(grid_));
-    ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
-    ab_.zero();
+    init();
     if (record && n_ > 0) {
       const std::size_t bytes = std::size_t(kAmgLanczosRecordSteps) * std::size_t(n_) * sizeof(float);
       std::size_t free_bytes = 0, total = 0;
       cuda_memory_info(free_bytes, total);
       if (bytes <= free_bytes / 4) basis_ = DeviceArray<float>(std::size_t(kAmgLanczosRecordSteps) * std::size_t(n_));
     }
+  }
+  /// The block smoother's operator L⁻¹·A·L⁻ᵀ (similar to D_b⁻¹A), L⁻¹ the node blocks' factors'
+  /// inverses (k_node_blocks' linv), from the fixed start: the host's LevelLanczos for blocks.
+  GpuLevelLanczos(const DCsr& A, const double* linv, int b)
+      : A_(A), s_(nullptr), warm_(nullptr), old_lambda_(0), n_(A.rows), grid_(partial_blocks(A.rows)),
+        lanes_(row_lanes(A.rows, A.nnz)), linv_(linv), b_(b) {
+    init();
   }
   void start() override {
     if (warm_) {
@@ -730,8 +783,18 @@ class GpuLevelLanczos final : public LanczosOperator {
                                                              : nullptr;
       k_lz_advance<<<blocks_for(n_), kThreads>>>(n_, step_ > 0, prev_beta, w_.data(), v_.data(), s_, u_.data(), rec);
       check_launch("k_lz_advance");
+      if (linv_) {  // u = L⁻ᵀ·v
+        k_node_tri<true><<<blocks_for(n_), kThreads>>>(n_, b_, linv_, v_.data(), u_.data());
+        check_launch("k_node_tri");
+      }
       launch_spmv(lanes_, n_, A_.rp, A_.ci, A_.va, u_.data(), y_.data());
-      k_lz_alpha<<<grid_, kThreads>>>(n_, s_, y_.data(), prev_beta, vp_.data(), step_ > 0, w_.data(), v_.data(),
+      const double* sy = y_.data();
+      if (linv_) {  // L⁻¹·y into u, free after the product
+        k_node_tri<false><<<blocks_for(n_), kThreads>>>(n_, b_, linv_, y_.data(), u_.data());
+        check_launch("k_node_tri");
+        sy = u_.data();
+      }
+      k_lz_alpha<<<grid_, kThreads>>>(n_, s_, sy, prev_beta, vp_.data(), step_ > 0, w_.data(), v_.data(),
                                       partials_.data());
       check_launch("k_lz_alpha");
       k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), a, false);
@@ -768,6 +831,12 @@ class GpuLevelLanczos final : public LanczosOperator {
   }
 
  private:
+  void init() {
+    for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
+    partials_ = DeviceArray<double>(std::size_t(grid_));
+    ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
+    ab_.zero();
+  }
   double* norm() { return ab_.data() + 2 * kLanczosSteps + 2; }
   const DCsr& A_;
   const double* s_;
@@ -779,6 +848,8 @@ class GpuLevelLanczos final : public LanczosOperator {
   int step_ = 0;
   DeviceArray<double> v_, vp_, w_, u_, y_, partials_, ab_;
   DeviceArray<float> basis_;
+  const double* linv_ = nullptr;  // node blocks' L⁻¹ (block smoother), else D^{-1/2} in s_
+  int b_ = 1;
   std::vector<double> alpha_, beta_;  // every step's, as downloaded
 };
 
@@ -1219,6 +1290,36 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       L.dinv = to_t<T>(dinv, n);
     } else {
       L.dinv = to_t<T>(dl1, n);
+    }
+    if ((!last || n > kAmgMaxDenseRows) && n > 0 && amg::node_block_smoothing(o, bl, n)) {
+      // Chebyshev in D_b⁻¹A, as HostAmg: the node blocks' inverses, then their own Lanczos from
+      // the fixed start on every set-up; point smoothing where it does not settle.
+      const std::size_t nb = std::size_t(n) * std::size_t(bl);
+      DeviceArray<double> binv(nb), linv(nb);
+      DeviceArray<int> bad(1);
+      const int none = 0x7fffffff;
+      copy_to_device(bad.data(), &none, sizeof none);
+      k_node_blocks<<<blocks_for(nodes), kThreads>>>(nodes, bl, Al.rp, Al.ci, Al.va, binv.data(), linv.data(),
+                                                     bad.data());
+      check_launch("k_node_blocks");
+      if (download_int(bad.data()) != none) {  // the host's analysis, for its message
+        std::vector<double> host_inv, host_linv;
+        amg::node_block_inverses(l, download(Al), bl, host_inv, host_linv);
+        KRYSP_THROW(InputError, "AMG: a node block of the level-", l,
+                    " matrix was refused on the GPU, not on the host: A is nearly singular there");
+      }
+      GpuLevelLanczos block_lanczos(Al, linv.data(), bl);
+      const LanczosResult br = lanczos_largest(block_lanczos, n, kLanczosSteps,
+                                               std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      li.block_lambda_estimate = br.theta;
+      li.block_lanczos_steps = br.steps;
+      if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
+        const double lmax = kLambdaBoost * br.theta;
+        L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
+        L.block = li.smoother_block = bl;
+        L.binv = to_t<T>(binv, index_t(nb));
+      }
+      pc.mark(lv, "node-block smoother (inverses, Lanczos)");
     }
     if (keep_aggregates && !last && !kept) {
       L.aggregates.resize(std::size_t(nodes));

@@ -65,6 +65,10 @@ struct GpuAmgLevel {
   CsrMatrix<T> R;  ///< Pᵀ, device-borrowed from `r`
   DeviceArray<T> dinv;         ///< D⁻¹ (Chebyshev) or D_l1⁻¹ (l1-Jacobi)
   ChebyshevCoefficients coef;  ///< the Chebyshev smoother's recurrence
+  /// The smoother's node block (AmgLevelInfo::smoother_block), and with block > 1 D_b's inverse
+  /// blocks (n × block, amg::node_block_inverses' layout), the recurrence's D_b⁻¹ instead of dinv.
+  int block = 1;
+  DeviceArray<T> binv;
   DeviceCsrArrays<T> a, p, r;  ///< the storage the matrices above borrow
   /// The aggregate of each node (−1: left out), when the set-up was asked to keep them (tests);
   /// empty on the coarsest level.

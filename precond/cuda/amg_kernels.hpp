@@ -15,6 +15,18 @@ void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, 
 template <class T>
 void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, DeviceStream stream = {});
 
+/// The node-block smoother's first Chebyshev iterate X = c0·D_b⁻¹·R (amg_node_smoother.cu): binv
+/// holds D_b's inverse blocks, n × b (amg::node_block_inverses' layout), b divides n.
+template <class T>
+void amg_node_first(index_t n, index_t N, int b, T c0, const T* binv, const T* R, index_t ldr, T* X, index_t ldx,
+                    DeviceStream stream = {});
+/// Its step Y = X + c1·(X − Xp) + c2·D_b⁻¹·(R − W), W = A·X (Xp null: no c1 term). Xp may be Y;
+/// X and W must not overlap Y.
+template <class T>
+void amg_node_step(index_t n, index_t N, int b, T c1, T c2, const T* binv, const T* R, index_t ldr, const T* W,
+                   index_t ldw, const T* X, index_t ldx, const T* Xp, index_t ldxp, T* Y, index_t ldy,
+                   DeviceStream stream = {});
+
 /// Y = X·B (add: Y += X·B) for the coarse solve: X an n × n dense matrix in double (the coarsest
 /// matrix's inverse, AmgCoarseSolver::invert, or the coarse correction of the level above it,
 /// AmgCoarseSolver::correction), B and Y n × N (B and Y must not overlap), summed in double in a

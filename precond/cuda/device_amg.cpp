@@ -172,6 +172,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.dinv = DeviceArray<T>(d.dinv->size());
       L.dinv.upload(d.dinv->data(), d.dinv->size());
       L.coef = *d.coef;
+      upload_blocks(L, d);
       L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
       L.vec = DeviceArray<T>(std::size_t(d.n) * std::size_t(work_arrays(l)));
       levels_.push_back(std::move(L));
@@ -222,6 +223,8 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     }
     L.dinv = std::move(g.dinv);
     L.coef = g.coef;
+    L.smoother_block = g.block;
+    L.binv = std::move(g.binv);
     L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
     L.vec = DeviceArray<T>(std::size_t(g.n) * std::size_t(work_arrays(l)));
     levels_.push_back(std::move(L));
@@ -237,6 +240,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     for (const auto* m : {&g.a, &g.p, &g.r})
       held += (m->row_ptr.size() + m->col_idx.size()) * sizeof(index_t) + m->values.size() * sizeof(T);
   if (gpu_->plan) held += detail::plan_device_bytes(*gpu_->plan);  // what update_values reuses
+  for (const Level& L : levels_) held += (L.dinv.size() + L.binv.size()) * sizeof(T);  // made by the set-up
   const std::size_t after = device_bytes_allocated();
   upload_bytes_ = held + (after > before ? after - before : 0);
   cuda_synchronize();
@@ -252,6 +256,17 @@ template <class T>
 const HostAmg<T>& DeviceAmg<T>::host() const {
   KRYSP_REQUIRE(host_ != nullptr, "AMG: this hierarchy was set up on the GPU; there is no host copy");
   return *host_;
+}
+
+template <class T>
+void DeviceAmg<T>::upload_blocks(Level& L, const AmgLevelData<T>& d) {
+  L.smoother_block = d.smoother_block;
+  if (L.smoother_block == 1) {
+    L.binv = DeviceArray<T>();
+    return;
+  }
+  if (L.binv.size() != d.binv->size()) L.binv = DeviceArray<T>(d.binv->size());
+  L.binv.upload(d.binv->data(), d.binv->size());
 }
 
 template <class T>
@@ -271,6 +286,7 @@ void DeviceAmg<T>::upload_values(const CsrMatrix<T>& A) {
     }
     L.dinv.upload(d.dinv->data(), d.dinv->size());
     L.coef = *d.coef;
+    upload_blocks(L, d);
   }
   set_coarse(host_->coarse_factor());
   cuda_synchronize();
@@ -309,6 +325,8 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
         }
         L.dinv = std::move(g.dinv);
         L.coef = g.coef;
+        L.smoother_block = g.block;
+        L.binv = std::move(g.binv);
       }
       set_coarse(std::move(fresh.coarse_factor));
       gpu_->info = fresh.info;
@@ -358,7 +376,7 @@ std::string DeviceAmg<T>::summary() const {
     std::snprintf(buf, sizeof buf, ", operator complexity %.2f, grid complexity %.2f, ", in.operator_complexity,
                   in.grid_complexity);
     s += buf;
-    s += amg::describe_choice(opt_, auto_choice_);
+    s += amg::describe_choice(opt_, auto_choice_) + amg::describe_block_smoother(in);
     s += detail::concat(", b ", in.levels[0].block_size, ", mis2, coarsest ", in.levels.back().rows, " rows by ",
                         in.coarse_direct ? "cholesky" : "smoothing");
     if (in.stalled) s += "; " + in.stop_reason;
@@ -416,18 +434,24 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
     detail::cheb_first<T, T, T>(L.n, N, T(1), dinv, r, ldr, e, lde, s);  // e = D_l1⁻¹·r
     return;
   }
-  // Chebyshev from a zero guess, HostAmg::smooth_correction's recurrence.
+  // Chebyshev from a zero guess, HostAmg::smooth_correction's recurrence: in D⁻¹A, or in D_b⁻¹A
+  // with node blocks (no fused step there: A·x_k goes through w).
   const int d = o.smoother_degree;
   const T c0 = T(L.coef.c0);
+  const T* binv = L.binv.data();
+  auto first = [&](T* x, index_t ldx) {
+    if (L.smoother_block > 1) detail::amg_node_first<T>(L.n, N, L.smoother_block, c0, binv, r, ldr, x, ldx, s);
+    else detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, x, ldx, s);
+  };
   if (d == 1) {
-    detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, e, lde, s);
+    first(e, lde);
     return;
   }
   const index_t ld = W.ld;
   T* cur = W.u;
   T* prev = nullptr;
-  detail::cheb_first<T, T, T>(L.n, N, c0, dinv, r, ldr, cur, ld, s);
-  if (N == 1 && ld == 1 && L.step >= 0) {  // vectors: each step one kernel, A_l·x_k never stored
+  first(cur, ld);
+  if (N == 1 && ld == 1 && L.step >= 0 && L.smoother_block == 1) {  // vectors: each step one kernel, A_l·x_k never stored
     const CsrView<T> dA = L.A.A.device_view();
     for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
@@ -445,21 +469,22 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
   for (int k = 1; k < d; ++k) {
     mul(L.A, N, T(1), cur, ld, T(0), W.w, ld, s);  // w = A·x_k
     const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
-    if (k == d - 1) {
-      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, e, lde, s);
-    } else {
-      T* out = prev ? prev : W.v;  // x_{k+1} overwrites x_{k−1}, or goes to the spare array
-      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, out, ld, s);
-      prev = cur;
-      cur = out;
-    }
+    // x_{k+1} overwrites x_{k−1}, or goes to the spare array; the last one to e
+    T* out = k == d - 1 ? e : prev ? prev : W.v;
+    const index_t ldo = k == d - 1 ? lde : ld;
+    if (L.smoother_block > 1)
+      detail::amg_node_step<T>(L.n, N, L.smoother_block, c1, c2, binv, r, ldr, W.w, ld, cur, ld, prev, ld, out, ldo, s);
+    else
+      detail::cheb_step<T, T, T>(L.n, N, c1, c2, dinv, r, ldr, W.w, ld, cur, ld, prev, ld, out, ldo, s);
+    prev = cur;
+    cur = out;
   }
 }
 
 template <class T>
 void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                          DeviceStream s) const {
-  if (N == 1 && W.ld == 1 && ldx == 1 && L.step >= 0) {
+  if (N == 1 && W.ld == 1 && ldx == 1 && L.step >= 0 && L.smoother_block == 1) {
     // Vectors: the smoother's recurrence run on x itself, x_{k+1} = x_k + c1·(x_k − x_{k−1}) +
     // c2·D⁻¹(b − A·x_k) from x_0 = x (x_1 without the c1 term). x_k − x_0 follows the recurrence
     // from zero on r = b − A·x_0, so this is x + S·r (the branch below) without r, e or the add:

@@ -127,6 +127,8 @@ class DeviceAmg final : public Preconditioner<T> {
     Mat A, P, R;  ///< P, R: not made on the coarsest level
     DeviceArray<T> dinv;
     ChebyshevCoefficients coef;
+    int smoother_block = 1;  ///< the smoother's node block: > 1 runs the recurrence in D_b⁻¹A
+    DeviceArray<T> binv;     ///< D_b's inverse blocks (smoother_block > 1), n × smoother_block
     /// The vector path's Chebyshev step: −1 the SpMV plan then the vector kernel, else the fused
     /// kernel's width (choose_chebyshev_step: A_l·x_k computed inside the step, never stored).
     int step = -1;
@@ -157,6 +159,8 @@ class DeviceAmg final : public Preconditioner<T> {
   Work work(std::size_t l, T* base, index_t ld) const;
   void mul(const Mat& M, index_t N, T alpha, const T* x, index_t ldx, T beta, T* y, index_t ldy,
            DeviceStream s) const;
+  /// The host level's node-block smoother (d.smoother_block, d.binv) into L.
+  static void upload_blocks(Level& L, const AmgLevelData<T>& d);
   void smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e, index_t lde,
                          DeviceStream s) const;
   void sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,

@@ -154,6 +154,22 @@ inline void check_matches_host(const detail::GpuAmgHierarchy<double>& G, const H
     // across jumps of 1e4 its terms cancel to a small entry (random media: 3e-13 entrywise).
     CHECK(dd <= (l == 0 ? 1e-14 : 1e-12));
     CHECK(g.coef.c0 == doctest::Approx(hd[l].coef->c0).epsilon(l + 1 < hd.size() ? 1e-9 : 1e-5));
+    // The node-block smoother: the same levels, λ(D_b⁻¹A) to rounding, the inverse blocks to
+    // 1e-12 of their largest entry on level 0 (A's own blocks) and 1e-10 below (Galerkin blocks).
+    CHECK(gi.smoother_block == hi.smoother_block);
+    CHECK(g.block == hd[l].smoother_block);
+    CHECK(gi.block_lanczos_steps == hi.block_lanczos_steps);
+    if (hi.smoother_block > 1) {
+      CHECK(gi.block_lambda_estimate == doctest::Approx(hi.block_lambda_estimate).epsilon(1e-10));
+      REQUIRE(hd[l].binv != nullptr);
+      const std::vector<double> binv = to_host(g.binv, hd[l].binv->size());
+      double bd = 0, bs = 0;
+      for (std::size_t k = 0; k < binv.size(); ++k) {
+        bd = std::max(bd, std::abs(binv[k] - (*hd[l].binv)[k]));
+        bs = std::max(bs, std::abs((*hd[l].binv)[k]));
+      }
+      CHECK(bd <= (l == 0 ? 1e-12 : 1e-10) * bs);
+    }
   }
   CHECK(G.info.stop_reason == H.info().stop_reason);
   CHECK(G.info.coarse_direct == H.info().coarse_direct);

@@ -44,8 +44,9 @@ struct Problem {
   AmgOptions o;
 };
 
-// The test problems: a 3-D Laplacian, diffusion with jumps and anisotropy, bcsstk06 with b = 3,
-// elasticity with rigid-body modes; each with either smoother.
+// The test problems: a 3-D Laplacian, diffusion with jumps and anisotropy, bcsstk06 with b = 3
+// (node-block and point smoothing), bcsstm12 (b 3 detected), elasticity with rigid-body modes;
+// each with either smoother.
 std::vector<Problem> problems(AmgSmoother s) {
   std::vector<Problem> p;
   AmgOptions o;
@@ -55,6 +56,9 @@ std::vector<Problem> problems(AmgSmoother s) {
   AmgOptions ob = o;
   ob.block_size = 3;
   p.push_back({"bcsstk06 b 3", test::load("bcsstk06"), ob});
+  ob.block_smoother = false;
+  p.push_back({"bcsstk06 b 3, point smoother", test::load("bcsstk06"), ob});
+  p.push_back({"bcsstm12 (node-block smoother)", test::load("bcsstm12"), o});
   std::vector<double> xyz;
   CsrMatrix<double> E = elasticity_3d(6, 5, 5, 0.3, &xyz);
   AmgOptions oe = o;
@@ -156,7 +160,7 @@ std::vector<double> rescaled_values(const CsrMatrix<double>& A) {
 
 }  // namespace
 
-TEST_CASE("AMG GPU: apply and apply_block match HostAmg (both smoothers, four problems)") {
+TEST_CASE("AMG GPU: apply and apply_block match HostAmg (both smoothers, six problems)") {
   for (AmgSmoother s : {AmgSmoother::Chebyshev, AmgSmoother::L1Jacobi}) {
     for (const Problem& p : problems(s)) {
       CAPTURE(p.name);

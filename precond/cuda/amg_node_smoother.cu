@@ -1,0 +1,91 @@
+// The node-block smoother's vector kernels (amg_kernels.hpp): HostAmg::smooth_correction's
+// recurrence with D_b⁻¹ in place of D⁻¹, a thread an entry of the n × N block. Each thread reads
+// its node's b entries of R − W (cached: the node's other threads read the same), so there is no
+// shared memory and no synchronisation between rows.
+#include <algorithm>
+#include <cstdint>
+
+#include "krysp/base/cuda/check.cuh"
+#include "krysp/precond/cuda/amg_kernels.hpp"
+
+namespace krysp::detail {
+
+namespace {
+constexpr int kBlock = 256;
+
+unsigned grid_for(std::int64_t total) {
+  return unsigned(std::min<std::int64_t>(std::max<std::int64_t>(1, (total + kBlock - 1) / kBlock), 1 << 16));
+}
+
+// g = (D_b⁻¹·(R − W))_{i,c}, the host's sum order (j = 0..b−1); W null: D_b⁻¹·R.
+template <class T>
+__device__ __forceinline__ T node_solve(int b, const T* __restrict__ binv, std::int64_t i, std::int64_t c,
+                                        const T* __restrict__ R, index_t ldr, const T* __restrict__ W, index_t ldw) {
+  const std::int64_t node = i / b, q = i - node * b;
+  const T* m = binv + (node * b + q) * b;
+  const std::int64_t first = node * b;
+  T s = 0;
+  for (int j = 0; j < b; ++j) {
+    const T g = W ? R[(first + j) * ldr + c] - W[(first + j) * ldw + c] : R[(first + j) * ldr + c];
+    s += m[j] * g;
+  }
+  return s;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    amg_node_first_kernel(index_t n, index_t N, int b, T c0, const T* __restrict__ binv, const T* __restrict__ R,
+                          index_t ldr, T* __restrict__ X, index_t ldx) {
+  const std::int64_t total = std::int64_t(n) * N;
+  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = t / N, c = t - i * N;
+    X[i * ldx + c] = c0 * node_solve<T>(b, binv, i, c, R, ldr, nullptr, 0);
+  }
+}
+
+// Y = X + c1·(X − Xp) + c2·D_b⁻¹(R − W). Xp may be Y (each entry read before it is written, by
+// the same thread); X and W must not be Y (other rows of the node read them).
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    amg_node_step_kernel(index_t n, index_t N, int b, T c1, T c2, const T* __restrict__ binv, const T* __restrict__ R,
+                         index_t ldr, const T* __restrict__ W, index_t ldw, const T* __restrict__ X, index_t ldx,
+                         const T* Xp, index_t ldxp, T* Y, index_t ldy) {
+  const std::int64_t total = std::int64_t(n) * N;
+  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = t / N, c = t - i * N;
+    const T x = X[i * ldx + c], xp = Xp ? Xp[i * ldxp + c] : T(0);
+    Y[i * ldy + c] = x + c1 * (x - xp) + c2 * node_solve<T>(b, binv, i, c, R, ldr, W, ldw);
+  }
+}
+}  // namespace
+
+template <class T>
+void amg_node_first(index_t n, index_t N, int b, T c0, const T* binv, const T* R, index_t ldr, T* X, index_t ldx,
+                    DeviceStream stream) {
+  const std::int64_t total = std::int64_t(n) * N;
+  if (total == 0) return;
+  amg_node_first_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, b, c0, binv, R, ldr, X, ldx);
+  KRYSP_CUDA_CHECK_LAUNCH("amg_node_first_kernel");
+}
+
+template <class T>
+void amg_node_step(index_t n, index_t N, int b, T c1, T c2, const T* binv, const T* R, index_t ldr, const T* W,
+                   index_t ldw, const T* X, index_t ldx, const T* Xp, index_t ldxp, T* Y, index_t ldy,
+                   DeviceStream stream) {
+  const std::int64_t total = std::int64_t(n) * N;
+  if (total == 0) return;
+  amg_node_step_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, b, c1, c2, binv, R, ldr, W, ldw,
+                                                                              X, ldx, Xp, ldxp, Y, ldy);
+  KRYSP_CUDA_CHECK_LAUNCH("amg_node_step_kernel");
+}
+
+#define KRYSP_INSTANTIATE_NODE(T)                                                                                  \
+  template void amg_node_first<T>(index_t, index_t, int, T, const T*, const T*, index_t, T*, index_t, DeviceStream); \
+  template void amg_node_step<T>(index_t, index_t, int, T, T, const T*, const T*, index_t, const T*, index_t,        \
+                                 const T*, index_t, const T*, index_t, T*, index_t, DeviceStream);
+KRYSP_INSTANTIATE_NODE(double)
+KRYSP_INSTANTIATE_NODE(float)
+
+}  // namespace krysp::detail
