@@ -38,9 +38,11 @@ class LevelLanczos final : public LanczosOperator {
     init();
   }
   /// The block smoother's operator L⁻¹·A·L⁻ᵀ (similar to D_b⁻¹A), L⁻¹ the node blocks' factors'
-  /// inverses (amg::node_block_inverses' linv): from the fixed start, nothing recorded.
-  LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& linv, int b)
-      : A_(A), n_(std::size_t(A.rows)), warm_(nullptr), old_lambda_(0), record_(false), linv_(&linv), b_(b) {
+  /// inverses (amg::node_block_inverses' linv); warm, old_lambda and record as above.
+  LevelLanczos(const amg::Csr<double>& A, const std::vector<double>& linv, int b, const std::vector<float>* warm,
+               double old_lambda, bool record)
+      : A_(A), n_(std::size_t(A.rows)), warm_(warm && warm->size() == std::size_t(A.rows) ? warm : nullptr),
+        old_lambda_(old_lambda), record_(record), linv_(&linv), b_(b) {
     init();
   }
   void init() {
@@ -602,13 +604,19 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     L.binv.clear();
     L.g.clear();
     if ((!last || n > kAmgMaxDenseRows) && amg::node_block_smoothing(o, bl, n)) {
-      // Chebyshev in D_b⁻¹A on [λmax/ratio, λmax] of D_b⁻¹A: its own Lanczos, from the fixed start
-      // on every set-up. Point smoothing where it does not settle.
+      // Chebyshev in D_b⁻¹A on [λmax/ratio, λmax] of D_b⁻¹A: its own Lanczos (L⁻¹·A·L⁻ᵀ). Point
+      // smoothing where it does not settle.
       std::vector<double> binv, linv;
       amg::node_block_inverses(l, Al, bl, binv, linv);
-      LevelLanczos block_lanczos(Al, linv, bl);
+      const bool warm = reuse && !plan.block_ritz.empty();  // as the point Lanczos above
+      LevelLanczos block_lanczos(Al, linv, bl, warm ? &plan.block_ritz : nullptr, warm ? plan.block_ritz_lambda : 0.0,
+                                 !reuse);
       const LanczosResult br = lanczos_largest(block_lanczos, n, kAmgLanczosMaxSteps,
                                                std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      if (!reuse) {
+        plan.block_ritz = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
+        plan.block_ritz_lambda = br.theta;
+      }
       li.block_lambda_estimate = br.theta;
       li.block_lanczos_steps = br.steps;
       if (br.converged && std::isfinite(br.theta) && br.theta > 0) {

@@ -476,6 +476,9 @@ class HostAmg final : public Preconditioner<T> {
     /// recorded): the numeric re-set-up's Lanczos starts from it (kAmgWarmLanczosMinSteps).
     std::vector<float> ritz;
     double ritz_lambda = 0;  ///< the λ estimate it came with
+    /// The same for the node-block smoother's L⁻¹·A·L⁻ᵀ (empty: point smoothing, or not recorded).
+    std::vector<float> block_ritz;
+    double block_ritz_lambda = 0;
   };
   /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
   bool set_up(const CsrMatrix<T>& A, bool reuse);

@@ -748,11 +748,11 @@ class GpuLevelLanczos final : public LanczosOperator {
     }
   }
   /// The block smoother's operator L⁻¹·A·L⁻ᵀ (similar to D_b⁻¹A), L⁻¹ the node blocks' factors'
-  /// inverses (k_node_blocks' linv), from the fixed start: the host's LevelLanczos for blocks.
-  GpuLevelLanczos(const DCsr& A, const double* linv, int b)
-      : A_(A), s_(nullptr), warm_(nullptr), old_lambda_(0), n_(A.rows), grid_(partial_blocks(A.rows)),
-        lanes_(row_lanes(A.rows, A.nnz)), linv_(linv), b_(b) {
-    init();
+  /// inverses (k_node_blocks' linv): the host's LevelLanczos for blocks; warm and record as above.
+  GpuLevelLanczos(const DCsr& A, const double* linv, int b, const float* warm, double old_lambda, bool record)
+      : GpuLevelLanczos(A, nullptr, warm, old_lambda, record) {
+    linv_ = linv;
+    b_ = b;
   }
   void start() override {
     if (warm_) {
@@ -951,6 +951,9 @@ struct GpuAmgPlan {
   /// (float; empty where it was not recorded): a re-set-up's warm start.
   std::vector<DeviceArray<float>> ritz;
   std::vector<double> ritz_lambda;  ///< the λ estimate of each of them
+  /// The same for the node-block smoother's L⁻¹·A_l·L⁻ᵀ (empty where a level smooths by points).
+  std::vector<DeviceArray<float>> block_ritz;
+  std::vector<double> block_ritz_lambda;
   /// What the aggregates and patterns were decided from: A's structure and the options that shape
   /// them (θ, the level and size limits, b and K, the filter, a smoothed or a tentative P). A
   /// re-set-up under others would reuse structures that are not theirs: gpu_amg_setup refuses it.
@@ -1308,9 +1311,20 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         KRYSP_THROW(InputError, "AMG: a node block of the level-", l,
                     " matrix was refused on the GPU, not on the host: A is nearly singular there");
       }
-      GpuLevelLanczos block_lanczos(Al, linv.data(), bl);
+      // Warm in a re-set-up from the full set-up's Ritz vector, as the point Lanczos above.
+      const float* warm = reuse && warm_lanczos && l < reuse->block_ritz.size() &&
+                                  reuse->block_ritz[l].size() == std::size_t(n)
+                              ? reuse->block_ritz[l].data()
+                              : nullptr;
+      GpuLevelLanczos block_lanczos(Al, linv.data(), bl, warm, warm ? reuse->block_ritz_lambda[l] : 0.0, !reuse);
       const LanczosResult br = lanczos_largest(block_lanczos, n, kLanczosSteps,
                                                std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      if (!reuse) {
+        plan->block_ritz.resize(l + 1);
+        plan->block_ritz_lambda.resize(l + 1, 0.0);
+        plan->block_ritz[l] = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
+        plan->block_ritz_lambda[l] = br.theta;
+      }
       li.block_lambda_estimate = br.theta;
       li.block_lanczos_steps = br.steps;
       if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
@@ -1623,6 +1637,7 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += (l.pre_unit_rp.size() + l.pre_unit_ci.size() + l.unit_map.size()) * sizeof(index_t);
   }
   for (const DeviceArray<float>& r : plan.ritz) bytes += r.size() * sizeof(float);
+  for (const DeviceArray<float>& r : plan.block_ritz) bytes += r.size() * sizeof(float);
   return bytes;
 }
 

@@ -1,12 +1,13 @@
 // The node-block smoother's vector kernels (amg_kernels.hpp): HostAmg::smooth_correction's
-// recurrence with D_b⁻¹ in place of D⁻¹, a thread an entry of the n × N block. Each thread reads
-// its node's b entries of R − W (cached: the node's other threads read the same), so there is no
-// shared memory and no synchronisation between rows.
+// recurrence with D_b⁻¹ in place of D⁻¹. On blocks a thread an entry of the n × N block, reading
+// its node's b entries of R − W (cached: the node's other threads read the same); on vectors a
+// warp a node with A·X summed inside, as the point smoother's fused step (chebyshev_fused.cu).
 #include <algorithm>
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/precond/cuda/amg_kernels.hpp"
+#include "krysp/precond/spd_block.hpp"
 
 namespace krysp::detail {
 
@@ -59,7 +60,48 @@ __global__ void __launch_bounds__(kBlock)
     Y[i * ldy + c] = x + c1 * (x - xp) + c2 * node_solve<T>(b, binv, i, c, R, ldr, W, ldw);
   }
 }
+// A warp a node: the warp sums each of the node's b rows of A·X (lane t takes entries t, t + 32,
+// ... in order, then a fixed butterfly, so every lane holds the sums), and lane q < b writes row q.
+template <class T>
+__global__ void __launch_bounds__(kBlock)
+    amg_node_fused_kernel(CsrView<T> A, int b, T c1, T c2, const T* __restrict__ binv, const T* __restrict__ R,
+                          index_t ldr, const T* __restrict__ X, const T* Xp, T* Y, index_t ldy) {
+  const std::int64_t node = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = int(threadIdx.x % 32);
+  if (node * b >= A.rows) return;  // whole warps leave together
+  const std::int64_t first = node * b;
+  T g[kMaxBlockSize];  // R − A·X on the node's rows
+#pragma unroll
+  for (int q = 0; q < kMaxBlockSize; ++q) {
+    if (q >= b) break;
+    const std::int64_t row = first + q;
+    T s = 0;
+    for (index_t k = A.row_ptr[row] + lane; k < A.row_ptr[row + 1]; k += 32) s += A.values[k] * X[A.col_idx[k]];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    g[q] = R[row * ldr] - s;
+  }
+  if (lane >= b) return;
+  const T* m = binv + (first + lane) * b;
+  T s = 0;
+#pragma unroll
+  for (int j = 0; j < kMaxBlockSize; ++j)
+    if (j < b) s += m[j] * g[j];
+  const std::int64_t row = first + lane;
+  const T x = X[row], xp = Xp ? Xp[row] : T(0);  // Xp read before Y is written: Y may be Xp
+  Y[row * ldy] = x + c1 * (x - xp) + c2 * s;
+}
 }  // namespace
+
+template <class T>
+void amg_node_fused_step(const CsrView<T>& A, int b, T c1, T c2, const T* binv, const T* R, index_t ldr, const T* X,
+                         const T* Xp, T* Y, index_t ldy, DeviceStream stream) {
+  if (A.rows == 0) return;
+  const std::int64_t threads = std::int64_t(A.rows / b) * 32;
+  const auto grid = unsigned((threads + kBlock - 1) / kBlock);
+  amg_node_fused_kernel<T><<<grid, kBlock, 0, cuda_stream(stream)>>>(A, b, c1, c2, binv, R, ldr, X, Xp, Y, ldy);
+  KRYSP_CUDA_CHECK_LAUNCH("amg_node_fused_kernel");
+}
 
 template <class T>
 void amg_node_first(index_t n, index_t N, int b, T c0, const T* binv, const T* R, index_t ldr, T* X, index_t ldx,
@@ -84,7 +126,9 @@ void amg_node_step(index_t n, index_t N, int b, T c1, T c2, const T* binv, const
 #define KRYSP_INSTANTIATE_NODE(T)                                                                                  \
   template void amg_node_first<T>(index_t, index_t, int, T, const T*, const T*, index_t, T*, index_t, DeviceStream); \
   template void amg_node_step<T>(index_t, index_t, int, T, T, const T*, const T*, index_t, const T*, index_t,        \
-                                 const T*, index_t, const T*, index_t, T*, index_t, DeviceStream);
+                                 const T*, index_t, const T*, index_t, T*, index_t, DeviceStream);                  \
+  template void amg_node_fused_step<T>(const CsrView<T>&, int, T, T, const T*, const T*, index_t, const T*, const T*,  \
+                                       T*, index_t, DeviceStream);
 KRYSP_INSTANTIATE_NODE(double)
 KRYSP_INSTANTIATE_NODE(float)
 

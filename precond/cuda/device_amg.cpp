@@ -451,15 +451,15 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
   T* cur = W.u;
   T* prev = nullptr;
   first(cur, ld);
-  if (N == 1 && ld == 1 && L.step >= 0 && L.smoother_block == 1) {  // vectors: each step one kernel, A_l·x_k never stored
-    const CsrView<T> dA = L.A.A.device_view();
+  if (N == 1 && ld == 1 && (L.step >= 0 || L.smoother_block > 1)) {
+    // Vectors: each step one kernel, A_l·x_k never stored.
     for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
       if (k == d - 1) {
-        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, e, lde, s);
+        fused_step(L, c1, c2, r, ldr, cur, prev, e, lde, s);
       } else {  // x_{k+1} overwrites x_{k−1} (or the spare array); never x_k, which rows gather from
         T* out = prev ? prev : W.v;
-        detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, r, ldr, cur, prev, out, 1, s);
+        fused_step(L, c1, c2, r, ldr, cur, prev, out, 1, s);
         prev = cur;
         cur = out;
       }
@@ -482,18 +482,26 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
 }
 
 template <class T>
+void DeviceAmg<T>::fused_step(const Level& L, T c1, T c2, const T* r, index_t ldr, const T* x, const T* xp, T* y,
+                              index_t ldy, DeviceStream s) const {
+  const CsrView<T> dA = L.A.A.device_view();
+  if (L.smoother_block > 1)
+    detail::amg_node_fused_step<T>(dA, L.smoother_block, c1, c2, L.binv.data(), r, ldr, x, xp, y, ldy, s);
+  else
+    detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, L.dinv.data(), r, ldr, x, xp, y, ldy, s);
+}
+
+template <class T>
 void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                          DeviceStream s) const {
-  if (N == 1 && W.ld == 1 && ldx == 1 && L.step >= 0 && L.smoother_block == 1) {
+  if (N == 1 && W.ld == 1 && ldx == 1 && (L.step >= 0 || L.smoother_block > 1)) {
     // Vectors: the smoother's recurrence run on x itself, x_{k+1} = x_k + c1·(x_k − x_{k−1}) +
     // c2·D⁻¹(b − A·x_k) from x_0 = x (x_1 without the c1 term). x_k − x_0 follows the recurrence
     // from zero on r = b − A·x_0, so this is x + S·r (the branch below) without r, e or the add:
     // one fused kernel a step, 2 launches for degree 2 instead of 5.
     const bool l1 = opt_.smoother == AmgSmoother::L1Jacobi;
     const int d = l1 ? 1 : opt_.smoother_degree;
-    const CsrView<T> dA = L.A.A.device_view();
-    const T* dinv = L.dinv.data();
-    detail::cheb_fused_step<T, T, T>(dA, L.step, T(0), l1 ? T(1) : T(L.coef.c0), dinv, b, ldb, x, nullptr, W.u, 1, s);
+    fused_step(L, T(0), l1 ? T(1) : T(L.coef.c0), b, ldb, x, nullptr, W.u, 1, s);
     T* cur = W.u;
     T* prev = x;
     T* spare = W.v;
@@ -503,7 +511,7 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
     for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
       T* out = d % 2 == 1 && k <= 2 ? spare : prev;
-      detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, dinv, b, ldb, cur, prev, out, 1, s);
+      fused_step(L, c1, c2, b, ldb, cur, prev, out, 1, s);
       if (out == spare) spare = prev;
       prev = cur;
       cur = out;

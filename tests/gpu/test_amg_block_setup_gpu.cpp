@@ -422,6 +422,10 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
       CHECK(R.info.levels[l].block_size == F.info.levels[l].block_size);
       const std::size_t nl = std::size_t(F.levels[l].n);
       CHECK(to_host(R.levels[l].dinv, nl) == to_host(F.levels[l].dinv, nl));
+      CHECK(R.info.levels[l].block_lambda_estimate == F.info.levels[l].block_lambda_estimate);
+      REQUIRE(R.levels[l].block == F.levels[l].block);
+      const std::size_t nb = nl * std::size_t(F.levels[l].block);
+      if (F.levels[l].block > 1) CHECK(to_host(R.levels[l].binv, nb) == to_host(F.levels[l].binv, nb));
       if (l > 0) CHECK(same(host_copy(R.levels[l].A), host_copy(F.levels[l].A)));
       if (l + 1 < F.levels.size()) {
         CHECK(same(host_copy(R.levels[l].P), host_copy(F.levels[l].P)));
