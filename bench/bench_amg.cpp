@@ -123,7 +123,8 @@ std::string amg_options_json(const AmgOptions& a) {
      << ", \"degree\": "
      << (a.smoother_degree == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.smoother_degree))
      << ", \"coarse_size\": " << a.coarse_size << ", \"sweeps\": " << a.sweeps << ", \"filter\": \""
-     << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": " << num(a.smoother_ratio)
+     << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": "
+     << (a.smoother_ratio == kAmgAuto ? std::string("\"auto\"") : num(a.smoother_ratio))
      << ", \"omega\": " << num(a.prolongation_weight) << ", \"smoother\": \"" << to_string(a.smoother)
      << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\", \"adaptive_cycles\": "
      << (a.adaptive_cycles == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.adaptive_cycles)) << "}";

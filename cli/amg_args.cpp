@@ -27,7 +27,8 @@ const char* amg_option_help() {
          "  --amg-aggregation A  mis2 | greedy; greedy sets up on the host only   (default mis2)\n"
          "  --amg-degree D       Chebyshev smoother degree; auto: 3 when over 10% of A's\n"
          "                       off-diagonal entries are positive, else 2        (default auto)\n"
-         "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
+         "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax; auto: 30 when over\n"
+         "                       10% of A's off-diagonal entries are positive, else 10 (default auto)\n"
          "  --amg-sweeps S       smoothing sweeps before and after the coarse grid (default 1)\n"
          "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A); 0: plain aggregation\n"
          "                       (default 1.5)\n"
@@ -81,7 +82,7 @@ AmgOptions read_amg_options(const Args& args) {
   else KRYSP_THROW(InputError, "unknown --amg-filter '", f, "' (expected auto, on or off)");
   if (args.get("amg-degree", "auto") != "auto")
     a.smoother_degree = int(args.get_int("amg-degree", a.smoother_degree, -1000000, 1000000));
-  a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);
+  if (args.get("amg-ratio", "auto") != "auto") a.smoother_ratio = args.get_double("amg-ratio", a.smoother_ratio);
   a.sweeps = int(args.get_int("amg-sweeps", a.sweeps, -1000000, 1000000));
   a.prolongation_weight = args.get_double("amg-omega", a.prolongation_weight);
   a.block_size = int(args.get_int("amg-block-size", a.block_size, -1000000, 1000000));

@@ -247,8 +247,9 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   AmgOptions r = o;
   c.theta = o.theta == kAmgAuto;
   c.degree = o.smoother_degree == kAmgAuto && o.smoother == AmgSmoother::Chebyshev;
+  c.ratio = o.smoother_ratio == kAmgAuto && o.smoother == AmgSmoother::Chebyshev;
   c.filter = o.filter == AmgFilter::Auto;
-  if (c.theta || c.degree || c.filter) {
+  if (c.theta || c.degree || c.ratio || c.filter) {
     c.positive_fraction = off_diagonal_signs(A, on_device).positive_fraction();
     c.structural = c.positive_fraction > kAmgStructuralPositiveFraction;
     if (c.structural && c.theta) {
@@ -263,6 +264,7 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   }
   if (c.theta) r.theta = c.strong_theta ? kAmgThetaStructural : kAmgThetaMMatrix;
   if (o.smoother_degree == kAmgAuto) r.smoother_degree = c.structural ? kAmgDegreeStructural : kAmgDegreeMMatrix;
+  if (o.smoother_ratio == kAmgAuto) r.smoother_ratio = c.structural ? kAmgRatioStructural : kDefaultAmgChebyshevRatio;
   if (c.filter) {
     // The filter's lumping keeps the default near-nullspace vector: one unknown per node, no
     // coordinates, no vectors given or adapted.
@@ -296,6 +298,9 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
   s << ", " << to_string(o.smoother);
   if (o.smoother == AmgSmoother::Chebyshev) s << " " << o.smoother_degree;
   if (c.degree) s << (c.theta ? " (auto)" : std::string(why) + ")");
+  // The interval's ratio where it is not the M-matrix default.
+  if (o.smoother == AmgSmoother::Chebyshev && o.smoother_ratio != kDefaultAmgChebyshevRatio)
+    s << ", ratio " << o.smoother_ratio << (c.ratio ? " (auto)" : "");
   // The filter is named when it is on, given, or off for b > 1 (not when the sign rule left it off).
   if (o.filter == AmgFilter::On || !c.filter || c.filter_block_size > 1) {
     s << ", filter " << to_string(o.filter);

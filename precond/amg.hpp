@@ -113,6 +113,7 @@ inline constexpr double kAmgStructuralMaxIsolated = 0.5;
 struct AmgAutoChoice {
   bool theta = false;              ///< AmgOptions::theta was kAmgAuto
   bool degree = false;             ///< AmgOptions::smoother_degree was kAmgAuto (Chebyshev smoother)
+  bool ratio = false;              ///< AmgOptions::smoother_ratio was kAmgAuto (Chebyshev smoother)
   /// Not M-matrix-like: more than kAmgStructuralPositiveFraction of the off-diagonals positive
   bool structural = false;
   bool strong_theta = false;       ///< θ = kAmgThetaStructural taken (an auto θ, structural, coarsens)

@@ -97,8 +97,9 @@ void validate(const PrecondOptions& o) {
     KRYSP_REQUIRE(a.smoother_degree == kAmgAuto || (a.smoother_degree >= 1 && a.smoother_degree <= 16),
                   "AMG: amg.smoother_degree = ", a.smoother_degree, " is out of range (1 to 16, or ", kAmgAuto,
                   ": auto)");
-    KRYSP_REQUIRE(std::isfinite(a.smoother_ratio) && a.smoother_ratio > 1, "AMG: amg.smoother_ratio = ",
-                  a.smoother_ratio, " must be a finite number > 1 (lambda_min = lambda_max / ratio)");
+    KRYSP_REQUIRE(a.smoother_ratio == kAmgAuto || (std::isfinite(a.smoother_ratio) && a.smoother_ratio > 1),
+                  "AMG: amg.smoother_ratio = ", a.smoother_ratio,
+                  " must be a finite number > 1 (lambda_min = lambda_max / ratio), or ", kAmgAuto, " (auto)");
     KRYSP_REQUIRE(a.sweeps >= 1 && a.sweeps <= 10, "AMG: amg.sweeps = ", a.sweeps, " is out of range (1 to 10)");
     KRYSP_REQUIRE(a.block_size >= 0 && a.block_size <= kMaxBlockSize, "AMG: amg.block_size = ", a.block_size,
                   " is out of range (0 = detect, or 1 to ", kMaxBlockSize, ")");
@@ -177,8 +178,7 @@ std::string describe(const PrecondOptions& o) {
       s << a.block_size;
     else
       s << "auto";
-    if (a.smoother == AmgSmoother::Chebyshev && a.smoother_ratio != AmgOptions{}.smoother_ratio)
-      s << ", ratio " << a.smoother_ratio;
+    if (a.smoother == AmgSmoother::Chebyshev && a.smoother_ratio != kAmgAuto) s << ", ratio " << a.smoother_ratio;
     if (a.max_levels != AmgOptions{}.max_levels) s << ", levels " << a.max_levels;
     if (a.prolongation_weight != AmgOptions{}.prolongation_weight) s << ", weight " << a.prolongation_weight;
     if (a.aggregation != AmgOptions{}.aggregation) s << ", " << to_string(a.aggregation);

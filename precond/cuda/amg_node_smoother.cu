@@ -7,7 +7,6 @@
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/precond/cuda/amg_kernels.hpp"
-#include "krysp/precond/spd_block.hpp"
 
 namespace krysp::detail {
 
@@ -60,36 +59,35 @@ __global__ void __launch_bounds__(kBlock)
     Y[i * ldy + c] = x + c1 * (x - xp) + c2 * node_solve<T>(b, binv, i, c, R, ldr, W, ldw);
   }
 }
-// A warp a node: the warp sums each of the node's b rows of A·X (lane t takes entries t, t + 32,
-// ... in order, then a fixed butterfly, so every lane holds the sums), and lane q < b writes row q.
+// A warp a node, W = 32/b rounded down to a power of two lanes a row: group q sums row q of A·X
+// (lane t of the group takes entries t, t + W, ... in order, then a fixed butterfly in the
+// group), all rows at once; lane q < b then gathers the b sums and writes row q.
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    amg_node_fused_kernel(CsrView<T> A, int b, T c1, T c2, const T* __restrict__ binv, const T* __restrict__ R,
-                          index_t ldr, const T* __restrict__ X, const T* Xp, T* Y, index_t ldy) {
+    amg_node_fused_kernel(CsrView<T> A, int b, int W, T c1, T c2, const T* __restrict__ binv,
+                          const T* __restrict__ R, index_t ldr, const T* __restrict__ X, const T* Xp, T* Y,
+                          index_t ldy) {
   const std::int64_t node = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = int(threadIdx.x % 32);
   if (node * b >= A.rows) return;  // whole warps leave together
   const std::int64_t first = node * b;
-  T g[kMaxBlockSize];  // R − A·X on the node's rows
-#pragma unroll
-  for (int q = 0; q < kMaxBlockSize; ++q) {
-    if (q >= b) break;
+  const int q = lane / W, t = lane % W;
+  T s = 0;
+  if (q < b) {
     const std::int64_t row = first + q;
-    T s = 0;
-    for (index_t k = A.row_ptr[row] + lane; k < A.row_ptr[row + 1]; k += 32) s += A.values[k] * X[A.col_idx[k]];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    g[q] = R[row * ldr] - s;
+    for (index_t k = A.row_ptr[row] + t; k < A.row_ptr[row + 1]; k += W) s += A.values[k] * X[A.col_idx[k]];
+  }
+  for (int off = W / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);  // within the group
+  T g = 0;  // (D_b⁻¹·(R − A·X)) of row `lane`
+  const T* m = binv + (first + (lane < b ? lane : 0)) * b;
+  for (int j = 0; j < b; ++j) {
+    const T sj = __shfl_sync(0xffffffffu, s, j * W);
+    if (lane < b) g += m[j] * (R[(first + j) * ldr] - sj);
   }
   if (lane >= b) return;
-  const T* m = binv + (first + lane) * b;
-  T s = 0;
-#pragma unroll
-  for (int j = 0; j < kMaxBlockSize; ++j)
-    if (j < b) s += m[j] * g[j];
   const std::int64_t row = first + lane;
   const T x = X[row], xp = Xp ? Xp[row] : T(0);  // Xp read before Y is written: Y may be Xp
-  Y[row * ldy] = x + c1 * (x - xp) + c2 * s;
+  Y[row * ldy] = x + c1 * (x - xp) + c2 * g;
 }
 }  // namespace
 
@@ -99,7 +97,9 @@ void amg_node_fused_step(const CsrView<T>& A, int b, T c1, T c2, const T* binv, 
   if (A.rows == 0) return;
   const std::int64_t threads = std::int64_t(A.rows / b) * 32;
   const auto grid = unsigned((threads + kBlock - 1) / kBlock);
-  amg_node_fused_kernel<T><<<grid, kBlock, 0, cuda_stream(stream)>>>(A, b, c1, c2, binv, R, ldr, X, Xp, Y, ldy);
+  int W = 32;
+  while (W * b > 32) W /= 2;
+  amg_node_fused_kernel<T><<<grid, kBlock, 0, cuda_stream(stream)>>>(A, b, W, c1, c2, binv, R, ldr, X, Xp, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("amg_node_fused_kernel");
 }
 

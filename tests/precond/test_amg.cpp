@@ -528,6 +528,7 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
     CHECK(x.o.smoother_degree == 2);
     AmgOptions both = t;
     both.smoother_degree = 5;
+    both.smoother_ratio = 10;
     both.filter = AmgFilter::Off;
     x = resolved(A, both);
     CHECK(x.o.theta == 0.08);
@@ -537,7 +538,8 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
     CHECK(E.info().levels[0].theta == 0.08);
     CHECK(E.summary().find("theta 0.08, chebyshev 5, filter off, b") != std::string::npos);  // no "auto"
     const HostAmg<double> D(A, t);
-    CHECK(D.summary().find("theta 0.08, chebyshev 3 (auto: 54% positive off-diagonals), b") != std::string::npos);
+    CHECK(D.summary().find("theta 0.08, chebyshev 3 (auto: 54% positive off-diagonals), ratio 30 (auto), b") !=
+          std::string::npos);
     AmgOptions l1;
     l1.smoother = AmgSmoother::L1Jacobi;
     x = resolved(A, l1);
@@ -760,7 +762,9 @@ TEST_CASE("AMG: rigid-body modes from coordinates on 3-D elasticity (true residu
     CHECK(r.converged);
     CHECK(r.true_residual <= 1e-8);
     CHECK(u.true_residual <= 1e-8);
-    CHECK(double(r.iterations) <= 0.6 * double(u.iterations));  // the modes the unit vectors miss
+    // The modes the unit vectors miss; measured 12/18 at 8³ and 13/24 at 16³ with the node-block
+    // smoother (the point smoother's unit vectors took more).
+    CHECK(double(r.iterations) <= 0.7 * double(u.iterations));
     CHECK(M.levels()[1].rows % 6 == 0);                         // six coarse unknowns an aggregate
     CHECK(M.levels()[1].block_size == 6);
     if (last > 0) CHECK(double(r.iterations) <= 1.3 * double(last));  // nearly mesh-independent
