@@ -608,11 +608,11 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     L.block = 1;
     L.binv.clear();
     L.g.clear();
-    if ((!last || n > kAmgMaxDenseRows) && amg::node_block_smoothing(o, bl, n)) {
+    std::vector<double> binv, linv;
+    if ((!last || n > kAmgMaxDenseRows) && amg::node_block_smoothing(o, bl, n) &&
+        amg::node_block_inverses(l, Al, bl, binv, linv)) {
       // Chebyshev in D_b⁻¹A on [λmax/ratio, λmax] of D_b⁻¹A: its own Lanczos (L⁻¹·A·L⁻ᵀ). Point
-      // smoothing where it does not settle.
-      std::vector<double> binv, linv;
-      amg::node_block_inverses(l, Al, bl, binv, linv);
+      // smoothing where it does not settle, or where the blocks are diagonal.
       const bool warm = reuse && !plan.block_ritz.empty();  // as the point Lanczos above
       LevelLanczos block_lanczos(Al, linv, bl, warm ? &plan.block_ritz : nullptr, warm ? plan.block_ritz_lambda : 0.0,
                                  !reuse);

@@ -317,16 +317,18 @@ index_t cholesky(index_t n, std::vector<double>& a, double* pivot);
 /// by cholesky: the factor in cholesky's layout. InputError naming the level and the first pivot
 /// that is not positive (or zero to rounding) when A is not positive definite.
 std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A);
+/// Whether a smoothed level of n rows and b unknowns a node smooths with its node blocks
+/// (AmgOptions::block_smoother): the Chebyshev smoother, 2 ≤ b ≤ kMaxBlockSize, b divides n.
+bool node_block_smoothing(const AmgOptions& o, int b, index_t n);
 /// The node blocks of A's diagonal (b × b, node I = unknowns I·b .. I·b + b − 1; b divides
 /// A.rows, 2 ≤ b ≤ kMaxBlockSize) inverted for the block smoother, each by
 /// detail::invert_spd_block: inv (rows × b, node I's inverse D_I⁻¹ in rows I·b.., row-major,
 /// symmetric) and linv (the same layout: L_I⁻¹, lower triangular, of D_I = L_I·L_Iᵀ, so that
 /// D_I⁻¹ = L_I⁻ᵀ·L_I⁻¹). InputError naming the level, the node and the pivot when a block is not
-/// positive definite.
-/// Whether a smoothed level of n rows and b unknowns a node smooths with its node blocks
-/// (AmgOptions::block_smoother): the Chebyshev smoother, 2 ≤ b ≤ kMaxBlockSize, b divides n.
-bool node_block_smoothing(const AmgOptions& o, int b, index_t n);
-void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
+/// positive definite. Returns whether the blocks couple their unknowns: some entry a_ij, i ≠ j,
+/// of a block with |a_ij| > kAmgNodeCoupling·sqrt(a_ii·a_jj). Where none does, D_b⁻¹ is D⁻¹ to
+/// that tolerance and the level smooths by points (bcsstk09's blocks are diagonal).
+bool node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
                          std::vector<double>& linv);
 
 }  // namespace amg

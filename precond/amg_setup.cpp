@@ -569,7 +569,7 @@ bool node_block_smoothing(const AmgOptions& o, int b, index_t n) {
   return o.block_smoother && o.smoother == AmgSmoother::Chebyshev && b >= 2 && b <= kMaxBlockSize && n % b == 0;
 }
 
-void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
+bool node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
                          std::vector<double>& linv) {
   KRYSP_REQUIRE(b >= 2 && b <= kMaxBlockSize && A.rows % b == 0, "AMG: node blocks of ", b, " unknowns on ",
                 A.rows, " rows");
@@ -577,6 +577,7 @@ void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::ve
   inv.assign(std::size_t(A.rows) * std::size_t(b), 0.0);
   linv.assign(inv.size(), 0.0);
   double a[kMaxBlockSize * kMaxBlockSize], w[kMaxBlockSize * kMaxBlockSize];
+  bool coupled = false;
   for (index_t I = 0; I < A.rows / b; ++I) {
     std::fill(a, a + bb, 0.0);
     for (int r = 0; r < b; ++r) {
@@ -586,6 +587,10 @@ void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::ve
         if (j / b == I) a[std::size_t(r * b + j % b)] = A.values[std::size_t(k)];
       }
     }
+    for (int r = 0; r < b && !coupled; ++r)
+      for (int c = 0; c < b; ++c)
+        if (c != r && std::abs(a[r * b + c]) > kAmgNodeCoupling * std::sqrt(std::abs(a[r * b + r] * a[c * b + c])))
+          coupled = true;
     double pivot = 0;
     const int bad = detail::invert_spd_block(b, a, w, &pivot);
     if (bad != 0)
@@ -598,6 +603,7 @@ void node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::ve
     for (int r = 0; r < b; ++r)
       for (int c = 0; c <= r; ++c) lo[r * b + c] = a[r * b + c];  // L⁻¹, left in a's lower triangle
   }
+  return coupled;
 }
 
 template Csr<double> to_csr(const CsrMatrix<double>&);

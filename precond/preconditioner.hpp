@@ -97,6 +97,9 @@ inline constexpr double kDefaultAmgChebyshevRatio = 10.0;
 /// the shared structural matrices (bcsstk28 689 → 613, bcsstk10 182 → 162, bodyy6 17 → 13), where
 /// the Laplacian took more (12 → 16): M-matrix-like A keeps kDefaultAmgChebyshevRatio.
 inline constexpr double kAmgRatioStructural = 30.0;
+/// A node block's coupling below which its off-diagonal entries do not count (AmgOptions::
+/// block_smoother): |a_ij| ≤ this·sqrt(a_ii·a_jj) for every i ≠ j of every block smooths by points.
+inline constexpr double kAmgNodeCoupling = 1e-2;
 /// The strength threshold is halved from one level to the next: θ_l = θ·(1/2)^l (Vaněk, Mandel,
 /// Brezina 1996). Galerkin operators spread their weight over wider stencils (27 points and more
 /// on a 3-D Laplacian's first coarse level, each entry ~1/26 of the diagonal), so a fixed 0.08

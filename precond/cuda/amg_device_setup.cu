@@ -540,10 +540,11 @@ amg::Csr<double> download(const DCsr& Al) {
 std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) { return amg::coarse_cholesky(l, download(Al)); }
 
 /// amg::node_block_inverses on the device, one thread a node, the host's operations in its order
-/// (detail::invert_spd_block): inv and linv (rows × b each), and in *bad the first node whose
-/// block is not positive definite (left as is when none).
+/// (detail::invert_spd_block): inv and linv (rows × b each); flags[0] the first node whose block
+/// is not positive definite (left as is when none), flags[1] set to 1 where a block couples its
+/// unknowns (amg::node_block_inverses' test).
 __global__ void k_node_blocks(index_t nodes, int b, const index_t* rp, const index_t* ci, const double* va,
-                              double* inv, double* linv, int* bad) {
+                              double* inv, double* linv, int* flags) {
   const index_t I = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (I >= nodes) return;
   double a[kMaxBlockSize * kMaxBlockSize], w[kMaxBlockSize * kMaxBlockSize];
@@ -553,9 +554,14 @@ __global__ void k_node_blocks(index_t nodes, int b, const index_t* rp, const ind
     for (index_t k = rp[i]; k < rp[i + 1]; ++k)
       if (ci[k] / b == I) a[r * b + ci[k] % b] = va[k];
   }
+  bool coupled = false;
+  for (int r = 0; r < b; ++r)
+    for (int c = 0; c < b; ++c)
+      if (c != r && fabs(a[r * b + c]) > kAmgNodeCoupling * sqrt(fabs(a[r * b + r] * a[c * b + c]))) coupled = true;
+  if (coupled) atomicOr(flags + 1, 1);
   double pivot = 0;
   if (detail::invert_spd_block(b, a, w, &pivot) != 0) {
-    atomicMin(bad, int(I));
+    atomicMin(flags, int(I));
     return;
   }
   const std::size_t at = std::size_t(I) * std::size_t(b) * std::size_t(b);
@@ -1299,39 +1305,43 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       // the fixed start on every set-up; point smoothing where it does not settle.
       const std::size_t nb = std::size_t(n) * std::size_t(bl);
       DeviceArray<double> binv(nb), linv(nb);
-      DeviceArray<int> bad(1);
-      const int none = 0x7fffffff;
-      copy_to_device(bad.data(), &none, sizeof none);
+      DeviceArray<int> flags(2);
+      const int init[2] = {0x7fffffff, 0};
+      copy_to_device(flags.data(), init, sizeof init);
       k_node_blocks<<<blocks_for(nodes), kThreads>>>(nodes, bl, Al.rp, Al.ci, Al.va, binv.data(), linv.data(),
-                                                     bad.data());
+                                                     flags.data());
       check_launch("k_node_blocks");
-      if (download_int(bad.data()) != none) {  // the host's analysis, for its message
+      int got[2];
+      copy_to_host(got, flags.data(), sizeof got);
+      if (got[0] != init[0]) {  // the host's analysis, for its message
         std::vector<double> host_inv, host_linv;
         amg::node_block_inverses(l, download(Al), bl, host_inv, host_linv);
         KRYSP_THROW(InputError, "AMG: a node block of the level-", l,
                     " matrix was refused on the GPU, not on the host: A is nearly singular there");
       }
-      // Warm in a re-set-up from the full set-up's Ritz vector, as the point Lanczos above.
-      const float* warm = reuse && warm_lanczos && l < reuse->block_ritz.size() &&
-                                  reuse->block_ritz[l].size() == std::size_t(n)
-                              ? reuse->block_ritz[l].data()
-                              : nullptr;
-      GpuLevelLanczos block_lanczos(Al, linv.data(), bl, warm, warm ? reuse->block_ritz_lambda[l] : 0.0, !reuse);
-      const LanczosResult br = lanczos_largest(block_lanczos, n, kLanczosSteps,
-                                               std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
-      if (!reuse) {
-        plan->block_ritz.resize(l + 1);
-        plan->block_ritz_lambda.resize(l + 1, 0.0);
-        plan->block_ritz[l] = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
-        plan->block_ritz_lambda[l] = br.theta;
-      }
-      li.block_lambda_estimate = br.theta;
-      li.block_lanczos_steps = br.steps;
-      if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
-        const double lmax = kLambdaBoost * br.theta;
-        L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
-        L.block = li.smoother_block = bl;
-        L.binv = to_t<T>(binv, index_t(nb));
+      if (got[1] != 0) {  // the blocks couple their unknowns; else D_b⁻¹ is D⁻¹ (point smoothing)
+        // Warm in a re-set-up from the full set-up's Ritz vector, as the point Lanczos above.
+        const float* warm = reuse && warm_lanczos && l < reuse->block_ritz.size() &&
+                                    reuse->block_ritz[l].size() == std::size_t(n)
+                                ? reuse->block_ritz[l].data()
+                                : nullptr;
+        GpuLevelLanczos block_lanczos(Al, linv.data(), bl, warm, warm ? reuse->block_ritz_lambda[l] : 0.0, !reuse);
+        const LanczosResult br = lanczos_largest(block_lanczos, n, kLanczosSteps,
+                                                 std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+        if (!reuse) {
+          plan->block_ritz.resize(l + 1);
+          plan->block_ritz_lambda.resize(l + 1, 0.0);
+          plan->block_ritz[l] = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
+          plan->block_ritz_lambda[l] = br.theta;
+        }
+        li.block_lambda_estimate = br.theta;
+        li.block_lanczos_steps = br.steps;
+        if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
+          const double lmax = kLambdaBoost * br.theta;
+          L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
+          L.block = li.smoother_block = bl;
+          L.binv = to_t<T>(binv, index_t(nb));
+        }
       }
       pc.mark(lv, "node-block smoother (inverses, Lanczos)");
     }

@@ -27,12 +27,12 @@ template <class T>
 void amg_node_step(index_t n, index_t N, int b, T c1, T c2, const T* binv, const T* R, index_t ldr, const T* W,
                    index_t ldw, const T* X, index_t ldx, const T* Xp, index_t ldxp, T* Y, index_t ldy,
                    DeviceStream stream = {});
-/// The same step on vectors with A·X computed inside (a warp a node), never stored: one launch
-/// where amg_node_step needs an SpMV before it. R and Y at strides ldr and ldy, X and Xp
-/// contiguous; Xp may be Y; X must not be Y.
+/// The same step on vectors with A·X computed inside, never stored: one launch where
+/// amg_node_step needs an SpMV before it. mean_row (A's entries a row, rounded up) sets the lanes
+/// a row. R and Y at strides ldr and ldy, X and Xp contiguous; Xp may be Y; X must not be Y.
 template <class T>
-void amg_node_fused_step(const CsrView<T>& A, int b, T c1, T c2, const T* binv, const T* R, index_t ldr, const T* X,
-                         const T* Xp, T* Y, index_t ldy, DeviceStream stream = {});
+void amg_node_fused_step(const CsrView<T>& A, int mean_row, int b, T c1, T c2, const T* binv, const T* R, index_t ldr,
+                         const T* X, const T* Xp, T* Y, index_t ldy, DeviceStream stream = {});
 
 /// Y = X·B (add: Y += X·B) for the coarse solve: X an n × n dense matrix in double (the coarsest
 /// matrix's inverse, AmgCoarseSolver::invert, or the coarse correction of the level above it,

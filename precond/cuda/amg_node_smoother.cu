@@ -1,7 +1,7 @@
 // The node-block smoother's vector kernels (amg_kernels.hpp): HostAmg::smooth_correction's
 // recurrence with D_b⁻¹ in place of D⁻¹. On blocks a thread an entry of the n × N block, reading
-// its node's b entries of R − W (cached: the node's other threads read the same); on vectors a
-// warp a node with A·X summed inside, as the point smoother's fused step (chebyshev_fused.cu).
+// its node's b entries of R − W (cached: the node's other threads read the same); on vectors
+// with A·X summed inside, as the point smoother's fused step (chebyshev_fused.cu).
 #include <algorithm>
 #include <cstdint>
 
@@ -59,47 +59,49 @@ __global__ void __launch_bounds__(kBlock)
     Y[i * ldy + c] = x + c1 * (x - xp) + c2 * node_solve<T>(b, binv, i, c, R, ldr, W, ldw);
   }
 }
-// A warp a node, W = 32/b rounded down to a power of two lanes a row: group q sums row q of A·X
-// (lane t of the group takes entries t, t + W, ... in order, then a fixed butterfly in the
-// group), all rows at once; lane q < b then gathers the b sums and writes row q.
+// W lanes a row (from the mean row length, as the point smoother's sub-warps), whole nodes a
+// block: each sub-warp sums its row of A·X (lane t takes entries t, t + W, ... in order, then a
+// fixed butterfly) into shared memory, and after the barrier thread r of the block writes row r
+// from its node's sums.
 template <class T>
 __global__ void __launch_bounds__(kBlock)
-    amg_node_fused_kernel(CsrView<T> A, int b, int W, T c1, T c2, const T* __restrict__ binv,
+    amg_node_fused_kernel(CsrView<T> A, int b, int W, int nodes_per_block, T c1, T c2, const T* __restrict__ binv,
                           const T* __restrict__ R, index_t ldr, const T* __restrict__ X, const T* Xp, T* Y,
                           index_t ldy) {
-  const std::int64_t node = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const int lane = int(threadIdx.x % 32);
-  if (node * b >= A.rows) return;  // whole warps leave together
-  const std::int64_t first = node * b;
-  const int q = lane / W, t = lane % W;
+  __shared__ T ax[kBlock];
+  const int rows = nodes_per_block * b;
+  const std::int64_t first = std::int64_t(blockIdx.x) * rows;
+  const int local = int(threadIdx.x) / W, t = int(threadIdx.x) % W;
+  const std::int64_t row = first + local;
   T s = 0;
-  if (q < b) {
-    const std::int64_t row = first + q;
+  if (local < rows && row < A.rows)
     for (index_t k = A.row_ptr[row] + t; k < A.row_ptr[row + 1]; k += W) s += A.values[k] * X[A.col_idx[k]];
-  }
-  for (int off = W / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);  // within the group
-  T g = 0;  // (D_b⁻¹·(R − A·X)) of row `lane`
-  const T* m = binv + (first + (lane < b ? lane : 0)) * b;
-  for (int j = 0; j < b; ++j) {
-    const T sj = __shfl_sync(0xffffffffu, s, j * W);
-    if (lane < b) g += m[j] * (R[(first + j) * ldr] - sj);
-  }
-  if (lane >= b) return;
-  const std::int64_t row = first + lane;
-  const T x = X[row], xp = Xp ? Xp[row] : T(0);  // Xp read before Y is written: Y may be Xp
-  Y[row * ldy] = x + c1 * (x - xp) + c2 * g;
+  for (int off = W / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off, W);
+  if (t == 0 && local < rows) ax[local] = s;
+  __syncthreads();
+  const int r = int(threadIdx.x);
+  const std::int64_t i = first + r;
+  if (r >= rows || i >= A.rows) return;
+  const int q = r % b, base = r - q;  // the node's first row in the block
+  const T* m = binv + i * b;
+  T g = 0;
+  for (int j = 0; j < b; ++j) g += m[j] * (R[(first + base + j) * ldr] - ax[base + j]);
+  const T x = X[i], xp = Xp ? Xp[i] : T(0);  // Xp read before Y is written: Y may be Xp
+  Y[i * ldy] = x + c1 * (x - xp) + c2 * g;
 }
 }  // namespace
 
 template <class T>
-void amg_node_fused_step(const CsrView<T>& A, int b, T c1, T c2, const T* binv, const T* R, index_t ldr, const T* X,
-                         const T* Xp, T* Y, index_t ldy, DeviceStream stream) {
+void amg_node_fused_step(const CsrView<T>& A, int mean_row, int b, T c1, T c2, const T* binv, const T* R, index_t ldr,
+                         const T* X, const T* Xp, T* Y, index_t ldy, DeviceStream stream) {
   if (A.rows == 0) return;
-  const std::int64_t threads = std::int64_t(A.rows / b) * 32;
-  const auto grid = unsigned((threads + kBlock - 1) / kBlock);
-  int W = 32;
-  while (W * b > 32) W /= 2;
-  amg_node_fused_kernel<T><<<grid, kBlock, 0, cuda_stream(stream)>>>(A, b, W, c1, c2, binv, R, ldr, X, Xp, Y, ldy);
+  int W = 2;
+  while (W < 32 && W < mean_row / 2) W *= 2;
+  const int nodes_per_block = kBlock / W / b;  // ≥ 1: kBlock / 32 = 8 ≥ b
+  const std::int64_t nodes = A.rows / b;
+  const auto grid = unsigned((nodes + nodes_per_block - 1) / nodes_per_block);
+  amg_node_fused_kernel<T><<<grid, kBlock, 0, cuda_stream(stream)>>>(A, b, W, nodes_per_block, c1, c2, binv, R, ldr,
+                                                                     X, Xp, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("amg_node_fused_kernel");
 }
 
@@ -127,8 +129,8 @@ void amg_node_step(index_t n, index_t N, int b, T c1, T c2, const T* binv, const
   template void amg_node_first<T>(index_t, index_t, int, T, const T*, const T*, index_t, T*, index_t, DeviceStream); \
   template void amg_node_step<T>(index_t, index_t, int, T, T, const T*, const T*, index_t, const T*, index_t,        \
                                  const T*, index_t, const T*, index_t, T*, index_t, DeviceStream);                  \
-  template void amg_node_fused_step<T>(const CsrView<T>&, int, T, T, const T*, const T*, index_t, const T*, const T*,  \
-                                       T*, index_t, DeviceStream);
+  template void amg_node_fused_step<T>(const CsrView<T>&, int, int, T, T, const T*, const T*, index_t, const T*,       \
+                                       const T*, T*, index_t, DeviceStream);
 KRYSP_INSTANTIATE_NODE(double)
 KRYSP_INSTANTIATE_NODE(float)
 

@@ -1,6 +1,8 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -23,6 +25,11 @@ index_t work_ld(index_t N) { return (N + 3) / 4 * 4; }
 /// Work arrays a level's V-cycle pass uses: r, e, u, v, w, and x, b below level 0.
 constexpr int kWorkArrays = 7;
 int work_arrays(std::size_t l) { return l == 0 ? kWorkArrays - 2 : kWorkArrays; }
+/// A's entries a row, rounded up (at least 1).
+template <class T>
+int mean_row(const CsrMatrix<T>& A) {
+  return A.rows() > 0 ? int(std::max<std::int64_t>(1, (std::int64_t(A.nnz()) + A.rows() - 1) / A.rows())) : 1;
+}
 
 template <class T>
 CsrMatrix<T> to_matrix(const amg::Csr<T>& C) {
@@ -174,6 +181,7 @@ void DeviceAmg<T>::upload(const CsrMatrix<T>& A) {
       L.coef = *d.coef;
       upload_blocks(L, d);
       L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
+      L.mean_row = mean_row(L.A.A);
       L.vec = DeviceArray<T>(std::size_t(d.n) * std::size_t(work_arrays(l)));
       levels_.push_back(std::move(L));
     }
@@ -226,6 +234,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
     L.smoother_block = g.block;
     L.binv = std::move(g.binv);
     L.step = choose_chebyshev_step(L.A.plan.config(), L.A.plan.stats());
+    L.mean_row = mean_row(L.A.A);
     L.vec = DeviceArray<T>(std::size_t(g.n) * std::size_t(work_arrays(l)));
     levels_.push_back(std::move(L));
     mark(int(l), "adopt: Chebyshev step choice, work vectors");
@@ -486,7 +495,7 @@ void DeviceAmg<T>::fused_step(const Level& L, T c1, T c2, const T* r, index_t ld
                               index_t ldy, DeviceStream s) const {
   const CsrView<T> dA = L.A.A.device_view();
   if (L.smoother_block > 1)
-    detail::amg_node_fused_step<T>(dA, L.smoother_block, c1, c2, L.binv.data(), r, ldr, x, xp, y, ldy, s);
+    detail::amg_node_fused_step<T>(dA, L.mean_row, L.smoother_block, c1, c2, L.binv.data(), r, ldr, x, xp, y, ldy, s);
   else
     detail::cheb_fused_step<T, T, T>(dA, L.step, c1, c2, L.dinv.data(), r, ldr, x, xp, y, ldy, s);
 }

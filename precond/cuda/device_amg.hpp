@@ -128,6 +128,7 @@ class DeviceAmg final : public Preconditioner<T> {
     DeviceArray<T> dinv;
     ChebyshevCoefficients coef;
     int smoother_block = 1;  ///< the smoother's node block: > 1 runs the recurrence in D_b⁻¹A
+    int mean_row = 1;        ///< A_l's entries a row, rounded up (the node step's lanes a row)
     DeviceArray<T> binv;     ///< D_b's inverse blocks (smoother_block > 1), n × smoother_block
     /// The vector path's Chebyshev step: −1 the SpMV plan then the vector kernel, else the fused
     /// kernel's width (choose_chebyshev_step: A_l·x_k computed inside the step, never stored).

@@ -45,7 +45,7 @@ TEST_CASE("AMG node-block smoother: the blocks' inverses against the blocks, lam
   const amg::Csr<double> C = amg::to_csr(A);
   const int b = 3;
   std::vector<double> inv, linv;
-  amg::node_block_inverses(0, C, b, inv, linv);
+  CHECK(amg::node_block_inverses(0, C, b, inv, linv));  // its blocks couple their unknowns
   REQUIRE(inv.size() == std::size_t(C.rows) * b);
   double worst = 0, worst_factor = 0;
   for (index_t I = 0; I < C.rows / b; ++I) {
@@ -93,6 +93,27 @@ TEST_CASE("AMG node-block smoother: the blocks' inverses against the blocks, lam
   const HostAmg<double> P(A, with_blocks(false));
   for (const auto& l : P.levels()) CHECK(l.smoother_block == 1);
   CHECK(P.summary().find("node blocks") == std::string::npos);
+
+  // Diagonal blocks (kron(L, I₃): no unknown of a node touches another): D_b⁻¹ is D⁻¹, so the
+  // level smooths by points and pays for no second Lanczos run.
+  const auto L = laplacian_2d(12, 12);
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t r = 0; r < L.rows(); ++r)
+    for (index_t k = L.row_ptr()(r); k < L.row_ptr()(r + 1); ++k)
+      for (int q = 0; q < b; ++q) {
+        I.push_back(r * b + q);
+        J.push_back(L.col_idx()(k) * b + q);
+        V.push_back(L.values()(k) * (1 + q));
+      }
+  const auto K = CsrMatrix<double>::from_triplets(L.rows() * b, L.rows() * b, I, J, V);
+  CHECK_FALSE(amg::node_block_inverses(0, amg::to_csr(K), b, inv, linv));
+  AmgOptions o = with_blocks(true, b);
+  o.coarse_size = 20;
+  const HostAmg<double> Kd(K, o);
+  REQUIRE(Kd.levels().size() >= 2);
+  CHECK(Kd.levels()[0].smoother_block == 1);
+  CHECK(Kd.levels()[0].block_lanczos_steps == 0);
 }
 
 TEST_CASE("AMG node-block smoother: PCG iterations on strongly coupled nodes (true residuals checked)") {
