@@ -537,7 +537,9 @@ amg::Csr<double> download(const DCsr& Al) {
 
 /// The coarsest matrix (level l) downloaded and factored by amg::coarse_cholesky, as HostAmg
 /// factors it: the exact pivot for the InputError when the GPU's factor refused one.
-std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) { return amg::coarse_cholesky(l, download(Al)); }
+std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) {
+  return amg::coarse_cholesky(l, download(Al));
+}
 
 /// amg::node_block_inverses on the device, one thread a node, the host's operations in its order
 /// (detail::invert_spd_block): inv and linv (rows × b each); flags[0] the first node whose block

@@ -660,6 +660,23 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
     CHECK(t1.find("filter on, b 1") != std::string::npos);
   }
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --amg-filter maybe") == 2);
+  // bcsstm12 (b 3 detected, coupled node blocks): the node-block smoother by default, points when off.
+  CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host") == 0);
+  {
+    std::ifstream in3(log);
+    const std::string t3((std::istreambuf_iterator<char>(in3)), std::istreambuf_iterator<char>());
+    CAPTURE(t3);
+    CHECK(t3.find("ratio 30 (auto), smoother on 3x3 node blocks") != std::string::npos);
+  }
+  CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host --amg-block-smoother off --amg-ratio 10") == 0);
+  {
+    std::ifstream in4(log);
+    const std::string t4((std::istreambuf_iterator<char>(in4)), std::istreambuf_iterator<char>());
+    CAPTURE(t4);
+    CHECK(t4.find("point smoother") != std::string::npos);
+    CHECK(t4.find("node blocks") == std::string::npos);
+  }
+  CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host --amg-block-smoother maybe") == 2);
   // Elasticity with its node coordinates: the hierarchy takes six rigid-body modes a node.
   std::vector<double> xyz;
   const auto E = elasticity_3d(4, 4, 4, 0.3, &xyz);

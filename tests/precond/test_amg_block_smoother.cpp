@@ -165,7 +165,10 @@ TEST_CASE("AMG node-block smoother: M^-1 symmetric positive definite; re-set-ups
     R2.apply(r.data(), z2.data());
     CHECK(z1 == z2);
     double d = 0, s = 0;
-    for (std::size_t i = 0; i < r.size(); ++i) d = std::max(d, std::abs(z1[i] - z0[i])), s = std::max(s, std::abs(z0[i]));
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      d = std::max(d, std::abs(z1[i] - z0[i]));
+      s = std::max(s, std::abs(z0[i]));
+    }
     CHECK(d <= 1e-2 * s);
   }
 }
