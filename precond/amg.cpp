@@ -277,6 +277,17 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
   return r;
 }
 
+bool node_block_interval(const LanczosResult& r, const AmgOptions& o, int b, AmgLevelInfo& li,
+                         ChebyshevCoefficients& coef) {
+  li.block_lambda_estimate = r.theta;
+  li.block_lanczos_steps = r.steps;
+  if (!(r.converged && std::isfinite(r.theta) && r.theta > 0)) return false;
+  const double lmax = kLambdaBoost * r.theta;
+  coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
+  li.smoother_block = b;
+  return true;
+}
+
 std::string describe_block_smoother(const AmgInfo& info) {
   int levels = 0, b = 0;
   for (const auto& li : info.levels)
@@ -622,12 +633,8 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
         plan.block_ritz = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
         plan.block_ritz_lambda = br.theta;
       }
-      li.block_lambda_estimate = br.theta;
-      li.block_lanczos_steps = br.steps;
-      if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
-        const double lmax = kLambdaBoost * br.theta;
-        L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
-        L.block = li.smoother_block = bl;
+      if (amg::node_block_interval(br, o, bl, li, L.coef)) {
+        L.block = bl;
         L.binv.assign(binv.begin(), binv.end());
         L.g.assign(std::size_t(n), T(0));
       }

@@ -133,6 +133,7 @@ struct AmgAutoChoice {
 
 /// The host sparse pieces of the AMG set-up, exposed for tests.
 struct AmgInfo;
+struct AmgLevelInfo;
 
 namespace amg {
 
@@ -330,6 +331,12 @@ bool node_block_smoothing(const AmgOptions& o, int b, index_t n);
 /// that tolerance and the level smooths by points (bcsstk09's blocks are diagonal).
 bool node_block_inverses(std::size_t level, const Csr<double>& A, int b, std::vector<double>& inv,
                          std::vector<double>& linv);
+/// The node-block smoother's interval from its Lanczos run r on a level of b unknowns a node (both
+/// set-ups): records the estimate in li; where the run settled on a positive λ, sets coef to
+/// Chebyshev on [λ'/ratio, λ'], λ' = 1.1·λ (the point smoother's boost), li.smoother_block to b
+/// and returns true; else returns false, and the level smooths by points.
+bool node_block_interval(const LanczosResult& r, const AmgOptions& o, int b, AmgLevelInfo& li,
+                         ChebyshevCoefficients& coef);
 
 }  // namespace amg
 

@@ -159,10 +159,11 @@ struct AmgOptions {
   /// and heterogeneous problems' coarse stencils narrow. Auto: on where A is M-matrix-like and has
   /// one unknown per node. On needs one unknown per node and no coordinates.
   AmgFilter filter = AmgFilter::Auto;
-  /// Where a level has b > 1 unknowns a node (2 ≤ b ≤ kMaxBlockSize), its Chebyshev smoother runs
-  /// in D_b⁻¹A, D_b the node blocks of A_l's diagonal, on [λmax/smoother_ratio, λmax] of D_b⁻¹A
-  /// (its own Lanczos run), instead of in D⁻¹A: shells and mass matrices whose unknowns of a node
-  /// are strongly coupled (docs/amg.md, "Node-block smoothing"). Off: point smoothing everywhere.
+  /// Where a level has b > 1 unknowns a node (2 ≤ b ≤ kMaxBlockSize) and its node blocks couple
+  /// them (kAmgNodeCoupling), its Chebyshev smoother runs in D_b⁻¹A, D_b the node blocks of A_l's
+  /// diagonal, on [λmax/smoother_ratio, λmax] of D_b⁻¹A (its own Lanczos run), instead of in D⁻¹A:
+  /// mass matrices and shells whose unknowns of a node are strongly coupled (docs/amg.md,
+  /// "Node-block smoothing"). Off: point smoothing everywhere.
   bool block_smoother = true;
   /// Node coordinates for elasticity (nodes × coordinate_dim, row-major; unknowns node-major,
   /// coordinate_dim per node): the near-nullspace becomes the rigid-body modes (2 translations

@@ -1303,8 +1303,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       L.dinv = to_t<T>(dl1, n);
     }
     if ((!last || n > kAmgMaxDenseRows) && n > 0 && amg::node_block_smoothing(o, bl, n)) {
-      // Chebyshev in D_b⁻¹A, as HostAmg: the node blocks' inverses, then their own Lanczos from
-      // the fixed start on every set-up; point smoothing where it does not settle.
+      // Chebyshev in D_b⁻¹A, as HostAmg: the node blocks' inverses, then their own Lanczos; point
+      // smoothing where the blocks are diagonal or the run does not settle.
       const std::size_t nb = std::size_t(n) * std::size_t(bl);
       DeviceArray<double> binv(nb), linv(nb);
       DeviceArray<int> flags(2);
@@ -1336,12 +1336,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           plan->block_ritz[l] = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
           plan->block_ritz_lambda[l] = br.theta;
         }
-        li.block_lambda_estimate = br.theta;
-        li.block_lanczos_steps = br.steps;
-        if (br.converged && std::isfinite(br.theta) && br.theta > 0) {
-          const double lmax = kLambdaBoost * br.theta;
-          L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
-          L.block = li.smoother_block = bl;
+        if (amg::node_block_interval(br, o, bl, li, L.coef)) {
+          L.block = bl;
           L.binv = to_t<T>(binv, index_t(nb));
         }
       }

@@ -59,6 +59,7 @@ __global__ void __launch_bounds__(kBlock)
     Y[i * ldy + c] = x + c1 * (x - xp) + c2 * node_solve<T>(b, binv, i, c, R, ldr, W, ldw);
   }
 }
+
 // W lanes a row (from the mean row length, as the point smoother's sub-warps), whole nodes a
 // block: each sub-warp sums its row of A·X (lane t takes entries t, t + W, ... in order, then a
 // fixed butterfly) into shared memory, and after the barrier thread r of the block writes row r

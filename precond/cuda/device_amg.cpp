@@ -444,7 +444,7 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
     return;
   }
   // Chebyshev from a zero guess, HostAmg::smooth_correction's recurrence: in D⁻¹A, or in D_b⁻¹A
-  // with node blocks (no fused step there: A·x_k goes through w).
+  // with node blocks (fused on vectors too; on blocks of right-hand sides A·x_k goes through w).
   const int d = o.smoother_degree;
   const T c0 = T(L.coef.c0);
   const T* binv = L.binv.data();

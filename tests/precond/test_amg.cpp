@@ -645,17 +645,19 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
     const int rc = std::system((cli + " solve " + a + " > " + log + " 2>&1").c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   };
+  auto output = [&] {  // what the last run printed
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host") == 0);
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = output();
   CAPTURE(text);
   CHECK(text.find("amg(") != std::string::npos);
   CHECK(text.find("converged") != std::string::npos);
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --nrhs 3") == 0);  // block CG
   CHECK(run(data + "/bcsstk06.mtx --precond amg --backend host --amg-filter on") == 0);
   {
-    std::ifstream in1(log);
-    const std::string t1((std::istreambuf_iterator<char>(in1)), std::istreambuf_iterator<char>());
+    const std::string t1 = output();
     CAPTURE(t1);
     CHECK(t1.find("filter on, b 1") != std::string::npos);
   }
@@ -663,15 +665,13 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   // bcsstm12 (b 3 detected, coupled node blocks): the node-block smoother by default, points when off.
   CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host") == 0);
   {
-    std::ifstream in3(log);
-    const std::string t3((std::istreambuf_iterator<char>(in3)), std::istreambuf_iterator<char>());
+    const std::string t3 = output();
     CAPTURE(t3);
     CHECK(t3.find("ratio 30 (auto), smoother on 3x3 node blocks") != std::string::npos);
   }
   CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host --amg-block-smoother off --amg-ratio 10") == 0);
   {
-    std::ifstream in4(log);
-    const std::string t4((std::istreambuf_iterator<char>(in4)), std::istreambuf_iterator<char>());
+    const std::string t4 = output();
     CAPTURE(t4);
     CHECK(t4.find("point smoother") != std::string::npos);
     CHECK(t4.find("node blocks") == std::string::npos);
@@ -690,8 +690,7 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   io::write_dense_matrix_market(crd, nodes, 3, colmajor.data());
   CHECK(run(mtx + " --precond amg --backend host --coordinates " + crd) == 0);
   {
-    std::ifstream in2(log);
-    const std::string t2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+    const std::string t2 = output();
     CAPTURE(t2);
     CHECK(t2.find("b 3") != std::string::npos);
     CHECK(t2.find("rows " + std::to_string(E.rows()) + "/") != std::string::npos);
