@@ -41,15 +41,18 @@
 /// smoothed instead (two sweeps), which info() reports.
 ///
 /// Smoothers: Chebyshev of degree d in D⁻¹A on [λmax/smoother_ratio, λmax], λmax =
-/// min(1.1·estimate, Gershgorin bound) as for the Chebyshev preconditioner; or l1-Jacobi,
-/// x += D_l1⁻¹(b − A·x) with d_l1_i = Σ_j |a_ij|.
+/// min(1.1·estimate, Gershgorin bound) as for the Chebyshev preconditioner; on a level of b > 1
+/// unknowns a node whose blocks couple them, in D_b⁻¹A (D_b the b × b node blocks) with λmax =
+/// 1.1·its own estimate (AmgOptions::block_smoother); or l1-Jacobi, x += D_l1⁻¹(b − A·x) with
+/// d_l1_i = Σ_j |a_ij|.
 ///
 /// Why M⁻¹ is symmetric positive definite for an SPD A: a sweep's error propagation E = I − S·A
-/// (S = p(D⁻¹A)·D⁻¹ or D_l1⁻¹, symmetric) is self-adjoint in the A inner product, and convergent
-/// (|1 − λ·p(λ)| < 1 on the spectrum of D⁻¹A, whose top the interval covers; l1-Jacobi:
-/// 0 < λ(D_l1⁻¹A) ≤ 1). The V-cycle applies the same sweeps before and after the coarse
-/// correction, so its error propagation E^ν·(I − P·V_c·Pᵀ·A)·E^ν is A-self-adjoint with norm < 1
-/// (V_c the coarse V-cycle or exact inverse, SPD by induction), hence M⁻¹ = (I − E_V)·A⁻¹ is SPD.
+/// (S = p(D⁻¹A)·D⁻¹, p(D_b⁻¹A)·D_b⁻¹ or D_l1⁻¹, symmetric) is self-adjoint in the A inner
+/// product, and convergent (|1 − λ·p(λ)| < 1 on the spectrum of D⁻¹A or D_b⁻¹A, whose top the
+/// interval covers; l1-Jacobi: 0 < λ(D_l1⁻¹A) ≤ 1). The V-cycle applies the same sweeps before
+/// and after the coarse correction, so its error propagation E^ν·(I − P·V_c·Pᵀ·A)·E^ν is
+/// A-self-adjoint with norm < 1 (V_c the coarse V-cycle or exact inverse, SPD by induction),
+/// hence M⁻¹ = (I − E_V)·A⁻¹ is SPD.
 /// The tests check xᵀM⁻¹y = yᵀM⁻¹x to 1e-12 and xᵀM⁻¹x > 0.
 ///
 /// HostAmg holds all of it; apply() uses work vectors kept in the object: not thread-safe (as
