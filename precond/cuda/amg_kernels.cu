@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/recycle_pool.hpp"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
@@ -181,29 +181,16 @@ struct RecycledHandles {
   void* blas;
   void* solver;
 };
-constexpr std::size_t kMaxRecycledHandles = 4;
-std::mutex& handles_mutex() {
-  static auto* m = new std::mutex;  // never destroyed: destructors may run at exit
-  return *m;
-}
-std::vector<RecycledHandles>& recycled_handles() {
-  static auto* v = new std::vector<RecycledHandles>;
-  return *v;
-}
+using HandlePool = RecyclePool<RecycledHandles, 4>;
 }  // namespace
 
 AmgCoarseSolver::AmgCoarseSolver() {
   KRYSP_CUDA_CHECK(cudaGetDevice(&device_));
-  {
-    std::lock_guard<std::mutex> lock(handles_mutex());
-    auto& v = recycled_handles();
-    for (auto it = v.begin(); it != v.end(); ++it)
-      if (it->device == device_) {
-        handle_ = it->blas;
-        solver_ = it->solver;
-        v.erase(it);
-        return;
-      }
+  RecycledHandles kept{};
+  if (HandlePool::take([&](const RecycledHandles& r) { return r.device == device_; }, kept)) {
+    handle_ = kept.blas;
+    solver_ = kept.solver;
+    return;
   }
   cublasHandle_t h = nullptr;
   KRYSP_AMG_CUBLAS(cublasCreate(&h));
@@ -214,13 +201,7 @@ AmgCoarseSolver::AmgCoarseSolver() {
 }
 
 AmgCoarseSolver::~AmgCoarseSolver() {
-  {
-    std::lock_guard<std::mutex> lock(handles_mutex());
-    if (recycled_handles().size() < kMaxRecycledHandles) {
-      recycled_handles().push_back({device_, handle_, solver_});
-      return;
-    }
-  }
+  if (HandlePool::give(RecycledHandles{device_, handle_, solver_})) return;
   if (solver_) cusolverDnDestroy(static_cast<cusolverDnHandle_t>(solver_));
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }

@@ -462,13 +462,14 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
   first(cur, ld);
   if (N == 1 && ld == 1 && (L.step >= 0 || L.smoother_block > 1)) {
     // Vectors: each step one kernel, A_l·x_k never stored.
+    const CsrView<T> dA = L.A.A.device_view();
     for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
       if (k == d - 1) {
-        fused_step(L, c1, c2, r, ldr, cur, prev, e, lde, s);
+        fused_step(L, dA, c1, c2, r, ldr, cur, prev, e, lde, s);
       } else {  // x_{k+1} overwrites x_{k−1} (or the spare array); never x_k, which rows gather from
         T* out = prev ? prev : W.v;
-        fused_step(L, c1, c2, r, ldr, cur, prev, out, 1, s);
+        fused_step(L, dA, c1, c2, r, ldr, cur, prev, out, 1, s);
         prev = cur;
         cur = out;
       }
@@ -491,9 +492,8 @@ void DeviceAmg<T>::smooth_correction(const Level& L, const Work& W, index_t N, c
 }
 
 template <class T>
-void DeviceAmg<T>::fused_step(const Level& L, T c1, T c2, const T* r, index_t ldr, const T* x, const T* xp, T* y,
-                              index_t ldy, DeviceStream s) const {
-  const CsrView<T> dA = L.A.A.device_view();
+void DeviceAmg<T>::fused_step(const Level& L, const CsrView<T>& dA, T c1, T c2, const T* r, index_t ldr, const T* x,
+                              const T* xp, T* y, index_t ldy, DeviceStream s) const {
   if (L.smoother_block > 1)
     detail::amg_node_fused_step<T>(dA, L.mean_row, L.smoother_block, c1, c2, L.binv.data(), r, ldr, x, xp, y, ldy, s);
   else
@@ -510,7 +510,8 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
     // one fused kernel a step, 2 launches for degree 2 instead of 5.
     const bool l1 = opt_.smoother == AmgSmoother::L1Jacobi;
     const int d = l1 ? 1 : opt_.smoother_degree;
-    fused_step(L, T(0), l1 ? T(1) : T(L.coef.c0), b, ldb, x, nullptr, W.u, 1, s);
+    const CsrView<T> dA = L.A.A.device_view();
+    fused_step(L, dA, T(0), l1 ? T(1) : T(L.coef.c0), b, ldb, x, nullptr, W.u, 1, s);
     T* cur = W.u;
     T* prev = x;
     T* spare = W.v;
@@ -520,7 +521,7 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
     for (int k = 1; k < d; ++k) {
       const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
       T* out = d % 2 == 1 && k <= 2 ? spare : prev;
-      fused_step(L, c1, c2, b, ldb, cur, prev, out, 1, s);
+      fused_step(L, dA, c1, c2, b, ldb, cur, prev, out, 1, s);
       if (out == spare) spare = prev;
       prev = cur;
       cur = out;

@@ -1,10 +1,10 @@
 #include <cublas_v2.h>
 
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/recycle_pool.hpp"
 #include "krysp/solvers/cuda/cuda_block_ops.hpp"
 
 #define KRYSP_CUBLAS_CHECK(call)                                                                   \
@@ -73,15 +73,7 @@ struct Recycled {
   void* pinned;
   std::size_t bytes;
 };
-constexpr std::size_t kMaxRecycled = 4;
-std::mutex& recycle_mutex() {
-  static auto* m = new std::mutex;  // never destroyed: destructors may run at exit
-  return *m;
-}
-std::vector<Recycled>& recycled() {
-  static auto* v = new std::vector<Recycled>;
-  return *v;
-}
+using Pool = detail::RecyclePool<Recycled, 4>;
 }  // namespace
 
 template <class T>
@@ -92,17 +84,12 @@ CudaBlockOps<T>::CudaBlockOps(index_t max_cols) : h_(std::make_unique<Handle>())
   ring_ = DeviceArray<T>(kRingSlots * sq);
   const std::size_t bytes = ring_.size() * sizeof(T);
   KRYSP_CUDA_CHECK(cudaGetDevice(&h_->device));
-  {
-    std::lock_guard<std::mutex> lock(recycle_mutex());
-    auto& v = recycled();
-    for (auto it = v.begin(); it != v.end(); ++it)
-      if (it->device == h_->device && it->bytes >= bytes) {
-        h_->h = it->handle;
-        h_->pinned = static_cast<T*>(it->pinned);
-        h_->pinned_bytes = it->bytes;
-        v.erase(it);
-        return;
-      }
+  Recycled kept{};
+  if (Pool::take([&](const Recycled& r) { return r.device == h_->device && r.bytes >= bytes; }, kept)) {
+    h_->h = kept.handle;
+    h_->pinned = static_cast<T*>(kept.pinned);
+    h_->pinned_bytes = kept.bytes;
+    return;
   }
   KRYSP_CUBLAS_CHECK(cublasCreate(&h_->h));
   KRYSP_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&h_->pinned), bytes));
@@ -113,11 +100,7 @@ template <class T>
 CudaBlockOps<T>::~CudaBlockOps() {
   if (!h_ || !h_->h) return;
   if (cudaStreamSynchronize(nullptr) == cudaSuccess) {  // no copy out of the ring still queued
-    std::lock_guard<std::mutex> lock(recycle_mutex());
-    if (recycled().size() < kMaxRecycled) {
-      recycled().push_back({h_->device, h_->h, h_->pinned, h_->pinned_bytes});
-      return;
-    }
+    if (Pool::give(Recycled{h_->device, h_->h, h_->pinned, h_->pinned_bytes})) return;
   } else {
     cudaGetLastError();
   }
