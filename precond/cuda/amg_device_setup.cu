@@ -1582,7 +1582,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       }
       H.coarse_factor = std::move(factor);
       info.coarse_direct = true;
-      pc.mark(lv, "coarse Cholesky (cuSOLVER)");
+      pc.mark(lv, "coarse Cholesky");
     } else {
       info.coarse_direct = false;
     }

@@ -1,5 +1,6 @@
 // The device V-cycle's copies and updates, and its coarse solve: a product with the coarse
-// inverse, which cuBLAS forms once from the Cholesky factor that cuSOLVER computes.
+// inverse, formed once from the Cholesky factor. A coarsest level that fits one block's shared
+// memory is factored and inverted there (small_cholesky.cu); a larger one by cuSOLVER and cuBLAS.
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
@@ -13,6 +14,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
+#include "krysp/precond/cuda/small_cholesky.hpp"
 
 #define KRYSP_AMG_CUBLAS(call)                                                                          \
   do {                                                                                                   \
@@ -208,6 +210,27 @@ AmgCoarseSolver::~AmgCoarseSolver() {
 
 index_t AmgCoarseSolver::factor(index_t n, const index_t* rp, const index_t* ci, const double* va, double* LX) {
   if (n == 0) return -1;
+  const std::int64_t total = std::int64_t(n) * n;
+  device_memset_zero(LX, std::size_t(total) * sizeof(double));
+  DeviceArray<double> diag(static_cast<std::size_t>(n));
+  densify_rows_kernel<<<grid_for(std::int64_t(n) * 32), kBlock>>>(n, rp, ci, va, LX, diag.data());
+  KRYSP_CUDA_CHECK_LAUNCH("densify_rows_kernel");
+  DeviceArray<int> flags(2);  // potrf's info, then the first refused pivot
+  const int init[2] = {0, 0x7fffffff};
+  copy_to_device(flags.data(), init, sizeof init);
+  if (n <= small_dense_max_rows()) {
+    small_cholesky(n, LX, flags.data() + 1);
+  } else {
+    potrf(n, LX, diag.data(), flags.data());
+  }
+  int out[2] = {0, 0};
+  copy_to_host(out, flags.data(), sizeof out);
+  if (out[0] < 0)
+    KRYSP_THROW(DeviceError, "AMG coarse factor: cusolverDnDpotrf reports argument ", -out[0], " invalid");
+  return out[1] == 0x7fffffff ? -1 : index_t(out[1]);
+}
+
+void AmgCoarseSolver::potrf(index_t n, double* LX, const double* diag, int* flags) {
   if (!solver_) {
     cusolverDnHandle_t h = nullptr;
     KRYSP_AMG_CUSOLVER(cusolverDnCreate(&h));
@@ -216,35 +239,28 @@ index_t AmgCoarseSolver::factor(index_t n, const index_t* rp, const index_t* ci,
   }
   auto h = static_cast<cusolverDnHandle_t>(solver_);
   KRYSP_AMG_CUSOLVER(cusolverDnSetStream(h, nullptr));
-  const std::int64_t total = std::int64_t(n) * n;
-  device_memset_zero(LX, std::size_t(total) * sizeof(double));
-  DeviceArray<double> diag(static_cast<std::size_t>(n));
-  densify_rows_kernel<<<grid_for(std::int64_t(n) * 32), kBlock>>>(n, rp, ci, va, LX, diag.data());
-  KRYSP_CUDA_CHECK_LAUNCH("densify_rows_kernel");
   // Read column-major, LX is A_c itself (symmetric); potrf's upper factor U (A_c = Uᵀ·U), read
   // row-major, is L in the lower triangle, and the other triangle keeps A_c's entries.
   int lwork = 0;
   KRYSP_AMG_CUSOLVER(cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, &lwork));
   DeviceArray<double> work(std::size_t(std::max(lwork, 1)));
-  DeviceArray<int> flags(2);  // potrf's info, then the first refused pivot
-  const int init[2] = {0, 0x7fffffff};
-  copy_to_device(flags.data(), init, sizeof init);
-  KRYSP_AMG_CUSOLVER(cusolverDnDpotrf(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, work.data(), lwork, flags.data()));
-  pivot_check_kernel<<<grid_for(n), kBlock>>>(n, LX, diag.data(), flags.data());
+  KRYSP_AMG_CUSOLVER(cusolverDnDpotrf(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, work.data(), lwork, flags));
+  pivot_check_kernel<<<grid_for(n), kBlock>>>(n, LX, diag, flags);
   KRYSP_CUDA_CHECK_LAUNCH("pivot_check_kernel");
-  int out[2] = {0, 0};
-  copy_to_host(out, flags.data(), sizeof out);
-  if (out[0] < 0)
-    KRYSP_THROW(DeviceError, "AMG coarse factor: cusolverDnDpotrf reports argument ", -out[0], " invalid");
-  return out[1] == 0x7fffffff ? -1 : index_t(out[1]);
 }
 
 void AmgCoarseSolver::invert(index_t n, double* LX) const {
   if (n == 0) return;
-  auto h = static_cast<cublasHandle_t>(handle_);
-  KRYSP_AMG_CUBLAS(cublasSetStream(h, nullptr));
   const std::int64_t total = std::int64_t(n) * n;
   DeviceArray<double> W(static_cast<std::size_t>(total));
+  if (n <= small_dense_max_rows()) {
+    small_spd_inverse(n, LX, W.data());
+    symmetrize_kernel<<<grid_for(total), kBlock>>>(n, W.data(), LX);
+    KRYSP_CUDA_CHECK_LAUNCH("symmetrize_kernel");
+    return;
+  }
+  auto h = static_cast<cublasHandle_t>(handle_);
+  KRYSP_AMG_CUBLAS(cublasSetStream(h, nullptr));
   identity_kernel<<<grid_for(total), kBlock>>>(n, W.data());
   KRYSP_CUDA_CHECK_LAUNCH("identity_kernel");
   // Read column-major, LX is U = Lᵀ (upper) and A_c = Uᵀ·U: Uᵀ·Y = I, then U·X = Y, X = A_c⁻¹.

@@ -53,9 +53,10 @@ inline bool amg_dense_correction(std::size_t levels, index_t rows_above) {
   return levels >= 2 && rows_above > 0 && rows_above <= kAmgDenseCorrectionRows;
 }
 
-/// The coarsest level's direct solve on the GPU: a cuSOLVER handle that factors the coarse matrix
-/// and a cuBLAS handle that turns the factor into the coarse inverse. The handles outlive it: a
-/// few are kept per process for the next solver on the same device.
+/// The coarsest level's direct solve on the GPU: its Cholesky factor and inverse, in one thread
+/// block (small_cholesky.hpp) when the matrix fits its shared memory, else by a cuSOLVER handle
+/// (the factor) and a cuBLAS handle (the inverse). cuBLAS also forms the dense correction. The
+/// handles outlive it: a few are kept per process for the next solver on the same device.
 class AmgCoarseSolver {
  public:
   AmgCoarseSolver();
@@ -64,16 +65,18 @@ class AmgCoarseSolver {
   AmgCoarseSolver& operator=(const AmgCoarseSolver&) = delete;
   /// LX (n·n doubles) = the Cholesky factor of the symmetric n × n matrix A_c given in CSR on the
   /// device (rp, ci, va), in invert's layout: L row-major in the lower triangle, A_c's entries
-  /// above it (as amg::cholesky leaves them). cuSOLVER's potrf in its deterministic mode: the same
-  /// input gives the same bits. Returns −1, or the first row (0-based) whose pivot is not positive
-  /// or not above amg::cholesky's threshold 16·eps·|a_jj| (zero to rounding), or not finite; then
-  /// LX is unusable. One synchronisation (the pivot flags).
+  /// above it (as amg::cholesky leaves them). small_cholesky where A_c fits one block, else
+  /// cuSOLVER's potrf in its deterministic mode: the same input gives the same bits. Returns −1,
+  /// or the first row (0-based) whose pivot is not positive or not above amg::cholesky's
+  /// threshold 16·eps·|a_jj| (zero to rounding), or not finite; then LX is unusable. One
+  /// synchronisation (the pivot flags).
   index_t factor(index_t n, const index_t* rp, const index_t* ci, const double* va, double* LX);
   /// On entry LX holds L, the n × n Cholesky factor of the coarsest matrix A_c stored ROW-MAJOR
   /// in its lower triangle (the host's amg::cholesky layout; read column-major it is Lᵀ, upper);
-  /// on return A_c⁻¹ = L⁻ᵀ·L⁻¹, both triangles, exactly symmetric ((X + Xᵀ)/2 of two cuBLAS
-  /// triangular solves on the identity). Deterministic (cuBLAS without atomics). Its forward
-  /// error is that of the solves it replaces, about κ(A_c)·ε.
+  /// on return A_c⁻¹ = L⁻ᵀ·L⁻¹, both triangles, exactly symmetric ((X + Xᵀ)/2 of
+  /// small_spd_inverse's substitutions where A_c fits one block, else of two cuBLAS triangular
+  /// solves on the identity). Deterministic (no atomics). Its forward error is that of the
+  /// solves it replaces, about κ(A_c)·ε.
   void invert(index_t n, double* LX) const;
   /// M = P·X·Pᵀ (n × n, ROW-MAJOR, exactly symmetric: (M + Mᵀ)/2 of two cuBLAS products) for P
   /// the n × nc prolongator in CSR on the device (p_rp, p_ci, p_va) and X = A_c⁻¹ (nc × nc,
@@ -84,9 +87,11 @@ class AmgCoarseSolver {
                   double* M) const;
 
  private:
+  /// potrf with amg::cholesky's pivot test: flags[0] its info, flags[1] the first refused row.
+  void potrf(index_t n, double* LX, const double* diag, int* flags);
   int device_ = -1;  ///< the current device when made: its handles belong to it
   void* handle_ = nullptr;
-  void* solver_ = nullptr;  ///< cuSOLVER's, made by the first factor()
+  void* solver_ = nullptr;  ///< cuSOLVER's, made by the first potrf()
 };
 
 }  // namespace krysp::detail

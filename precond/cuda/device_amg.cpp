@@ -243,7 +243,7 @@ void DeviceAmg<T>::adopt(const CsrMatrix<T>& A) {
   std::size_t held = gpu_->coarse_factor.size() * sizeof(double);
   if (gpu_->coarse_factor.size() > 0) {
     set_coarse(std::move(gpu_->coarse_factor));
-    mark(int(levels_.size()) - 1, "adopt: coarse inverse (cuBLAS)");
+    mark(int(levels_.size()) - 1, "adopt: coarse inverse");
   }
   for (const auto& g : gpu_->levels)
     for (const auto* m : {&g.a, &g.p, &g.r})
