@@ -241,12 +241,7 @@ __global__ void k_spmv(index_t n, const index_t* rp, const index_t* ci, const do
 }
 
 // Lanes a row for the kernels above: half the mean row length, rounded up to a power of two.
-int row_lanes(index_t n, index_t nnz) {
-  const double half = n > 0 ? 0.5 * double(nnz) / double(n) : 1.0;
-  int w = 1;
-  while (w < 32 && double(w) < half) w *= 2;
-  return w;
-}
+int row_lanes(index_t n, index_t nnz) { return pow2_lanes(n > 0 ? 0.5 * double(nnz) / double(n) : 1.0); }
 // Lanes a row for the row kernels that fold a row's terms in order (k_diagonal, the strength
 // graph, the filtered matrix): one thread a row below 16 entries a row on average, where the
 // ordered fold across lanes costs more than the coalescing saves (256^3 Laplacian, 7 a row:

@@ -570,21 +570,13 @@ unsigned row_blocks(index_t n, int w) { return unsigned((std::int64_t(n) * w + k
 
 // Lanes a row of A for the prolongator's values: its mean length, rounded up to a power of two,
 // at most 32.
-int row_lanes(index_t n, index_t nnz) {
-  const double mean = n > 0 ? double(nnz) / double(n) : 1.0;
-  int w = 1;
-  while (w < 32 && double(w) < mean) w *= 2;
-  return w;
-}
+int row_lanes(index_t n, index_t nnz) { return pow2_lanes(n > 0 ? double(nnz) / double(n) : 1.0); }
 
 // Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32. Each lane holds
 // 4 cursors (8 with 32 lanes), so rows of A up to 4·W entries, at least twice the mean below 32
 // lanes and 256 with 32, merge from registers alone.
 int symbolic_lanes(index_t rows, index_t a_nnz) {
-  const double half = rows > 0 ? 0.5 * double(a_nnz) / double(rows) : 1.0;
-  int w = 1;
-  while (w < 32 && double(w) < half) w *= 2;
-  return w;
+  return pow2_lanes(rows > 0 ? 0.5 * double(a_nnz) / double(rows) : 1.0);
 }
 
 void check_symbolic_lanes(int lanes) {

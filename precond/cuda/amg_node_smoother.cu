@@ -7,6 +7,7 @@
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/precond/cuda/amg_kernels.hpp"
+#include "krysp/precond/cuda/row_groups.cuh"
 
 namespace krysp::detail {
 
@@ -96,8 +97,7 @@ template <class T>
 void amg_node_fused_step(const CsrView<T>& A, int mean_row, int b, T c1, T c2, const T* binv, const T* R, index_t ldr,
                          const T* X, const T* Xp, T* Y, index_t ldy, DeviceStream stream) {
   if (A.rows == 0) return;
-  int W = 2;
-  while (W < 32 && W < mean_row / 2) W *= 2;
+  const int W = pow2_lanes(double(mean_row / 2), 2);  // the point smoother's sub-warps
   const int nodes_per_block = kBlock / W / b;  // ≥ 1: kBlock / 32 = 8 ≥ b
   const std::int64_t nodes = A.rows / b;
   const auto grid = unsigned((nodes + nodes_per_block - 1) / nodes_per_block);

@@ -1,14 +1,23 @@
 #pragma once
 /// \file row_groups.cuh
 /// A group of W lanes a row for the AMG set-up's row kernels (amg_device_setup.cu, amg_filter.cu,
-/// amg_galerkin.cu), and the host's dispatch of a run-time lane count to the kernel templates.
-/// Internal: included by those .cu files only.
+/// amg_galerkin.cu), the host's dispatch of a run-time lane count to the kernel templates, and
+/// the rule that picks W from a mean row length (those and amg_node_smoother.cu). Internal:
+/// included by those .cu files only.
 #include <cstdint>
 #include <type_traits>
 
 #include "krysp/base/types.hpp"
 
 namespace krysp::detail {
+
+/// The smallest power of two W with from ≤ W ≤ 32 and W ≥ target (a row kernel's lanes a row,
+/// target a fraction of the mean row length).
+inline int pow2_lanes(double target, int from = 1) {
+  int w = from;
+  while (w < 32 && double(w) < target) w *= 2;
+  return w;
+}
 
 // W a power of two ≤ 32; the groups are W-aligned in the warp, so a group whose row is past n
 // leaves whole and the others keep every lane for the shuffles and ballots below.
