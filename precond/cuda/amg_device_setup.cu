@@ -171,13 +171,36 @@ __global__ void k_max_partials(index_t n, const double* x, double* partials) {
   if (threadIdx.x == 0) partials[blockIdx.x] = r;
 }
 
-// *out = op over the `count` partials, in a fixed order (one block); with root: sqrt of the sum.
+// *out = op over the `count` partials, in a fixed order (one block of kThreads); with root: sqrt
+// of the sum. __ldcg: the partials may come from other blocks of the same launch (finish_if_last).
 template <bool Max>
-__global__ void k_finish(int count, const double* partials, double* out, bool root) {
+__device__ void finish_partials(int count, const double* partials, double* out, bool root) {
   double v = 0;
-  for (int b = int(threadIdx.x); b < count; b += blockDim.x) v = Max ? (partials[b] > v ? partials[b] : v) : __dadd_rn(v, partials[b]);
+  for (int b = int(threadIdx.x); b < count; b += blockDim.x) {
+    const double p = __ldcg(partials + b);
+    v = Max ? (p > v ? p : v) : __dadd_rn(v, p);
+  }
   const double r = block_reduce<Max>(v);
   if (threadIdx.x == 0) *out = root ? sqrt(r) : r;
+}
+template <bool Max>
+__global__ void k_finish(int count, const double* partials, double* out, bool root) {
+  finish_partials<Max>(count, partials, out, root);
+}
+// After each block wrote partials[blockIdx.x]: the last block to arrive finishes the sum as
+// k_finish does (the same order and operations: the same bits) and sets *counter back to 0 for
+// the next launch. One launch where a partial pass and k_finish took two.
+__device__ void finish_if_last(const double* partials, double* out, bool root, unsigned* counter) {
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's partial is visible before it is counted
+    last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  finish_partials<false>(int(gridDim.x), partials, out, root);
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 // Lanczos (the host's LevelLanczos, step for step).
@@ -255,9 +278,10 @@ void launch_spmv(int w, index_t n, const index_t* rp, const index_t* ci, const d
   });
   KRYSP_CUDA_CHECK_LAUNCH("k_spmv");
 }
-// w = s∘y − β·v_prev (null s: y as it is, already L⁻¹·A·u); partials of wᵀv
+// w = s∘y − β·v_prev (null s: y as it is, already L⁻¹·A·u); *alpha = wᵀv
 __global__ void k_lz_alpha(index_t n, const double* s, const double* y, const double* beta, const double* vp,
-                           bool has_prev, double* w, const double* v, double* partials) {
+                           bool has_prev, double* w, const double* v, double* partials, double* alpha,
+                           unsigned* counter) {
   double acc = 0;
   const double b = has_prev ? *beta : 0.0;
   for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -267,9 +291,11 @@ __global__ void k_lz_alpha(index_t n, const double* s, const double* y, const do
   }
   const double r = block_reduce<false>(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = r;
+  finish_if_last(partials, alpha, false, counter);
 }
-// w −= α·v; partials of wᵀw
-__global__ void k_lz_beta(index_t n, const double* alpha, const double* v, double* w, double* partials) {
+// w −= α·v; *beta = ‖w‖
+__global__ void k_lz_beta(index_t n, const double* alpha, const double* v, double* w, double* partials, double* beta,
+                          unsigned* counter) {
   double acc = 0;
   const double a = *alpha;
   for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -279,6 +305,7 @@ __global__ void k_lz_beta(index_t n, const double* alpha, const double* v, doubl
   }
   const double r = block_reduce<false>(acc);
   if (threadIdx.x == 0) partials[blockIdx.x] = r;
+  finish_if_last(partials, beta, true, counter);
 }
 
 // Strength of connection for b = 1, the host's test (amg::strength_graph) entry by entry.
@@ -798,14 +825,10 @@ class GpuLevelLanczos final : public LanczosOperator {
         sy = u_.data();
       }
       k_lz_alpha<<<grid_, kThreads>>>(n_, s_, sy, prev_beta, vp_.data(), step_ > 0, w_.data(), v_.data(),
-                                      partials_.data());
+                                      partials_.data(), a, counter_.data());
       check_launch("k_lz_alpha");
-      k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), a, false);
-      check_launch("k_finish");
-      k_lz_beta<<<grid_, kThreads>>>(n_, a, v_.data(), w_.data(), partials_.data());
+      k_lz_beta<<<grid_, kThreads>>>(n_, a, v_.data(), w_.data(), partials_.data(), b, counter_.data());
       check_launch("k_lz_beta");
-      k_finish<false><<<1, kThreads>>>(grid_, partials_.data(), b, true);
-      check_launch("k_finish");
     }
     std::vector<double> h(2 * std::size_t(count));
     copy_to_host(h.data(), ab_.data() + 2 * first + 1, h.size() * sizeof(double));
@@ -837,6 +860,8 @@ class GpuLevelLanczos final : public LanczosOperator {
   void init() {
     for (auto* a : {&v_, &vp_, &w_, &u_, &y_}) *a = DeviceArray<double>(std::size_t(std::max<index_t>(n_, 1)));
     partials_ = DeviceArray<double>(std::size_t(grid_));
+    counter_ = DeviceArray<unsigned>(1);
+    counter_.zero();
     ab_ = DeviceArray<double>(2 * std::size_t(kLanczosSteps) + 3);
     ab_.zero();
   }
@@ -850,6 +875,7 @@ class GpuLevelLanczos final : public LanczosOperator {
   int lanes_;  // of the SpMV
   int step_ = 0;
   DeviceArray<double> v_, vp_, w_, u_, y_, partials_, ab_;
+  DeviceArray<unsigned> counter_;  // finish_if_last's arrivals
   DeviceArray<float> basis_;
   const double* linv_ = nullptr;  // node blocks' L⁻¹ (block smoother), else D^{-1/2} in s_
   int b_ = 1;
