@@ -2,7 +2,7 @@
 // block where the matrix fits its shared memory, cuSOLVER and cuBLAS above) against the host:
 // L against amg::cholesky, the inverse against substitutions on the host's factor and by
 // A·X − I, on random SPD matrices of 1 to 300 rows (both paths, the size limit on either side),
-// well conditioned and scaled over six decades; the refused pivots at the host's rows; repeats
+// well conditioned and scaled over three decades; the refused pivots at the host's rows; repeats
 // bitwise equal.
 #include <doctest/doctest.h>
 
