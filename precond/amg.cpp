@@ -306,6 +306,9 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
   std::ostringstream s;
   s << "theta " << o.theta;
   if (c.theta) s << why << ")";
+  if (c.theta_retries > 0)
+    s << " (times " << kAmgThetaRetry << " on " << c.theta_retries << " level" << (c.theta_retries > 1 ? "s" : "")
+      << " that coarsened by less than " << kAmgSlowCoarsening << "x)";
   s << ", " << to_string(o.smoother);
   if (o.smoother == AmgSmoother::Chebyshev) s << " " << o.smoother_degree;
   if (c.degree) s << (c.theta ? " (auto)" : std::string(why) + ")");
@@ -489,6 +492,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   const double adaptive_seconds = info_.adaptive_seconds;
   const int resetups = info_.resetups;
   info_ = AmgInfo{};
+  if (!reuse) auto_choice_.theta_retries = 0;  // counted again by the aggregation below
   info_.auto_choice = auto_choice_;
   info_.setup_seconds = setup_seconds;
   info_.adaptive_seconds = adaptive_seconds;
@@ -574,7 +578,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       last = !plan.next;
       if (!last) li.aggregates = plan.tent.P.cols / K;
       li.isolated = plan.isolated;
-      li.theta = last ? 0 : o.theta * std::pow(kAmgThetaDecay, double(l));
+      li.theta = last ? 0 : plan.theta;
       info_.stop_reason = before_stop_reason_;
       info_.stalled = before_stalled_;
     } else if (n <= o.coarse_size) {
@@ -585,9 +589,17 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       info_.stop_reason = detail::concat("max_levels (", o.max_levels, ") reached at ", n, " rows");
     } else {
       li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
-      const amg::Graph G = amg::strength_graph(Al, bl, li.theta);
-      const amg::Aggregation agg =
-          o.aggregation == AmgAggregation::Mis2 ? amg::aggregate_mis2(G) : amg::aggregate(G);
+      auto aggregate = [&] {
+        const amg::Graph G = amg::strength_graph(Al, bl, li.theta);
+        return o.aggregation == AmgAggregation::Mis2 ? amg::aggregate_mis2(G) : amg::aggregate(G);
+      };
+      amg::Aggregation agg = aggregate();
+      if (amg::retry_aggregation(auto_choice_, n, agg.count * K)) {
+        li.theta *= kAmgThetaRetry;
+        ++auto_choice_.theta_retries;
+        agg = aggregate();
+      }
+      plan.theta = li.theta;
       const index_t nc = agg.count * K;
       li.isolated = plan.isolated = agg.isolated;
       if (nc == 0 || double(n) < kStallRatio * double(nc)) {
@@ -732,6 +744,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   info_.grid_complexity = info_.levels[0].rows > 0 ? rows / double(info_.levels[0].rows) : 1.0;
   before_stop_reason_ = info_.stop_reason;
   before_stalled_ = info_.stalled;
+  info_.auto_choice.theta_retries = auto_choice_.theta_retries;
   return true;
 }
 

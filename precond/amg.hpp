@@ -112,6 +112,15 @@ inline constexpr double kAmgStructuralPositiveFraction = 0.1;
 /// node at 0.25, the shared structural matrices at most 41%.
 inline constexpr double kAmgStructuralMaxIsolated = 0.5;
 
+/// A level aggregated at the structural auto θ (kAmgThetaStructural·(1/2)^l) whose rows would
+/// shrink by less than this is aggregated again, once, at kAmgThetaRetry times that θ: thin plates
+/// and beams (elasticity one element thick) make aggregates of about two nodes at 0.25, so that
+/// with rigid-body modes (6 coarse unknowns an aggregate) the coarsening stalls or crawls
+/// (docs/amg.md, "Thin plates").
+inline constexpr double kAmgSlowCoarsening = 2.0;
+/// The retry's θ factor: the structural θ becomes the M-matrix one (0.25 → 0.08 on level 0).
+inline constexpr double kAmgThetaRetry = kAmgThetaMMatrix / kAmgThetaStructural;
+
 /// What the kAmgAuto rule decided (AmgInfo::auto_choice).
 struct AmgAutoChoice {
   bool theta = false;              ///< AmgOptions::theta was kAmgAuto
@@ -132,6 +141,7 @@ struct AmgAutoChoice {
   /// auto rule read; −1: not read
   double constant_quotient = -1;
   int adapted_cycles = 0;  ///< V-cycles that adapted the near-nullspace (0: not adapted)
+  int theta_retries = 0;   ///< levels aggregated again at θ·kAmgThetaRetry (kAmgSlowCoarsening)
 };
 
 /// The host sparse pieces of the AMG set-up, exposed for tests.
@@ -177,6 +187,12 @@ int node_block_size(const CsrMatrix<T>& A, const AmgOptions& o);
 template <class T>
 AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoice* choice = nullptr,
                         bool on_device = false);
+/// Whether a level of n rows that its aggregation at θ would turn into nc coarse unknowns is
+/// aggregated again at θ·kAmgThetaRetry: θ is the structural auto one (c.strong_theta) and
+/// n < kAmgSlowCoarsening·nc. Both set-ups apply it, so their hierarchies stay the same.
+inline bool retry_aggregation(const AmgAutoChoice& c, index_t n, index_t nc) {
+  return c.theta && c.strong_theta && nc > 0 && double(n) < kAmgSlowCoarsening * double(nc);
+}
 /// The summary's words for θ, the smoother and the filter, e.g. "theta 0.08 (auto: 0% positive
 /// off-diagonals), chebyshev 2 (auto), filter on (auto)" (the filter is left out where the sign
 /// rule turned it off); `o` resolved.
@@ -482,6 +498,7 @@ class HostAmg final : public Preconditioner<T> {
     amg::Csr<double> P, AP, Ac;  ///< patterns (and last values) of S·P_tent, A·P, Pᵀ·(A·P)
     amg::Csr<double> coarse;     ///< the next level's matrix as built (pattern checked on reuse)
     index_t isolated = 0;        ///< the aggregation's isolated nodes (AmgLevelInfo)
+    double theta = 0;            ///< the θ it aggregated at (a re-set-up reports it)
     /// A's entries the filtered matrix keeps (filter_entries; a re-set-up keeps them); empty when
     /// the level is not filtered or the filter keeps every entry (A_F = A).
     std::vector<std::uint8_t> keep;

@@ -943,6 +943,8 @@ struct GpuAmgPlan {
     bool next = false;     ///< a coarser level follows
     index_t aggregates = 0;
     index_t isolated = 0;
+    double theta = 0;      ///< the θ it aggregated at
+    bool retried = false;  ///< aggregated again at θ·kAmgThetaRetry (amg::retry_aggregation)
     DCsr tent;             ///< P_tent (when next)
     // The structure work a numeric re-set-up skips (same structure of A, same aggregates, so the
     // same patterns: the products' values are filled into them by spgemm_numeric):
@@ -1214,6 +1216,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     const double rho = std::min(lr.theta, gershgorin);
 
     bool last = false;
+    bool retried = false;  // this level aggregated again (amg::retry_aggregation)
     index_t count = 0;
     DeviceArray<index_t> agg;
     const GpuAmgPlan::Level* kept = nullptr;
@@ -1222,7 +1225,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       kept = &reuse->levels[l];
       last = !kept->next;
       li.isolated = kept->isolated;
-      li.theta = last ? 0 : o.theta * std::pow(kAmgThetaDecay, double(l));
+      li.theta = last ? 0 : kept->theta;
+      if (kept->retried) ++info.auto_choice.theta_retries;  // the summary says so after a re-set-up too
       if (!last) li.aggregates = count = kept->aggregates;
     } else if (n <= o.coarse_size) {
       last = true;
@@ -1232,77 +1236,87 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       info.stop_reason = concat("max_levels (", o.max_levels, ") reached at ", n, " rows");
     } else {
       li.theta = o.theta * std::pow(kAmgThetaDecay, double(l));
-      // Strength graph, on nodes of bl unknowns (bl > 1: amg_block_setup.hpp, the host's
-      // amg::strength_graph on b×b blocks; the MIS-2 rounds below take any graph).
-      DeviceArray<index_t> grp, gci;
-      if (bl > 1) {
-        block_strength_graph(n, bl, Al.rp, Al.ci, Al.va, li.theta, grp, gci);
-      } else {
-        DeviceArray<double> dm(N);
-        k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
-        check_launch("k_node_magnitude");
-        DeviceArray<index_t> gcount(N);
-        grp = DeviceArray<index_t>(N + 1);
-        const int lanes = fold_lanes(n, Al.nnz);
-        with_lanes(lanes, [&](auto W) {
-          k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-              n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
-        });
-        check_launch("k_strength_count");
-        const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
-        gci = DeviceArray<index_t>(std::size_t(std::max<index_t>(gnnz, 1)));
-        with_lanes(lanes, [&](auto W) {
-          k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-              n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
-        });
-        check_launch("k_strength_fill");
-      }
-      pc.mark(lv, "strength graph");
-      // MIS-2 rounds until no node is undecided.
-      DeviceArray<std::uint64_t> keys(NN), k1(NN), k2(NN);
-      k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags.data() + 2);
-      check_launch("k_mis_init");
-      for (int round = 0;; ++round) {
-        KRYSP_REQUIRE(round <= nodes, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
-        k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), k1.data());
-        check_launch("k_mis_max");
-        k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), k1.data(), k2.data());
-        check_launch("k_mis_max");
+      retried = false;
+      // At most twice: again at θ·kAmgThetaRetry when the first aggregation coarsens slowly
+      // (amg::retry_aggregation, as the host set-up).
+      for (int attempt = 0;; ++attempt) {
+        if (attempt > 0) KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 2, 0, sizeof(int)));  // k_mis_init's count
+        // Strength graph, on nodes of bl unknowns (bl > 1: amg_block_setup.hpp, the host's
+        // amg::strength_graph on b×b blocks; the MIS-2 rounds below take any graph).
+        DeviceArray<index_t> grp, gci;
+        if (bl > 1) {
+          block_strength_graph(n, bl, Al.rp, Al.ci, Al.va, li.theta, grp, gci);
+        } else {
+          DeviceArray<double> dm(N);
+          k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
+          check_launch("k_node_magnitude");
+          DeviceArray<index_t> gcount(N);
+          grp = DeviceArray<index_t>(N + 1);
+          const int lanes = fold_lanes(n, Al.nnz);
+          with_lanes(lanes, [&](auto W) {
+            k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+                n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
+          });
+          check_launch("k_strength_count");
+          const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
+          gci = DeviceArray<index_t>(std::size_t(std::max<index_t>(gnnz, 1)));
+          with_lanes(lanes, [&](auto W) {
+            k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+                n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
+          });
+          check_launch("k_strength_fill");
+        }
+        pc.mark(lv, "strength graph");
+        // MIS-2 rounds until no node is undecided.
+        DeviceArray<std::uint64_t> keys(NN), k1(NN), k2(NN);
+        k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags.data() + 2);
+        check_launch("k_mis_init");
+        for (int round = 0;; ++round) {
+          KRYSP_REQUIRE(round <= nodes, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
+          k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), k1.data());
+          check_launch("k_mis_max");
+          k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), k1.data(), k2.data());
+          check_launch("k_mis_max");
+          KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
+          k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags.data() + 3);
+          check_launch("k_mis_decide");
+          const bool done = download_int(flags.data() + 3) == 0;
+          pc.mark(lv, "MIS-2 rounds");
+          if (done) break;
+        }
+        li.isolated = index_t(download_int(flags.data() + 2));
+        // Aggregates: roots numbered in node order, then the joins, then any leftovers.
+        DeviceArray<index_t> flag(NN), scan(NN + 1), agg1(NN), leftover(NN);
+        agg = DeviceArray<index_t>(NN);
+        k_root_flags<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), flag.data());
+        check_launch("k_root_flags");
+        count = exclusive_scan(flag.data(), scan.data(), nodes);
+        k_root_numbers<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), scan.data(), agg1.data());
+        check_launch("k_root_numbers");
+        {
+          // join_root reads the roots' numbers from a snapshot, so the writes below cannot race it.
+          DeviceArray<index_t> roots(NN);
+          roots.copy_from(agg1);
+          k_join_root<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), roots.data(),
+                                                       agg1.data());
+          check_launch("k_join_root");
+        }
         KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
-        k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags.data() + 3);
-        check_launch("k_mis_decide");
-        const bool done = download_int(flags.data() + 3) == 0;
-        pc.mark(lv, "MIS-2 rounds");
-        if (done) break;
+        k_join_neighbour<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), agg1.data(), agg.data(),
+                                                          flags.data() + 3, leftover.data());
+        check_launch("k_join_neighbour");
+        const index_t left = exclusive_scan(leftover.data(), scan.data(), nodes);
+        if (left > 0) {
+          k_leftovers<<<blocks_for(nodes), kThreads>>>(nodes, leftover.data(), scan.data(), count, agg.data());
+          check_launch("k_leftovers");
+          count += left;
+        }
+        pc.mark(lv, "aggregates (roots, joins, leftovers)");
+        if (attempt > 0 || !amg::retry_aggregation(info.auto_choice, n, count * K)) break;
+        li.theta *= kAmgThetaRetry;
+        ++info.auto_choice.theta_retries;
+        retried = true;
       }
-      li.isolated = index_t(download_int(flags.data() + 2));
-      // Aggregates: roots numbered in node order, then the joins, then any leftovers.
-      DeviceArray<index_t> flag(NN), scan(NN + 1), agg1(NN), leftover(NN);
-      agg = DeviceArray<index_t>(NN);
-      k_root_flags<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), flag.data());
-      check_launch("k_root_flags");
-      count = exclusive_scan(flag.data(), scan.data(), nodes);
-      k_root_numbers<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), scan.data(), agg1.data());
-      check_launch("k_root_numbers");
-      {
-        // join_root reads the roots' numbers from a snapshot, so the writes below cannot race it.
-        DeviceArray<index_t> roots(NN);
-        roots.copy_from(agg1);
-        k_join_root<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), roots.data(),
-                                                     agg1.data());
-        check_launch("k_join_root");
-      }
-      KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
-      k_join_neighbour<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), agg1.data(), agg.data(),
-                                                        flags.data() + 3, leftover.data());
-      check_launch("k_join_neighbour");
-      const index_t left = exclusive_scan(leftover.data(), scan.data(), nodes);
-      if (left > 0) {
-        k_leftovers<<<blocks_for(nodes), kThreads>>>(nodes, leftover.data(), scan.data(), count, agg.data());
-        check_launch("k_leftovers");
-        count += left;
-      }
-      pc.mark(lv, "aggregates (roots, joins, leftovers)");
       const index_t nc = count * K;  // coarse unknowns: K a node (aggregate)
       if (nc == 0 || double(n) < kStallRatio * double(nc)) {
         last = true;
@@ -1527,6 +1541,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       pl.next = true;
       pl.aggregates = count;
       pl.isolated = li.isolated;
+      pl.theta = li.theta;
+      pl.retried = retried;
       if (!kept) {  // what a re-set-up of this level gathers from (pointers stay valid: moves below)
         pl.tent = std::move(Pt);
         if (o.prolongation_weight > 0) {

@@ -6,7 +6,8 @@
 // columns), S·P_tent's values (amg.cpp's S, amg::multiply) and the unit diagonal on empty coarse
 // rows. Then whole hierarchies against HostAmg (MIS-2), level by level: the aggregates exactly, P,
 // R and A_l to 1e-12, ω, λ, D⁻¹, the coarse factor; on bcsstk06 (b = 3, b = 6, 2-D coordinates:
-// b = 2, K = 3), elasticity_3d with unit vectors and with rigid-body modes, and elasticity with a
+// b = 2, K = 3), elasticity_3d with unit vectors and with rigid-body modes, a thin plate whose level
+// 0 is aggregated again at a smaller θ (amg::retry_aggregation), and elasticity with a
 // one-node aggregate (fewer unknowns than K: zero columns, unit diagonals), and near-nullspace
 // vectors given (K = 1 vanishing on part of a Laplacian; b = 3 with K = 4). A numeric re-set-up
 // after a value change equals a fresh set-up bitwise; DeviceAmg applies the host's V-cycle; PCG
@@ -142,6 +143,16 @@ std::vector<Problem> problems() {
     out.push_back(P);
   }
   out.push_back(elasticity_with_lone_node());
+  {
+    // A thin plate with rigid-body modes, θ left auto: level 0 coarsens by less than 2x at the
+    // structural 0.25 and is aggregated again at 0.08 (amg::retry_aggregation), by both set-ups.
+    std::vector<double> pxyz;
+    Problem P{"elasticity_3d 20x20x1 thin plate, rigid-body modes, theta auto (retried)",
+              elasticity_3d(20, 20, 1, 0.3, &pxyz), base_options()};
+    P.o.coordinates = pxyz;
+    P.o.coordinate_dim = 3;
+    out.push_back(P);
+  }
   {
     // One vector given (AmgOptions::near_nullspace), zero on the last third of a Laplacian's
     // unknowns: K = 1 takes the per-aggregate QR too, which completes a vanishing column with a
@@ -380,6 +391,8 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: the host's hierarchy (agg
     CHECK(H.level_data().size() >= 3);  // level 1 on: K×K blocks, the QR of the coarse near-nullspace
     if (p.small_aggregate) CHECK(has_unit_diagonal_row(H));
     test::check_matches_host(G, H);
+    CHECK(G.info.auto_choice.theta_retries == H.info().auto_choice.theta_retries);
+    if (p.name.find("retried") != std::string::npos) CHECK(G.info.auto_choice.theta_retries == 1);
 
     // Two GPU set-ups: bitwise equal.
     const auto G2 = detail::gpu_amg_setup(p.A, p.o, true);

@@ -1,0 +1,84 @@
+// The aggregation retried at θ·kAmgThetaRetry (amg::retry_aggregation): a thin clamped plate
+// (elasticity one element thick) with rigid-body modes stalls at the structural auto θ 0.25 (one
+// level: the smoother alone) and coarsens at 0.08. Checked: the retry and its θ, the coarsening
+// it gives, the summary's words, PCG against θ 0.25 given (true residuals recomputed outside the
+// solver), that a given θ is kept, that a numeric re-set-up keeps the retried θ, and that the
+// shared structural matrices (none coarsens that slowly) are untouched.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "krysp/precond/amg.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "precond/precond_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+struct Plate {
+  CsrMatrix<double> A;
+  AmgOptions o;  // rigid-body modes from the nodes' coordinates, θ auto
+};
+
+Plate thin_plate() {
+  std::vector<double> xyz;
+  Plate p{elasticity_3d(20, 20, 1, 0.3, &xyz), AmgOptions{}};
+  p.o.coordinates = xyz;
+  p.o.coordinate_dim = 3;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("AMG: a level that coarsens slowly at the structural auto theta is aggregated again") {
+  const Plate p = thin_plate();
+  const HostAmg<double> H(p.A, p.o);
+  const AmgInfo& info = H.info();
+  REQUIRE(info.auto_choice.strong_theta);  // θ auto: the structural 0.25 ...
+  CHECK(info.auto_choice.theta_retries == 1);
+  REQUIRE(info.levels.size() >= 3);
+  CHECK(info.levels[0].theta == doctest::Approx(kAmgThetaStructural * kAmgThetaRetry));  // ... 0.08 on level 0
+  CHECK(double(info.levels[0].rows) >= kAmgSlowCoarsening * double(info.levels[1].rows));
+  CHECK_FALSE(info.stalled);
+  CHECK(H.summary().find("times 0.32 on 1 level that coarsened by less than 2x") != std::string::npos);
+
+  // θ 0.25 given: kept, and the coarsening stalls (rows shrink by less than 1.2x with 6 modes).
+  AmgOptions given = p.o;
+  given.theta = kAmgThetaStructural;
+  const HostAmg<double> G(p.A, given);
+  CHECK(G.info().auto_choice.theta_retries == 0);
+  CHECK(G.info().levels[0].theta == kAmgThetaStructural);
+  CHECK(G.info().stalled);
+
+  const test::AmgSolved retried = test::amg_pcg(p.A, p.o), stalled = test::amg_pcg(p.A, given);
+  MESSAGE("elasticity_3d 20x20x1 rigid-body modes: ", retried.iterations, " iterations (", retried.preconditioner,
+          "), theta 0.25 given ", stalled.iterations);
+  CHECK(retried.true_residual <= 1e-8);
+  CHECK(stalled.true_residual <= 1e-8);
+  CHECK(2 * retried.iterations < stalled.iterations);
+
+  // A numeric re-set-up keeps the aggregates, so the retried θ and the summary's words.
+  HostAmg<double> U(p.A, p.o);
+  std::vector<double> v(p.A.values().data(), p.A.values().data() + p.A.nnz());
+  for (double& e : v) e *= 1.5;
+  const auto A2 = CsrMatrix<double>::from_arrays(
+      p.A.rows(), p.A.cols(), std::vector<index_t>(p.A.row_ptr().data(), p.A.row_ptr().data() + p.A.rows() + 1),
+      std::vector<index_t>(p.A.col_idx().data(), p.A.col_idx().data() + p.A.nnz()), v);
+  CHECK(U.update_values(A2));
+  CHECK(U.info().resetups == 1);
+  CHECK(U.info().auto_choice.theta_retries == 1);
+  CHECK(U.info().levels[0].theta == info.levels[0].theta);
+}
+
+TEST_CASE("AMG: the shared structural matrices coarsen fast enough at theta 0.25 (no retry)") {
+  for (const char* name : {"bcsstk06", "bcsstm12"}) {
+    CAPTURE(name);
+    const HostAmg<double> H(test::load(name), AmgOptions{});
+    CHECK(H.info().auto_choice.strong_theta);
+    CHECK(H.info().auto_choice.theta_retries == 0);
+    CHECK(H.info().levels[0].theta == kAmgThetaStructural);
+  }
+}
