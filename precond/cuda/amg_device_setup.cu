@@ -1071,7 +1071,7 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>&, const AmgOptions& o) {
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given, bool keep_aggregates,
                                  std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices, bool warm_lanczos,
-                                 AmgCoarseSolver* coarse) {
+                                 AmgCoarseSolver* coarse, const AmgAutoChoice* choice) {
   const auto t0 = Clock::now();
   GpuAmgHierarchy<T> H;
   AmgInfo& info = H.info;
@@ -1086,6 +1086,10 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   // a θ of −1 would make every connection strong). DeviceAmg passes the options it resolved:
   // explicit values are kept and nothing is counted.
   const AmgOptions o = amg::resolve_auto(A, given, &info.auto_choice, true);
+  if (choice) {  // `given` was resolved by the caller: its choice decides the retries below
+    info.auto_choice = *choice;
+    info.auto_choice.theta_retries = 0;
+  }
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   KRYSP_REQUIRE(gpu_amg_setup_applies(A, o), "AMG: the GPU set-up takes the mis2 aggregation only");
   auto plan = std::make_shared<GpuAmgPlan>();  // what this set-up decides (a full one)
@@ -1542,7 +1546,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       pl.aggregates = count;
       pl.isolated = li.isolated;
       pl.theta = li.theta;
-      pl.retried = retried;
+      pl.retried = kept ? kept->retried : retried;
       if (!kept) {  // what a re-set-up of this level gathers from (pointers stay valid: moves below)
         pl.tent = std::move(Pt);
         if (o.prolongation_weight > 0) {
@@ -1689,8 +1693,10 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
 template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&);
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
 template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
-                                               std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*);
+                                               std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*,
+                                               const AmgAutoChoice*);
 template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
-                                              std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*);
+                                              std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*,
+                                               const AmgAutoChoice*);
 
 }  // namespace krysp::detail

@@ -124,10 +124,13 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// bitwise what a full set-up of the same values with the same aggregates gives (the tests'
 /// check of the numeric path). Either way the same calls give the same bits. coarse: the handles
 /// that factor the coarsest level, kept by a caller that sets up again (null: made for this call).
+/// choice: how a caller that resolved o itself (DeviceAmg) chose its kAmgAuto fields, which
+/// decides amg::retry_aggregation (null: this call's own resolution of o).
 /// Sets info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
                                  std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true,
-                                 bool warm_lanczos = true, AmgCoarseSolver* coarse = nullptr);
+                                 bool warm_lanczos = true, AmgCoarseSolver* coarse = nullptr,
+                                 const AmgAutoChoice* choice = nullptr);
 
 }  // namespace krysp::detail

@@ -61,12 +61,12 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   if (detail::gpu_amg_setup_applies(A, opt_)) {
     const auto t0 = Clock::now();
     gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver()));
+        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
     adopt(A);
     const AmgInfo& first = gpu_->info;
     const int cycles = amg::adaptive_cycles(A, opt_, first.levels[0].block_size, first.levels[0].lambda_estimate,
                                             first.levels.size(), auto_choice_, true);
-    gpu_->info.auto_choice = auto_choice_;
+    keep_choice();
     if (cycles > 0) {
       // x ← x − M⁻¹A·x (HostAmg's cycles): r = −A·x, z = M⁻¹r, x += z.
       const index_t n = A.rows();
@@ -91,8 +91,8 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
         drop_levels();
         gpu_.reset();
         gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-            detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver()));
-        gpu_->info.auto_choice = auto_choice_;
+            detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
+        keep_choice();
         gpu_->info.adaptive_seconds = seconds;
         gpu_->info.setup_seconds += seconds;
         adopt(A);
@@ -312,7 +312,7 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
     // The new numbers come in arrays of the same patterns: copied into the level matrices on the
     // device, so their structures, checks and SpMV plans stay (no download, no new plans).
     detail::GpuAmgHierarchy<T> fresh =
-        detail::gpu_amg_setup(A, opt_, false, gpu_->plan, false, true, &coarse_solver());
+        detail::gpu_amg_setup(A, opt_, false, gpu_->plan, false, true, &coarse_solver(), &auto_choice_);
     bool same = fresh.levels.size() == levels_.size() && fresh.coarse_factor.size() == coarse_inv_.size();
     for (std::size_t l = 0; same && l < levels_.size(); ++l) {
       const auto& g = fresh.levels[l];
@@ -344,10 +344,10 @@ bool DeviceAmg<T>::update_values(const CsrMatrix<T>& A) {
       levels_.clear();
       gpu_.reset();
       gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-          detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver()));
+          detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
       adopt(A);
     }
-    gpu_->info.auto_choice = auto_choice_;  // the choice of the first set-up, kept
+    keep_choice();  // the choice of the first set-up, kept
     gpu_->info.setup_seconds = before.setup_seconds;
     gpu_->info.adaptive_seconds = before.adaptive_seconds;
     gpu_->info.resetups = before.resetups + 1;
@@ -533,6 +533,12 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
   mul(L.A, N, T(-1), x, ldx, T(1), W.r, W.ld, s);  // r = b − A·x
   smooth_correction(L, W, N, W.r, W.ld, W.e, W.ld, s);
   detail::amg_add<T>(L.n, N, W.e, W.ld, x, ldx, s);
+}
+
+template <class T>
+void DeviceAmg<T>::keep_choice() {
+  auto_choice_.theta_retries = gpu_->info.auto_choice.theta_retries;  // counted by the set-up
+  gpu_->info.auto_choice = auto_choice_;
 }
 
 template <class T>

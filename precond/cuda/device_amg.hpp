@@ -155,6 +155,7 @@ class DeviceAmg final : public Preconditioner<T> {
 
   void upload(const CsrMatrix<T>& A);
   void adopt(const CsrMatrix<T>& A);  // levels_ from gpu_
+  void keep_choice();                 // gpu_'s info takes auto_choice_, with its set-up's θ retries
   void upload_values(const CsrMatrix<T>& A);
   std::size_t bytes_needed() const;
   Work work(std::size_t l, T* base, index_t ld) const;
