@@ -50,7 +50,7 @@ class LevelLanczos final : public LanczosOperator {
     vp_.assign(n_, 0);
     w_.assign(n_, 0);
     u_.assign(n_, 0);
-    if (linv_) y_.assign(n_, 0);
+    y_.assign(n_, 0);
   }
   /// out = L⁻¹·in node by node, or L⁻ᵀ·in with `transposed` (L⁻¹ lower triangular).
   void node_blocks(const double* in, double* out, bool transposed) const {
@@ -91,29 +91,23 @@ class LevelLanczos final : public LanczosOperator {
         }
       if (record_ && step_ < kAmgLanczosRecordSteps)
         for (std::size_t i = 0; i < n_; ++i) basis_.push_back(float(v_[i]));
-      double a = 0;
-      if (linv_) {  // w = L⁻¹·A·L⁻ᵀ·v − β·v_prev
+      // w = S·A·Sᵀ·v − β·v_prev: S = L⁻¹ (node blocks) or D^{-1/2} (s_): u = Sᵀ·v, y = A·u.
+      if (linv_) {
         node_blocks(v_.data(), u_.data(), true);
-        for (std::size_t i = 0; i < n_; ++i) {
-          double y = 0;
-          for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
-            y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
-          y_[i] = y;
-        }
-        node_blocks(y_.data(), w_.data(), false);
-        for (std::size_t i = 0; i < n_; ++i) {
-          w_[i] -= beta_ * vp_[i];
-          a += w_[i] * v_[i];
-        }
-      } else {  // w = D^{-1/2}·A·D^{-1/2}·v − β·v_prev
+      } else {
         for (std::size_t i = 0; i < n_; ++i) u_[i] = s_[i] * v_[i];
-        for (std::size_t i = 0; i < n_; ++i) {
-          double y = 0;
-          for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
-            y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
-          w_[i] = s_[i] * y - beta_ * vp_[i];
-          a += w_[i] * v_[i];
-        }
+      }
+      for (std::size_t i = 0; i < n_; ++i) {
+        double y = 0;
+        for (index_t k = A_.row_ptr[i]; k < A_.row_ptr[i + 1]; ++k)
+          y += A_.values[std::size_t(k)] * u_[std::size_t(A_.col_idx[std::size_t(k)])];
+        y_[i] = y;
+      }
+      if (linv_) node_blocks(y_.data(), w_.data(), false);
+      double a = 0;
+      for (std::size_t i = 0; i < n_; ++i) {
+        w_[i] = (linv_ ? w_[i] : s_[i] * y_[i]) - beta_ * vp_[i];
+        a += w_[i] * v_[i];
       }
       double b = 0;
       for (std::size_t i = 0; i < n_; ++i) {
