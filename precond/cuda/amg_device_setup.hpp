@@ -133,4 +133,14 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
                                  bool warm_lanczos = true, AmgCoarseSolver* coarse = nullptr,
                                  const AmgAutoChoice* choice = nullptr);
 
+/// For tests: α and β of `steps` Lanczos steps from the fixed start vector on what level 0 of A's
+/// set-up estimates λmax of: D^{-1/2}·A·D^{-1/2} (b = 1), or L⁻¹·A·L⁻ᵀ with L the Cholesky factors
+/// of the node blocks of b unknowns. Asked for in batches of `batch` steps, as the set-up asks,
+/// run as it runs them: in one launch of one block a batch (one_block, where
+/// gpu_lanczos_one_block allows it) or in a launch a phase. Both give the same bits.
+void gpu_lanczos_trace(const CsrMatrix<double>& A, int b, int steps, int batch, bool one_block,
+                       std::vector<double>& alpha, std::vector<double>& beta);
+/// Whether the set-up runs a level of n rows and nnz entries's Lanczos batches in one block.
+bool gpu_lanczos_one_block(index_t n, index_t nnz);
+
 }  // namespace krysp::detail
