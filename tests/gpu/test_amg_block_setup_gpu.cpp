@@ -144,7 +144,7 @@ std::vector<Problem> problems() {
   }
   out.push_back(elasticity_with_lone_node());
   {
-    // A thin plate with rigid-body modes, θ left auto: level 0 coarsens by less than 2x at the
+    // A thin plate with rigid-body modes, θ left auto: level 0 coarsens by less than 3x at the
     // structural 0.25 and is aggregated again at 0.08 (amg::retry_aggregation), by both set-ups.
     std::vector<double> pxyz;
     Problem P{"elasticity_3d 20x20x1 thin plate, rigid-body modes, theta auto (retried)",
@@ -152,6 +152,9 @@ std::vector<Problem> problems() {
     P.o.coordinates = pxyz;
     P.o.coordinate_dim = 3;
     out.push_back(P);
+    Problem U{"elasticity_3d 20x20x1 thin plate, unit vectors (b 3), theta auto (retried)", P.A, base_options()};
+    U.o.block_size = 3;
+    out.push_back(U);
   }
   {
     // One vector given (AmgOptions::near_nullspace), zero on the last third of a Laplacian's
