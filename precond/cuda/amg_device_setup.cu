@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -104,6 +105,14 @@ template <class S, class D>
 __global__ void k_convert(std::int64_t n, const S* src, D* dst) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) dst[i] = D(src[i]);
+}
+
+// flags[0] = a, flags[1] = b, flags[2..count) = 0: a launch, where a copy from the host would
+// wait for the device.
+__global__ void k_init_flags(int* flags, int count, int a, int b) {
+  flags[0] = a;
+  flags[1] = b;
+  for (int i = 2; i < count; ++i) flags[i] = 0;
 }
 
 __global__ void k_fill(std::int64_t n, double v, double* x) {
@@ -1468,21 +1477,32 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     const std::size_t NN = std::size_t(std::max<index_t>(nodes, 1));
     DeviceArray<double> dinv(N), s(N), ratio(N), diag(N);
     DeviceArray<double> dl1(o.smoother == AmgSmoother::Chebyshev ? 0 : N);  // the l1-Jacobi smoother's only
-    DeviceArray<int> flags(4);
-    {
-      const int init[4] = {0x7fffffff, 0x7fffffff, 0, 0};
-      copy_to_device(flags.data(), init, sizeof init);
-    }
+    // check[0]: the Gershgorin bound; flags (ints, in check[1] and check[2]): k_diagonal's two,
+    // then the MIS-2 rounds' count. One download reads the first two with the bound: each copy
+    // to or from the host waits for the device.
+    DeviceArray<double> check(3);
+    int* flags = reinterpret_cast<int*>(check.data() + 1);
+    double gershgorin = 0;
+    int bad[2] = {0x7fffffff, 0x7fffffff};
+    k_init_flags<<<1, 1>>>(flags, 4, bad[0], bad[1]);
+    check_launch("k_init_flags");
     if (n > 0) {
+      DeviceArray<double> partials(std::size_t(partial_blocks(n)));
       with_lanes(fold_lanes(n, Al.nnz), [&](auto W) {
         k_diagonal<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
             n, Al.rp, Al.ci, Al.va, dinv.data(), dl1.size() > 0 ? dl1.data() : nullptr, s.data(), ratio.data(),
-            diag.data(), flags.data());
+            diag.data(), flags);
       });
       check_launch("k_diagonal");
+      k_max_partials<<<partial_blocks(n), kThreads>>>(n, ratio.data(), partials.data());
+      check_launch("k_max_partials");
+      k_finish<true><<<1, kThreads>>>(partial_blocks(n), partials.data(), check.data(), false);
+      check_launch("k_finish");
+      double h[2];
+      copy_to_host(h, check.data(), sizeof h);
+      gershgorin = h[0];
+      std::memcpy(bad, h + 1, sizeof bad);
     }
-    int bad[2] = {0, 0};
-    copy_to_host(bad, flags.data(), sizeof bad);
     if (bad[0] != 0x7fffffff) {
       double d = 0;
       copy_to_host(&d, diag.data() + bad[0], sizeof d);
@@ -1492,15 +1512,6 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     }
     KRYSP_REQUIRE(bad[1] == 0x7fffffff, "AMG: row ", bad[1] + 1, " of the level-", l,
                   " matrix has entries that are NaN or Inf");
-    double gershgorin = 0;
-    if (n > 0) {
-      DeviceArray<double> partials(std::size_t(partial_blocks(n))), out(1);
-      k_max_partials<<<partial_blocks(n), kThreads>>>(n, ratio.data(), partials.data());
-      check_launch("k_max_partials");
-      k_finish<true><<<1, kThreads>>>(partial_blocks(n), partials.data(), out.data(), false);
-      check_launch("k_finish");
-      copy_to_host(&gershgorin, out.data(), sizeof gershgorin);
-    }
     pc.mark(lv, "diagonals, Gershgorin bound");
     AmgLevelInfo li;
     li.rows = n;
@@ -1561,7 +1572,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       // At most twice: again at θ·kAmgThetaRetry when the first aggregation coarsens slowly
       // (amg::retry_aggregation, as the host set-up).
       for (int attempt = 0;; ++attempt) {
-        if (attempt > 0) KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 2, 0, sizeof(int)));  // k_mis_init's count
+        if (attempt > 0) KRYSP_CUDA_CHECK(cudaMemset(flags + 2, 0, sizeof(int)));  // k_mis_init's count
         // Strength graph, on nodes of bl unknowns (bl > 1: amg_block_setup.hpp, the host's
         // amg::strength_graph on b×b blocks; the MIS-2 rounds below take any graph).
         DeviceArray<index_t> grp, gci;
@@ -1590,7 +1601,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         pc.mark(lv, "strength graph");
         // MIS-2 rounds until no node is undecided.
         DeviceArray<std::uint64_t> keys(NN), k1(NN), k2(NN);
-        k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags.data() + 2);
+        k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags + 2);
         check_launch("k_mis_init");
         for (int round = 0;; ++round) {
           KRYSP_REQUIRE(round <= nodes, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
@@ -1598,14 +1609,14 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
           check_launch("k_mis_max");
           k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), k1.data(), k2.data());
           check_launch("k_mis_max");
-          KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
-          k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags.data() + 3);
+          KRYSP_CUDA_CHECK(cudaMemset(flags + 3, 0, sizeof(int)));
+          k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags + 3);
           check_launch("k_mis_decide");
-          const bool done = download_int(flags.data() + 3) == 0;
+          const bool done = download_int(flags + 3) == 0;
           pc.mark(lv, "MIS-2 rounds");
           if (done) break;
         }
-        li.isolated = index_t(download_int(flags.data() + 2));
+        li.isolated = index_t(download_int(flags + 2));
         // Aggregates: roots numbered in node order, then the joins, then any leftovers.
         DeviceArray<index_t> flag(NN), scan(NN + 1), agg1(NN), leftover(NN);
         agg = DeviceArray<index_t>(NN);
@@ -1622,9 +1633,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
                                                        agg1.data());
           check_launch("k_join_root");
         }
-        KRYSP_CUDA_CHECK(cudaMemset(flags.data() + 3, 0, sizeof(int)));
+        KRYSP_CUDA_CHECK(cudaMemset(flags + 3, 0, sizeof(int)));
         k_join_neighbour<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), agg1.data(), agg.data(),
-                                                          flags.data() + 3, leftover.data());
+                                                          flags + 3, leftover.data());
         check_launch("k_join_neighbour");
         const index_t left = exclusive_scan(leftover.data(), scan.data(), nodes);
         if (left > 0) {
@@ -1665,7 +1676,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       DeviceArray<double> binv(nb), linv(nb);
       DeviceArray<int> flags(2);
       const int init[2] = {0x7fffffff, 0};
-      copy_to_device(flags.data(), init, sizeof init);
+      k_init_flags<<<1, 1>>>(flags.data(), 2, init[0], init[1]);
+      check_launch("k_init_flags");
       k_node_blocks<<<blocks_for(nodes), kThreads>>>(nodes, bl, Al.rp, Al.ci, Al.va, binv.data(), linv.data(),
                                                      flags.data());
       check_launch("k_node_blocks");
