@@ -3,11 +3,9 @@
 // where a full square would stop at 168.
 #include <cfloat>
 #include <cmath>
-#include <mutex>
-#include <utility>
-#include <vector>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/per_device.cuh"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/small_cholesky.hpp"
 
@@ -208,26 +206,19 @@ std::size_t factor_doubles(index_t n) {
 // Per device, once: the largest n, with both kernels allowed the shared memory it needs (host
 // calls that would otherwise precede every launch of a set-up's latency-bound coarse step).
 index_t device_max_rows() {
-  static std::mutex mutex;
-  static std::vector<std::pair<int, index_t>> known;  // (device, rows)
-  int device = 0;
-  KRYSP_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const auto& k : known)
-    if (k.first == device) return k.second;
-  int optin = 0;
-  KRYSP_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  const std::size_t room = std::size_t(optin) / sizeof(double);
-  index_t n = 0;
-  while (n < kMaxRows && factor_doubles(n + 1) <= room) ++n;
-  if (n > 0) {
-    const int bytes = int(factor_doubles(n) * sizeof(double));
-    KRYSP_CUDA_CHECK(cudaFuncSetAttribute(small_cholesky_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    KRYSP_CUDA_CHECK(
-        cudaFuncSetAttribute(small_spd_inverse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  }
-  known.emplace_back(device, n);
-  return n;
+  static PerDevice<index_t> rows;
+  return rows.get([](int device) {
+    const std::size_t room = std::size_t(optin_shared_bytes(device)) / sizeof(double);
+    index_t n = 0;
+    while (n < kMaxRows && factor_doubles(n + 1) <= room) ++n;
+    if (n > 0) {
+      const int bytes = int(factor_doubles(n) * sizeof(double));
+      KRYSP_CUDA_CHECK(cudaFuncSetAttribute(small_cholesky_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      KRYSP_CUDA_CHECK(
+          cudaFuncSetAttribute(small_spd_inverse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    }
+    return n;
+  });
 }
 
 }  // namespace
