@@ -60,7 +60,8 @@ __global__ void k_lz_combine(index_t n, int m, const float* basis, const double*
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   double sum = 0;
-  for (int j = 0; j < m; ++j) sum = __dadd_rn(sum, __dmul_rn(c[j], double(basis[std::size_t(j) * std::size_t(n) + std::size_t(i)])));
+  for (int j = 0; j < m; ++j)
+    sum = __dadd_rn(sum, __dmul_rn(c[j], double(basis[std::size_t(j) * std::size_t(n) + std::size_t(i)])));
   out[i] = float(sum);
 }
 // y = A·x, W lanes a row (W a power of two ≤ 32): lane t sums entries t, t + W, ... in order,
@@ -174,7 +175,10 @@ __device__ void quarter_sums(const double (&val)[kLzBlockRounds], int rounds, do
   for (int s = kThreads / 2; s >= 32; s >>= 1) {
 #pragma unroll
     for (int r = 0; r < kLzBlockRounds; ++r)
-      if (r < rounds && t < s) red[r * kLzBlockThreads + p] = __dadd_rn(red[r * kLzBlockThreads + p], red[r * kLzBlockThreads + p + s]);
+      if (r < rounds && t < s) {
+        double* x = red + r * kLzBlockThreads + p;
+        *x = __dadd_rn(x[0], x[s]);
+      }
     __syncthreads();
   }
   if (t < 32) {  // the tree's last five levels, within warp 0 of the quarter

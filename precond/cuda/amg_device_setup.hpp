@@ -140,7 +140,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, boo
 /// gpu_lanczos_one_block allows it) or in a launch a phase. Both give the same bits.
 void gpu_lanczos_trace(const CsrMatrix<double>& A, int b, int steps, int batch, bool one_block,
                        std::vector<double>& alpha, std::vector<double>& beta);
-/// Whether the set-up runs a level of n rows and nnz entries's Lanczos batches in one block.
+/// Whether the set-up runs the Lanczos batches of a level of n rows and nnz entries in one block
+/// (on the current device).
 bool gpu_lanczos_one_block(index_t n, index_t nnz);
 
 }  // namespace krysp::detail

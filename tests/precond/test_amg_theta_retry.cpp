@@ -74,7 +74,7 @@ TEST_CASE("AMG: a level that coarsens slowly at the structural auto theta is agg
   CHECK(U.info().levels[0].theta == info.levels[0].theta);
 }
 
-TEST_CASE("AMG: a thin plate with b = 3 unit vectors is retried too, at a third of the complexity") {
+TEST_CASE("AMG: a thin plate with b = 3 unit vectors is retried too, at under 0.6 times the complexity") {
   // At θ 0.25 level 0 shrinks by 2.3x to operator complexity 2.2 (docs/amg.md, "Thin plates").
   const CsrMatrix<double> A = elasticity_3d(20, 20, 1, 0.3);
   AmgOptions o;
@@ -90,8 +90,8 @@ TEST_CASE("AMG: a thin plate with b = 3 unit vectors is retried too, at a third 
   CHECK(double(G.info().levels[0].rows) < kAmgSlowCoarsening * double(G.info().levels[1].rows));
   CHECK(H.info().operator_complexity < 0.6 * G.info().operator_complexity);
   const test::AmgSolved retried = test::amg_pcg(A, o), kept = test::amg_pcg(A, given);
-  MESSAGE("elasticity_3d 20x20x1 b 3: ", retried.iterations, " iterations (", retried.preconditioner, "), theta 0.25 given ",
-          kept.iterations, " (", kept.preconditioner, ")");
+  MESSAGE("elasticity_3d 20x20x1 b 3: ", retried.iterations, " iterations (", retried.preconditioner,
+          "), theta 0.25 given ", kept.iterations, " (", kept.preconditioner, ")");
   CHECK(retried.true_residual <= 1e-8);
   CHECK(kept.true_residual <= 1e-8);
 }
