@@ -30,8 +30,9 @@ double node_pattern_fraction(const CsrMatrix<T>& A, int b);
 inline constexpr double kBlockPatternShare = 0.75;
 
 /// The natural block size of A: the largest b in 8..2 that divides n and for which at least 3/4
-/// of the nodes have rows sharing one node-level pattern (node_pattern_fraction ≥
-/// kBlockPatternShare); 1 when no b qualifies.
+/// of the nodes have rows sharing one node-level pattern and couple their own unknowns
+/// (node_pattern_fraction ≥ kBlockPatternShare); 1 when no b qualifies. (Without the coupling, a
+/// diagonal matrix of 500 rows read as nodes of 5.)
 ///
 /// Why this rule: in a finite-element matrix with b unknowns per node, every row of a node couples
 /// to all unknowns of the same neighbouring nodes, so the node's rows share the node-level pattern

@@ -22,12 +22,23 @@ KRYSP_HD inline bool same_node_pattern(const index_t* rp, const index_t* ci, ind
   return p == pe && q == qe;
 }
 
-/// Do the b rows of node k (rows k·b .. k·b+b−1) share one node-level pattern?
+/// Does a row of node k couple two of its own unknowns (an entry in the node's diagonal block,
+/// off the diagonal)? Without one, the "node" is b unrelated unknowns.
+KRYSP_HD inline bool node_couples_itself(const index_t* rp, const index_t* ci, index_t k, int b) {
+  for (index_t r = k * b; r < (k + 1) * b; ++r)
+    for (index_t p = rp[r]; p < rp[r + 1]; ++p)
+      if (ci[p] / b == k && ci[p] != r) return true;
+  return false;
+}
+
+/// Do the b rows of node k (rows k·b .. k·b+b−1) share one node-level pattern, with the node's
+/// unknowns coupled to each other (node_couples_itself)? A diagonal matrix, whose rows all share
+/// the pattern of their own node, is not made of nodes.
 KRYSP_HD inline bool node_agrees(const index_t* rp, const index_t* ci, index_t k, int b) {
   const index_t r0 = k * b;
   for (int i = 1; i < b; ++i)
     if (!same_node_pattern(rp, ci, r0, r0 + i, b)) return false;
-  return true;
+  return node_couples_itself(rp, ci, k, b);
 }
 
 }  // namespace krysp::detail

@@ -31,6 +31,13 @@
 using namespace krysp;
 
 namespace {
+
+// 0, 1, ..., n − 1.
+std::vector<index_t> iota(index_t n) {
+  std::vector<index_t> v(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) v[std::size_t(i)] = i;
+  return v;
+}
 PrecondOptions cheb(int degree = kDefaultChebyshevDegree, bool single = false) {
   PrecondOptions o = test::precond(PrecondKind::Chebyshev);
   o.cheb_degree = degree;
@@ -538,7 +545,9 @@ TEST_CASE("Block Jacobi GPU: the block size detected on the device is the host's
       {"bcsstm12", test::load("bcsstm12")}, {"gr_30_30", test::load("gr_30_30")},
       {"1138_bus", test::load("1138_bus")}, {"laplace3d_20", laplacian_3d(20, 20, 20)},
       {"kron2", test::kron_laplacian_block(9, 7, 2)}, {"kron5", test::kron_laplacian_block(9, 7, 5)},
-      {"kron7", test::kron_laplacian_block(9, 7, 7)}, {"kron8", test::kron_laplacian_block(9, 7, 8)}};
+      {"kron7", test::kron_laplacian_block(9, 7, 7)}, {"kron8", test::kron_laplacian_block(9, 7, 8)},
+      {"diagonal 840", CsrMatrix<double>::from_triplets(840, 840, iota(840), iota(840),
+                                                        std::vector<double>(840, 2.0))}};
   for (const auto& [name, A] : cases) {
     CAPTURE(name);
     CHECK(device_detect_block_size(A) == detect_block_size(A));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/block_jacobi.hpp"
@@ -42,6 +43,36 @@ TEST_CASE("Block Jacobi: block size detected from the node pattern of SuiteSpars
   }
   CHECK(detect_block_size(laplacian_3d(10, 10, 10)) == 1);
   CHECK(detect_block_size(laplacian_2d(16, 16)) == 1);
+}
+
+TEST_CASE("Block Jacobi: no block size where the would-be nodes do not couple their own unknowns") {
+  // 840 rows: every b of 2..8 divides n. A diagonal matrix: each row's node-level pattern is its
+  // own node, so all nodes "agree" at every b, but none couples two of its unknowns.
+  const index_t n = 840;
+  std::vector<index_t> I(static_cast<std::size_t>(n));
+  std::vector<double> V(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) {
+    I[std::size_t(i)] = i;
+    V[std::size_t(i)] = 1.0 + double(i % 7);
+  }
+  const auto D = CsrMatrix<double>::from_triplets(n, n, I, I, V);
+  for (int b : {2, 3, 4, 5, 6, 7, 8}) CHECK(node_pattern_fraction(D, b) == 0.0);
+  CHECK(detect_block_size(D) == 1);
+  // Two 2-D Laplacians interleaved (u_k at 2k, v_k at 2k + 1), not coupled to each other: both
+  // rows of a "node" touch the same neighbouring nodes, but the node's two unknowns never meet.
+  const auto L = laplacian_2d(12, 10);
+  std::vector<index_t> R, C;
+  std::vector<double> W;
+  for (index_t r = 0; r < L.rows(); ++r)
+    for (index_t p = L.row_ptr()(r); p < L.row_ptr()(r + 1); ++p)
+      for (int c = 0; c < 2; ++c) {
+        R.push_back(2 * r + c);
+        C.push_back(2 * L.col_idx()(p) + c);
+        W.push_back(L.values()(p));
+      }
+  const auto U = CsrMatrix<double>::from_triplets(2 * L.rows(), 2 * L.rows(), R, C, W);
+  CHECK(node_pattern_fraction(U, 2) == 0.0);
+  CHECK(detect_block_size(U) == 1);
 }
 
 TEST_CASE("Block Jacobi: block size detected on generated block matrices") {
