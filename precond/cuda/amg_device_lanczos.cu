@@ -67,10 +67,9 @@ __global__ void k_lz_combine(index_t n, int m, const float* basis, const double*
 // y = A·x, W lanes a row (W a power of two ≤ 32): lane t sums entries t, t + W, ... in order,
 // then a fixed shuffle tree. Deterministic for a given W; one thread a row (W = 1) read the long
 // rows of the coarse levels uncoalesced (level 1 cost as much as level 0, with 1/20 of its rows).
-// Thread g of a row-group layout (g / W the row): every lane of the warp must call it.
 template <int W>
-__device__ __forceinline__ void spmv_lane(std::int64_t g, index_t n, const index_t* rp, const index_t* ci,
-                                          const double* va, const double* x, double* y) {
+__global__ void k_spmv(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* x, double* y) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t i = index_t(g / W);
   const int lane = int(g % W);
   double t = 0;
@@ -78,10 +77,6 @@ __device__ __forceinline__ void spmv_lane(std::int64_t g, index_t n, const index
     for (index_t k = rp[i] + lane; k < rp[i + 1]; k += W) t = __dadd_rn(t, __dmul_rn(va[k], x[ci[k]]));
   for (int off = W / 2; off > 0; off >>= 1) t = __dadd_rn(t, __shfl_down_sync(0xffffffffu, t, off, W));
   if (i < n && lane == 0) y[i] = t;
-}
-template <int W>
-__global__ void k_spmv(index_t n, const index_t* rp, const index_t* ci, const double* va, const double* x, double* y) {
-  spmv_lane<W>(std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, n, rp, ci, va, x, y);
 }
 
 

@@ -86,14 +86,6 @@ __global__ void k_convert(std::int64_t n, const S* src, D* dst) {
   if (i < n) dst[i] = D(src[i]);
 }
 
-// flags[0] = a, flags[1] = b, flags[2..count) = 0: a launch, where a copy from the host would
-// wait for the device.
-__global__ void k_init_flags(int* flags, int count, int a, int b) {
-  flags[0] = a;
-  flags[1] = b;
-  for (int i = 2; i < count; ++i) flags[i] = 0;
-}
-
 __global__ void k_fill(std::int64_t n, double v, double* x) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] = v;
@@ -838,8 +830,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     int* flags = reinterpret_cast<int*>(check.data() + 1);
     double gershgorin = 0;
     int bad[2] = {0x7fffffff, 0x7fffffff};
-    k_init_flags<<<1, 1>>>(flags, 4, bad[0], bad[1]);
-    check_launch("k_init_flags");
+    amg_init_flags(flags, 4, bad[0], bad[1]);
     if (n > 0) {
       DeviceArray<double> partials(std::size_t(partial_blocks(n)));
       with_lanes(fold_lanes(n, Al.nnz), [&](auto W) {
@@ -1030,8 +1021,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       DeviceArray<double> binv(nb), linv(nb);
       DeviceArray<int> flags(2);
       const int init[2] = {0x7fffffff, 0};
-      k_init_flags<<<1, 1>>>(flags.data(), 2, init[0], init[1]);
-      check_launch("k_init_flags");
+      amg_init_flags(flags.data(), 2, init[0], init[1]);
       k_node_blocks<<<blocks_for(nodes), kThreads>>>(nodes, bl, Al.rp, Al.ci, Al.va, binv.data(), linv.data(),
                                                      flags.data());
       check_launch("k_node_blocks");

@@ -111,6 +111,12 @@ __global__ void __launch_bounds__(kBlock) densify_kernel(index_t n, const index_
     for (index_t k = rp[i]; k < rp[i + 1]; ++k) D[std::int64_t(ci[k]) * n + i] = double(va[k]);
 }
 
+__global__ void init_flags_kernel(int* flags, int count, int a, int b) {
+  flags[0] = a;
+  flags[1] = b;
+  for (int i = 2; i < count; ++i) flags[i] = 0;
+}
+
 // The symmetric matrix in CSR as a dense n × n matrix (row-major; zeros set before), and its
 // diagonal apart: a warp a row (a coarse row has ~n entries).
 __global__ void __launch_bounds__(kBlock) densify_rows_kernel(index_t n, const index_t* __restrict__ rp,
@@ -186,6 +192,11 @@ struct RecycledHandles {
 using HandlePool = RecyclePool<RecycledHandles, 4>;
 }  // namespace
 
+void amg_init_flags(int* flags, int count, int a, int b) {
+  init_flags_kernel<<<1, 1>>>(flags, count, a, b);
+  KRYSP_CUDA_CHECK_LAUNCH("init_flags_kernel");
+}
+
 AmgCoarseSolver::AmgCoarseSolver() {
   KRYSP_CUDA_CHECK(cudaGetDevice(&device_));
   RecycledHandles kept{};
@@ -216,8 +227,7 @@ index_t AmgCoarseSolver::factor(index_t n, const index_t* rp, const index_t* ci,
   densify_rows_kernel<<<grid_for(std::int64_t(n) * 32), kBlock>>>(n, rp, ci, va, LX, diag.data());
   KRYSP_CUDA_CHECK_LAUNCH("densify_rows_kernel");
   DeviceArray<int> flags(2);  // potrf's info, then the first refused pivot
-  const int init[2] = {0, 0x7fffffff};
-  copy_to_device(flags.data(), init, sizeof init);
+  amg_init_flags(flags.data(), 2, 0, 0x7fffffff);
   if (n <= small_dense_max_rows()) {
     small_cholesky(n, LX, flags.data() + 1);
   } else {

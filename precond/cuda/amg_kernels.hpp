@@ -9,6 +9,10 @@
 
 namespace krysp::detail {
 
+/// flags[0] = a, flags[1] = b, flags[2..count) = 0, by a one-thread launch on the default stream:
+/// the AMG set-up's check flags, set without a copy from the host (which waits for the device).
+void amg_init_flags(int* flags, int count, int a, int b);
+
 /// Y = O(X) entry by entry (a copy, or a conversion between precisions).
 template <class I, class O>
 void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, DeviceStream stream = {});
