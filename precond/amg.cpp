@@ -290,6 +290,13 @@ std::string describe_block_smoother(const AmgInfo& info) {
   return detail::concat(", smoother on ", b, "x", b, " node blocks on ", levels, " of ", info.levels.size(), " levels");
 }
 
+std::string describe_coarse_solve(const AmgInfo& info) {
+  if (!info.coarse_direct) return "smoothing";
+  if (info.coarse_pinned == 0) return "cholesky";
+  return detail::concat("cholesky with ", info.coarse_pinned, info.coarse_pinned == 1 ? " pivot" : " pivots",
+                        " zero to rounding pinned");
+}
+
 std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
   // The reason follows the first auto field; a second one says "(auto)".
   char why[160];
@@ -701,7 +708,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       copy_into(L.P, P);
       copy_into(L.R, R);
     } else if (n <= kAmgMaxDenseRows) {
-      chol_ = amg::coarse_cholesky(l, Al);  // dense Cholesky of the coarsest level
+      chol_ = amg::coarse_cholesky(l, Al, &info_.coarse_pinned);  // dense Cholesky of the coarsest level
       chol_work_.assign(std::size_t(n), 0.0);
       info_.coarse_direct = true;
     } else {
@@ -752,7 +759,7 @@ std::string HostAmg<T>::summary() const {
                 info_.grid_complexity);
   s << buf << ", " << amg::describe_choice(opt_, auto_choice_) << amg::describe_block_smoother(info_);
   s << ", b " << info_.levels[0].block_size << ", coarsest " << info_.levels.back().rows << " rows by "
-    << (info_.coarse_direct ? "cholesky" : "smoothing");
+    << amg::describe_coarse_solve(info_);
   if (info_.stalled) s << "; " << info_.stop_reason;
   if (info_.resetups > 0) {
     std::snprintf(buf, sizeof buf, "; numeric re-set-up %.3g s, full set-up %.3g s", info_.resetup_seconds,

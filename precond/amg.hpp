@@ -37,8 +37,9 @@
 /// until the level has ≤ coarse_size rows, max_levels is reached, or coarsening stalls (the next
 /// level would have more than 1/1.2 of the rows: it is not built, and info() says so). The
 /// coarsest level is factored by dense Cholesky (InputError naming the level and pivot when it is
-/// not positive definite); one above kAmgMaxDenseRows rows (stalled or out of levels) is
-/// smoothed instead (two sweeps), which info() reports.
+/// not positive semidefinite; a pivot zero to rounding is pinned, kAmgPinNoise); one above
+/// kAmgMaxDenseRows rows (stalled or out of levels) is smoothed instead (two sweeps), which
+/// info() reports.
 ///
 /// Smoothers: Chebyshev of degree d in D⁻¹A on [λmax/smoother_ratio, λmax], λmax =
 /// min(1.1·estimate, Gershgorin bound) as for the Chebyshev preconditioner; on a level of b > 1
@@ -61,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "krysp/base/host_device.hpp"
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/sparse/csr.hpp"
@@ -201,6 +203,9 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c);
 /// The summary's words for the node-block smoother: ", smoother on 3x3 node blocks on 2 of 3
 /// levels", or "" where no level has one.
 std::string describe_block_smoother(const AmgInfo& info);
+/// The summary's words for the coarsest level's solve: "cholesky", "cholesky with 1 pivot zero
+/// to rounding pinned" (AmgInfo::coarse_pinned), or "smoothing".
+std::string describe_coarse_solve(const AmgInfo& info);
 
 /// A host CSR matrix in plain vectors, the set-up's working form: columns strictly increasing
 /// within each row.
@@ -330,14 +335,45 @@ int lanczos_min_steps(bool warm, double theta, double old_lambda);
 /// when m is 0, past kAmgLanczosRecordSteps or past the steps given, or the eigensolver fails.
 std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, const std::vector<double>& beta, int m);
 
+/// A Cholesky pivot d_j of the coarsest matrix is zero to rounding when |d_j| ≤ z_j =
+/// min(kAmgPinCancel·a_jj, kAmgPinNoise·n·ε·max_i a_ii) (pivot_zero_level): below the matrix's
+/// rounding level (LAPACK dpstrf's default rank tolerance n·ε·max a_ii, times kAmgPinNoise) and
+/// left with at most kAmgPinCancel of its own diagonal. The matrix-wide level catches coefficient
+/// jumps, where the rounding of the large entries reaches the small ones (a zero pivot of
+/// 1e-10·a_jj at contrast 1e6); the cancellation guard keeps the pivots of a badly scaled D·A·D,
+/// whose rounding stays relative to each row. A_c is then singular (a consistent Neumann
+/// problem's constant, a floating body's rigid-body modes) or as good as singular. The unknown is
+/// held at zero, "pinned": the coarse solve becomes the inverse of A_c without that row and
+/// column, a generalized inverse X with X·A_c·X = X, so the coarse correction P·X·Pᵀ·A stays an
+/// A-orthogonal projection and M⁻¹ SPD. Kept, 1/d_j (the inverse of rounding noise) multiplied
+/// the rounding in the restricted residual along the null direction until CG broke down, or the
+/// set-up refused A_c as indefinite.
+/// Measured zero pivots (docs/amg.md): 5e-15 to 2e-13·a_jj on singular Galerkin matrices of 13 to
+/// 134 rows (0.2-7 n·ε), above 1e-12·a_jj on a 300-row singular Gram matrix; legitimate ones:
+/// 1.1e-11·a_jj for an island of contrast 1e12 in a 56-row coarse matrix (z_j = 1.2e-12·a_jj
+/// there), 4e-3·a_jj and up on the shared SPD matrices.
+inline constexpr double kAmgPinNoise = 100;
+/// The share of its diagonal a pivot keeps at most to be pinned (see kAmgPinNoise).
+inline constexpr double kAmgPinCancel = 1e-8;
+/// z_j for a pivot of diagonal entry a_jj, noise = n·ε·max_i |a_ii| (amg::cholesky and the GPU
+/// factor's test; see kAmgPinNoise).
+KRYSP_HD inline double pivot_zero_level(double ajj, double noise) {
+  const double cancel = kAmgPinCancel * (ajj < 0 ? -ajj : ajj), wide = kAmgPinNoise * noise;
+  return cancel < wide ? cancel : wide;
+}
+
 /// Dense Cholesky of the symmetric n×n matrix in `a` (row-major; only the lower triangle is
-/// read), in place: L in the lower triangle. Returns −1, or the 0-based index of the first pivot
-/// that is not positive (or ≤ 16·eps·|a_jj|: zero to rounding), with its value in *pivot.
-index_t cholesky(index_t n, std::vector<double>& a, double* pivot);
+/// read), in place: L in the lower triangle. A pivot within ±z_j (kAmgPinNoise) is pinned: row
+/// and column j of L become zero and l_jj = +∞, so that the substitutions give 0 for unknown j
+/// (the inverse of A without row and column j, as kAmgPinNoise says); *pinned, when given,
+/// counts them. Returns −1, or the 0-based index of the first pivot that is negative beyond that
+/// (A is indefinite) or not finite, with its value in *pivot.
+index_t cholesky(index_t n, std::vector<double>& a, double* pivot, index_t* pinned = nullptr);
 /// The coarsest matrix A of a hierarchy (level `level`, 0 = the user's A) densified and factored
-/// by cholesky: the factor in cholesky's layout. InputError naming the level and the first pivot
-/// that is not positive (or zero to rounding) when A is not positive definite.
-std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A);
+/// by cholesky: the factor in cholesky's layout, its pinned pivots counted in *pinned when given.
+/// InputError naming the level and the pivot when cholesky refuses one (A is not positive
+/// semidefinite).
+std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A, index_t* pinned = nullptr);
 /// Whether a smoothed level of n rows and b unknowns a node smooths with its node blocks
 /// (AmgOptions::block_smoother): the Chebyshev smoother, 2 ≤ b ≤ kMaxBlockSize, b divides n.
 bool node_block_smoothing(const AmgOptions& o, int b, index_t n);
@@ -394,6 +430,8 @@ struct AmgInfo {
   double operator_complexity = 0;  ///< Σ nnz(A_l) / nnz(A)
   double grid_complexity = 0;      ///< Σ rows(A_l) / rows(A)
   bool coarse_direct = true;       ///< coarsest level solved by dense Cholesky (false: smoothed)
+  /// Coarsest unknowns held at zero: Cholesky pivots zero to rounding (kAmgPinNoise), A_c singular.
+  index_t coarse_pinned = 0;
   bool stalled = false;            ///< coarsening stopped because a level shrank by < 1.2×
   std::string stop_reason;         ///< why the hierarchy ends where it does
   AmgAutoChoice auto_choice;       ///< how θ and the smoother degree were chosen (kAmgAuto)

@@ -506,16 +506,28 @@ std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, 
   return std::vector<double>(V.begin() + std::ptrdiff_t((M - 1) * M), V.end());  // ascending: the last column
 }
 
-index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {
+index_t cholesky(index_t n, std::vector<double>& a, double* pivot, index_t* pinned) {
   const std::size_t N = std::size_t(n);
+  if (pinned) *pinned = 0;
+  double amax = 0;
+  for (std::size_t j = 0; j < N; ++j) amax = std::max(amax, std::abs(a[j * N + j]));
+  const double noise = double(n) * std::numeric_limits<double>::epsilon() * amax;
   for (std::size_t j = 0; j < N; ++j) {
     double* lj = a.data() + j * N;
     const double ajj = lj[j];
     double d = ajj;
     for (std::size_t k = 0; k < j; ++k) d -= lj[k] * lj[k];
-    if (!(d > 16 * std::numeric_limits<double>::epsilon() * std::abs(ajj)) || !std::isfinite(d)) {
+    const double zero = pivot_zero_level(ajj, noise);
+    if (!std::isfinite(d) || d < -zero) {
       *pivot = d;
       return index_t(j);
+    }
+    if (d <= zero) {  // pinned: unknown j decoupled, its solves give 0
+      std::fill(lj, lj + j, 0.0);
+      lj[j] = std::numeric_limits<double>::infinity();
+      for (std::size_t i = j + 1; i < N; ++i) a[i * N + j] = 0.0;
+      if (pinned) ++*pinned;
+      continue;
     }
     d = std::sqrt(d);
     lj[j] = d;
@@ -549,19 +561,18 @@ index_t cholesky(index_t n, std::vector<double>& a, double* pivot) {
   return -1;
 }
 
-std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A) {
+std::vector<double> coarse_cholesky(std::size_t level, const Csr<double>& A, index_t* pinned) {
   const index_t n = A.rows;
   std::vector<double> dense(std::size_t(n) * std::size_t(n), 0.0);
   for (index_t i = 0; i < n; ++i)
     for (index_t k = A.row_ptr[std::size_t(i)]; k < A.row_ptr[std::size_t(i) + 1]; ++k)
       dense[std::size_t(i) * std::size_t(n) + std::size_t(A.col_idx[std::size_t(k)])] = A.values[std::size_t(k)];
   double pivot = 0;
-  const index_t bad = cholesky(n, dense, &pivot);
+  const index_t bad = cholesky(n, dense, &pivot, pinned);
   if (bad >= 0)
     KRYSP_THROW(InputError, "AMG: the coarse matrix of level ", level, " (", n,
-                " rows, level 0 = A) is not positive definite: Cholesky pivot ", bad + 1, " = ", pivot,
-                pivot < 0 ? " (negative: indefinite)" : " (zero to rounding: singular)",
-                "; A is not symmetric positive definite");
+                " rows, level 0 = A) is not positive semidefinite: Cholesky pivot ", bad + 1, " = ", pivot,
+                pivot < 0 ? " (negative: indefinite)" : " (not finite)", "; A is not symmetric positive definite");
   return dense;
 }
 

@@ -45,6 +45,21 @@ __device__ __forceinline__ void block_sum(double (&v)[NOUT], double (*shared)[BL
   __syncthreads();
 }
 
+/// The maximum of v over the block (blockDim.x == BLOCK), returned in every thread (NaNs are
+/// skipped, as fmax does). Every thread of the block calls it.
+template <int BLOCK>
+__device__ __forceinline__ double block_max(double v) {
+  static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "BLOCK must be whole warps");
+  __shared__ double shared[BLOCK / 32];
+  for (int off = 16; off > 0; off /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, off));
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = shared[0];
+  for (int w = 1; w < BLOCK / 32; ++w) v = fmax(v, shared[w]);
+  __syncthreads();  // before the block's next use of `shared`
+  return v;
+}
+
 /// The "last block to finish" ticket of one-launch grid reductions. Call from every thread of
 /// each of the `count` blocks, after the writes the last block is to read; returns true in every
 /// thread of the last block to take the ticket (false in all others), with every block's writes

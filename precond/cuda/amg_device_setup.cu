@@ -377,9 +377,10 @@ amg::Csr<double> download(const DCsr& Al) {
 }
 
 /// The coarsest matrix (level l) downloaded and factored by amg::coarse_cholesky, as HostAmg
-/// factors it: the exact pivot for the InputError when the GPU's factor refused one.
-std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al) {
-  return amg::coarse_cholesky(l, download(Al));
+/// factors it, its pinned pivots counted in *pinned: where the GPU's factor refused a pivot, to
+/// pin it or name it in the InputError.
+std::vector<double> host_coarse_cholesky(std::size_t l, const DCsr& Al, index_t* pinned) {
+  return amg::coarse_cholesky(l, download(Al), pinned);
 }
 
 /// amg::node_block_inverses on the device, one thread a node, the host's operations in its order
@@ -1284,14 +1285,14 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         B.copy_from(kept->coarse_b);
       }
     } else if (n <= kAmgMaxDenseRows) {
-      // Dense Cholesky of the coarsest level on the GPU. A pivot it refuses is analysed again on the
-      // host, whose amg::cholesky names it as HostAmg does (and whose factor is taken should it
-      // pass: the two differ by rounding at the threshold).
+      // Dense Cholesky of the coarsest level on the GPU. A pivot it refuses (below the pinning
+      // threshold, or not finite) is analysed again on the host, whose amg::cholesky pins it or
+      // names it as HostAmg does; the host's factor is taken (the two differ by rounding).
       std::unique_ptr<AmgCoarseSolver> own;
       if (!coarse) coarse = (own = std::make_unique<AmgCoarseSolver>()).get();
       DeviceArray<double> factor(std::size_t(n) * std::size_t(n));
       if (coarse->factor(n, Al.rp, Al.ci, Al.va, factor.data()) >= 0) {
-        const std::vector<double> dense = host_coarse_cholesky(l, Al);
+        const std::vector<double> dense = host_coarse_cholesky(l, Al, &info.coarse_pinned);
         factor.upload(dense.data(), dense.size());
       }
       H.coarse_factor = std::move(factor);

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/grid_reduce.cuh"
 #include "krysp/base/cuda/recycle_pool.hpp"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/amg.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/small_cholesky.hpp"
 
@@ -136,20 +138,23 @@ __global__ void __launch_bounds__(kBlock) densify_rows_kernel(index_t n, const i
   }
 }
 
-// The first pivot amg::cholesky would refuse: d_j = L_jj² not above 16·eps·|a_jj|, or not
-// finite. potrf stops at a pivot that is not positive (*info = its row + 1) and leaves the rows
-// after it unfactored, so rows past it are not read.
+// The first pivot amg::cholesky would refuse or pin: d_j = L_jj² not above
+// amg::pivot_zero_level, or not finite. potrf stops at a pivot that is not
+// positive (*info = its row + 1) and leaves the rows after it unfactored, so rows past it are
+// not read. One block: the maximum diagonal first.
 __global__ void __launch_bounds__(kBlock) pivot_check_kernel(index_t n, const double* __restrict__ LX,
                                                              const double* __restrict__ diag, int* flags) {
+  double amax = 0;
+  for (index_t j = index_t(threadIdx.x); j < n; j += kBlock) amax = fmax(amax, fabs(diag[j]));
+  const double noise = double(n) * DBL_EPSILON * block_max<kBlock>(amax);
   const int info = flags[0];
-  for (std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
-       j += std::int64_t(gridDim.x) * blockDim.x) {
+  for (index_t j = index_t(threadIdx.x); j < n; j += kBlock) {
     if (info > 0 && j >= info - 1) {
       if (j == info - 1) atomicMin(flags + 1, int(j));
       continue;
     }
-    const double l = LX[j * n + j], d = l * l;
-    if (!(d > 16 * DBL_EPSILON * fabs(diag[j])) || !isfinite(d)) atomicMin(flags + 1, int(j));
+    const double l = LX[std::int64_t(j) * n + j], d = l * l;
+    if (!(d > amg::pivot_zero_level(diag[j], noise)) || !isfinite(d)) atomicMin(flags + 1, int(j));
   }
 }
 
@@ -255,7 +260,7 @@ void AmgCoarseSolver::potrf(index_t n, double* LX, const double* diag, int* flag
   KRYSP_AMG_CUSOLVER(cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, &lwork));
   DeviceArray<double> work(std::size_t(std::max(lwork, 1)));
   KRYSP_AMG_CUSOLVER(cusolverDnDpotrf(h, CUBLAS_FILL_MODE_UPPER, n, LX, n, work.data(), lwork, flags));
-  pivot_check_kernel<<<grid_for(n), kBlock>>>(n, LX, diag, flags);
+  pivot_check_kernel<<<1, kBlock>>>(n, LX, diag, flags);
   KRYSP_CUDA_CHECK_LAUNCH("pivot_check_kernel");
 }
 

@@ -71,16 +71,17 @@ class AmgCoarseSolver {
   /// device (rp, ci, va), in invert's layout: L row-major in the lower triangle, A_c's entries
   /// above it (as amg::cholesky leaves them). small_cholesky where A_c fits one block, else
   /// cuSOLVER's potrf in its deterministic mode: the same input gives the same bits. Returns −1,
-  /// or the first row (0-based) whose pivot is not positive or not above amg::cholesky's
-  /// threshold 16·eps·|a_jj| (zero to rounding), or not finite; then LX is unusable. One
-  /// synchronisation (the pivot flags).
+  /// or the first row (0-based) whose pivot is not above amg::pivot_zero_level (amg::cholesky
+  /// would pin it or refuse it), or not finite; then LX is unusable. One synchronisation (the
+  /// pivot flags).
   index_t factor(index_t n, const index_t* rp, const index_t* ci, const double* va, double* LX);
   /// On entry LX holds L, the n × n Cholesky factor of the coarsest matrix A_c stored ROW-MAJOR
   /// in its lower triangle (the host's amg::cholesky layout; read column-major it is Lᵀ, upper);
   /// on return A_c⁻¹ = L⁻ᵀ·L⁻¹, both triangles, exactly symmetric ((X + Xᵀ)/2 of
   /// small_spd_inverse's substitutions where A_c fits one block, else of two cuBLAS triangular
   /// solves on the identity). Deterministic (no atomics). Its forward error is that of the
-  /// solves it replaces, about κ(A_c)·ε.
+  /// solves it replaces, about κ(A_c)·ε. A pinned unknown of amg::cholesky's factor (l_jj = +∞,
+  /// its row and column zero) gets a zero row and column.
   void invert(index_t n, double* LX) const;
   /// M = P·X·Pᵀ (n × n, ROW-MAJOR, exactly symmetric: (M + Mᵀ)/2 of two cuBLAS products) for P
   /// the n × nc prolongator in CSR on the device (p_rp, p_ci, p_va) and X = A_c⁻¹ (nc × nc,
@@ -91,7 +92,7 @@ class AmgCoarseSolver {
                   double* M) const;
 
  private:
-  /// potrf with amg::cholesky's pivot test: flags[0] its info, flags[1] the first refused row.
+  /// potrf with factor's pivot test: flags[0] its info, flags[1] the first refused row.
   void potrf(index_t n, double* LX, const double* diag, int* flags);
   int device_ = -1;  ///< the current device when made: its handles belong to it
   void* handle_ = nullptr;

@@ -387,7 +387,7 @@ std::string DeviceAmg<T>::summary() const {
     s += buf;
     s += amg::describe_choice(opt_, auto_choice_) + amg::describe_block_smoother(in);
     s += detail::concat(", b ", in.levels[0].block_size, ", mis2, coarsest ", in.levels.back().rows, " rows by ",
-                        in.coarse_direct ? "cholesky" : "smoothing");
+                        amg::describe_coarse_solve(in));
     if (in.stalled) s += "; " + in.stop_reason;
     std::snprintf(buf, sizeof buf, "; set up on the GPU in %.3g s", in.setup_seconds);
     s += buf;

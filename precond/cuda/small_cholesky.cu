@@ -5,8 +5,10 @@
 #include <cmath>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/grid_reduce.cuh"
 #include "krysp/base/cuda/per_device.cuh"
 #include "krysp/base/error.hpp"
+#include "krysp/precond/amg.hpp"
 #include "krysp/precond/cuda/small_cholesky.hpp"
 
 namespace krysp::detail {
@@ -36,16 +38,20 @@ __device__ inline void load_packed(int n, const double* __restrict__ LX, double*
 // trailing lower triangle takes the panel's rank-kPanel update in 4 × 4 tiles: a warp a tile
 // column, a lane a tile row, from a copy of the panel laid out so that the lanes' reads are
 // consecutive (the tile column's are one broadcast).
-__global__ void __launch_bounds__(kFactorThreads) small_cholesky_kernel(int n, double* __restrict__ LX, int* refused) {
+__global__ void __launch_bounds__(kFactorThreads)
+    small_cholesky_kernel(int n, double* __restrict__ LX, int* refused) {
   extern __shared__ double smem[];
   double* S = smem;
-  double* thr = smem + tri(n);  // 16·eps·|a_kk|, then 1/sqrt(d_k) on the way out
+  double* thr = smem + tri(n);  // the pivot's zero level, then 1/sqrt(d_k) on the way out
   double* q = thr + n;          // 1/d_k
   double* panel = q + n;        // the panel's rows below it: kPanel·4·ceil(rows/4)
   __shared__ int stop;          // the refused pivot's row, or −1
   const int t = int(threadIdx.x), nt = int(blockDim.x), lane = t % 32, warps = nt / 32;
   load_packed(n, LX, S);
-  for (int k = t; k < n; k += nt) thr[k] = 16 * DBL_EPSILON * fabs(LX[std::size_t(k) * n + k]);
+  double amax = 0;
+  for (int k = t; k < n; k += nt) amax = fmax(amax, fabs(LX[std::size_t(k) * n + k]));
+  const double noise = n * DBL_EPSILON * block_max<kFactorThreads>(amax);
+  for (int k = t; k < n; k += nt) thr[k] = amg::pivot_zero_level(LX[std::size_t(k) * n + k], noise);
   if (t == 0) stop = -1;
   __syncthreads();
   for (int k0 = 0; k0 < n; k0 += kPanel) {

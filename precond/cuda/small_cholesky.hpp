@@ -17,14 +17,15 @@ index_t small_dense_max_rows();
 
 /// In place, LX (n × n, row-major, symmetric: the lower triangle is read) becomes L, A = L·Lᵀ, in
 /// its lower triangle; the strict upper triangle is left as it is. Stops at the first pivot
-/// d_j (l_jj² to be) that is not above 16·eps·|a_jj| or not finite (amg::cholesky's test) and
-/// writes j to *refused; LX is then unusable. Otherwise *refused is not written.
-/// n ≤ small_dense_max_rows().
+/// d_j (l_jj² to be) that amg::cholesky would pin or refuse (not above amg::pivot_zero_level)
+/// or that is not finite, and writes j to *refused; LX is then unusable. Otherwise *refused is
+/// not written. n ≤ small_dense_max_rows().
 void small_cholesky(index_t n, double* LX, int* refused);
 
 /// W (n × n) = L⁻ᵀ·L⁻¹ = A⁻¹, column j (W[j·n .. j·n + n)) by forward and back substitution on
 /// e_j; L from LX's lower triangle as small_cholesky leaves it (row-major). W is symmetric to
-/// rounding only. n ≤ small_dense_max_rows().
+/// rounding only. n ≤ small_dense_max_rows(). A pinned unknown of amg::cholesky's factor (l_jj =
+/// +∞, its row and column zero) gets a zero row and column.
 void small_spd_inverse(index_t n, const double* LX, double* W);
 
 }  // namespace krysp::detail

@@ -511,35 +511,46 @@ TEST_CASE("AMG GPU: the factory, errors, and memory given back") {
   bad.sweeps = 0;
   CHECK_THROWS_WITH_AS(DeviceAmg<double>(A, plan, bad), doctest::Contains("amg.sweeps"), InputError);
   // The coarse factor on the GPU refuses what amg::cholesky refuses, in the host's words: a pivot
-  // below zero, one that potrf takes but that is zero to rounding (1e-15 ≤ 16·eps), and an
-  // indefinite Galerkin matrix (tridiag(-1.5, 2, -1.5) has negative smooth modes).
+  // below zero, and an indefinite Galerkin matrix (tridiag(-1.5, 2, -1.5) has negative smooth
+  // modes). One that potrf takes but that is zero to rounding (1.1e-15 ≤ 100·n·ε) is pinned:
+  // the solve is the inverse of A without that unknown, x = (b_0, 0).
   auto refused = [&](const CsrMatrix<double>& M, const AmgOptions& mo, const char* text) {
     CAPTURE(text);
     SpmvPlan<double> pm(M);
     CHECK_THROWS_WITH_AS(DeviceAmg<double>(M, pm, mo), doctest::Contains(text), InputError);
   };
+  auto apply2 = [](DeviceAmg<double>& M, const double (&b)[2], double (&x)[2]) {
+    DeviceArray<double> db(2), dx(2);
+    db.upload(b, 2);
+    M.apply(db.data(), dx.data());
+    dx.download(x, 2);
+  };
   const auto I2 = CsrMatrix<double>::from_triplets(2, 2, {0, 0, 1, 1}, {0, 1, 0, 1}, {1.0, 2.0, 2.0, 1.0});
   refused(I2, AmgOptions{},
-          "coarse matrix of level 0 (2 rows, level 0 = A) is not positive definite: Cholesky pivot 2 = -3 (negative: "
-          "indefinite)");
+          "coarse matrix of level 0 (2 rows, level 0 = A) is not positive semidefinite: Cholesky pivot 2 = -3 "
+          "(negative: indefinite)");
   const auto S2 = CsrMatrix<double>::from_triplets(2, 2, {0, 0, 1, 1}, {0, 1, 0, 1}, {1.0, 1.0, 1.0, 1.0 + 1e-15});
-  refused(S2, AmgOptions{}, "Cholesky pivot 2 = ");
-  refused(S2, AmgOptions{}, "(zero to rounding: singular)");
+  SpmvPlan<double> ps(S2);
+  DeviceAmg<double> singular(S2, ps, AmgOptions{});
+  CHECK(singular.info().coarse_pinned == 1);
+  CHECK(singular.summary().find("cholesky with 1 pivot zero to rounding pinned") != std::string::npos);
+  const double b[2] = {1.0, 2.0};
+  double x[2];
+  apply2(singular, b, x);
+  CHECK(x[0] == 1.0);
+  CHECK(x[1] == 0.0);
   AmgOptions small;
   small.coarse_size = 20;
   refused(test::tridiagonal(400, 2.0, -1.5), small, "A is not symmetric positive definite");
-  // A matrix just above the threshold is factored (1e-14 > 16·eps), and the solve is its inverse.
+  // A matrix just above the zero level is factored (1e-13 > 100·n·ε = 4.4e-14), and the solve is
+  // its inverse.
   const auto N2 = CsrMatrix<double>::from_triplets(2, 2, {0, 0, 1, 1}, {0, 1, 0, 1}, {1.0, 1.0, 1.0, 1.0 + 1e-13});
   SpmvPlan<double> pn(N2);
   DeviceAmg<double> near(N2, pn, AmgOptions{});
   CHECK(near.set_up_on_gpu());
   CHECK(near.info().coarse_direct);
-  const double b[2] = {1.0, 2.0};
-  DeviceArray<double> db(2), dx(2);
-  db.upload(b, 2);
-  near.apply(db.data(), dx.data());
-  double x[2];
-  dx.download(x, 2);
+  CHECK(near.info().coarse_pinned == 0);
+  apply2(near, b, x);
   // A⁻¹b = (1 − 1e13, 1e13) to about 1e-13 relative, in doubles; κ(A)·eps ≈ 4e-3 bounds the error.
   const double x1 = (b[1] - b[0]) / ((1.0 + 1e-13) - 1.0);
   CHECK(std::abs(x[1] - x1) <= 0.05 * x1);

@@ -151,6 +151,60 @@ inline AmgSolved amg_pcg(const CsrMatrix<double>& A, const AmgOptions& amg, Back
   return {r.iterations, true_relative_residual(A, b, x), r.preconditioner};
 }
 
+/// The cell-centred 5-point diffusion operator on an m × m grid with no-flux (Neumann) boundaries:
+/// symmetric positive semidefinite, A·1 = 0. Coefficient 1, and `contrast` in the square
+/// [m/3, m/3 + m/4)²; a face takes the harmonic mean of its two cells' coefficients, so the
+/// island is weakly tied to the rest (as in a real high-contrast inclusion).
+inline CsrMatrix<double> neumann_diffusion_2d(index_t m, double contrast) {
+  const index_t lo = m / 3, hi = m / 3 + m / 4;
+  auto coef = [&](index_t i, index_t j) { return lo <= i && i < hi && lo <= j && j < hi ? contrast : 1.0; };
+  std::vector<index_t> I, J;
+  std::vector<double> V, diag(std::size_t(m * m), 0.0);
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < m; ++j)
+      for (const auto& [a, c] : {std::pair<index_t, index_t>{i + 1, j}, std::pair<index_t, index_t>{i, j + 1}}) {
+        if (a >= m || c >= m) continue;
+        const double c1 = coef(i, j), c2 = coef(a, c), w = 2 * c1 * c2 / (c1 + c2);
+        const index_t p = i * m + j, q = a * m + c;
+        I.insert(I.end(), {p, q}), J.insert(J.end(), {q, p}), V.insert(V.end(), {-w, -w});
+        diag[std::size_t(p)] += w, diag[std::size_t(q)] += w;
+      }
+  for (index_t p = 0; p < m * m; ++p) I.push_back(p), J.push_back(p), V.push_back(diag[std::size_t(p)]);
+  return CsrMatrix<double>::from_triplets(m * m, m * m, I, J, V);
+}
+
+/// y = X·b for the factor L of amg::cholesky (pinned unknowns: l_jj = ∞), by the substitutions
+/// HostAmg's coarse solve runs.
+inline std::vector<double> pinned_solve(index_t n, const std::vector<double>& L, const std::vector<double>& b) {
+  const std::size_t N = std::size_t(n);
+  std::vector<double> y(b);
+  for (std::size_t i = 0; i < N; ++i) {
+    for (std::size_t k = 0; k < i; ++k) y[i] -= L[i * N + k] * y[k];
+    y[i] /= L[i * N + i];
+  }
+  for (std::size_t i = N; i-- > 0;) {
+    y[i] /= L[i * N + i];
+    for (std::size_t k = 0; k < i; ++k) y[k] -= L[i * N + k] * y[i];
+  }
+  return y;
+}
+
+/// M·Mᵀ for a random n × (n − 1) M, scaled D·(M·Mᵀ)·D: singular (rank n − 1), its null vector
+/// D⁻¹·v with Mᵀ·v = 0 nonzero everywhere (almost surely).
+inline std::vector<double> singular_gram(index_t n, unsigned seed, const std::vector<double>& d) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const std::size_t N = std::size_t(n);
+  std::vector<double> M(N * (N - 1)), A(N * N, 0.0);
+  for (double& e : M) e = u(rng);
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      for (std::size_t k = 0; k + 1 < N; ++k) A[i * N + j] += M[i * (N - 1) + k] * M[j * (N - 1) + k];
+      A[i * N + j] *= d[i] * d[j];
+    }
+  return A;
+}
+
 inline PrecondOptions precond(PrecondKind kind) {
   PrecondOptions o;
   o.kind = kind;

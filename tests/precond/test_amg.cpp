@@ -437,7 +437,7 @@ TEST_CASE("AMG: bad input is an InputError naming the option or the level") {
   // Not SPD, found on the coarsest level: a 2x2 indefinite matrix is its own coarsest level.
   const auto I2 = CsrMatrix<double>::from_triplets(2, 2, {0, 0, 1, 1}, {0, 1, 0, 1}, {1.0, 2.0, 2.0, 1.0});
   CHECK_THROWS_WITH_AS(HostAmg<double>(I2, AmgOptions{}),
-                       doctest::Contains("coarse matrix of level 0 (2 rows, level 0 = A) is not positive definite: "
+                       doctest::Contains("coarse matrix of level 0 (2 rows, level 0 = A) is not positive semidefinite: "
                                          "Cholesky pivot 2 = -3 (negative: indefinite)"),
                        InputError);
   // An indefinite 1-D operator tridiag(-1.5, 2, -1.5) (positive diagonal, negative smooth modes):
