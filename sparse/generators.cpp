@@ -182,8 +182,9 @@ CsrMatrix<double> random_banded(index_t n, index_t mean_row, index_t half_band, 
 
 namespace krysp {
 
-CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu, std::vector<double>* coordinates) {
-  KRYSP_REQUIRE(nx > 0 && ny > 0 && nz > 0 && 3 * std::int64_t(nx) * (ny + 1) * (nz + 1) <= kMaxIndex,
+CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu, std::vector<double>* coordinates,
+                                bool clamped) {
+  KRYSP_REQUIRE(nx > 0 && ny > 0 && nz > 0 && 3 * std::int64_t(nx + 1) * (ny + 1) * (nz + 1) <= kMaxIndex,
                 "elasticity_3d: bad grid ", nx, "x", ny, "x", nz);
   KRYSP_REQUIRE(nu > -1 && nu < 0.5, "elasticity_3d: Poisson ratio ", nu, " is outside (-1, 0.5)");
   // Isotropic D (Voigt: xx, yy, zz, xy, yz, xz) for E = 1.
@@ -228,9 +229,10 @@ CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu, s
   }
   for (int i = 0; i < 24; ++i)  // exactly symmetric (the sums above ran in different orders)
     for (int j = 0; j < i; ++j) Ke[i][j] = Ke[j][i] = 0.5 * (Ke[i][j] + Ke[j][i]);
-  // Free nodes: every node with x index ≥ 1, numbered x fastest.
-  const index_t px = nx, py = ny + 1, pz = nz + 1;  // free nodes per direction
-  auto free_node = [&](index_t i, index_t j, index_t k) { return (k * py + j) * px + (i - 1); };
+  // Free nodes: every node (x index ≥ 1 when clamped), numbered x fastest.
+  const index_t x0 = clamped ? 1 : 0;                      // the first free x index
+  const index_t px = nx + 1 - x0, py = ny + 1, pz = nz + 1;  // free nodes per direction
+  auto free_node = [&](index_t i, index_t j, index_t k) { return (k * py + j) * px + (i - x0); };
   const index_t nodes = px * py * pz, n = 3 * nodes;
   std::vector<index_t> I, J;
   std::vector<double> V;
@@ -243,7 +245,7 @@ CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu, s
         index_t dof[24];
         for (int a = 0; a < 8; ++a) {
           const index_t ii = i + (a & 1), jj = j + ((a >> 1) & 1), kk = k + ((a >> 2) & 1);
-          for (int c = 0; c < 3; ++c) dof[3 * a + c] = ii == 0 ? -1 : 3 * free_node(ii, jj, kk) + c;
+          for (int c = 0; c < 3; ++c) dof[3 * a + c] = ii < x0 ? -1 : 3 * free_node(ii, jj, kk) + c;
         }
         for (int r = 0; r < 24; ++r)
           for (int c = 0; c < 24; ++c)
@@ -257,7 +259,7 @@ CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu, s
     coordinates->assign(std::size_t(nodes) * 3, 0.0);
     for (index_t k = 0; k < pz; ++k)
       for (index_t j = 0; j < py; ++j)
-        for (index_t i = 1; i <= nx; ++i) {
+        for (index_t i = x0; i <= nx; ++i) {
           double* c = coordinates->data() + std::size_t(free_node(i, j, k)) * 3;
           c[0] = double(i), c[1] = double(j), c[2] = double(k);
         }

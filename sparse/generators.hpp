@@ -33,8 +33,10 @@ CsrMatrix<double> diffusion_3d_random(index_t n, double kx, double ky, double kz
 /// 2×2×2 Gauss quadrature, clamped on the face x = 0: SPD, 3 unknowns per node (x, y, z
 /// displacement, node-major), the node order x fastest. When `coordinates` is not null it receives
 /// the free nodes' positions (nodes × 3, row-major): what AMG needs for its rigid-body modes.
+/// Not `clamped`, the body floats: symmetric positive semidefinite, its null space the six
+/// rigid-body modes.
 CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu,
-                                std::vector<double>* coordinates = nullptr);
+                                std::vector<double>* coordinates = nullptr, bool clamped = true);
 /// D·A·D with d_i = 10^u, u uniform in [−decades/2, decades/2] (reproducible from `seed`): SPD
 /// when A is, with the same sparsity, and badly scaled (Jacobi undoes it; nothing else does).
 CsrMatrix<double> scaled_symmetric(const CsrMatrix<double>& A, double decades, std::uint64_t seed);

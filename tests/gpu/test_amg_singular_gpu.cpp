@@ -1,7 +1,8 @@
 // Singular coarsest matrices on the GPU: the inverse of amg::cholesky's factor with a pinned
 // pivot (l_jj = ∞) on both of AmgCoarseSolver's paths against the host's substitutions, and
 // AMG-CG set up on the GPU on consistent Neumann problems (the GPU set-up's two levels on the
-// 30 × 30 one broke down before pinning), with true residuals and errors recomputed here.
+// 30 × 30 one broke down before pinning) and a floating elastic body, with true residuals and
+// errors (up to A's null space) recomputed here.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/small_cholesky.hpp"
 #include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/generators.hpp"
 #include "precond/precond_test_util.hpp"
 
 using namespace krysp;
@@ -84,15 +86,46 @@ TEST_CASE("AMG GPU: consistent Neumann problems set up on the GPU converge, the 
     CHECK(dev.preconditioner.find("pivot zero to rounding pinned") != std::string::npos);
     CHECK(test::true_relative_residual(A, b, xd) <= 1e-8);
     CHECK(std::abs(dev.iterations - host.iterations) <= 2);
-    double shift = 0;
-    for (std::size_t i = 0; i < n; ++i) shift += (xd[i] - xs[i]) / double(n);
-    double err = 0, norm = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      err += (xd[i] - xs[i] - shift) * (xd[i] - xs[i] - shift);
-      norm += xs[i] * xs[i];
-    }
+    const double err = test::error_modulo(xd, xs, std::vector<double>(n, 1.0), 1);  // x* up to a constant
     MESSAGE(c.m, "x", c.m, " contrast ", c.contrast, ": ", dev.iterations, " iterations on the GPU (host ",
-            host.iterations, "), error without the constant ", std::sqrt(err / norm), "; ", dev.preconditioner);
-    CHECK(std::sqrt(err / norm) <= 1e-5);
+            host.iterations, "), error without the constant ", err, "; ", dev.preconditioner);
+    CHECK(err <= 1e-5);
+  }
+}
+
+TEST_CASE("AMG GPU: a floating elastic body set up on the GPU, its rigid-body modes' pivots pinned") {
+  std::vector<double> xyz;
+  const CsrMatrix<double> A = elasticity_3d(6, 6, 6, 0.3, &xyz, false);
+  const std::size_t n = std::size_t(A.rows());
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> xs(n), b(n);
+  for (double& v : xs) v = u(rng);
+  A.multiply_host(xs.data(), b.data());
+  for (const bool modes : {false, true}) {
+    CAPTURE(modes);
+    SolveOptions o;
+    o.precond.kind = PrecondKind::Amg;
+    if (modes) {
+      o.precond.amg.coordinates = xyz;
+      o.precond.amg.coordinate_dim = 3;
+    }
+    o.cg.rtol = 1e-8;
+    std::vector<double> xh, xd;
+    o.backend = Backend::Host;
+    const SolveReport host = solve(A, b, xh, o);
+    o.backend = Backend::Cuda;
+    const SolveReport dev = solve(A, b, xd, o);
+    CAPTURE(dev.preconditioner);
+    REQUIRE(dev.status == SolveStatus::Converged);
+    CHECK(dev.preconditioner.find("set up on the GPU") != std::string::npos);
+    CHECK(dev.preconditioner.find(modes ? "with 6 pivots zero to rounding pinned" : "with 3 pivots zero to rounding pinned") !=
+          std::string::npos);
+    CHECK(test::true_relative_residual(A, b, xd) <= 1e-8);
+    CHECK(std::abs(dev.iterations - host.iterations) <= 2);
+    const double err = test::error_modulo(xd, xs, amg::rigid_body_modes(xyz, 3, A.rows()), 6);
+    MESSAGE(std::string(modes ? "rigid-body modes" : "unit vectors"), ": ", dev.iterations, " iterations on the GPU (host ",
+            host.iterations, "), error without the rigid motion ", err, "; ", dev.preconditioner);
+    CHECK(err <= 1e-5);
   }
 }

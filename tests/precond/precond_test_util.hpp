@@ -205,6 +205,37 @@ inline std::vector<double> singular_gram(index_t n, unsigned seed, const std::ve
   return A;
 }
 
+/// ‖e‖/‖x*‖ for e = x − x* without its least-squares fit by the k columns of N (n × k,
+/// row-major): the error of a singular system's solution, unique only up to A's null space N.
+inline double error_modulo(const std::vector<double>& x, const std::vector<double>& xs, const std::vector<double>& N,
+                           int k) {
+  const std::size_t n = xs.size();
+  std::vector<double> e(n);
+  for (std::size_t i = 0; i < n; ++i) e[i] = x[i] - xs[i];
+  std::vector<std::vector<double>> q;  // N's columns, orthonormalised (Gram–Schmidt)
+  for (int c = 0; c < k; ++c) {
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = N[i * std::size_t(k) + std::size_t(c)];
+    for (const auto& w : q) {
+      double d = 0;
+      for (std::size_t i = 0; i < n; ++i) d += v[i] * w[i];
+      for (std::size_t i = 0; i < n; ++i) v[i] -= d * w[i];
+    }
+    double nv = 0;
+    for (double t : v) nv += t * t;
+    for (double& t : v) t /= std::sqrt(nv);
+    q.push_back(std::move(v));
+  }
+  for (const auto& w : q) {
+    double d = 0;
+    for (std::size_t i = 0; i < n; ++i) d += e[i] * w[i];
+    for (std::size_t i = 0; i < n; ++i) e[i] -= d * w[i];
+  }
+  double err = 0, norm = 0;
+  for (std::size_t i = 0; i < n; ++i) err += e[i] * e[i], norm += xs[i] * xs[i];
+  return std::sqrt(err / norm);
+}
+
 inline PrecondOptions precond(PrecondKind kind) {
   PrecondOptions o;
   o.kind = kind;
