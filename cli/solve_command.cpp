@@ -118,6 +118,9 @@ int report_single(const std::string& path, std::int64_t n, std::int64_t nnz, con
     if (rep.residual_replacements > 0)
       std::printf("krysp: the recursive residual drifted from b-Ax: replaced by it and restarted %d time(s)\n",
                   rep.residual_replacements);
+    if (rep.residual_floor > 0)
+      std::printf("krysp: double precision resolves |b-Ax|/|b| only to about eps*||A|*|x||/|b| = %.1e here: ask for "
+                  "an rtol above it\n", rep.residual_floor);
     if (!exact.empty()) std::printf("krysp: error |x-x*|/|x*| = %.3e\n", column_error(x, exact, index_t(n), 0));
     if (opt.precond.kind == PrecondKind::Amg) std::printf("krysp: preconditioner %s\n", rep.preconditioner.c_str());
     std::printf("krysp: solve %.4f s (%.1f us/iteration), setup %.4f s, backend %s, device %s, spmv %s\n",
@@ -167,6 +170,10 @@ int report_many(const std::string& path, index_t n, std::int64_t nnz, const Bloc
       if (!exact.empty()) std::printf(" %12.3e", column_error(X, exact, n, j));
       std::printf("\n");
     }
+    for (index_t j = 0; j < s; ++j)
+      if (rep.columns[j].residual_floor > 0)
+        std::printf("krysp: column %d: double precision resolves |b-Ax|/|b| only to about eps*||A|*|x||/|b| = %.1e "
+                    "here: ask for an rtol above it\n", j, rep.columns[j].residual_floor);
     if (opt.precond.kind == PrecondKind::Amg) std::printf("krysp: preconditioner %s\n", rep.preconditioner.c_str());
     std::printf("krysp: solve %.4f s (%.1f us/block iteration), setup %.4f s, backend %s, device %s, spmm %s\n",
                 rep.seconds, rep.iterations > 0 ? 1e6 * rep.seconds / rep.iterations : 0.0, rep.setup_seconds,

@@ -172,6 +172,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
     rep.device = "host";
     rep.spmv_kernel = "host-reference";
   }
+  if (rep.status == SolveStatus::Stagnated) rep.residual_floor = residual_rounding_floor(s.A, x.data(), rep.b_norm);
   s.describe(rep);
   return rep;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -104,6 +106,11 @@ BlockSolveReport run_block(const Exec& ex, const CsrMatrix<double>& A, const std
   rep.preconditioner = M ? M->summary() : "none";
   if (sized) sized->wait();
   store_block(vx, A.rows(), s, X);
+  for (index_t j = 0; j < s; ++j) {
+    ColumnResult& c = rep.columns[std::size_t(j)];
+    if (c.status == SolveStatus::Stagnated)
+      c.residual_floor = residual_rounding_floor(A, X.data() + std::size_t(j) * std::size_t(A.rows()), c.b_norm);
+  }
   rep.backend = to_string(Exec::backend);
   rep.device = ex.device();
   rep.spmm_kernel = spmm_kernel(ops);
@@ -164,6 +171,20 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   if (grouped) return solve_block_groups(A, B, s, X, zero_x0, o);
   if (backend == Backend::Cuda) return run_block(CudaExecutor{o.plan, {}, true}, A, B, s, X, zero_x0, o, t0);
   return run_block(HostExecutor{}, A, B, s, X, zero_x0, o, t0);
+}
+
+double residual_rounding_floor(const CsrMatrix<double>& A, const double* x, double b_norm) {
+  if (!(b_norm > 0)) return 0;
+  const auto& rp = A.row_ptr();
+  const auto& ci = A.col_idx();
+  const auto& va = A.values();
+  double sum = 0;
+  for (index_t i = 0; i < A.rows(); ++i) {
+    double ax = 0;  // (|A|·|x|)_i
+    for (index_t k = rp(i); k < rp(i + 1); ++k) ax += std::abs(va(k)) * std::abs(x[std::size_t(ci(k))]);
+    sum += ax * ax;
+  }
+  return std::numeric_limits<double>::epsilon() * std::sqrt(sum) / b_norm;
 }
 
 SolveReport solve(const CsrMatrix<double>& A, const std::vector<double>& b, std::vector<double>& x,

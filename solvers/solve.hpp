@@ -54,6 +54,11 @@ struct SolveReport : SolveResult {
   double setup_seconds = 0;    ///< preconditioner setup, upload and planning
 };
 
+/// ε·‖|A|·|x|‖₂/‖b‖₂: the size of the rounding in A·x relative to b, about the smallest relative
+/// residual ‖b − A·x‖/‖b‖ that double precision can show for this x (CG stagnates near it). x is
+/// n entries from x[0]; 0 when b_norm is 0.
+double residual_rounding_floor(const CsrMatrix<double>& A, const double* x, double b_norm);
+
 /// Solves A·x = b. On entry x is the initial guess (resized to n and zeroed if empty).
 /// Throws InputError for sizes that do not match, a non-square or non-symmetric A (see
 /// SolveOptions::check_symmetry), or a Jacobi preconditioner on a bad diagonal; DeviceError for GPU failures. Non-convergence is a status in the report.

@@ -60,6 +60,9 @@ struct SolveResult {
   /// Times the recursive residual met the tolerance while the true one did not, so that r was
   /// replaced by b − A·x and CG restarted from x (0 on well-conditioned problems).
   index_t residual_replacements = 0;
+  /// When Stagnated and the matrix is at hand (solve(), solve_block()): ε·‖|A|·|x|‖/‖b‖, about the
+  /// smallest relative residual rounding allows for this x (residual_rounding_floor); else 0.
+  double residual_floor = 0;
   std::vector<double> residual_history;   ///< ‖r_k‖ for k = 0..iterations (true ‖b − A·x_k‖ where replaced)
   double seconds = 0;                     ///< wall time of the solve (setup excluded)
   /// status == Converged.
@@ -75,6 +78,7 @@ struct ColumnResult {
   double true_residual_norm = 0;         ///< ‖b − A·x‖ recomputed at exit
   double true_relative_residual = 0;
   index_t residual_replacements = 0;     ///< restarts from the true residual (see SolveResult)
+  double residual_floor = 0;             ///< as SolveResult::residual_floor, for this column
   std::vector<double> residual_history;  ///< ‖r_k‖ while the column was active
   /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }

@@ -355,7 +355,15 @@ inline void trust_cg_unattainable(Backend backend) {
   CAPTURE(r.iterations);
   CHECK(r.status == SolveStatus::Stagnated);
   CHECK(r.residual_replacements >= 1);
-  CHECK(test::true_relative_residual(A, b, x) > 1e-17);
+  const double true_rel = test::true_relative_residual(A, b, x);
+  CHECK(true_rel > 1e-17);
+  // The floor reported, ε·‖|A|·|x|‖/‖b‖: the test's own rounding bound without |b| and the 32,
+  // and the true residual stalled within two decades of it.
+  const double bound = residual_rounding(A, b, x) / 32;
+  MESSAGE("residual floor ", r.residual_floor, ", true relative residual ", true_rel, ", bound ", bound);
+  CHECK(r.residual_floor <= bound * (1 + 1e-12));
+  CHECK(r.residual_floor >= 0.5 * bound);
+  CHECK(true_rel <= 100 * r.residual_floor);
 }
 
 /// The SPD matrices of ../shared/matrices (MANIFEST.tsv) up to 20k rows, by name; empty, with a

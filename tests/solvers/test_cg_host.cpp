@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/solve.hpp"
@@ -159,4 +160,17 @@ TEST_CASE("CG host: the check interval does not change the answer (converged ite
   CHECK(r1.iterations == r16.iterations);
   CHECK(x1 == x16);
   CHECK(r1.residual_history == r16.residual_history);
+}
+
+TEST_CASE("residual_rounding_floor: eps * || |A| |x| || / |b|, by hand") {
+  const auto A = CsrMatrix<double>::from_triplets(2, 2, {0, 0, 1, 1}, {0, 1, 0, 1}, {2.0, -1.0, -1.0, 2.0});
+  const double x[2] = {1.0, -3.0};  // |A|·|x| = (2 + 3, 1 + 6) = (5, 7)
+  CHECK(residual_rounding_floor(A, x, 2.0) ==
+        doctest::Approx(std::numeric_limits<double>::epsilon() * std::sqrt(74.0) / 2).epsilon(1e-15));
+  CHECK(residual_rounding_floor(A, x, 0.0) == 0.0);
+  // Converged solves do not report it.
+  std::vector<double> b = {1.0, 1.0}, y;
+  const SolveReport r = solve(A, b, y, SolveOptions{});
+  CHECK(r.converged());
+  CHECK(r.residual_floor == 0.0);
 }
