@@ -62,7 +62,7 @@ const char* to_string(EigStatus s) {
 index_t default_block_size(index_t k, index_t n, index_t constraints) {
   const index_t guard = std::max<index_t>(2, (k + 1) / 2);
   const std::int64_t fit = (std::int64_t(n) - constraints) / 3;  // 3b + c ≤ n
-  const std::int64_t b = std::min<std::int64_t>({std::int64_t(k) + guard, fit, kMaxBlockSize});
+  const std::int64_t b = std::min<std::int64_t>({std::int64_t(k) + guard, fit, kMaxLobpcgBlock});
   return index_t(std::max<std::int64_t>(k, b));  // never below k: lobpcg_block_size then names the problem
 }
 

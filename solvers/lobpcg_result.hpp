@@ -109,8 +109,8 @@ index_t default_block_size(index_t k, index_t n, index_t constraints = 0);
 index_t default_max_iters(index_t n);
 /// Iterations without progress (Lobpcg::stagnated) after which a run has stagnated.
 inline constexpr index_t kStagnationWindow = 200;
-/// Largest block size accepted (the Rayleigh–Ritz problem is 3b × 3b on the host).
-inline constexpr index_t kMaxBlockSize = 256;
+/// Largest LOBPCG block size accepted (the Rayleigh–Ritz problem is 3b × 3b on the host).
+inline constexpr index_t kMaxLobpcgBlock = 256;
 
 /// What one LOBPCG run reports.
 struct EigResult {

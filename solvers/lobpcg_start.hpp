@@ -49,7 +49,7 @@ inline index_t lobpcg_block_size(const LobpcgOptions& o, std::int64_t n, index_t
   KRYSP_REQUIRE(constraint_cols >= 0 && x0_cols >= 0, "LOBPCG: negative column counts");
   const index_t b = o.block_size > 0 ? o.block_size : default_block_size(o.k, index_t(std::min<std::int64_t>(n, kMaxIndex)), constraint_cols);
   KRYSP_REQUIRE(b >= o.k, "LOBPCG: block size ", b, " is smaller than k = ", o.k);
-  KRYSP_REQUIRE(b <= kMaxBlockSize, "LOBPCG: block size ", b, " exceeds the maximum ", kMaxBlockSize);
+  KRYSP_REQUIRE(b <= kMaxLobpcgBlock, "LOBPCG: block size ", b, " exceeds the maximum ", kMaxLobpcgBlock);
   KRYSP_REQUIRE(3 * std::int64_t(b) + constraint_cols <= n, "LOBPCG: block size ", b, " is too large for n = ", n,
                 ": the basis [X W P] needs 3*b", constraint_cols > 0 ? " + constraints" : "", " = ",
                 3 * std::int64_t(b) + constraint_cols, " <= n columns (k = ", o.k, ", constraints = ", constraint_cols,

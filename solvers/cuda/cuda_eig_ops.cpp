@@ -10,7 +10,7 @@
 
 namespace krysp {
 
-static_assert(detail::kEigMaxColumns == kMaxBlockSize, "the residual kernel must take every block size LOBPCG allows");
+static_assert(detail::kEigMaxColumns == kMaxLobpcgBlock, "the residual kernel must take every block size LOBPCG allows");
 
 namespace {
 std::shared_ptr<const LinearOperator<double>> device_operator(const CsrMatrix<double>* A, const SpmmPlanOptions& spmm) {
@@ -48,7 +48,7 @@ CudaEigOps::CudaEigOps(std::shared_ptr<const LinearOperator<double>> A, std::sha
                 B_->cols(), ", A is ", A_->rows(), "x", A_->cols());
   KRYSP_REQUIRE(!B_ || B_->space() == MemorySpace::Device, "CudaEigOps: a ", to_string(B_->space()),
                 " B given to the GPU backend");
-  const index_t widest = std::min<index_t>(max_cols, kMaxBlockSize);
+  const index_t widest = std::min<index_t>(max_cols, kMaxLobpcgBlock);
   grid_ = detail::eig_residual_grid(A_->rows(), widest);  // the most blocks any b ≤ widest uses
   partials_ = DeviceArray<double>(std::size_t(grid_) * 2 * widest);
   sums_ = DeviceArray<double>(2 * std::size_t(widest) + 1);  // + the residual kernel's ticket (zero at rest)

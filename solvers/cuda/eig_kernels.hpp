@@ -9,7 +9,7 @@
 namespace krysp::detail {
 
 /// Widest block the residual kernel handles (the per-column λ and destinations travel as kernel
-/// parameters); equals kMaxBlockSize (lobpcg_result.hpp).
+/// parameters); equals kMaxLobpcgBlock (lobpcg_result.hpp).
 inline constexpr int kEigMaxColumns = 256;
 
 /// Blocks of the residual kernel for n rows and b columns (fixed per (n, b): sums are reproducible).

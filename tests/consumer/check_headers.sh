@@ -5,7 +5,8 @@
 #  - every #include "..." of an installed header names krysp/<path>, and every krysp/<path> it
 #    includes ("..." or <...>) is installed;
 #  - every installed header compiles on its own with only <prefix>/include and Kokkos's includes
-#    (headers/CMakeLists.txt), so one that needs a header left out of the install fails.
+#    (headers/CMakeLists.txt), so one that needs a header left out of the install fails; and all
+#    of them compile together in one translation unit (no name defined twice).
 #   check_headers.sh <prefix> <kokkos-cmake-prefix> <scratch-dir>
 set -euo pipefail
 prefix=$1 kokkos_prefix=$2 scratch=$3
@@ -51,4 +52,4 @@ if ! cmake --build "$scratch/headers" -j"$(nproc)" >"$scratch/headers.log" 2>&1;
   bad "a header does not compile on its own against the install tree (above)"
   exit 1
 fi
-echo "installed headers: $count under include/krysp, each compiles on its own"
+echo "installed headers: $count under include/krysp, each compiles on its own and all together"

@@ -129,3 +129,7 @@ TEST_CASE("AMG GPU: a floating elastic body set up on the GPU, its rigid-body mo
     CHECK(err <= 1e-5);
   }
 }
+
+TEST_CASE("AMG GPU: LOBPCG with AMG on a singular Neumann problem: the zero eigenvalue and the next, analytic") {
+  test::check_neumann_smallest_pairs(Backend::Cuda);
+}

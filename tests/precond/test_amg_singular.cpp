@@ -93,3 +93,7 @@ TEST_CASE("AMG-CG on a floating elastic body: the rigid-body modes' pivots pinne
     CHECK(err <= 1e-5);
   }
 }
+
+TEST_CASE("LOBPCG with AMG on a singular Neumann problem: the zero eigenvalue and the next, analytic") {
+  test::check_neumann_smallest_pairs(Backend::Host);
+}
