@@ -207,6 +207,19 @@ inline std::vector<double> singular_gram(index_t n, unsigned seed, const std::ve
   return A;
 }
 
+/// A right-hand side in A's range: x* uniform in [−1, 1) (reproducible from `seed`), b = A·x*.
+struct ConsistentRhs {
+  std::vector<double> xs, b;
+};
+inline ConsistentRhs consistent_rhs(const CsrMatrix<double>& A, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  ConsistentRhs r{std::vector<double>(std::size_t(A.rows())), std::vector<double>(std::size_t(A.rows()))};
+  for (double& v : r.xs) v = u(rng);
+  A.multiply_host(r.xs.data(), r.b.data());
+  return r;
+}
+
 /// ‖e‖/‖x*‖ for e = x − x* without its least-squares fit by the k columns of N (n × k,
 /// row-major): the error of a singular system's solution, unique only up to A's null space N.
 inline double error_modulo(const std::vector<double>& x, const std::vector<double>& xs, const std::vector<double>& N,
@@ -236,6 +249,38 @@ inline double error_modulo(const std::vector<double>& x, const std::vector<doubl
   double err = 0, norm = 0;
   for (std::size_t i = 0; i < n; ++i) err += e[i] * e[i], norm += xs[i] * xs[i];
   return std::sqrt(err / norm);
+}
+
+/// AMG-CG to rtol 1e-8 on `backend` for the consistent singular system A·x = A·x* (x* from
+/// consistent_rhs(A, seed)), whose null space N (n × k, row-major) makes the coarsest matrix
+/// singular: converged, the summary naming the pinned pivots (`pinned`, e.g. "with 3 pivots zero
+/// to rounding pinned"), the true residual, and x − x* without its part in N. On the GPU, also
+/// set up there, and within 2 iterations of the host.
+inline void check_singular_amg(const CsrMatrix<double>& A, const AmgOptions& amg, const std::vector<double>& N, int k,
+                               const std::string& pinned, unsigned seed, Backend backend) {
+  const auto [xs, b] = consistent_rhs(A, seed);
+  SolveOptions o;
+  o.precond.kind = PrecondKind::Amg;
+  o.precond.amg = amg;
+  o.cg.rtol = 1e-8;
+  o.backend = backend;
+  std::vector<double> x;
+  const SolveReport r = solve(A, b, x, o);
+  CAPTURE(r.preconditioner);
+  REQUIRE(r.status == SolveStatus::Converged);
+  CHECK(r.preconditioner.find(pinned) != std::string::npos);
+  CHECK(true_relative_residual(A, b, x) <= 1e-8);
+  const double err = error_modulo(x, xs, N, k);
+  MESSAGE(std::string(to_string(backend)), ": ", r.iterations, " iterations, error outside the null space ", err,
+          "; ", r.preconditioner);
+  CHECK(err <= 1e-5);
+  if (backend == Backend::Cuda) {
+    CHECK(r.preconditioner.find("set up on the GPU") != std::string::npos);
+    std::vector<double> xh;
+    o.backend = Backend::Host;
+    const SolveReport h = solve(A, b, xh, o);
+    CHECK(std::abs(r.iterations - h.iterations) <= 2);
+  }
 }
 
 /// LOBPCG k = 4 smallest with AMG on the 60 × 60 no-flux Laplacian (neumann_diffusion_2d, contrast
