@@ -570,7 +570,7 @@ unsigned row_blocks(index_t n, int w) { return unsigned((std::int64_t(n) * w + k
 
 // Lanes a row of A for the prolongator's values: its mean length, rounded up to a power of two,
 // at most 32.
-int row_lanes(index_t n, index_t nnz) { return pow2_lanes(n > 0 ? double(nnz) / double(n) : 1.0); }
+int prolongator_lanes(index_t n, index_t nnz) { return pow2_lanes(n > 0 ? double(nnz) / double(n) : 1.0); }
 
 // Lanes a row of C: half A's mean row, rounded up to a power of two, at most 32. Each lane holds
 // 4 cursors (8 with 32 lanes), so rows of A up to 4·W entries, at least twice the mean below 32
@@ -622,7 +622,7 @@ void prolongator_values(index_t n, const index_t* a_rp, const index_t* a_ci, con
                         double omega, const index_t* t_rp, const index_t* t_ci, const double* t_va,
                         const index_t* p_rp, const index_t* p_ci, double* p_va, index_t a_nnz) {
   if (n <= 0) return;
-  with_lanes(row_lanes(n, a_nnz), [&](auto W) {
+  with_lanes(prolongator_lanes(n, a_nnz), [&](auto W) {
     k_prolongator_values<decltype(W)::value><<<row_blocks(n, W), kThreads>>>(n, a_rp, a_ci, a_va, dinv, omega, t_rp,
                                                                              t_ci, t_va, p_rp, p_ci, p_va);
   });
