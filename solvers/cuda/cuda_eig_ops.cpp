@@ -10,7 +10,8 @@
 
 namespace krysp {
 
-static_assert(detail::kEigMaxColumns == kMaxLobpcgBlock, "the residual kernel must take every block size LOBPCG allows");
+static_assert(detail::kEigMaxColumns == kMaxLobpcgBlock,
+              "the residual kernel must take every block size LOBPCG allows");
 
 namespace {
 std::shared_ptr<const LinearOperator<double>> device_operator(const CsrMatrix<double>* A, const SpmmPlanOptions& spmm) {

@@ -311,8 +311,8 @@ inline void check_neumann_smallest_pairs(Backend backend) {
   CHECK(r.preconditioner.find("pivot zero to rounding pinned") != std::string::npos);
   CHECK(std::abs(r.eigenvalues[0]) <= 1e-10 * exact[4]);
   for (std::size_t j = 1; j < 4; ++j) CHECK(r.eigenvalues[j] == doctest::Approx(exact[j]).epsilon(1e-8));
-  MESSAGE(std::string(to_string(backend)), ": eigenvalues ", r.eigenvalues[0], ", ", r.eigenvalues[1], ", ", r.eigenvalues[2], ", ",
-          r.eigenvalues[3], " after ", r.iterations, " iterations");
+  MESSAGE(std::string(to_string(backend)), ": eigenvalues ", r.eigenvalues[0], ", ", r.eigenvalues[1], ", ",
+          r.eigenvalues[2], ", ", r.eigenvalues[3], " after ", r.iterations, " iterations");
 }
 
 inline PrecondOptions precond(PrecondKind kind) {
