@@ -139,6 +139,7 @@ int report_single(const std::string& path, std::int64_t n, std::int64_t nnz, con
                     {"relative_residual", rep.true_relative_residual},
                     {"recursive_relative_residual", rep.relative_residual},
                     {"residual_replacements", std::int64_t(rep.residual_replacements)},
+                    {"residual_floor", rep.residual_floor},
                     {"b_norm", rep.b_norm},
                     {"rtol", opt.cg.rtol},
                     {"atol", opt.cg.atol},

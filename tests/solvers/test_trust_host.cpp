@@ -32,6 +32,7 @@ TEST_CASE("Trust: krysp solve writes the true residual's verdict to HDF5 (stagna
   CHECK(std::get<std::string>(io::read_hdf5_attribute(out, "status")).rfind("stagnated", 0) == 0);
   CHECK(std::get<std::int64_t>(io::read_hdf5_attribute(out, "residual_replacements")) >= 1);
   CHECK(std::get<double>(io::read_hdf5_attribute(out, "relative_residual")) > 1e-17);
+  CHECK(std::get<double>(io::read_hdf5_attribute(out, "residual_floor")) > 1e-17);
   std::remove(out.c_str());
   std::remove("trust_cli_test.log");
 }
