@@ -58,6 +58,7 @@
 ///
 /// HostAmg holds all of it; apply() uses work vectors kept in the object: not thread-safe (as
 /// HostChebyshev). A values change of the same structure: update_values() (CgSolver calls it).
+#include <cfloat>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -355,10 +356,10 @@ std::vector<double> largest_ritz_coefficients(const std::vector<double>& alpha, 
 inline constexpr double kAmgPinNoise = 100;
 /// The share of its diagonal a pivot keeps at most to be pinned (see kAmgPinNoise).
 inline constexpr double kAmgPinCancel = 1e-8;
-/// z_j for a pivot of diagonal entry a_jj, noise = n·ε·max_i |a_ii| (amg::cholesky and the GPU
-/// factor's test; see kAmgPinNoise).
-KRYSP_HD inline double pivot_zero_level(double ajj, double noise) {
-  const double cancel = kAmgPinCancel * (ajj < 0 ? -ajj : ajj), wide = kAmgPinNoise * noise;
+/// z_j for a pivot of diagonal entry a_jj in an n × n matrix whose largest |a_ii| is amax
+/// (amg::cholesky's and the GPU factor's test; see kAmgPinNoise).
+KRYSP_HD inline double pivot_zero_level(double ajj, index_t n, double amax) {
+  const double cancel = kAmgPinCancel * (ajj < 0 ? -ajj : ajj), wide = kAmgPinNoise * (double(n) * DBL_EPSILON * amax);
   return cancel < wide ? cancel : wide;
 }
 

@@ -511,13 +511,12 @@ index_t cholesky(index_t n, std::vector<double>& a, double* pivot, index_t* pinn
   if (pinned) *pinned = 0;
   double amax = 0;
   for (std::size_t j = 0; j < N; ++j) amax = std::max(amax, std::abs(a[j * N + j]));
-  const double noise = double(n) * std::numeric_limits<double>::epsilon() * amax;
   for (std::size_t j = 0; j < N; ++j) {
     double* lj = a.data() + j * N;
     const double ajj = lj[j];
     double d = ajj;
     for (std::size_t k = 0; k < j; ++k) d -= lj[k] * lj[k];
-    const double zero = pivot_zero_level(ajj, noise);
+    const double zero = pivot_zero_level(ajj, n, amax);
     if (!std::isfinite(d) || d < -zero) {
       *pivot = d;
       return index_t(j);

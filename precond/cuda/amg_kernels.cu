@@ -5,7 +5,6 @@
 #include <cusolverDn.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cstdint>
 #include <vector>
 
@@ -146,7 +145,7 @@ __global__ void __launch_bounds__(kBlock) pivot_check_kernel(index_t n, const do
                                                              const double* __restrict__ diag, int* flags) {
   double amax = 0;
   for (index_t j = index_t(threadIdx.x); j < n; j += kBlock) amax = fmax(amax, fabs(diag[j]));
-  const double noise = double(n) * DBL_EPSILON * block_max<kBlock>(amax);
+  amax = block_max<kBlock>(amax);
   const int info = flags[0];
   for (index_t j = index_t(threadIdx.x); j < n; j += kBlock) {
     if (info > 0 && j >= info - 1) {
@@ -154,7 +153,7 @@ __global__ void __launch_bounds__(kBlock) pivot_check_kernel(index_t n, const do
       continue;
     }
     const double l = LX[std::int64_t(j) * n + j], d = l * l;
-    if (!(d > amg::pivot_zero_level(diag[j], noise)) || !isfinite(d)) atomicMin(flags + 1, int(j));
+    if (!(d > amg::pivot_zero_level(diag[j], n, amax)) || !isfinite(d)) atomicMin(flags + 1, int(j));
   }
 }
 

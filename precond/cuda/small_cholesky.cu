@@ -1,7 +1,6 @@
 // Dense Cholesky and SPD inverse of a small matrix in one block's shared memory; see
 // small_cholesky.hpp. L is kept packed (row i's entries 0..i at tri(i)): 230 rows fit in 227 KB
 // where a full square would stop at 168.
-#include <cfloat>
 #include <cmath>
 
 #include "krysp/base/cuda/check.cuh"
@@ -50,8 +49,8 @@ __global__ void __launch_bounds__(kFactorThreads)
   load_packed(n, LX, S);
   double amax = 0;
   for (int k = t; k < n; k += nt) amax = fmax(amax, fabs(LX[std::size_t(k) * n + k]));
-  const double noise = n * DBL_EPSILON * block_max<kFactorThreads>(amax);
-  for (int k = t; k < n; k += nt) thr[k] = amg::pivot_zero_level(LX[std::size_t(k) * n + k], noise);
+  amax = block_max<kFactorThreads>(amax);
+  for (int k = t; k < n; k += nt) thr[k] = amg::pivot_zero_level(LX[std::size_t(k) * n + k], n, amax);
   if (t == 0) stop = -1;
   __syncthreads();
   for (int k0 = 0; k0 < n; k0 += kPanel) {
