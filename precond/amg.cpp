@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "krysp/base/error.hpp"
+#include "krysp/precond/amg_adaptive.hpp"
 #include "krysp/precond/block_jacobi.hpp"
 #include "krysp/precond/cuda/amg_auto_stats.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
@@ -322,12 +323,24 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
     if (c.filter_block_size > 1) s << " (auto: b " << c.filter_block_size << ")";
     else if (c.filter) s << (c.theta || c.degree ? " (auto)" : std::string(why) + ")");
   }
-  if (c.adapted_cycles > 0) {
+  const bool replaced = c.constant_quotient >= kAmgAdaptiveQuotient;
+  if (c.adapted_cycles > 0 && replaced) {
     s << ", near-nullspace from " << c.adapted_cycles << " V-cycles";
     if (c.adaptive) {
       std::snprintf(why, sizeof why, " (auto: 1'A1/1'D1 is %.2f of lambda_max)", c.constant_quotient);
       s << why;
     }
+  } else if (c.adapted_cycles > 0) {
+    s << ", near-nullspace of " << c.adapt_vectors << " vectors from " << c.adapted_cycles << " V-cycles";
+    if (c.adaptive) {
+      std::snprintf(why, sizeof why, " (auto: structural, and the first hierarchy left %.2f of one a cycle)",
+                    c.adapt_factor);
+      s << why;
+    }
+  } else if (c.adapt_discarded_cycles > 0) {
+    std::snprintf(why, sizeof why, ", near-nullspace kept (%d V-cycles on %d vectors: left %.2f a cycle)",
+                  c.adapt_discarded_cycles, c.adapt_vectors, c.adapt_factor);
+    s << why;
   } else if (!o.near_nullspace.empty()) {
     s << ", near-nullspace " << o.near_nullspace_vectors << " given";
   } else if (!o.coordinates.empty()) {
@@ -360,27 +373,42 @@ double constant_quotient(const CsrMatrix<T>& A, bool on_device) {
 }
 
 template <class T>
-int adaptive_cycles(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
-                    AmgAutoChoice& c, bool on_device) {
+AdaptivePlan adaptive_plan(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
+                           AmgAutoChoice& c, bool on_device) {
   c.adaptive = o.adaptive_cycles == kAmgAuto;
-  if (!c.adaptive) {
-    KRYSP_REQUIRE(o.adaptive_cycles == 0 || b == 1, "AMG: amg.adaptive_cycles = ", o.adaptive_cycles,
-                  " adapts one near-nullspace vector, for one unknown per node; here b = ", b);
-    return levels > 1 ? o.adaptive_cycles : 0;
+  AdaptivePlan p;
+  if (o.adaptive_cycles == 0 || levels < 2 || !o.coordinates.empty() || !o.near_nullspace.empty() ||
+      o.filter == AmgFilter::On || !(lambda0 > 0))
+    return p;
+  // The constant near the top of D⁻¹A's spectrum: the smoother's best-reduced mode, the worst
+  // near-nullspace. Replaced (bodyy6).
+  if (b == 1) {
+    c.constant_quotient = constant_quotient(A, on_device) / lambda0;
+    if (c.constant_quotient >= kAmgAdaptiveQuotient) {
+      p.cycles = c.adaptive ? kAmgAdaptiveCycles : o.adaptive_cycles;
+      return p;
+    }
   }
-  // A filter still on here was asked for (auto turns it on only where A is M-matrix-like, and the
-  // constant is its near-nullspace there): the adapted vector would turn it off.
-  if (b != 1 || levels < 2 || !o.coordinates.empty() || !o.near_nullspace.empty() || o.filter == AmgFilter::On ||
-      !(lambda0 > 0))
-    return 0;
-  c.constant_quotient = constant_quotient(A, on_device) / lambda0;
-  return c.constant_quotient >= kAmgAdaptiveQuotient ? kAmgAdaptiveCycles : 0;
+  p.augment = true;
+  p.vectors = std::min(2 * b, kAmgMaxNearNullspace);
+  if (!c.adaptive) {
+    p.cycles = o.adaptive_cycles;
+    return p;
+  }
+  // Structural matrices: the unit vectors (or the constant) miss modes the smoother cannot reach,
+  // such as rotations; M-matrix-like ones have theirs in the constant.
+  if (off_diagonal_signs(A, on_device).positive_fraction() > kAmgStructuralPositiveFraction) {
+    p.cycles = kAmgAugmentCycles;
+    p.conditional = true;
+  }
+  return p;
 }
 
-std::vector<double> adaptive_start(index_t n) {
+std::vector<double> adaptive_start(index_t n, int column) {
   std::vector<double> x(static_cast<std::size_t>(n));
+  const std::uint64_t shift = std::uint64_t(column) * 0x632be59bd9b4e019ull;
   for (index_t i = 0; i < n; ++i) {
-    std::uint64_t z = std::uint64_t(i) + 0x9e3779b97f4a7c15ull;  // splitmix64
+    std::uint64_t z = std::uint64_t(i) + 0x9e3779b97f4a7c15ull + shift;  // splitmix64
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
@@ -389,29 +417,47 @@ std::vector<double> adaptive_start(index_t n) {
   return x;
 }
 
+std::vector<double> adaptive_start_block(index_t n, int b, const AdaptivePlan& plan) {
+  const int K = plan.vectors, units = plan.augment ? std::min(b, K) : 0;
+  std::vector<double> X(std::size_t(n) * std::size_t(K), 0.0);
+  for (index_t i = 0; i < n; ++i)
+    if (units > 0) X[std::size_t(i) * K + std::size_t(i % b)] = 1.0;  // b = 1: the constant
+  for (int c = units; c < K; ++c) {
+    const std::vector<double> r = adaptive_start(n, c - units);
+    for (index_t i = 0; i < n; ++i) X[std::size_t(i) * K + c] = r[std::size_t(i)];
+  }
+  return X;
+}
+
 template <class T>
-bool adopt_adapted_vector(const std::vector<T>& x, AmgOptions& o) {
-  double m = 0;
-  for (const T& e : x) m = std::max(m, std::abs(double(e)));  // NaN is never above m: tested below
-  for (const T& e : x)
-    if (!std::isfinite(double(e))) return false;
-  if (!(m > 0)) return false;
-  o.near_nullspace.resize(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) o.near_nullspace[i] = double(x[i]) / m;
-  o.near_nullspace_vectors = 1;
+bool adopt_adapted_vectors(const std::vector<T>& X, int K, AmgOptions& o) {
+  const std::size_t n = K > 0 ? X.size() / std::size_t(K) : 0;
+  std::vector<double> m(std::size_t(std::max(K, 0)), 0.0);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int c = 0; c < K; ++c) {
+      const double e = double(X[i * K + c]);
+      if (!std::isfinite(e)) return false;
+      m[std::size_t(c)] = std::max(m[std::size_t(c)], std::abs(e));
+    }
+  for (double mc : m)
+    if (!(mc > 0)) return false;
+  o.near_nullspace.resize(X.size());
+  for (std::size_t i = 0; i < n; ++i)
+    for (int c = 0; c < K; ++c) o.near_nullspace[i * K + c] = double(X[i * K + c]) / m[std::size_t(c)];
+  o.near_nullspace_vectors = K;
   o.adaptive_cycles = 0;
   o.filter = AmgFilter::Off;
-  return true;
+  return K > 0 && n > 0;
 }
 
 template double constant_quotient(const CsrMatrix<double>&, bool);
 template double constant_quotient(const CsrMatrix<float>&, bool);
-template int adaptive_cycles(const CsrMatrix<double>&, const AmgOptions&, int, double, std::size_t, AmgAutoChoice&,
-                             bool);
-template int adaptive_cycles(const CsrMatrix<float>&, const AmgOptions&, int, double, std::size_t, AmgAutoChoice&,
-                             bool);
-template bool adopt_adapted_vector(const std::vector<double>&, AmgOptions&);
-template bool adopt_adapted_vector(const std::vector<float>&, AmgOptions&);
+template AdaptivePlan adaptive_plan(const CsrMatrix<double>&, const AmgOptions&, int, double, std::size_t,
+                                    AmgAutoChoice&, bool);
+template AdaptivePlan adaptive_plan(const CsrMatrix<float>&, const AmgOptions&, int, double, std::size_t,
+                                    AmgAutoChoice&, bool);
+template bool adopt_adapted_vectors(const std::vector<double>&, int, AmgOptions&);
+template bool adopt_adapted_vectors(const std::vector<float>&, int, AmgOptions&);
 template int detected_block_size(const CsrMatrix<double>&);
 template int detected_block_size(const CsrMatrix<float>&);
 template int node_block_size(const CsrMatrix<double>&, const AmgOptions&);
@@ -438,30 +484,102 @@ HostAmg<T>::HostAmg(const CsrMatrix<T>& A, const AmgOptions& o)
   KRYSP_REQUIRE(A.rows() == A.cols(), "AMG: matrix is ", A.rows(), "x", A.cols(), ", not square");
   opt_ = amg::resolve_auto(A, o, &auto_choice_);  // once: update_values keeps the choice
   set_up(A, false);
-  const int cycles = amg::adaptive_cycles(A, opt_, info_.levels[0].block_size, info_.levels[0].lambda_estimate,
-                                          info_.levels.size(), auto_choice_);
+  const amg::AdaptivePlan plan = amg::adaptive_plan(A, opt_, info_.levels[0].block_size,
+                                                    info_.levels[0].lambda_estimate, info_.levels.size(), auto_choice_);
   info_.auto_choice = auto_choice_;
-  if (cycles > 0) {
-    // x ← x − M⁻¹A·x: what is left is the error this hierarchy reduces slowest.
-    const index_t n = A.rows();
-    const std::vector<double> s = amg::adaptive_start(n);
-    std::vector<T> x(s.begin(), s.end()), r(x.size()), z(x.size());
-    for (int c = 0; c < cycles; ++c) {
-      A.multiply_host(x.data(), r.data());
-      apply(r.data(), z.data());
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] -= z[i];
-    }
-    AmgOptions adapted = opt_;
-    if (amg::adopt_adapted_vector(x, adapted)) {
-      const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      opt_ = adapted;
-      auto_choice_.adapted_cycles = cycles;
-      set_up(A, false);
-      info_.adaptive_seconds = first;
-    }
-  }
+  if (plan.cycles > 0) adapt(A, plan, t0);
   info_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+namespace {
+/// amg::run_adaptive_cycles' operations on the host: X and R column-major (n × K).
+template <class T>
+struct HostAdaptOps {
+  const CsrMatrix<T>& A;
+  const HostAmg<T>& M;
+  index_t n;
+  int K;
+  std::vector<T> X, R, z;
+  T* col(std::vector<T>& V, int c) { return V.data() + std::size_t(c) * std::size_t(n); }
+  void residual() {
+    for (int c = 0; c < K; ++c) {
+      A.multiply_host(col(X, c), col(R, c));
+      for (index_t i = 0; i < n; ++i) col(R, c)[i] = -col(R, c)[i];
+    }
+  }
+  std::vector<double> gram() {
+    std::vector<double> G(std::size_t(K) * std::size_t(K));
+    for (int a = 0; a < K; ++a)
+      for (int b = 0; b < K; ++b) {
+        double s = 0;
+        for (index_t i = 0; i < n; ++i) s -= double(col(X, a)[i]) * double(col(R, b)[i]);
+        G[std::size_t(b) * K + std::size_t(a)] = s;
+      }
+    return G;
+  }
+  void transform(const std::vector<double>& C) {
+    for (std::vector<T>* V : {&X, &R})
+      for (index_t i = 0; i < n; ++i) {
+        double row[kAmgMaxNearNullspace];
+        for (int a = 0; a < K; ++a) row[a] = double(col(*V, a)[i]);
+        for (int b = 0; b < K; ++b) {
+          double v = 0;
+          for (int a = 0; a < K; ++a) v += row[a] * C[std::size_t(b) * K + std::size_t(a)];
+          col(*V, b)[i] = T(v);
+        }
+      }
+  }
+  void correct() {
+    for (int c = 0; c < K; ++c) {
+      M.apply(col(R, c), z.data());
+      for (index_t i = 0; i < n; ++i) col(X, c)[i] += z[std::size_t(i)];
+    }
+  }
+  std::vector<T> row_major() {
+    std::vector<T> out(X.size());
+    for (index_t i = 0; i < n; ++i)
+      for (int c = 0; c < K; ++c) out[std::size_t(i) * K + std::size_t(c)] = col(X, c)[i];
+    return out;
+  }
+};
+}  // namespace
+
+template <class T>
+void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
+                       std::chrono::steady_clock::time_point t0) {
+  const index_t n = A.rows();
+  const int K = plan.vectors;
+  const std::vector<double> start = amg::adaptive_start_block(n, info_.levels[0].block_size, plan);
+  HostAdaptOps<T> ops{A, *this, n, K, {}, std::vector<T>(start.size()), std::vector<T>(std::size_t(n))};
+  ops.X.resize(start.size());
+  for (index_t i = 0; i < n; ++i)
+    for (int c = 0; c < K; ++c) ops.col(ops.X, c)[i] = T(start[std::size_t(i) * K + std::size_t(c)]);
+  const amg::AdaptOutcome out = amg::run_adaptive_cycles(ops, plan);
+  auto_choice_.adapt_vectors = K;
+  auto_choice_.adapt_factor = out.factor;
+  AmgOptions adapted = opt_;
+  if (!out.keep || !amg::adopt_adapted_vectors(ops.row_major(), K, adapted)) {
+    auto_choice_.adapt_discarded_cycles = out.cycles;
+    info_.auto_choice = auto_choice_;
+    return;
+  }
+  const AmgOptions first = opt_;
+  const double first_complexity = info_.operator_complexity;
+  const bool first_stalled = info_.stalled;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  opt_ = adapted;
+  auto_choice_.adapted_cycles = out.cycles;
+  set_up(A, false);
+  if (plan.conditional && amg::augmented_worse(first_complexity, first_stalled, info_)) {
+    opt_ = first;  // the first hierarchy again
+    auto_choice_.adapted_cycles = 0;
+    auto_choice_.adapt_discarded_cycles = out.cycles;
+    set_up(A, false);
+    return;
+  }
+  info_.adaptive_seconds = seconds;
+}
+
 
 template <class T>
 bool HostAmg<T>::update_values(const CsrMatrix<T>& A) {

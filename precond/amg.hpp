@@ -59,6 +59,7 @@
 /// HostAmg holds all of it; apply() uses work vectors kept in the object: not thread-safe (as
 /// HostChebyshev). A values change of the same structure: update_values() (CgSolver calls it).
 #include <cfloat>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -145,6 +146,15 @@ struct AmgAutoChoice {
   /// auto rule read; −1: not read
   double constant_quotient = -1;
   int adapted_cycles = 0;  ///< V-cycles that adapted the near-nullspace (0: not adapted)
+  /// Vectors the adapting cycles worked on: 1 (the constant replaced) or min(2b,
+  /// kAmgMaxNearNullspace) (augmented); 0: none ran
+  int adapt_vectors = 0;
+  /// The largest share of a vector's energy the last adapting cycle left (‖E·x‖_A/‖x‖_A with x
+  /// A-normalised); −1: no cycle ran
+  double adapt_factor = -1;
+  /// Augmenting cycles that ran without being kept (the factor stayed below kAmgAugmentFactor, or
+  /// the augmented hierarchy cost too much: kAmgAugmentMaxComplexityGrowth)
+  int adapt_discarded_cycles = 0;
   int theta_retries = 0;   ///< levels aggregated again at θ·kAmgThetaRetry (kAmgSlowCoarsening)
 };
 
@@ -293,21 +303,38 @@ Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std:
 /// A's host arrays, or with `on_device` from its device arrays (a deterministic reduction).
 template <class T>
 double constant_quotient(const CsrMatrix<T>& A, bool on_device = false);
-/// The V-cycles that adapt the near-nullspace after a first set-up of `levels` levels whose level
-/// 0 has b unknowns a node and the λmax(D⁻¹A) estimate lambda0: o.adaptive_cycles when given
-/// (InputError unless b = 1), else kAmgAdaptiveCycles where b = 1, there are two levels or more,
-/// the filter is off and constant_quotient(A) ≥ kAmgAdaptiveQuotient·lambda0, else 0; `c` records
-/// the rule.
+/// How the near-nullspace is adapted after the first set-up (amg_adaptive.hpp runs it).
+struct AdaptivePlan {
+  int cycles = 0;   ///< V-cycles; 0: not adapted
+  int vectors = 1;  ///< K, the columns adapted
+  /// Augment: start from the b unit vectors of a node (the constant for b = 1), then K − b
+  /// pseudo-random vectors; else one pseudo-random vector that replaces the constant.
+  bool augment = false;
+  /// Keep the result only where the first hierarchy reduced it slowly (kAmgAugmentFactor), and
+  /// stop early where it reduces it fast (kAmgAugmentEarlyCycles): the auto rule's augmenting.
+  bool conditional = false;
+};
+/// The adapting V-cycles after a first set-up of `levels` levels whose level 0 has b unknowns a
+/// node and the λmax(D⁻¹A) estimate lambda0. No cycles with one level, coordinates or vectors
+/// given, or the filter on. Given cycles replace the constant where the auto rule would, else
+/// augment. kAmgAuto: where b = 1 and constant_quotient(A) ≥ kAmgAdaptiveQuotient·lambda0,
+/// kAmgAdaptiveCycles replacing it; else, where over kAmgStructuralPositiveFraction of A's
+/// off-diagonal entries are positive, kAmgAugmentCycles augmenting, conditional; else none. `c`
+/// records the rule.
 template <class T>
-int adaptive_cycles(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
-                    AmgAutoChoice& c, bool on_device = false);
-/// The adaptive V-cycles' start: n values in [−1, 1) from a hash of each index (the same on every
-/// backend and run).
-std::vector<double> adaptive_start(index_t n);
-/// `o` for the set-up after the adaptive V-cycles left x: x / max|x| as the near-nullspace (K = 1),
-/// no more cycles, the filter off. False (o untouched) when x is zero or not finite.
+AdaptivePlan adaptive_plan(const CsrMatrix<T>& A, const AmgOptions& o, int b, double lambda0, std::size_t levels,
+                           AmgAutoChoice& c, bool on_device = false);
+/// The adaptive V-cycles' start: n values in [−1, 1) from a hash of each index and `column` (the
+/// same on every backend and run).
+std::vector<double> adaptive_start(index_t n, int column = 0);
+/// The plan's start block, n × plan.vectors row-major: adaptive_start, or (augment) the b unit
+/// vectors of a node and adaptive_start columns 1, 2, ... after them.
+std::vector<double> adaptive_start_block(index_t n, int b, const AdaptivePlan& plan);
+/// `o` for the set-up after the adaptive V-cycles left X (n × K row-major): each column over its
+/// largest magnitude as the near-nullspace, no more cycles, the filter off. False (o untouched)
+/// when a column is zero or an entry is not finite.
 template <class T>
-bool adopt_adapted_vector(const std::vector<T>& x, AmgOptions& o);
+bool adopt_adapted_vectors(const std::vector<T>& X, int K, AmgOptions& o);
 
 /// The rigid-body modes of nodes at `coordinates` (nodes × dim, row-major; dim 2 or 3) as an
 /// n × K row-major block (n = nodes·dim unknowns, node-major; K = 3 in 2-D, 6 in 3-D): the
@@ -552,6 +579,9 @@ class HostAmg final : public Preconditioner<T> {
   };
   /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
   bool set_up(const CsrMatrix<T>& A, bool reuse);
+  /// The adapting V-cycles on this hierarchy (amg_adaptive.hpp), then the set-up again with what
+  /// they left where the plan keeps it; t0: the constructor's start (for adaptive_seconds).
+  void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0);
   void multiply(const Level& L, const T* x, T* y) const;
   void residual(const Level& L, const T* b, const T* x, T* r) const;
   void smooth_correction(const Level& L, const T* r, T* e) const;  // e = S·r

@@ -114,8 +114,25 @@ inline constexpr index_t kAmgMaxDenseRows = 2000;
 inline constexpr int kAmgMaxNearNullspace = 8;
 
 /// V-cycles that adapt the near-nullspace where AmgOptions::adaptive_cycles is kAmgAuto and the
-/// constant is a poor near-nullspace (amg::adaptive_cycles).
+/// constant is a poor near-nullspace (amg::adaptive_plan): it is replaced.
 inline constexpr int kAmgAdaptiveCycles = 30;
+/// V-cycles that augment the near-nullspace where AmgOptions::adaptive_cycles is kAmgAuto and A
+/// is structural (amg::adaptive_plan): the b unit vectors of a node (the constant for b = 1) and
+/// as many pseudo-random vectors, min(2b, kAmgMaxNearNullspace) in all, smoothed together.
+inline constexpr int kAmgAugmentCycles = 10;
+/// The augmented near-nullspace is kept when the last of its V-cycles left at least this much of
+/// some vector's energy (‖E·x‖_A / ‖x‖_A, E = I − M⁻¹A): the first hierarchy reduces that mode
+/// slowly. Shared structural matrices where the hierarchy is already good leave 0.32-0.35 (bcsstm12,
+/// bcsstm07, aft01); those it helps 0.72-0.95 (docs/amg.md, "The augmented near-nullspace").
+inline constexpr double kAmgAugmentFactor = 0.5;
+/// ... and the augmenting cycles stop after this many where the factor is still below
+/// kAmgAugmentEarlyFactor (0.33-0.34 against 0.43-0.69 on those matrices), to waste less set-up.
+inline constexpr int kAmgAugmentEarlyCycles = 3;
+inline constexpr double kAmgAugmentEarlyFactor = 0.4;
+/// An augmented hierarchy whose operator complexity exceeds this multiple of the first one's is
+/// not kept (bcsstk08: 22 against ~2, its dense rows aggregated with twice the coarse unknowns);
+/// the first hierarchy is set up again.
+inline constexpr double kAmgAugmentMaxComplexityGrowth = 2.5;
 /// The constant is a poor near-nullspace when its Rayleigh quotient of D⁻¹A, 1ᵀA1/1ᵀD1, is at
 /// least this fraction of the level-0 estimate of λmax(D⁻¹A): near the top of the spectrum, where
 /// an M-matrix has it near 0 (bodyy6: 2.00 against 1.98; bcsstk06, the next: 0.67 of it).
@@ -178,11 +195,14 @@ struct AmgOptions {
   std::vector<double> near_nullspace;
   /// Vectors in `near_nullspace` (1..kAmgMaxNearNullspace); 0 when empty.
   int near_nullspace_vectors = 0;
-  /// Adapting the near-nullspace (one unknown a node, the default constant): after the set-up,
-  /// x ← x − M⁻¹A·x this many times from a fixed pseudo-random x, which leaves the error the
-  /// hierarchy reduces slowest, then the set-up again with x as the near-nullspace. 0: never;
-  /// 1..1000; kAmgAuto: kAmgAdaptiveCycles where the constant is a poor near-nullspace
-  /// (kAmgAdaptiveQuotient), else 0. A numeric re-set-up keeps the adapted vector.
+  /// Adapting the default near-nullspace: after the set-up, X ← X − M⁻¹A·X this many times,
+  /// which leaves the errors the hierarchy reduces slowest, then the set-up again with X as the
+  /// near-nullspace (amg::adaptive_plan). Where the constant is a poor near-nullspace (one unknown
+  /// a node, kAmgAdaptiveQuotient) X is one fixed pseudo-random vector and replaces it; elsewhere X
+  /// is the b unit vectors of a node and as many pseudo-random vectors (min(2b,
+  /// kAmgMaxNearNullspace)), which augment them. 0: never; 1..1000; kAmgAuto: kAmgAdaptiveCycles
+  /// where the constant is poor, kAmgAugmentCycles on structural matrices (kept where the first
+  /// hierarchy reduced X slowly, kAmgAugmentFactor), else 0. A numeric re-set-up keeps X.
   int adaptive_cycles = kAmgAuto;
   /// The GPU set-up (DeviceAmg, amg_device_setup.hpp) times each of its phases into
   /// AmgInfo::setup_phases, synchronising the device around every phase: for profiling only (the

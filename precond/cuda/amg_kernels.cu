@@ -64,6 +64,36 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// Entry (a, b) of XᵀY by block a·K + b: each thread sums a fixed set of rows, then block_sum's tree.
+template <class T>
+__global__ void __launch_bounds__(kBlock) amg_block_gram_kernel(index_t n, int K, const T* __restrict__ X,
+                                                                const T* __restrict__ Y, double* __restrict__ G) {
+  __shared__ double shared[1][kBlock / 32];
+  const int a = int(blockIdx.x) / K, b = int(blockIdx.x) % K;
+  double v[1] = {0.0};
+  for (std::int64_t i = threadIdx.x; i < n; i += kBlock) v[0] += double(X[i * K + a]) * double(Y[i * K + b]);
+  block_sum<1, kBlock>(v, shared);
+  if (threadIdx.x == 0) G[std::size_t(b) * K + std::size_t(a)] = v[0];
+}
+
+struct SmallMatrix {
+  double c[kAmgMaxNearNullspace * kAmgMaxNearNullspace];
+};
+
+template <class T>
+__global__ void __launch_bounds__(kBlock) amg_block_transform_kernel(index_t n, int K, SmallMatrix C, T* X) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    double row[kAmgMaxNearNullspace];
+    for (int a = 0; a < K; ++a) row[a] = double(X[i * K + a]);
+    for (int b = 0; b < K; ++b) {
+      double s = 0;
+      for (int a = 0; a < K; ++a) s += row[a] * C.c[b * K + a];
+      X[i * K + b] = T(s);
+    }
+  }
+}
+
 // A warp a row i of Y = X·B: lane t sums X[i][k]·B[k][c] over k ≡ t (mod 32) in k's order, then
 // a fixed butterfly across the lanes; column after column.
 template <class T>
@@ -182,6 +212,25 @@ void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, D
   if (total == 0) return;
   amg_add_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, X, ldx, Y, ldy);
   KRYSP_CUDA_CHECK_LAUNCH("amg_add_kernel");
+}
+
+template <class T>
+void amg_block_gram(index_t n, int K, const T* X, const T* Y, double* G) {
+  KRYSP_REQUIRE(K >= 1 && K <= kAmgMaxNearNullspace, "AMG: a Gram matrix of ", K, " columns");
+  DeviceArray<double> g(std::size_t(K) * std::size_t(K));
+  amg_block_gram_kernel<T><<<unsigned(K * K), kBlock>>>(n, K, X, Y, g.data());
+  KRYSP_CUDA_CHECK_LAUNCH("amg_block_gram_kernel");
+  g.download(G, g.size());
+}
+
+template <class T>
+void amg_block_transform(index_t n, int K, const double* C, T* X) {
+  KRYSP_REQUIRE(K >= 1 && K <= kAmgMaxNearNullspace, "AMG: a transform of ", K, " columns");
+  if (n == 0) return;
+  SmallMatrix c{};
+  for (int k = 0; k < K * K; ++k) c.c[k] = C[k];
+  amg_block_transform_kernel<T><<<grid_for(n), kBlock>>>(n, K, c, X);
+  KRYSP_CUDA_CHECK_LAUNCH("amg_block_transform_kernel");
 }
 
 namespace {
@@ -320,6 +369,10 @@ template void amg_copy<float, float>(index_t, index_t, const float*, index_t, fl
 template void amg_copy<float, double>(index_t, index_t, const float*, index_t, double*, index_t, DeviceStream);
 template void amg_copy<double, float>(index_t, index_t, const double*, index_t, float*, index_t, DeviceStream);
 template void amg_add<double>(index_t, index_t, const double*, index_t, double*, index_t, DeviceStream);
+template void amg_block_gram<double>(index_t, int, const double*, const double*, double*);
+template void amg_block_gram<float>(index_t, int, const float*, const float*, double*);
+template void amg_block_transform<double>(index_t, int, const double*, double*);
+template void amg_block_transform<float>(index_t, int, const double*, float*);
 template void amg_add<float>(index_t, index_t, const float*, index_t, float*, index_t, DeviceStream);
 template void amg_dense_apply<double>(index_t, const double*, index_t, const double*, index_t, double*, index_t,
                                       bool, DeviceStream);

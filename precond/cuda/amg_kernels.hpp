@@ -19,6 +19,14 @@ void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, 
 /// Y += X.
 template <class T>
 void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, DeviceStream stream = {});
+/// G = XᵀY (K × K, column-major, on the host) for n × K row-major blocks X and Y, K ≤
+/// kAmgMaxNearNullspace, summed in double: a block an entry, its rows in a fixed order and tree,
+/// so the same bits every run. For the adapting V-cycles (amg_adaptive.hpp).
+template <class T>
+void amg_block_gram(index_t n, int K, const T* X, const T* Y, double* G);
+/// X ← X·C in place for an n × K row-major block; C (K × K, column-major) is on the host.
+template <class T>
+void amg_block_transform(index_t n, int K, const double* C, T* X);
 
 /// The node-block smoother's first Chebyshev iterate X = c0·D_b⁻¹·R (amg_node_smoother.cu): binv
 /// holds D_b's inverse blocks, n × b (amg::node_block_inverses' layout), b divides n.

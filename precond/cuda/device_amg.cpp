@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "krysp/base/error.hpp"
+#include "krysp/precond/amg_adaptive.hpp"
 #include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
@@ -64,40 +65,11 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
         detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
     adopt(A);
     const AmgInfo& first = gpu_->info;
-    const int cycles = amg::adaptive_cycles(A, opt_, first.levels[0].block_size, first.levels[0].lambda_estimate,
-                                            first.levels.size(), auto_choice_, true);
+    const amg::AdaptivePlan adapt_plan = amg::adaptive_plan(A, opt_, first.levels[0].block_size,
+                                                            first.levels[0].lambda_estimate, first.levels.size(),
+                                                            auto_choice_, true);
     keep_choice();
-    if (cycles > 0) {
-      // x ← x − M⁻¹A·x (HostAmg's cycles): r = −A·x, z = M⁻¹r, x += z.
-      const index_t n = A.rows();
-      const std::vector<double> s = amg::adaptive_start(n);
-      std::vector<T> x(s.begin(), s.end());
-      {
-        DeviceArray<T> dx(x.size()), dr(x.size()), dz(x.size());
-        dx.upload(x.data(), x.size());
-        for (int c = 0; c < cycles; ++c) {
-          plan0_.apply(A, T(-1), dx.data(), T(0), dr.data());
-          apply(dr.data(), dz.data());
-          detail::amg_add<T>(n, 1, dz.data(), 1, dx.data(), 1);
-        }
-        dx.download(x.data(), x.size());
-      }
-      AmgOptions adapted = opt_;
-      if (amg::adopt_adapted_vector(x, adapted)) {
-        const double seconds = since(t0);
-        opt_ = adapted;
-        auto_choice_.adapted_cycles = cycles;
-        // The first hierarchy goes before the second is built: the peak stays one hierarchy.
-        drop_levels();
-        gpu_.reset();
-        gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-            detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
-        keep_choice();
-        gpu_->info.adaptive_seconds = seconds;
-        gpu_->info.setup_seconds += seconds;
-        adopt(A);
-      }
-    }
+    if (adapt_plan.cycles > 0) adapt(A, adapt_plan, t0);
     return;
   }
   // The set-up, on the host: it resolves `o` from the count memoised above (the same choice) and
@@ -126,6 +98,87 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
     if (detail::amg_dense_correction(data.size(), nl)) bytes += std::size_t(nl) * std::size_t(nl) * sizeof(double);
   }
   return bytes;
+}
+
+template <class T>
+void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
+                         std::chrono::steady_clock::time_point t0) {
+  // amg::run_adaptive_cycles' operations on the device: X, R, Z row-major n × K, the V-cycle on
+  // all K columns at once (apply_block), the K × K algebra on the host.
+  struct Ops {
+    const DeviceAmg& M;
+    index_t n;
+    int K;
+    DeviceArray<T> X, R, Z;
+    void residual() { M.mul(M.levels_[0].A, K, T(-1), X.data(), K, T(0), R.data(), K, {}); }
+    std::vector<double> gram() {
+      std::vector<double> G(std::size_t(K) * std::size_t(K));
+      detail::amg_block_gram<T>(n, K, X.data(), R.data(), G.data());
+      for (double& g : G) g = -g;  // XᵀA·X = −XᵀR
+      return G;
+    }
+    void transform(const std::vector<double>& C) {
+      detail::amg_block_transform<T>(n, K, C.data(), X.data());
+      detail::amg_block_transform<T>(n, K, C.data(), R.data());
+    }
+    void correct() {
+      M.apply_block(K, R.data(), K, Z.data(), K);
+      detail::amg_add<T>(n, K, Z.data(), K, X.data(), K);
+    }
+  };
+  const index_t n = A.rows();
+  const int K = plan.vectors;
+  const std::size_t size = std::size_t(n) * std::size_t(K);
+  std::vector<T> x;
+  amg::AdaptOutcome out;
+  {
+    const std::vector<double> start = amg::adaptive_start_block(n, gpu_->info.levels[0].block_size, plan);
+    x.assign(start.begin(), start.end());
+    Ops ops{*this, n, K, DeviceArray<T>(size), DeviceArray<T>(size), DeviceArray<T>(size)};
+    ops.X.upload(x.data(), size);
+    out = amg::run_adaptive_cycles(ops, plan);
+    ops.X.download(x.data(), size);
+  }
+  auto_choice_.adapt_vectors = K;
+  auto_choice_.adapt_factor = out.factor;
+  AmgOptions adapted = opt_;
+  if (!out.keep || !amg::adopt_adapted_vectors(x, K, adapted)) {
+    auto_choice_.adapt_discarded_cycles = out.cycles;
+    keep_choice();
+    // The cycles' V-cycle graph and block work arrays go: a solve makes its own.
+    graphs_.clear();
+    for (Level& L : levels_) L.block = DeviceArray<T>();
+    block_ld_ = 0;
+    block_bytes_ = 0;
+    return;
+  }
+  const AmgOptions first = opt_;
+  const double first_complexity = gpu_->info.operator_complexity;
+  const bool first_stalled = gpu_->info.stalled;
+  const double seconds = since(t0);
+  opt_ = adapted;
+  auto_choice_.adapted_cycles = out.cycles;
+  const auto rebuild = [&] {
+    // The hierarchy in place goes before the next is built: the peak stays one hierarchy.
+    drop_levels();
+    gpu_.reset();
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
+        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
+    keep_choice();
+  };
+  rebuild();
+  if (plan.conditional && amg::augmented_worse(first_complexity, first_stalled, gpu_->info)) {
+    opt_ = first;  // the first hierarchy again
+    auto_choice_.adapted_cycles = 0;
+    auto_choice_.adapt_discarded_cycles = out.cycles;
+    const double before = since(t0);
+    rebuild();
+    gpu_->info.setup_seconds += before;
+  } else {
+    gpu_->info.adaptive_seconds = seconds;
+    gpu_->info.setup_seconds += seconds;
+  }
+  adopt(A);
 }
 
 template <class T>

@@ -50,6 +50,7 @@
 /// checked against the GPU's free memory: DeviceError naming both when they do not fit. Not
 /// thread-safe (work arrays and plans, as DeviceChebyshev).
 /// CUDA-free header.
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -184,6 +185,9 @@ class DeviceAmg final : public Preconditioner<T> {
   /// Frees what the V-cycle holds on the device (levels, their work arrays and blocks, the coarse
   /// inverse and correction) and the graphs that point into it.
   void drop_levels();
+  /// The adapting V-cycles on the GPU hierarchy (amg_adaptive.hpp), then the GPU set-up again
+  /// with what they left where the plan keeps it; t0: the constructor's start.
+  void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0);
   void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                     DeviceStream s) const;
   void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,

@@ -63,6 +63,7 @@ AmgOptions base_options() {
   AmgOptions o;
   o.aggregation = AmgAggregation::Mis2;
   o.coarse_size = 30;  // several levels even on these small problems: the coarse levels' K×K blocks
+  o.adaptive_cycles = 0;  // the set-up itself (the augmenting cycles: test_amg_augment_gpu.cpp)
   return o;
 }
 

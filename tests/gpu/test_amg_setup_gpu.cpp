@@ -67,6 +67,7 @@ AmgOptions mis2(AmgSmoother s = AmgSmoother::Chebyshev) {
   o.aggregation = AmgAggregation::Mis2;
   o.block_size = 1;
   o.smoother = s;
+  o.adaptive_cycles = 0;  // the set-up itself (the adapting cycles: test_amg_a*_gpu.cpp)
   return o;
 }
 

@@ -507,7 +507,9 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
     CHECK(amg::isolated_nodes(A, 1, 0.25) == iso);
     CHECK(r.c.isolated_fraction == doctest::Approx(double(iso) / 420));
     CHECK(r.c.isolated_fraction <= kAmgStructuralMaxIsolated);
-    const HostAmg<double> M(A, AmgOptions{});
+    AmgOptions first;  // the first hierarchy: augmenting its near-nullspace retries θ (test_amg_augment.cpp)
+    first.adaptive_cycles = 0;
+    const HostAmg<double> M(A, first);
     CHECK(M.info().levels[0].theta == 0.25);
     CHECK(M.info().auto_choice.structural);
     CHECK(M.summary().find("theta 0.25 (auto: 54% positive off-diagonals), chebyshev 3 (auto)") !=
@@ -526,6 +528,7 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
     x = resolved(A, d);
     CHECK(x.o.theta == 0.25);
     CHECK(x.o.smoother_degree == 2);
+    t.adaptive_cycles = 0;
     AmgOptions both = t;
     both.smoother_degree = 5;
     both.smoother_ratio = 10;
@@ -537,6 +540,9 @@ TEST_CASE("AMG: theta and the smoother degree chosen from the sign pattern (kAmg
     const HostAmg<double> E(A, both);
     CHECK(E.info().levels[0].theta == 0.08);
     CHECK(E.summary().find("theta 0.08, chebyshev 5, filter off, b") != std::string::npos);  // no "auto"
+    const HostAmg<double> Ea(A, [&] { AmgOptions a = both; a.adaptive_cycles = kAmgAuto; return a; }());
+    CHECK(Ea.summary().find("theta 0.08, chebyshev 5, filter off, near-nullspace of 2 vectors from 10 V-cycles "
+                            "(auto: structural") != std::string::npos);
     const HostAmg<double> D(A, t);
     CHECK(D.summary().find("theta 0.08, chebyshev 3 (auto: 54% positive off-diagonals), ratio 30 (auto), b") !=
           std::string::npos);
@@ -667,7 +673,8 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   {
     const std::string t3 = output();
     CAPTURE(t3);
-    CHECK(t3.find("ratio 30 (auto), smoother on 3x3 node blocks") != std::string::npos);
+    CHECK(t3.find("ratio 30 (auto), near-nullspace kept (3 V-cycles on 6 vectors") != std::string::npos);
+    CHECK(t3.find("), smoother on 3x3 node blocks") != std::string::npos);
   }
   CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host --amg-block-smoother off --amg-ratio 10") == 0);
   {
@@ -760,6 +767,7 @@ TEST_CASE("AMG set-up: K > b near-nullspace vectors, zero columns for small aggr
 
 TEST_CASE("AMG: rigid-body modes from coordinates on 3-D elasticity (true residuals checked)") {
   PrecondOptions unit = amg_options(3), rigid = amg_options(0);
+  unit.amg.adaptive_cycles = 0;  // the unit vectors as they are (augmented: test_amg_augment.cpp)
   index_t last = 0;
   for (index_t m : {8, 16}) {
     CAPTURE(m);

@@ -1,0 +1,133 @@
+// The augmented near-nullspace with the GPU set-up (DeviceAmg, test_amg_augment.cpp for the host):
+// the device's cycles keep or drop the vectors as the host's do, with the same factor to
+// rounding; the kept vectors span what the host's span; PCG takes about the host's iterations
+// with the true residual recomputed on the host; a second set-up gives the same bits; the
+// complexity guard sets up the first hierarchy again.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/sparse/generators.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "precond/precond_test_util.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+std::vector<double> applied(const DeviceAmg<double>& M) {
+  const std::size_t n = std::size_t(M.rows());
+  std::vector<double> r(n), z(n);
+  for (std::size_t i = 0; i < n; ++i) r[i] = std::cos(0.3 * double(i));
+  DeviceArray<double> dr(n), dz(n);
+  dr.upload(r.data(), n);
+  M.apply(dr.data(), dz.data());
+  dz.download(z.data(), n);
+  return z;
+}
+
+/// Largest distance of a device vector from the span of the host's (least squares on the host):
+/// the cycles' bases may differ by rounding, the spaces should not.
+double span_gap(const std::vector<double>& D, const std::vector<double>& H, std::size_t n, int K) {
+  // Gram-Schmidt of H's columns, then each D column's residual relative to its norm.
+  std::vector<std::vector<double>> Q;
+  for (int c = 0; c < K; ++c) {
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = H[i * K + c];
+    for (const auto& q : Q) {
+      double d = 0;
+      for (std::size_t i = 0; i < n; ++i) d += q[i] * v[i];
+      for (std::size_t i = 0; i < n; ++i) v[i] -= d * q[i];
+    }
+    double s = 0;
+    for (double e : v) s += e * e;
+    for (double& e : v) e /= std::sqrt(s);
+    Q.push_back(v);
+  }
+  double gap = 0;
+  for (int c = 0; c < K; ++c) {
+    std::vector<double> v(n);
+    double norm = 0;
+    for (std::size_t i = 0; i < n; ++i) v[i] = D[i * K + c], norm += v[i] * v[i];
+    for (const auto& q : Q) {
+      double d = 0;
+      for (std::size_t i = 0; i < n; ++i) d += q[i] * v[i];
+      for (std::size_t i = 0; i < n; ++i) v[i] -= d * q[i];
+    }
+    double r = 0;
+    for (double e : v) r += e * e;
+    gap = std::max(gap, std::sqrt(r / norm));
+  }
+  return gap;
+}
+
+}  // namespace
+
+TEST_CASE("AMG GPU: the augmented near-nullspace as on the host (plate b 3, bcsstk06, bcsstm12)") {
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+    bool kept;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"plate 20 x 20 x 1", elasticity_3d(20, 20, 1, 0.3), true});
+  cases.push_back({"bcsstk06", test::load("bcsstk06"), true});
+  cases.push_back({"bcsstm12", test::load("bcsstm12"), false});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const SpmvPlan<double> plan(c.A);
+    const DeviceAmg<double> M(c.A, plan, AmgOptions{});
+    const HostAmg<double> H(c.A, AmgOptions{});
+    REQUIRE(M.set_up_on_gpu());
+    MESSAGE(c.name, ": ", M.summary());
+    const AmgAutoChoice& d = M.info().auto_choice;
+    const AmgAutoChoice& h = H.info().auto_choice;
+    CHECK(d.adapt_vectors == h.adapt_vectors);
+    CHECK(d.adapted_cycles == (c.kept ? kAmgAugmentCycles : 0));
+    CHECK(h.adapted_cycles == d.adapted_cycles);
+    CHECK(d.adapt_discarded_cycles == h.adapt_discarded_cycles);
+    // Over hierarchies whose λ estimates settle to 1e-2 each: the factors agree to that.
+    CHECK(std::abs(d.adapt_factor - h.adapt_factor) <= 2e-2);
+    const int K = d.adapt_vectors;
+    if (c.kept) {
+      REQUIRE(M.options().near_nullspace.size() == std::size_t(c.A.rows()) * std::size_t(K));
+      const double gap = span_gap(M.options().near_nullspace, H.options().near_nullspace, std::size_t(c.A.rows()), K);
+      MESSAGE(c.name, ": device vectors off the host's span by ", gap);
+      CHECK(gap <= 0.05);
+    } else {
+      CHECK(M.options().near_nullspace.empty());
+    }
+    const auto [its_d, res_d, summary_d] = test::amg_pcg(c.A, AmgOptions{}, Backend::Cuda);
+    const auto [its_h, res_h, summary_h] = test::amg_pcg(c.A, AmgOptions{}, Backend::Host);
+    MESSAGE(c.name, ": PCG iterations device ", its_d, ", host ", its_h);
+    CHECK(res_d <= 1e-8);
+    CHECK(res_h <= 1e-8);
+    CHECK(std::abs(double(its_d) - double(its_h)) <= 0.1 * double(its_h) + 2);
+
+    const DeviceAmg<double> M2(c.A, plan, AmgOptions{});  // the same bits from set-up to set-up
+    CHECK(M2.options().near_nullspace == M.options().near_nullspace);
+    CHECK(applied(M2) == applied(M));
+  }
+}
+
+TEST_CASE("AMG GPU: an augmented hierarchy that grows too dear is set up again without (bcsstk08)") {
+  const CsrMatrix<double> A = test::load("bcsstk08");
+  const SpmvPlan<double> plan(A);
+  AmgOptions without;
+  without.adaptive_cycles = 0;
+  const DeviceAmg<double> M(A, plan, AmgOptions{});
+  const DeviceAmg<double> M0(A, plan, without);
+  REQUIRE(M.set_up_on_gpu());
+  MESSAGE("bcsstk08: ", M.summary());
+  CHECK(M.info().auto_choice.adapted_cycles == 0);
+  CHECK(M.info().auto_choice.adapt_discarded_cycles == kAmgAugmentCycles);
+  CHECK(M.options().near_nullspace.empty());
+  CHECK(M.info().operator_complexity == M0.info().operator_complexity);
+  CHECK(applied(M) == applied(M0));
+}
