@@ -72,7 +72,11 @@ inline double lapack_error(const std::vector<double>& ascending) {
 
 /// No false success: when `r` says converged, every eigenvalue is within 10·tol (relative) of the
 /// reference, or within the reference's own error `ref_error`, and every pair's relative residual,
-/// recomputed here, meets tol. Returns converged().
+/// recomputed here, meets tol, up to what two computations of ‖A·x − λ·x‖ in double precision
+/// (this test's, and the solver's on its backend) may differ by: 32·ε·‖|A|·|x| + |λ|·|x|‖, as
+/// residual_rounding allows CG. That matters only where tol is near the pairs' rounding floor
+/// (bcsstk20's third smallest on the GPU: 1.03·tol recomputed, against an allowance of 39·tol).
+/// Returns converged().
 inline bool trustworthy(const CsrMatrix<double>& A, const EigReport& r, const std::vector<double>& ref, double tol,
                         double ref_error = 0) {
   if (!r.converged()) return false;
@@ -85,8 +89,16 @@ inline bool trustworthy(const CsrMatrix<double>& A, const EigReport& r, const st
     std::vector<double> x(r.n), ax(r.n);
     for (index_t i = 0; i < r.n; ++i) x[i] = r.eigenvectors[std::size_t(i) * r.k + j];
     A.multiply_host(x.data(), ax.data());
-    for (index_t i = 0; i < r.n; ++i) ax[i] -= r.eigenvalues[j] * x[i];
-    CHECK(test::norm2(ax) <= 1.01 * tol * std::abs(r.eigenvalues[j]) * test::norm2(x));
+    std::vector<double> bound(r.n);  // |A|·|x| + |λ|·|x|
+    for (index_t i = 0; i < r.n; ++i) {
+      ax[i] -= r.eigenvalues[j] * x[i];
+      bound[i] = std::abs(r.eigenvalues[j] * x[i]);
+      for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k)
+        bound[i] += std::abs(A.values()(k) * x[A.col_idx()(k)]);
+    }
+    const double rounding = 32 * std::numeric_limits<double>::epsilon() * test::norm2(bound);
+    CAPTURE(rounding);
+    CHECK(test::norm2(ax) <= 1.01 * tol * std::abs(r.eigenvalues[j]) * test::norm2(x) + rounding);
   }
   return true;
 }

@@ -5,6 +5,7 @@
 // complexity guard sets up the first hierarchy again.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -114,6 +115,27 @@ TEST_CASE("AMG GPU: the augmented near-nullspace as on the host (plate b 3, bcss
     CHECK(M2.options().near_nullspace == M.options().near_nullspace);
     CHECK(applied(M2) == applied(M));
   }
+}
+
+TEST_CASE("AMG GPU: a numeric re-set-up keeps the augmented vectors (plate, values doubled)") {
+  const CsrMatrix<double> A = elasticity_3d(20, 20, 1, 0.3);
+  const SpmvPlan<double> plan(A);
+  DeviceAmg<double> M(A, plan, AmgOptions{});
+  REQUIRE(M.info().auto_choice.adapted_cycles == kAmgAugmentCycles);
+  const std::vector<double> before = M.options().near_nullspace;
+  const std::vector<double> z1 = applied(M);
+  REQUIRE(M.update_values(test::scaled(A, 2.0)));
+  CHECK(M.info().resetups == 1);
+  CHECK(M.options().near_nullspace == before);
+  CHECK(M.summary().find("near-nullspace of 6 vectors from 10 V-cycles") != std::string::npos);
+  // 2·A's V-cycle is A's halved (the same hierarchy, scaled; the warm Lanczos settles to 1e-2).
+  const std::vector<double> z2 = applied(M);
+  double err = 0, ref = 0;
+  for (std::size_t i = 0; i < z1.size(); ++i) {
+    err = std::max(err, std::abs(2.0 * z2[i] - z1[i]));
+    ref = std::max(ref, std::abs(z1[i]));
+  }
+  CHECK(err <= 5e-2 * ref);
 }
 
 TEST_CASE("AMG GPU: an augmented hierarchy that grows too dear is set up again without (bcsstk08)") {
