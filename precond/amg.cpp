@@ -550,9 +550,9 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   const index_t n = A.rows();
   const int K = plan.vectors;
   const std::vector<double> start = amg::adaptive_start_block(n, info_.levels[0].block_size, plan);
-  HostAdaptOps<T> ops{A, *this, n, K, {}, std::vector<T>(start.size()), std::vector<T>(std::size_t(n))};
-  ops.X.resize(start.size());
-  for (index_t i = 0; i < n; ++i)
+  HostAdaptOps<T> ops{A, *this, n, K, std::vector<T>(start.size()), std::vector<T>(start.size()),
+                      std::vector<T>(std::size_t(n))};
+  for (index_t i = 0; i < n; ++i)  // row-major start, column-major X
     for (int c = 0; c < K; ++c) ops.col(ops.X, c)[i] = T(start[std::size_t(i) * K + std::size_t(c)]);
   const amg::AdaptOutcome out = amg::run_adaptive_cycles(ops, plan);
   auto_choice_.adapt_vectors = K;
@@ -579,7 +579,6 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   }
   info_.adaptive_seconds = seconds;
 }
-
 
 template <class T>
 bool HostAmg<T>::update_values(const CsrMatrix<T>& A) {

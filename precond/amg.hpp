@@ -153,7 +153,7 @@ struct AmgAutoChoice {
   /// A-normalised); −1: no cycle ran
   double adapt_factor = -1;
   /// Augmenting cycles that ran without being kept (the factor stayed below kAmgAugmentFactor, or
-  /// the augmented hierarchy cost too much: kAmgAugmentMaxComplexityGrowth)
+  /// the augmented hierarchy cost too much or stalled: amg::augmented_worse)
   int adapt_discarded_cycles = 0;
   int theta_retries = 0;   ///< levels aggregated again at θ·kAmgThetaRetry (kAmgSlowCoarsening)
 };

@@ -126,8 +126,10 @@ inline constexpr int kAmgAugmentCycles = 10;
 /// bcsstm07, aft01); those it helps 0.72-0.95 (docs/amg.md, "The augmented near-nullspace").
 inline constexpr double kAmgAugmentFactor = 0.5;
 /// ... and the augmenting cycles stop after this many where the factor is still below
-/// kAmgAugmentEarlyFactor (0.33-0.34 against 0.43-0.69 on those matrices), to waste less set-up.
+/// kAmgAugmentEarlyFactor, to waste less set-up.
 inline constexpr int kAmgAugmentEarlyCycles = 3;
+/// The factor below which they stop there: 0.33-0.34 on the matrices the first hierarchy already
+/// serves, 0.43-0.69 on those it helps.
 inline constexpr double kAmgAugmentEarlyFactor = 0.4;
 /// An augmented hierarchy whose operator complexity exceeds this multiple of the first one's is
 /// not kept (bcsstk08: 22 against ~2, its dense rows aggregated with twice the coarse unknowns);

@@ -131,13 +131,16 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   const std::size_t size = std::size_t(n) * std::size_t(K);
   std::vector<T> x;
   amg::AdaptOutcome out;
-  {
+  try {
     const std::vector<double> start = amg::adaptive_start_block(n, gpu_->info.levels[0].block_size, plan);
     x.assign(start.begin(), start.end());
     Ops ops{*this, n, K, DeviceArray<T>(size), DeviceArray<T>(size), DeviceArray<T>(size)};
     ops.X.upload(x.data(), size);
     out = amg::run_adaptive_cycles(ops, plan);
     ops.X.download(x.data(), size);
+  } catch (const DeviceError&) {
+    if (!plan.conditional) throw;  // asked for: say that it does not fit
+    out = amg::AdaptOutcome{};     // the auto rule's: the first hierarchy stays
   }
   auto_choice_.adapt_vectors = K;
   auto_choice_.adapt_factor = out.factor;
@@ -166,8 +169,15 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
         detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
     keep_choice();
   };
-  rebuild();
-  if (plan.conditional && amg::augmented_worse(first_complexity, first_stalled, gpu_->info)) {
+  bool worse = false;
+  try {
+    rebuild();
+    worse = plan.conditional && amg::augmented_worse(first_complexity, first_stalled, gpu_->info);
+  } catch (const DeviceError&) {
+    if (!plan.conditional) throw;
+    worse = true;  // the auto rule's second hierarchy does not fit: the first did
+  }
+  if (worse) {
     opt_ = first;  // the first hierarchy again
     auto_choice_.adapted_cycles = 0;
     auto_choice_.adapt_discarded_cycles = out.cycles;

@@ -20,22 +20,6 @@
 
 using namespace krysp;
 
-namespace {
-
-/// M's V-cycle of a fixed vector, on the device, downloaded.
-std::vector<double> applied(const DeviceAmg<double>& M) {
-  const std::size_t n = std::size_t(M.rows());
-  std::vector<double> r(n), z(n);
-  for (std::size_t i = 0; i < n; ++i) r[i] = std::cos(0.3 * double(i));
-  DeviceArray<double> dr(n), dz(n);
-  dr.upload(r.data(), n);
-  M.apply(dr.data(), dz.data());
-  dz.download(z.data(), n);
-  return z;
-}
-
-}  // namespace
-
 TEST_CASE("AMG GPU: the near-nullspace adapted on the device as on the host (signed Laplacian)") {
   const CsrMatrix<double> A = test::signed_laplacian(32);
   const SpmvPlan<double> plan(A);
@@ -74,7 +58,7 @@ TEST_CASE("AMG GPU: the near-nullspace adapted on the device as on the host (sig
   // Deterministic: a second set-up, the same bits.
   const DeviceAmg<double> M2(A, plan, AmgOptions{});
   CHECK(M2.options().near_nullspace == vd);
-  CHECK(applied(M2) == applied(M));
+  CHECK(test::applied_to_cosine(M2) == test::applied_to_cosine(M));
 }
 
 TEST_CASE("AMG GPU: a numeric re-set-up keeps the adapted vector; the device quotient is the host's") {

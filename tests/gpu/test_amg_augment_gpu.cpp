@@ -22,48 +22,15 @@ using namespace krysp;
 
 namespace {
 
-std::vector<double> applied(const DeviceAmg<double>& M) {
-  const std::size_t n = std::size_t(M.rows());
-  std::vector<double> r(n), z(n);
-  for (std::size_t i = 0; i < n; ++i) r[i] = std::cos(0.3 * double(i));
-  DeviceArray<double> dr(n), dz(n);
-  dr.upload(r.data(), n);
-  M.apply(dr.data(), dz.data());
-  dz.download(z.data(), n);
-  return z;
-}
-
-/// Largest distance of a device vector from the span of the host's (least squares on the host):
-/// the cycles' bases may differ by rounding, the spaces should not.
+/// Largest distance of a device vector from the span of the host's, relative to its norm
+/// (test::error_modulo of e = d against x* = d): the cycles' bases may differ by rounding, the
+/// spaces should not.
 double span_gap(const std::vector<double>& D, const std::vector<double>& H, std::size_t n, int K) {
-  // Gram-Schmidt of H's columns, then each D column's residual relative to its norm.
-  std::vector<std::vector<double>> Q;
-  for (int c = 0; c < K; ++c) {
-    std::vector<double> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = H[i * K + c];
-    for (const auto& q : Q) {
-      double d = 0;
-      for (std::size_t i = 0; i < n; ++i) d += q[i] * v[i];
-      for (std::size_t i = 0; i < n; ++i) v[i] -= d * q[i];
-    }
-    double s = 0;
-    for (double e : v) s += e * e;
-    for (double& e : v) e /= std::sqrt(s);
-    Q.push_back(v);
-  }
   double gap = 0;
   for (int c = 0; c < K; ++c) {
-    std::vector<double> v(n);
-    double norm = 0;
-    for (std::size_t i = 0; i < n; ++i) v[i] = D[i * K + c], norm += v[i] * v[i];
-    for (const auto& q : Q) {
-      double d = 0;
-      for (std::size_t i = 0; i < n; ++i) d += q[i] * v[i];
-      for (std::size_t i = 0; i < n; ++i) v[i] -= d * q[i];
-    }
-    double r = 0;
-    for (double e : v) r += e * e;
-    gap = std::max(gap, std::sqrt(r / norm));
+    std::vector<double> d(n), twice(n);
+    for (std::size_t i = 0; i < n; ++i) d[i] = D[i * K + c], twice[i] = 2 * d[i];
+    gap = std::max(gap, test::error_modulo(twice, d, H, K));
   }
   return gap;
 }
@@ -113,7 +80,7 @@ TEST_CASE("AMG GPU: the augmented near-nullspace as on the host (plate b 3, bcss
 
     const DeviceAmg<double> M2(c.A, plan, AmgOptions{});  // the same bits from set-up to set-up
     CHECK(M2.options().near_nullspace == M.options().near_nullspace);
-    CHECK(applied(M2) == applied(M));
+    CHECK(test::applied_to_cosine(M2) == test::applied_to_cosine(M));
   }
 }
 
@@ -123,13 +90,13 @@ TEST_CASE("AMG GPU: a numeric re-set-up keeps the augmented vectors (plate, valu
   DeviceAmg<double> M(A, plan, AmgOptions{});
   REQUIRE(M.info().auto_choice.adapted_cycles == kAmgAugmentCycles);
   const std::vector<double> before = M.options().near_nullspace;
-  const std::vector<double> z1 = applied(M);
+  const std::vector<double> z1 = test::applied_to_cosine(M);
   REQUIRE(M.update_values(test::scaled(A, 2.0)));
   CHECK(M.info().resetups == 1);
   CHECK(M.options().near_nullspace == before);
   CHECK(M.summary().find("near-nullspace of 6 vectors from 10 V-cycles") != std::string::npos);
   // 2·A's V-cycle is A's halved (the same hierarchy, scaled; the warm Lanczos settles to 1e-2).
-  const std::vector<double> z2 = applied(M);
+  const std::vector<double> z2 = test::applied_to_cosine(M);
   double err = 0, ref = 0;
   for (std::size_t i = 0; i < z1.size(); ++i) {
     err = std::max(err, std::abs(2.0 * z2[i] - z1[i]));
@@ -151,5 +118,5 @@ TEST_CASE("AMG GPU: an augmented hierarchy that grows too dear is set up again w
   CHECK(M.info().auto_choice.adapt_discarded_cycles == kAmgAugmentCycles);
   CHECK(M.options().near_nullspace.empty());
   CHECK(M.info().operator_complexity == M0.info().operator_complexity);
-  CHECK(applied(M) == applied(M0));
+  CHECK(test::applied_to_cosine(M) == test::applied_to_cosine(M0));
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/preconditioner.hpp"
 #include "krysp/solvers/eigensolve.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/csr.hpp"
@@ -218,6 +220,23 @@ inline ConsistentRhs consistent_rhs(const CsrMatrix<double>& A, unsigned seed) {
   for (double& v : r.xs) v = u(rng);
   A.multiply_host(r.xs.data(), r.b.data());
   return r;
+}
+
+/// M⁻¹ applied to the fixed vector r_i = cos(0.3·i), returned on the host: two preconditioners
+/// compared bit for bit. A device one (space() is Device) gets r uploaded and z downloaded.
+inline std::vector<double> applied_to_cosine(const Preconditioner<double>& M) {
+  const std::size_t n = std::size_t(M.rows());
+  std::vector<double> r(n), z(n);
+  for (std::size_t i = 0; i < n; ++i) r[i] = std::cos(0.3 * double(i));
+  if (M.space() == MemorySpace::Host) {
+    M.apply(r.data(), z.data());
+    return z;
+  }
+  DeviceArray<double> dr(n), dz(n);
+  dr.upload(r.data(), n);
+  M.apply(dr.data(), dz.data());
+  dz.download(z.data(), n);
+  return z;
 }
 
 /// ‖e‖/‖x*‖ for e = x − x* without its least-squares fit by the k columns of N (n × k,

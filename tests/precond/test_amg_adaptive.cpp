@@ -21,17 +21,6 @@
 
 using namespace krysp;
 
-namespace {
-
-std::vector<double> applied(const HostAmg<double>& M) {
-  std::vector<double> r(static_cast<std::size_t>(M.rows())), z(r.size());
-  for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::cos(0.3 * double(i));
-  M.apply(r.data(), z.data());
-  return z;
-}
-
-}  // namespace
-
 TEST_CASE("AMG: the near-nullspace adapted where the constant is the top mode (signed Laplacian)") {
   const index_t m = 32;
   const CsrMatrix<double> A = test::signed_laplacian(m), L = laplacian_3d(m, m, m);
@@ -61,7 +50,7 @@ TEST_CASE("AMG: the near-nullspace adapted where the constant is the top mode (s
 
   // The same bits from set-up to set-up (the start vector is a fixed hash, the cycles in order).
   const HostAmg<double> M2(A, AmgOptions{});
-  CHECK(applied(M) == applied(M2));
+  CHECK(test::applied_to_cosine(M) == test::applied_to_cosine(M2));
 }
 
 TEST_CASE("AMG: the replacing rule leaves M-matrices, bcsstk06 and an asked-for filter alone; explicit cycles adapt") {
@@ -111,9 +100,9 @@ TEST_CASE("AMG: a numeric re-set-up keeps the adapted vector") {
   CHECK(M.options().near_nullspace == before);
   CHECK(M.summary().find("near-nullspace from 30 V-cycles") != std::string::npos);
   // 3·A's V-cycle is A's divided by 3 (the same hierarchy, scaled).
-  const std::vector<double> z3 = applied(M);
+  const std::vector<double> z3 = test::applied_to_cosine(M);
   const HostAmg<double> M1(A, AmgOptions{});
-  const std::vector<double> z1 = applied(M1);
+  const std::vector<double> z1 = test::applied_to_cosine(M1);
   double err = 0, ref = 0;
   for (std::size_t i = 0; i < z1.size(); ++i) {
     err = std::max(err, std::abs(3.0 * z3[i] - z1[i]));

@@ -21,13 +21,6 @@ using namespace krysp;
 
 namespace {
 
-std::vector<double> applied(const HostAmg<double>& M) {
-  std::vector<double> r(static_cast<std::size_t>(M.rows())), z(r.size());
-  for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::cos(0.3 * double(i));
-  M.apply(r.data(), z.data());
-  return z;
-}
-
 AmgOptions without() {
   AmgOptions o;
   o.adaptive_cycles = 0;
@@ -71,7 +64,7 @@ TEST_CASE("AMG augmented near-nullspace: structural matrices take fewer iteratio
 
     const HostAmg<double> M2(c.A, AmgOptions{});  // the same bits from set-up to set-up
     CHECK(M2.options().near_nullspace == M.options().near_nullspace);
-    CHECK(applied(M2) == applied(M));
+    CHECK(test::applied_to_cosine(M2) == test::applied_to_cosine(M));
   }
 }
 
@@ -104,7 +97,7 @@ TEST_CASE("AMG augmented near-nullspace: a hierarchy that grows too dear is not 
   CHECK(M.options().near_nullspace.empty());
   // The first hierarchy again, the same bits as without the cycles.
   CHECK(M.info().operator_complexity == M0.info().operator_complexity);
-  CHECK(applied(M) == applied(M0));
+  CHECK(test::applied_to_cosine(M) == test::applied_to_cosine(M0));
   AmgOptions forced;  // given cycles are always kept: the dear hierarchy, measured
   forced.adaptive_cycles = kAmgAugmentCycles;
   const HostAmg<double> F(A, forced);
