@@ -56,7 +56,8 @@ inline bool inverse_cholesky_factor(int K, std::vector<double> G, std::vector<do
 
 /// Runs plan.cycles cycles on the start block `ops` holds; see the file comment. A conditional
 /// plan stops after kAmgAugmentEarlyCycles while the factor is below kAmgAugmentEarlyFactor, and
-/// keeps X only where it ends at kAmgAugmentFactor or above; an explicit one always keeps it.
+/// after kAmgAugmentMidCycles while it is below kAmgAugmentMidFactor, and keeps X only where it
+/// ends at kAmgAugmentFactor or above; an explicit one always keeps it.
 /// Nothing is kept where the Cholesky fails.
 template <class Ops>
 AdaptOutcome run_adaptive_cycles(Ops& ops, const AdaptivePlan& plan) {
@@ -73,7 +74,9 @@ AdaptOutcome run_adaptive_cycles(Ops& ops, const AdaptivePlan& plan) {
     }
     out.cycles = done;
     if (done == plan.cycles) break;
-    if (plan.conditional && done == kAmgAugmentEarlyCycles && out.factor < kAmgAugmentEarlyFactor) return out;
+    if (plan.conditional && ((done == kAmgAugmentEarlyCycles && out.factor < kAmgAugmentEarlyFactor) ||
+                             (done == kAmgAugmentMidCycles && out.factor < kAmgAugmentMidFactor)))
+      return out;  // the first hierarchy reduces these vectors fast enough: not worth finishing
     if (!inverse_cholesky_factor(K, G, C)) return out;
     ops.transform(C);
     ops.correct();
