@@ -431,8 +431,9 @@ std::vector<double> adaptive_start_block(index_t n, int b, const AdaptivePlan& p
 
 template <class T>
 bool adopt_adapted_vectors(const std::vector<T>& X, int K, AmgOptions& o) {
-  const std::size_t n = K > 0 ? X.size() / std::size_t(K) : 0;
-  std::vector<double> m(std::size_t(std::max(K, 0)), 0.0);
+  if (K <= 0 || X.empty()) return false;
+  const std::size_t n = X.size() / std::size_t(K);
+  std::vector<double> m(std::size_t(K), 0.0);
   for (std::size_t i = 0; i < n; ++i)
     for (int c = 0; c < K; ++c) {
       const double e = double(X[i * K + c]);
@@ -447,7 +448,7 @@ bool adopt_adapted_vectors(const std::vector<T>& X, int K, AmgOptions& o) {
   o.near_nullspace_vectors = K;
   o.adaptive_cycles = 0;
   o.filter = AmgFilter::Off;
-  return K > 0 && n > 0;
+  return true;
 }
 
 template double constant_quotient(const CsrMatrix<double>&, bool);
