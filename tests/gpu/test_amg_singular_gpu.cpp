@@ -58,24 +58,13 @@ TEST_CASE("AMG GPU: the inverse of a factor with a pinned pivot, both paths, aga
 }
 
 TEST_CASE("AMG GPU: consistent Neumann problems set up on the GPU converge, the zero pivot pinned") {
-  for (const auto& [m, contrast] : {std::pair<index_t, double>{30, 1.0}, {60, 1.0}, {60, 1e6}}) {
-    CAPTURE(m);
-    CAPTURE(contrast);
-    const CsrMatrix<double> A = test::neumann_diffusion_2d(m, contrast);
-    test::check_singular_amg(A, AmgOptions{}, std::vector<double>(std::size_t(A.rows()), 1.0), 1,
-                             "with 1 pivot zero to rounding pinned", 11, Backend::Cuda);
-  }
+  test::check_neumann_amg(Backend::Cuda);
 }
 
 TEST_CASE("AMG GPU: a floating elastic body set up on the GPU, its rigid-body modes' pivots pinned") {
   std::vector<double> xyz;
   const CsrMatrix<double> A = elasticity_3d(6, 6, 6, 0.3, &xyz, false);
-  const std::vector<double> R = amg::rigid_body_modes(xyz, 3, A.rows());
-  test::check_singular_amg(A, AmgOptions{}, R, 6, "with 3 pivots zero to rounding pinned", 3, Backend::Cuda);
-  AmgOptions rigid;
-  rigid.coordinates = xyz;
-  rigid.coordinate_dim = 3;
-  test::check_singular_amg(A, rigid, R, 6, "with 6 pivots zero to rounding pinned", 3, Backend::Cuda);
+  test::check_floating_body_amg(A, xyz, amg::rigid_body_modes(xyz, 3, A.rows()), Backend::Cuda);
 }
 
 TEST_CASE("AMG GPU: LOBPCG with AMG on a singular Neumann problem: the zero eigenvalue and the next, analytic") {
