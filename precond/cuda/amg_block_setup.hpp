@@ -7,11 +7,11 @@
 /// rounded multiplies and adds (no contraction), so that the results are the host's bitwise on the
 /// same input:
 ///  - the strength graph on nodes (amg::strength_graph: node magnitudes, the b×b blocks'
-///    Frobenius norms), one thread a node merging the node's b rows (sorted columns);
+///    Frobenius norms), a group of lanes a node merging the node's b rows (sorted columns);
 ///  - the tentative prolongator and the coarse near-nullspace (amg::tentative_prolongator: per
 ///    aggregate, its nodes in node order, a QR by Gram-Schmidt twice, the completion by unit
 ///    vectors of a dependent column, zero columns where an aggregate has fewer unknowns than K),
-///    one thread an aggregate;
+///    a warp an aggregate (the sums in row order through shuffles);
 ///  - S = I − ω·D⁻¹A's values as amg.cpp forms them, for P = S·P_tent by spgemm_numeric
 ///    (amg_galerkin.hpp: the host's order of the sums);
 ///  - the coarse matrix's unit diagonal on rows whose values are all zero
