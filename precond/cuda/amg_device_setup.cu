@@ -394,9 +394,16 @@ __global__ void k_node_blocks(index_t nodes, int b, const index_t* rp, const ind
   double a[kMaxBlockSize * kMaxBlockSize], w[kMaxBlockSize * kMaxBlockSize];
   for (int q = 0; q < b * b; ++q) a[q] = 0;
   for (int r = 0; r < b; ++r) {
-    const index_t i = I * b + r;
-    for (index_t k = rp[i]; k < rp[i + 1]; ++k)
-      if (ci[k] / b == I) a[r * b + ci[k] % b] = va[k];
+    // The block's entries by bisection: coarse rows hold hundreds of entries, walked one load
+    // after another they cost more than the inversion.
+    const index_t i = I * b + r, end = rp[i + 1];
+    index_t lo = rp[i], hi = end;
+    while (lo < hi) {
+      const index_t mid = lo + (hi - lo) / 2;
+      if (ci[mid] < I * b) lo = mid + 1;
+      else hi = mid;
+    }
+    for (index_t k = lo; k < end && ci[k] / b == I; ++k) a[r * b + ci[k] % b] = va[k];
   }
   bool coupled = false;
   for (int r = 0; r < b; ++r)
