@@ -500,7 +500,7 @@ struct HostAdaptOps {
   const HostAmg<T>& M;
   index_t n;
   int K;
-  std::vector<T> X, R, z;
+  std::vector<T> X, R, rb, zb;
   T* col(std::vector<T>& V, int c) { return V.data() + std::size_t(c) * std::size_t(n); }
   void residual() {
     for (int c = 0; c < K; ++c) {
@@ -530,11 +530,12 @@ struct HostAdaptOps {
         }
       }
   }
-  void correct() {
-    for (int c = 0; c < K; ++c) {
-      M.apply(col(R, c), z.data());
-      for (index_t i = 0; i < n; ++i) col(X, c)[i] += z[std::size_t(i)];
-    }
+  void correct() {  // the V-cycle on the K columns at once (row-major through rb, zb)
+    for (index_t i = 0; i < n; ++i)
+      for (int c = 0; c < K; ++c) rb[std::size_t(i) * K + std::size_t(c)] = col(R, c)[i];
+    M.apply_block(K, rb.data(), K, zb.data(), K);
+    for (index_t i = 0; i < n; ++i)
+      for (int c = 0; c < K; ++c) col(X, c)[i] += zb[std::size_t(i) * K + std::size_t(c)];
   }
   std::vector<T> row_major() {
     std::vector<T> out(X.size());
@@ -552,7 +553,7 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   const int K = plan.vectors;
   const std::vector<double> start = amg::adaptive_start_block(n, info_.levels[0].block_size, plan);
   HostAdaptOps<T> ops{A, *this, n, K, std::vector<T>(start.size()), std::vector<T>(start.size()),
-                      std::vector<T>(std::size_t(n))};
+                      std::vector<T>(start.size()), std::vector<T>(start.size())};
   for (index_t i = 0; i < n; ++i)  // row-major start, column-major X
     for (int c = 0; c < K; ++c) ops.col(ops.X, c)[i] = T(start[std::size_t(i) * K + std::size_t(c)]);
   const amg::AdaptOutcome out = amg::run_adaptive_cycles(ops, plan);
@@ -606,6 +607,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   std::vector<Level> old;
   if (reuse) old = std::move(levels_);
   levels_.clear();
+  columns_ = 1;  // the work arrays are set below for one column
   chol_.clear();
   const double setup_seconds = info_.setup_seconds, resetup_seconds = info_.resetup_seconds;
   const double adaptive_seconds = info_.adaptive_seconds;
@@ -912,44 +914,84 @@ std::vector<AmgLevelData<T>> HostAmg<T>::level_data() const {
   return out;
 }
 
-template <class T>
-void HostAmg<T>::multiply(const Level& L, const T* x, T* y) const {
-  for (index_t i = 0; i < L.n; ++i) {
-    T s = 0;
-    for (index_t k = L.rp[i]; k < L.rp[i + 1]; ++k) s += L.va[k] * x[L.ci[k]];
-    y[i] = s;
-  }
-}
+namespace {
+/// Columns one pass over a matrix row serves (the sums stay on the stack).
+constexpr index_t kHostAmgColumns = 16;
 
-template <class T>
-void HostAmg<T>::residual(const Level& L, const T* b, const T* x, T* r) const {
-  for (index_t i = 0; i < L.n; ++i) {
-    T s = 0;
-    for (index_t k = L.rp[i]; k < L.rp[i + 1]; ++k) s += L.va[k] * x[L.ci[k]];
-    r[i] = b[i] - s;
+/// out(i, c0, nc, s) for every row i of M·X (N columns of X, row-major, leading dimension N) and
+/// each chunk of columns c0 .. c0 + nc − 1: s[c] = Σ_k va[k]·x[ci[k]·N + c0 + c] over row i's
+/// entries in order, so that column c gets the single-vector product's bits.
+template <class T, class Out>
+void for_row_sums(index_t rows, const index_t* rp, const index_t* ci, const T* va, index_t N, const T* x, Out out) {
+  if (N == 1) {  // apply()'s path, as lean as a plain SpMV
+    for (index_t i = 0; i < rows; ++i) {
+      T t = 0;
+      for (index_t k = rp[i]; k < rp[i + 1]; ++k) t += va[k] * x[ci[k]];
+      out(i, index_t(0), index_t(1), &t);
+    }
+    return;
   }
-}
-
-template <class T>
-void HostAmg<T>::node_solve(const Level& L, const T* r, T* z) const {
-  const std::size_t b = std::size_t(L.block), bb = b * b;
-  for (std::size_t I = 0; I < std::size_t(L.n) / b; ++I) {
-    const T* m = L.binv.data() + I * bb;
-    const T* x = r + I * b;
-    for (std::size_t i = 0; i < b; ++i) {
-      T s = 0;
-      for (std::size_t j = 0; j < b; ++j) s += m[i * b + j] * x[j];
-      z[I * b + i] = s;
+  T s[kHostAmgColumns];
+  for (index_t c0 = 0; c0 < N; c0 += kHostAmgColumns) {
+    const index_t nc = std::min(kHostAmgColumns, N - c0);
+    for (index_t i = 0; i < rows; ++i) {
+      for (index_t c = 0; c < nc; ++c) s[c] = 0;
+      for (index_t k = rp[i]; k < rp[i + 1]; ++k) {
+        const T v = va[k];
+        const T* xr = x + std::size_t(ci[k]) * std::size_t(N) + std::size_t(c0);
+        for (index_t c = 0; c < nc; ++c) s[c] += v * xr[c];
+      }
+      out(i, c0, nc, s);
     }
   }
 }
 
+/// Entry (i, c) of a row-major block of N columns.
+inline std::size_t at(index_t i, index_t N, index_t c) { return std::size_t(i) * std::size_t(N) + std::size_t(c); }
+}  // namespace
+
 template <class T>
-void HostAmg<T>::smooth_correction(const Level& L, const T* r, T* e) const {
-  const std::size_t n = std::size_t(L.n);
+void HostAmg<T>::multiply(const Level& L, index_t N, const T* x, T* y) const {
+  for_row_sums(L.n, L.rp, L.ci, L.va, N, x, [&](index_t i, index_t c0, index_t nc, const T* s) {
+    for (index_t c = 0; c < nc; ++c) y[at(i, N, c0 + c)] = s[c];
+  });
+}
+
+template <class T>
+void HostAmg<T>::residual(const Level& L, index_t N, const T* b, const T* x, T* r) const {
+  for_row_sums(L.n, L.rp, L.ci, L.va, N, x, [&](index_t i, index_t c0, index_t nc, const T* s) {
+    for (index_t c = 0; c < nc; ++c) r[at(i, N, c0 + c)] = b[at(i, N, c0 + c)] - s[c];
+  });
+}
+
+template <class T>
+void HostAmg<T>::node_solve(const Level& L, index_t N, const T* r, T* z) const {
+  const index_t b = L.block;
+  for (index_t I = 0; I < L.n / b; ++I) {
+    const T* m = L.binv.data() + std::size_t(I) * std::size_t(b * b);
+    for (index_t i = 0; i < b; ++i)
+      for (index_t c = 0; c < N; ++c) {
+        T s = 0;
+        for (index_t j = 0; j < b; ++j) s += m[i * b + j] * r[at(I * b + j, N, c)];
+        z[at(I * b + i, N, c)] = s;
+      }
+  }
+}
+
+template <class T>
+void HostAmg<T>::smooth_correction(const Level& L, index_t N, const T* r, T* e) const {
+  const std::size_t n = std::size_t(L.n), nN = n * std::size_t(N);
   const T* dinv = L.dinv.data();
+  // body(q, d) for every entry q of the block, d its row's D⁻¹.
+  auto entries = [&](auto body) {
+    if (N == 1)
+      for (std::size_t i = 0; i < n; ++i) body(i, dinv[i]);
+    else
+      for (std::size_t i = 0, q = 0; i < n; ++i)
+        for (index_t c = 0; c < N; ++c, ++q) body(q, dinv[i]);
+  };
   if (opt_.smoother == AmgSmoother::L1Jacobi) {
-    for (std::size_t i = 0; i < n; ++i) e[i] = dinv[i] * r[i];
+    entries([&](std::size_t q, T d) { e[q] = d * r[q]; });
     return;
   }
   // Chebyshev from a zero guess (as HostChebyshev): x_1 = c0·D⁻¹r,
@@ -961,116 +1003,142 @@ void HostAmg<T>::smooth_correction(const Level& L, const T* r, T* e) const {
   T* cur = d == 1 ? e : L.u.data();
   T* g = L.g.data();
   if (blocks) {
-    node_solve(L, r, g);
-    for (std::size_t i = 0; i < n; ++i) cur[i] = c0 * g[i];
+    node_solve(L, N, r, g);
+    for (std::size_t q = 0; q < nN; ++q) cur[q] = c0 * g[q];
   } else {
-    for (std::size_t i = 0; i < n; ++i) cur[i] = c0 * dinv[i] * r[i];
+    entries([&](std::size_t q, T di) { cur[q] = c0 * di * r[q]; });
   }
   if (d == 1) return;
   T* spare = L.v.data();
   T* prev = nullptr;
   T* w = L.w.data();
   for (int k = 1; k < d; ++k) {
-    multiply(L, cur, w);
+    multiply(L, N, cur, w);
     if (blocks) {
-      for (std::size_t i = 0; i < n; ++i) w[i] = r[i] - w[i];
-      node_solve(L, w, g);
+      for (std::size_t q = 0; q < nN; ++q) w[q] = r[q] - w[q];
+      node_solve(L, N, w, g);
     }
     const T c1 = T(L.coef.c1[std::size_t(k - 1)]), c2 = T(L.coef.c2[std::size_t(k - 1)]);
     T* out = k == d - 1 ? e : (prev ? prev : spare);
-    for (std::size_t i = 0; i < n; ++i) {
-      const T x = cur[i], xp = prev ? prev[i] : T(0);
-      out[i] = x + c1 * (x - xp) + c2 * (blocks ? g[i] : dinv[i] * (r[i] - w[i]));
-    }
+    entries([&](std::size_t q, T di) {
+      const T x = cur[q], xp = prev ? prev[q] : T(0);
+      out[q] = x + c1 * (x - xp) + c2 * (blocks ? g[q] : di * (r[q] - w[q]));
+    });
     prev = cur;
     cur = out;
   }
 }
 
 template <class T>
-void HostAmg<T>::sweep(const Level& L, const T* b, T* x) const {
-  residual(L, b, x, L.r.data());
-  smooth_correction(L, L.r.data(), L.e.data());
-  for (index_t i = 0; i < L.n; ++i) x[i] += L.e[std::size_t(i)];
+void HostAmg<T>::sweep(const Level& L, index_t N, const T* b, T* x) const {
+  residual(L, N, b, x, L.r.data());
+  smooth_correction(L, N, L.r.data(), L.e.data());
+  for (std::size_t q = 0; q < std::size_t(L.n) * std::size_t(N); ++q) x[q] += L.e[q];
 }
 
 template <class T>
-void HostAmg<T>::coarse_solve(const Level& L, const T* b, T* x) const {
+void HostAmg<T>::coarse_solve(const Level& L, index_t N, const T* b, T* x) const {
   const std::size_t n = std::size_t(L.n);
   if (!info_.coarse_direct) {  // smoothed: two sweeps from zero (symmetric, SPD; see amg.hpp)
-    smooth_correction(L, b, x);
-    sweep(L, b, x);
+    smooth_correction(L, N, b, x);
+    sweep(L, N, b, x);
     return;
   }
   double* y = chol_work_.data();
   const double* Lf = chol_.data();
-  for (std::size_t i = 0; i < n; ++i) {  // L·y = b
-    double s = double(b[i]);
-    const double* li = Lf + i * n;
-    for (std::size_t k = 0; k < i; ++k) s -= li[k] * y[k];
-    y[i] = s / li[i];
+  for (index_t c = 0; c < N; ++c) {
+    for (std::size_t i = 0; i < n; ++i) {  // L·y = b
+      double s = double(b[at(index_t(i), N, c)]);
+      const double* li = Lf + i * n;
+      for (std::size_t k = 0; k < i; ++k) s -= li[k] * y[k];
+      y[i] = s / li[i];
+    }
+    for (std::size_t i = n; i-- > 0;) {  // Lᵀ·x = y
+      y[i] /= Lf[i * n + i];
+      const double yi = y[i];
+      const double* li = Lf + i * n;
+      for (std::size_t k = 0; k < i; ++k) y[k] -= li[k] * yi;
+    }
+    for (std::size_t i = 0; i < n; ++i) x[at(index_t(i), N, c)] = T(y[i]);
   }
-  for (std::size_t i = n; i-- > 0;) {  // Lᵀ·x = y
-    y[i] /= Lf[i * n + i];
-    const double yi = y[i];
-    const double* li = Lf + i * n;
-    for (std::size_t k = 0; k < i; ++k) y[k] -= li[k] * yi;
-  }
-  for (std::size_t i = 0; i < n; ++i) x[i] = T(y[i]);
 }
 
 template <class T>
-void HostAmg<T>::vcycle(std::size_t l, const T* b, T* x) const {
+void HostAmg<T>::vcycle(std::size_t l, index_t N, const T* b, T* x) const {
   const Level& L = levels_[l];
   if (l + 1 == levels_.size()) {
-    coarse_solve(L, b, x);
+    coarse_solve(L, N, b, x);
     return;
   }
   const Level& C = levels_[l + 1];
   // Pre-smoothing from x = 0: the first sweep is S·b.
-  smooth_correction(L, b, x);
-  for (int s = 1; s < opt_.sweeps; ++s) sweep(L, b, x);
+  smooth_correction(L, N, b, x);
+  for (int s = 1; s < opt_.sweeps; ++s) sweep(L, N, b, x);
   // Restrict the residual, recurse, prolong.
-  residual(L, b, x, L.r.data());
+  residual(L, N, b, x, L.r.data());
   const auto& R = L.R;
   T* bc = C.b.data();
-  for (index_t i = 0; i < R.rows; ++i) {
-    T s = 0;
-    for (index_t k = R.row_ptr[std::size_t(i)]; k < R.row_ptr[std::size_t(i) + 1]; ++k)
-      s += R.values[std::size_t(k)] * L.r[std::size_t(R.col_idx[std::size_t(k)])];
-    bc[i] = s;
-  }
+  for_row_sums(R.rows, R.row_ptr.data(), R.col_idx.data(), R.values.data(), N, L.r.data(),
+               [&](index_t i, index_t c0, index_t nc, const T* s) {
+                 for (index_t c = 0; c < nc; ++c) bc[at(i, N, c0 + c)] = s[c];
+               });
   T* xc = C.x.data();
-  vcycle(l + 1, bc, xc);
+  vcycle(l + 1, N, bc, xc);
   const auto& P = L.P;
-  for (index_t i = 0; i < P.rows; ++i) {
-    T s = 0;
-    for (index_t k = P.row_ptr[std::size_t(i)]; k < P.row_ptr[std::size_t(i) + 1]; ++k)
-      s += P.values[std::size_t(k)] * xc[std::size_t(P.col_idx[std::size_t(k)])];
-    x[i] += s;
-  }
+  for_row_sums(P.rows, P.row_ptr.data(), P.col_idx.data(), P.values.data(), N, xc,
+               [&](index_t i, index_t c0, index_t nc, const T* s) {
+                 for (index_t c = 0; c < nc; ++c) x[at(i, N, c0 + c)] += s[c];
+               });
   // Post-smoothing: the same sweeps, so that M⁻¹ is symmetric.
-  for (int s = 0; s < opt_.sweeps; ++s) sweep(L, b, x);
+  for (int s = 0; s < opt_.sweeps; ++s) sweep(L, N, b, x);
+}
+
+template <class T>
+void HostAmg<T>::reserve_columns(index_t N) const {
+  if (N <= columns_) return;
+  for (std::size_t l = 0; l < levels_.size(); ++l) {
+    const Level& L = levels_[l];
+    const std::size_t size = std::size_t(L.n) * std::size_t(N);
+    for (auto* v : {&L.r, &L.e, &L.u, &L.v, &L.w}) v->resize(size);
+    if (L.block > 1) L.g.resize(size);
+    if (l > 0) {
+      L.x.resize(size);
+      L.b.resize(size);
+    }
+  }
+  columns_ = N;
 }
 
 template <class T>
 void HostAmg<T>::apply(const T* r, T* z) const {
   if (levels_.empty() || levels_[0].n == 0) return;
-  vcycle(0, r, z);
+  vcycle(0, 1, r, z);
 }
 
 template <class T>
 void HostAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const {
   KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "AMG: apply_block with N = ", N, ", ldr = ", ldr, ", ldz = ", ldz);
   const index_t n = this->rows();
-  if (N == 0 || n == 0) return;
-  col_r_.resize(std::size_t(n));
-  col_z_.resize(std::size_t(n));
-  for (index_t c = 0; c < N; ++c) {
-    for (index_t i = 0; i < n; ++i) col_r_[std::size_t(i)] = R[std::size_t(i) * ldr + c];
-    apply(col_r_.data(), col_z_.data());
-    for (index_t i = 0; i < n; ++i) Z[std::size_t(i) * ldz + c] = col_z_[std::size_t(i)];
+  if (N == 0 || n == 0 || levels_.empty()) return;
+  if (N == 1 && ldr == 1 && ldz == 1) return apply(R, Z);
+  reserve_columns(N);
+  // The V-cycle on all N columns at once (packed, leading dimension N): one pass over each
+  // matrix row serves every column, and each column gets the bits a single apply() gives it.
+  const bool packed = ldr == N && ldz == N;
+  const T* r = R;
+  T* z = Z;
+  if (!packed) {
+    block_r_.resize(std::size_t(n) * std::size_t(N));
+    block_z_.resize(std::size_t(n) * std::size_t(N));
+    for (index_t i = 0; i < n; ++i)
+      for (index_t c = 0; c < N; ++c) block_r_[at(i, N, c)] = R[at(i, ldr, c)];
+    r = block_r_.data();
+    z = block_z_.data();
   }
+  vcycle(0, N, r, z);
+  if (!packed)
+    for (index_t i = 0; i < n; ++i)
+      for (index_t c = 0; c < N; ++c) Z[at(i, ldz, c)] = block_z_[at(i, N, c)];
 }
 
 template class HostAmg<double>;

@@ -582,13 +582,16 @@ class HostAmg final : public Preconditioner<T> {
   /// The adapting V-cycles on this hierarchy (amg_adaptive.hpp), then the set-up again with what
   /// they left where the plan keeps it; t0: the constructor's start (for adaptive_seconds).
   void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0);
-  void multiply(const Level& L, const T* x, T* y) const;
-  void residual(const Level& L, const T* b, const T* x, T* r) const;
-  void smooth_correction(const Level& L, const T* r, T* e) const;  // e = S·r
-  void node_solve(const Level& L, const T* r, T* z) const;         // z = D_b⁻¹·r (L.block > 1)
-  void sweep(const Level& L, const T* b, T* x) const;              // x += S·(b − A·x)
-  void vcycle(std::size_t l, const T* b, T* x) const;
-  void coarse_solve(const Level& L, const T* b, T* x) const;
+  // The V-cycle's steps on N columns, row-major with leading dimension N (the levels' work
+  // arrays hold reserve_columns' width).
+  void multiply(const Level& L, index_t N, const T* x, T* y) const;
+  void residual(const Level& L, index_t N, const T* b, const T* x, T* r) const;
+  void smooth_correction(const Level& L, index_t N, const T* r, T* e) const;  // e = S·r
+  void node_solve(const Level& L, index_t N, const T* r, T* z) const;         // z = D_b⁻¹·r (L.block > 1)
+  void sweep(const Level& L, index_t N, const T* b, T* x) const;              // x += S·(b − A·x)
+  void vcycle(std::size_t l, index_t N, const T* b, T* x) const;
+  void coarse_solve(const Level& L, index_t N, const T* b, T* x) const;
+  void reserve_columns(index_t N) const;  // the work arrays for N columns
 
   StructureFingerprint fingerprint_;
   AmgOptions opt_;                ///< kAmgAuto resolved
@@ -602,7 +605,8 @@ class HostAmg final : public Preconditioner<T> {
   bool before_stalled_ = false;
   std::vector<double> chol_;           ///< coarsest level's Cholesky factor (row-major lower)
   mutable std::vector<double> chol_work_;
-  mutable std::vector<T> col_r_, col_z_;  ///< apply_block's column buffers
+  mutable index_t columns_ = 1;              ///< the columns the levels' work arrays hold
+  mutable std::vector<T> block_r_, block_z_;  ///< apply_block's packed copies (ldr, ldz > N)
 };
 
 extern template class HostAmg<double>;

@@ -311,10 +311,15 @@ TEST_CASE("AMG: PCG iterations against Jacobi-CG on 3-D problems and bcsstk06 (t
 }
 
 TEST_CASE("AMG: two set-ups give bitwise equal results of apply and apply_block") {
-  for (const auto& [name, A, b] : {std::tuple{std::string("diffusion_3d 16"), diffusion_3d(16, 1, 1, 0.01, 1e4), 0},
-                                   std::tuple{std::string("bcsstk06"), test::load("bcsstk06"), 3}}) {
+  AmgOptions l1 = amg_options(3).amg;
+  l1.smoother = AmgSmoother::L1Jacobi;
+  for (const auto& [name, A, o] :
+       {std::tuple{std::string("diffusion_3d 16"), diffusion_3d(16, 1, 1, 0.01, 1e4), amg_options(0).amg},
+        std::tuple{std::string("bcsstk06 (node blocks)"), test::load("bcsstk06"), amg_options(3).amg},
+        std::tuple{std::string("bcsstk06 l1-jacobi"), test::load("bcsstk06"), l1}}) {
     CAPTURE(name);
-    const HostAmg<double> M1(A, amg_options(b).amg), M2(A, amg_options(b).amg);
+    const HostAmg<double> M1(A, o), M2(A, o);
+    CHECK((M1.info().levels[0].smoother_block > 1) == (name == "bcsstk06 (node blocks)"));
     REQUIRE(M1.levels().size() == M2.levels().size());
     for (std::size_t l = 0; l < M1.levels().size(); ++l) {
       CHECK(M1.levels()[l].rows == M2.levels()[l].rows);
@@ -328,22 +333,29 @@ TEST_CASE("AMG: two set-ups give bitwise equal results of apply and apply_block"
     M1.apply(r.data(), z3.data());  // and applying again
     CHECK(std::memcmp(z1.data(), z2.data(), z1.size() * sizeof(double)) == 0);
     CHECK(std::memcmp(z1.data(), z3.data(), z1.size() * sizeof(double)) == 0);
-    // apply_block: the V-cycle column by column, bitwise; the padding untouched.
-    const index_t n = A.rows(), N = 3, ldr = 4, ldz = 5;
-    const auto R = test::random_vector(std::size_t(n) * ldr);
-    std::vector<double> Z(std::size_t(n) * ldz, -7.0), rc(static_cast<std::size_t>(n)), zc(static_cast<std::size_t>(n));
-    M2.apply_block(N, R.data(), ldr, Z.data(), ldz);
-    for (index_t c = 0; c < N; ++c) {
-      for (index_t i = 0; i < n; ++i) rc[std::size_t(i)] = R[std::size_t(i) * ldr + c];
-      M1.apply(rc.data(), zc.data());
+    // apply_block: each column the bits of apply; the padding untouched. 17 and 20 columns
+    // cross the V-cycle's chunk of 16 columns a row pass; packed and padded blocks.
+    const index_t n = A.rows();
+    std::vector<double> rc(static_cast<std::size_t>(n)), zc(static_cast<std::size_t>(n));
+    for (const auto& [N, ldr, ldz] : {std::tuple<index_t, index_t, index_t>{3, 4, 5}, {17, 17, 17}, {20, 21, 23}}) {
+      CAPTURE(N);
+      const auto R = test::random_vector(std::size_t(n) * ldr);
+      std::vector<double> Z(std::size_t(n) * ldz, -7.0);
+      M2.apply_block(N, R.data(), ldr, Z.data(), ldz);
       bool same = true;
-      for (index_t i = 0; i < n; ++i) same = same && Z[std::size_t(i) * ldz + c] == zc[std::size_t(i)];
+      for (index_t c = 0; c < N; ++c) {
+        for (index_t i = 0; i < n; ++i) rc[std::size_t(i)] = R[std::size_t(i) * ldr + c];
+        M1.apply(rc.data(), zc.data());
+        for (index_t i = 0; i < n; ++i) same = same && Z[std::size_t(i) * ldz + c] == zc[std::size_t(i)];
+      }
       CHECK(same);
+      bool pad = true;
+      for (index_t i = 0; i < n; ++i)
+        for (index_t c = N; c < ldz; ++c) pad = pad && Z[std::size_t(i) * ldz + c] == -7.0;
+      CHECK(pad);
     }
-    bool pad = true;
-    for (index_t i = 0; i < n; ++i)
-      for (index_t c = N; c < ldz; ++c) pad = pad && Z[std::size_t(i) * ldz + c] == -7.0;
-    CHECK(pad);
+    M2.apply(r.data(), z2.data());  // one column again after the wide blocks
+    CHECK(std::memcmp(z1.data(), z2.data(), z1.size() * sizeof(double)) == 0);
   }
 }
 
