@@ -571,12 +571,29 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   opt_ = adapted;
   auto_choice_.adapted_cycles = out.cycles;
+  // The first hierarchy is set aside whole (host memory holds both), so that it comes back as it
+  // was, without a third set-up, where the second one is worse.
+  std::vector<Level> first_levels = std::move(levels_);
+  std::vector<Plan> first_plans = std::move(plans_);
+  std::vector<double> first_chol = std::move(chol_), first_chol_work = std::move(chol_work_);
+  const AmgInfo first_info = info_;
+  const std::string first_stop_reason = before_stop_reason_;
+  const index_t first_columns = columns_;
   set_up(A, false);
   if (plan.conditional && amg::augmented_worse(first_complexity, first_stalled, info_)) {
-    opt_ = first;  // the first hierarchy again
+    opt_ = first;
+    levels_ = std::move(first_levels);
+    plans_ = std::move(first_plans);
+    chol_ = std::move(first_chol);
+    chol_work_ = std::move(first_chol_work);
+    before_stop_reason_ = first_stop_reason;
+    before_stalled_ = first_info.stalled;
+    columns_ = first_columns;
+    auto_choice_.theta_retries = first_info.auto_choice.theta_retries;
     auto_choice_.adapted_cycles = 0;
     auto_choice_.adapt_discarded_cycles = out.cycles;
-    set_up(A, false);
+    info_ = first_info;
+    info_.auto_choice = auto_choice_;
     return;
   }
   info_.adaptive_seconds = seconds;

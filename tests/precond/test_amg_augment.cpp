@@ -106,6 +106,17 @@ TEST_CASE("AMG augmented near-nullspace: a hierarchy that grows too dear is not 
   // The first hierarchy again, the same bits as without the cycles.
   CHECK(M.info().operator_complexity == M0.info().operator_complexity);
   CHECK(test::applied_to_cosine(M) == test::applied_to_cosine(M0));
+  REQUIRE(M.levels().size() == M0.levels().size());
+  for (std::size_t l = 0; l < M.levels().size(); ++l) {
+    CHECK(M.levels()[l].rows == M0.levels()[l].rows);
+    CHECK(M.levels()[l].nnz == M0.levels()[l].nnz);
+  }
+  // The hierarchy set aside and brought back keeps its plans: a numeric re-set-up runs on them.
+  HostAmg<double> U(A, AmgOptions{});
+  REQUIRE(U.update_values(test::scaled(A, 2.0)));
+  CHECK(U.info().resetups == 1);
+  CHECK(U.info().operator_complexity == M0.info().operator_complexity);
+  CHECK(U.info().auto_choice.adapt_discarded_cycles == kAmgAugmentCycles);
   AmgOptions forced;  // given cycles are always kept: the dear hierarchy, measured
   forced.adaptive_cycles = kAmgAugmentCycles;
   const HostAmg<double> F(A, forced);
