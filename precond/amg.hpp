@@ -553,7 +553,7 @@ class HostAmg final : public Preconditioner<T> {
     std::vector<T> binv;          ///< D_b⁻¹'s blocks when block > 1 (amg::node_block_inverses)
     /// V-cycle work: this level's solution and right-hand side (levels ≥ 1; level 0 uses apply's
     /// z and r), residual, smoother correction, and the Chebyshev recurrence's vectors (g: with
-    /// node blocks).
+    /// node blocks); n × columns_ entries, row-major for a block of columns.
     mutable std::vector<T> x, b, r, e, u, v, w;
     mutable std::vector<T> g;  ///< D_b⁻¹·(r − A·x_k) when block > 1
   };
