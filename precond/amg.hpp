@@ -71,6 +71,9 @@
 
 namespace krysp {
 
+/// The smoother's λmax: this factor times the Lanczos estimate (at most the Gershgorin bound
+/// where that is smaller), so that the estimate's shortfall does not leave modes unsmoothed.
+inline constexpr double kAmgLambdaBoost = 1.1;
 /// Lanczos settling tolerance of both AMG set-ups (host and GPU must stop alike to build the same
 /// hierarchy): |θ_j − θ_{j−2}| ≤ this·θ_j, after 8 steps at least (measured: 8-13 steps a level
 /// instead of 17-25 at 1e-3, PCG iterations unchanged; docs/amg.md).
