@@ -17,6 +17,18 @@ namespace krysp {
 
 namespace amg {
 
+namespace {
+/// f(i, j, a_ij) for A's stored entries on the host, row by row, each row in order.
+template <class T, class F>
+void for_each_entry(const CsrMatrix<T>& A, F f) {
+  const auto& rp = A.row_ptr();
+  const auto& ci = A.col_idx();
+  const auto& va = A.values();
+  for (index_t i = 0; i < A.rows(); ++i)
+    for (index_t k = rp(i); k < rp(i + 1); ++k) f(i, ci(k), va(k));
+}
+}  // namespace
+
 template <class T>
 SignCount off_diagonal_signs(const CsrMatrix<T>& A, bool on_device) {
   const std::string m = A.memo("amg: off-diagonal signs", [&] {
@@ -25,17 +37,12 @@ SignCount off_diagonal_signs(const CsrMatrix<T>& A, bool on_device) {
       const CsrView<T> d = A.device_view();
       detail::count_off_diagonal_signs(A.rows(), d.row_ptr, d.col_idx, d.values, &off, &pos);
     } else {
-      const auto& rp = A.row_ptr();
-      const auto& ci = A.col_idx();
-      const auto& va = A.values();
-      for (index_t i = 0; i < A.rows(); ++i)
-        for (index_t k = rp(i); k < rp(i + 1); ++k) {
-          const T v = va(k);
-          if (ci(k) != i && v != T(0)) {
-            ++off;
-            pos += v > T(0);
-          }
+      for_each_entry(A, [&](index_t i, index_t j, T v) {
+        if (j != i && v != T(0)) {
+          ++off;
+          pos += v > T(0);
         }
+      });
     }
     return detail::concat(off, " ", pos);
   });
@@ -194,14 +201,10 @@ double constant_quotient(const CsrMatrix<T>& A, bool on_device) {
       const CsrView<T> d = A.device_view();
       detail::sum_entries_and_diagonal(A.rows(), d.row_ptr, d.col_idx, d.values, &all, &diagonal);
     } else {
-      const auto& rp = A.row_ptr();
-      const auto& ci = A.col_idx();
-      const auto& va = A.values();
-      for (index_t i = 0; i < A.rows(); ++i)
-        for (index_t k = rp(i); k < rp(i + 1); ++k) {
-          all += double(va(k));
-          if (ci(k) == i) diagonal += double(va(k));
-        }
+      for_each_entry(A, [&](index_t i, index_t j, T v) {
+        all += double(v);
+        if (j == i) diagonal += double(v);
+      });
     }
     char buf[40];
     std::snprintf(buf, sizeof buf, "%.17g", diagonal > 0 ? all / diagonal : 0.0);
