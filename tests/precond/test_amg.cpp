@@ -381,6 +381,18 @@ TEST_CASE("AMG: float hierarchy agrees with double") {
   double err = 0, scale = 0;
   for (std::size_t i = 0; i < r.size(); ++i) err = std::max(err, std::abs(zf[i] - zd[i])), scale = std::max(scale, std::abs(zd[i]));
   CHECK(err <= 1e-4 * scale);
+  // The float V-cycle on a block: each column the bits of a single float apply.
+  const index_t n = A.rows(), N = 18;
+  std::vector<float> R(std::size_t(n) * N), Z(R.size()), rc(std::size_t(n), 0.0f), zc(std::size_t(n), 0.0f);
+  for (std::size_t q = 0; q < R.size(); ++q) R[q] = float(r[q % r.size()]) * float(1 + q % 5);
+  Mf.apply_block(N, R.data(), N, Z.data(), N);
+  bool same = true;
+  for (index_t c = 0; c < N; ++c) {
+    for (index_t i = 0; i < n; ++i) rc[std::size_t(i)] = R[std::size_t(i) * N + c];
+    Mf.apply(rc.data(), zc.data());
+    for (index_t i = 0; i < n; ++i) same = same && Z[std::size_t(i) * N + c] == zc[std::size_t(i)];
+  }
+  CHECK(same);
 }
 
 TEST_CASE("AMG: where coarsening stalls or levels run out, it stops there and says so") {
