@@ -240,6 +240,32 @@ inline std::vector<double> applied_to_cosine(const Preconditioner<double>& M) {
   return z;
 }
 
+/// What apply_block_columns found: whether every column had the bits of a single apply, and
+/// whether the padding of Z (columns N .. ldz − 1) was left as it was.
+struct BlockColumns {
+  bool same = true, padding = true;
+};
+
+/// `block`.apply_block on R's first N columns (n rows, leading dimension ldr) into Z (leading
+/// dimension ldz, filled with −7 first), each column compared bit for bit with `single`.apply on
+/// that column (host preconditioners; `single` may be `block` or a second set-up of it).
+template <class T>
+BlockColumns apply_block_columns(const Preconditioner<T>& block, const Preconditioner<T>& single, index_t N,
+                                 const std::vector<T>& R, index_t ldr, index_t ldz) {
+  const std::size_t n = std::size_t(block.rows());
+  std::vector<T> Z(n * std::size_t(ldz), T(-7)), r(n), z(n);
+  block.apply_block(N, R.data(), ldr, Z.data(), ldz);
+  BlockColumns out;
+  for (index_t c = 0; c < N; ++c) {
+    for (std::size_t i = 0; i < n; ++i) r[i] = R[i * std::size_t(ldr) + std::size_t(c)];
+    single.apply(r.data(), z.data());
+    for (std::size_t i = 0; i < n; ++i) out.same = out.same && Z[i * std::size_t(ldz) + std::size_t(c)] == z[i];
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    for (index_t c = N; c < ldz; ++c) out.padding = out.padding && Z[i * std::size_t(ldz) + std::size_t(c)] == T(-7);
+  return out;
+}
+
 /// ‖e‖/‖x*‖ for e = x − x* without its least-squares fit by the k columns of N (n × k,
 /// row-major): the error of a singular system's solution, unique only up to A's null space N.
 inline double error_modulo(const std::vector<double>& x, const std::vector<double>& xs, const std::vector<double>& N,

@@ -335,24 +335,12 @@ TEST_CASE("AMG: two set-ups give bitwise equal results of apply and apply_block"
     CHECK(std::memcmp(z1.data(), z3.data(), z1.size() * sizeof(double)) == 0);
     // apply_block: each column the bits of apply; the padding untouched. 17 and 20 columns
     // cross the V-cycle's chunk of 16 columns a row pass; packed and padded blocks.
-    const index_t n = A.rows();
-    std::vector<double> rc(static_cast<std::size_t>(n)), zc(static_cast<std::size_t>(n));
     for (const auto& [N, ldr, ldz] : {std::tuple<index_t, index_t, index_t>{3, 4, 5}, {17, 17, 17}, {20, 21, 23}}) {
       CAPTURE(N);
-      const auto R = test::random_vector(std::size_t(n) * ldr);
-      std::vector<double> Z(std::size_t(n) * ldz, -7.0);
-      M2.apply_block(N, R.data(), ldr, Z.data(), ldz);
-      bool same = true;
-      for (index_t c = 0; c < N; ++c) {
-        for (index_t i = 0; i < n; ++i) rc[std::size_t(i)] = R[std::size_t(i) * ldr + c];
-        M1.apply(rc.data(), zc.data());
-        for (index_t i = 0; i < n; ++i) same = same && Z[std::size_t(i) * ldz + c] == zc[std::size_t(i)];
-      }
-      CHECK(same);
-      bool pad = true;
-      for (index_t i = 0; i < n; ++i)
-        for (index_t c = N; c < ldz; ++c) pad = pad && Z[std::size_t(i) * ldz + c] == -7.0;
-      CHECK(pad);
+      const test::BlockColumns b =
+          test::apply_block_columns<double>(M2, M1, N, test::random_vector(std::size_t(A.rows()) * ldr), ldr, ldz);
+      CHECK(b.same);
+      CHECK(b.padding);
     }
     M2.apply(r.data(), z2.data());  // one column again after the wide blocks
     CHECK(std::memcmp(z1.data(), z2.data(), z1.size() * sizeof(double)) == 0);
@@ -382,17 +370,10 @@ TEST_CASE("AMG: float hierarchy agrees with double") {
   for (std::size_t i = 0; i < r.size(); ++i) err = std::max(err, std::abs(zf[i] - zd[i])), scale = std::max(scale, std::abs(zd[i]));
   CHECK(err <= 1e-4 * scale);
   // The float V-cycle on a block: each column the bits of a single float apply.
-  const index_t n = A.rows(), N = 18;
-  std::vector<float> R(std::size_t(n) * N), Z(R.size()), rc(std::size_t(n), 0.0f), zc(std::size_t(n), 0.0f);
+  const index_t N = 18;
+  std::vector<float> R(std::size_t(A.rows()) * N);
   for (std::size_t q = 0; q < R.size(); ++q) R[q] = float(r[q % r.size()]) * float(1 + q % 5);
-  Mf.apply_block(N, R.data(), N, Z.data(), N);
-  bool same = true;
-  for (index_t c = 0; c < N; ++c) {
-    for (index_t i = 0; i < n; ++i) rc[std::size_t(i)] = R[std::size_t(i) * N + c];
-    Mf.apply(rc.data(), zc.data());
-    for (index_t i = 0; i < n; ++i) same = same && Z[std::size_t(i) * N + c] == zc[std::size_t(i)];
-  }
-  CHECK(same);
+  CHECK(test::apply_block_columns<float>(Mf, Mf, N, R, N, N).same);
 }
 
 TEST_CASE("AMG: where coarsening stalls or levels run out, it stops there and says so") {
