@@ -270,8 +270,6 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
     return;
   }
   const AmgOptions first = opt_;
-  const double first_complexity = info_.operator_complexity;
-  const bool first_stalled = info_.stalled;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   opt_ = adapted;
   auto_choice_.adapted_cycles = out.cycles;
@@ -282,9 +280,8 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   std::vector<double> first_chol = std::move(chol_), first_chol_work = std::move(chol_work_);
   const AmgInfo first_info = info_;
   const std::string first_stop_reason = before_stop_reason_;
-  const index_t first_columns = columns_;
   set_up(A, false);
-  if (plan.conditional && amg::augmented_worse(first_complexity, first_stalled, info_)) {
+  if (plan.conditional && amg::augmented_worse(first_info.operator_complexity, first_info.stalled, info_)) {
     opt_ = first;
     levels_ = std::move(first_levels);
     plans_ = std::move(first_plans);
@@ -292,7 +289,6 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
     chol_work_ = std::move(first_chol_work);
     before_stop_reason_ = first_stop_reason;
     before_stalled_ = first_info.stalled;
-    columns_ = first_columns;
     auto_choice_.theta_retries = first_info.auto_choice.theta_retries;
     auto_choice_.adapted_cycles = 0;
     auto_choice_.adapt_discarded_cycles = out.cycles;
@@ -328,7 +324,6 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   std::vector<Level> old;
   if (reuse) old = std::move(levels_);
   levels_.clear();
-  columns_ = 1;  // the work arrays are set below for one column
   chol_.clear();
   const double setup_seconds = info_.setup_seconds, resetup_seconds = info_.resetup_seconds;
   const double adaptive_seconds = info_.adaptive_seconds;
@@ -816,7 +811,8 @@ void HostAmg<T>::vcycle(std::size_t l, index_t N, const T* b, T* x) const {
 
 template <class T>
 void HostAmg<T>::reserve_columns(index_t N) const {
-  if (N <= columns_) return;
+  // Every level's arrays grow together, so level 0's residual tells the width they hold.
+  if (levels_.empty() || levels_[0].r.size() >= std::size_t(levels_[0].n) * std::size_t(N)) return;
   for (std::size_t l = 0; l < levels_.size(); ++l) {
     const Level& L = levels_[l];
     const std::size_t size = std::size_t(L.n) * std::size_t(N);
@@ -827,7 +823,6 @@ void HostAmg<T>::reserve_columns(index_t N) const {
       L.b.resize(size);
     }
   }
-  columns_ = N;
 }
 
 template <class T>
@@ -841,7 +836,6 @@ void HostAmg<T>::apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t l
   KRYSP_REQUIRE(N >= 0 && ldr >= N && ldz >= N, "AMG: apply_block with N = ", N, ", ldr = ", ldr, ", ldz = ", ldz);
   const index_t n = this->rows();
   if (N == 0 || n == 0 || levels_.empty()) return;
-  if (N == 1 && ldr == 1 && ldz == 1) return apply(R, Z);
   reserve_columns(N);
   // The V-cycle on all N columns at once (packed, leading dimension N): one pass over each
   // matrix row serves every column, and each column gets the bits a single apply() gives it.

@@ -556,7 +556,7 @@ class HostAmg final : public Preconditioner<T> {
     std::vector<T> binv;          ///< D_b⁻¹'s blocks when block > 1 (amg::node_block_inverses)
     /// V-cycle work: this level's solution and right-hand side (levels ≥ 1; level 0 uses apply's
     /// z and r), residual, smoother correction, and the Chebyshev recurrence's vectors (g: with
-    /// node blocks); n × columns_ entries, row-major for a block of columns.
+    /// node blocks); n × N entries for blocks of up to N columns (reserve_columns), row-major.
     mutable std::vector<T> x, b, r, e, u, v, w;
     mutable std::vector<T> g;  ///< D_b⁻¹·(r − A·x_k) when block > 1
   };
@@ -608,7 +608,6 @@ class HostAmg final : public Preconditioner<T> {
   bool before_stalled_ = false;
   std::vector<double> chol_;           ///< coarsest level's Cholesky factor (row-major lower)
   mutable std::vector<double> chol_work_;
-  mutable index_t columns_ = 1;              ///< the columns the levels' work arrays hold
   mutable std::vector<T> block_r_, block_z_;  ///< apply_block's packed copies (ldr, ldz > N)
 };
 
