@@ -349,7 +349,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
   KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
                 o.coordinates.empty() ? "" : " with coordinates");
-  std::vector<double> B = amg::explicit_near_nullspace(o, b, A.rows());
+  std::vector<double> B = amg::explicit_near_nullspace(o, A.rows());
   if (B.empty()) {
     B.assign(std::size_t(A.rows()) * b, 0.0);
     for (index_t i = 0; i < A.rows(); ++i) B[std::size_t(i) * b + std::size_t(i % b)] = 1.0;

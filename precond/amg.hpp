@@ -188,8 +188,9 @@ std::int64_t isolated_nodes(const CsrMatrix<T>& A, int b, double theta, bool on_
 /// A's block size as block_size 0 detects it (detect_block_size), memoised per values version of A.
 template <class T>
 int detected_block_size(const CsrMatrix<T>& A);
-/// Unknowns per node as both set-ups take them from `o`: coordinate_dim with coordinates, else
-/// block_size (checked by resolve_block_size), else detected_block_size(A).
+/// Unknowns per node as both set-ups take them from `o`: coordinate_unknowns with coordinates
+/// (InputError when block_size says otherwise), else block_size (checked by resolve_block_size),
+/// else detected_block_size(A).
 template <class T>
 int node_block_size(const CsrMatrix<T>& A, const AmgOptions& o);
 /// `o` with its kAmgAuto fields (and AmgFilter::Auto) chosen for A, explicit values kept. Where
@@ -339,10 +340,14 @@ std::vector<double> adaptive_start_block(index_t n, int b, const AdaptivePlan& p
 template <class T>
 bool adopt_adapted_vectors(const std::vector<T>& X, int K, AmgOptions& o);
 
+/// Unknowns a node for n unknowns at nodes with `coordinates` (nodes × dim, row-major; dim 2 or
+/// 3): dim (displacements), or dim·(dim + 1)/2 (the displacements, then a rotation about each axis,
+/// one in 2-D: shells, beams and frames). InputError when n is neither.
+int coordinate_unknowns(const std::vector<double>& coordinates, int dim, index_t n);
 /// The rigid-body modes of nodes at `coordinates` (nodes × dim, row-major; dim 2 or 3) as an
-/// n × K row-major block (n = nodes·dim unknowns, node-major; K = 3 in 2-D, 6 in 3-D): the
-/// translations, then the rotations about the coordinates' centroid. InputError when n does not
-/// match.
+/// n × K row-major block (node-major unknowns as coordinate_unknowns reads them; K = 3 in 2-D, 6
+/// in 3-D): the translations, then the rotations about the coordinates' centroid, which also turn
+/// each node's rotation unknowns where it has them. InputError when n does not match.
 std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int dim, index_t n);
 /// K, the near-nullspace's vectors, for b unknowns per node as both set-ups take them from `o`:
 /// near_nullspace_vectors when given, the rigid-body modes' 6 (3-D) or 3 (2-D) with coordinates,
@@ -351,7 +356,7 @@ int near_nullspace_size(const AmgOptions& o, int b);
 /// The near-nullspace both set-ups start from when it is not the default (n × K row-major): the
 /// given vectors (InputError unless they have n rows) or the coordinates' rigid-body modes;
 /// empty for the constant or the unit vectors, which each set-up makes itself.
-std::vector<double> explicit_near_nullspace(const AmgOptions& o, int b, index_t n);
+std::vector<double> explicit_near_nullspace(const AmgOptions& o, index_t n);
 /// A with 1 on the diagonal of every row that has no nonzero entry: the coarse unknowns of an
 /// aggregate with fewer unknowns than near-nullspace vectors get a zero column of P_tent, and so
 /// an empty row and column of Pᵀ·A·P; the unit diagonal keeps the coarse matrix SPD without

@@ -76,7 +76,12 @@ int detected_block_size(const CsrMatrix<T>& A) {
 
 template <class T>
 int node_block_size(const CsrMatrix<T>& A, const AmgOptions& o) {
-  if (!o.coordinates.empty()) return o.coordinate_dim;
+  if (!o.coordinates.empty()) {
+    const int u = coordinate_unknowns(o.coordinates, o.coordinate_dim, A.rows());
+    KRYSP_REQUIRE(o.block_size == 0 || o.block_size == u, "AMG: amg.block_size = ", o.block_size,
+                  " but the coordinates give ", u, " unknowns per node");
+    return u;
+  }
   return o.block_size > 0 ? resolve_block_size(A, o.block_size) : detected_block_size(A);
 }
 

@@ -426,11 +426,19 @@ Tentative tentative_prolongator(const Aggregation& agg, int b, int K, const std:
   return t;
 }
 
-std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int dim, index_t n) {
+int coordinate_unknowns(const std::vector<double>& coordinates, int dim, index_t n) {
   KRYSP_REQUIRE(dim == 2 || dim == 3, "AMG: rigid-body modes need 2 or 3 coordinates per node, not ", dim);
   const std::size_t nodes = coordinates.size() / std::size_t(dim);
-  KRYSP_REQUIRE(nodes * std::size_t(dim) == std::size_t(n), "AMG: ", nodes, " nodes of ", dim,
-                " coordinates give ", nodes * std::size_t(dim), " unknowns, but the matrix has ", n, " rows");
+  const int rotating = dim == 3 ? 6 : 3;  // the translations, then a rotation per axis (one in 2-D)
+  if (nodes > 0 && nodes * std::size_t(dim) == std::size_t(n)) return dim;
+  if (nodes > 0 && nodes * std::size_t(rotating) == std::size_t(n)) return rotating;
+  KRYSP_THROW(InputError, "AMG: ", nodes, " nodes of ", dim, " coordinates give ", nodes * std::size_t(dim),
+              " unknowns (", nodes * std::size_t(rotating), " with rotations), but the matrix has ", n, " rows");
+}
+
+std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int dim, index_t n) {
+  const int u = coordinate_unknowns(coordinates, dim, n);  // unknowns a node: dim, or dim + rotations
+  const std::size_t nodes = coordinates.size() / std::size_t(dim);
   double centre[3] = {0, 0, 0};
   for (std::size_t p = 0; p < nodes; ++p)
     for (int d = 0; d < dim; ++d) centre[d] += coordinates[p * dim + std::size_t(d)] / double(nodes);
@@ -439,7 +447,7 @@ std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int
   for (std::size_t p = 0; p < nodes; ++p) {
     const double x = coordinates[p * dim] - centre[0], y = coordinates[p * dim + 1] - centre[1],
                  z = dim == 3 ? coordinates[p * dim + 2] - centre[2] : 0.0;
-    auto at = [&](int c, int k) -> double& { return B[(p * dim + std::size_t(c)) * K + std::size_t(k)]; };
+    auto at = [&](int c, int k) -> double& { return B[(p * std::size_t(u) + std::size_t(c)) * K + std::size_t(k)]; };
     for (int c = 0; c < dim; ++c) at(c, c) = 1;  // translations
     if (dim == 2) {
       at(0, 2) = -y, at(1, 2) = x;  // rotation in the plane
@@ -448,18 +456,19 @@ std::vector<double> rigid_body_modes(const std::vector<double>& coordinates, int
       at(0, 4) = z, at(2, 4) = -x;  // about y
       at(0, 5) = -y, at(1, 5) = x;  // about z
     }
+    for (int c = dim; c < u; ++c) at(c, c) = 1;  // a rigid rotation turns every node's own rotation alike
   }
   return B;
 }
 
 int near_nullspace_size(const AmgOptions& o, int b) {
   if (!o.near_nullspace.empty()) return o.near_nullspace_vectors;
-  if (!o.coordinates.empty()) return b == 3 ? 6 : 3;
+  if (!o.coordinates.empty()) return o.coordinate_dim == 3 ? 6 : 3;
   return b;
 }
 
-std::vector<double> explicit_near_nullspace(const AmgOptions& o, int b, index_t n) {
-  if (!o.coordinates.empty()) return rigid_body_modes(o.coordinates, b, n);
+std::vector<double> explicit_near_nullspace(const AmgOptions& o, index_t n) {
+  if (!o.coordinates.empty()) return rigid_body_modes(o.coordinates, o.coordinate_dim, n);
   if (o.near_nullspace.empty()) return {};
   const std::size_t K = std::size_t(o.near_nullspace_vectors);
   KRYSP_REQUIRE(o.near_nullspace.size() == std::size_t(n) * K, "AMG: amg.near_nullspace holds ",

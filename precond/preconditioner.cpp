@@ -112,8 +112,10 @@ void validate(const PrecondOptions& o) {
       for (std::size_t i = 0; i < a.coordinates.size(); ++i)
         KRYSP_REQUIRE(std::isfinite(a.coordinates[i]), "AMG: coordinate ", i % a.coordinate_dim + 1, " of node ",
                       i / a.coordinate_dim + 1, " is ", a.coordinates[i]);
-      KRYSP_REQUIRE(a.block_size == 0 || a.block_size == a.coordinate_dim, "AMG: amg.block_size = ", a.block_size,
-                    " but the coordinates give ", a.coordinate_dim, " unknowns per node");
+      const int rotating = a.coordinate_dim == 3 ? 6 : 3;  // with a rotation unknown per axis
+      KRYSP_REQUIRE(a.block_size == 0 || a.block_size == a.coordinate_dim || a.block_size == rotating,
+                    "AMG: amg.block_size = ", a.block_size, " but ", a.coordinate_dim, " coordinates a node give ",
+                    a.coordinate_dim, " unknowns per node, or ", rotating, " with rotations");
     }
     if (!a.near_nullspace.empty() || a.near_nullspace_vectors != 0) {
       const int K = a.near_nullspace_vectors;

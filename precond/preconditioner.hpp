@@ -192,8 +192,9 @@ struct AmgOptions {
   /// "Node-block smoothing"). Off: point smoothing everywhere.
   bool block_smoother = true;
   /// Node coordinates for elasticity (nodes × coordinate_dim, row-major; unknowns node-major,
-  /// coordinate_dim per node): the near-nullspace becomes the rigid-body modes (2 translations
-  /// and a rotation in 2-D, 3 and 3 in 3-D) instead of the unit vectors. Empty: not used.
+  /// coordinate_dim per node, or with rotation unknowns after them, 6 a node in 3-D shells and 3
+  /// in 2-D frames): the near-nullspace becomes the rigid-body modes (2 translations and a
+  /// rotation in 2-D, 3 and 3 in 3-D) instead of the unit vectors. Empty: not used.
   std::vector<double> coordinates;
   /// Entries per node in `coordinates`: 2 or 3 (and the unknowns per node); 0 when empty.
   int coordinate_dim = 0;

@@ -37,6 +37,15 @@ CsrMatrix<double> diffusion_3d_random(index_t n, double kx, double ky, double kz
 /// rigid-body modes.
 CsrMatrix<double> elasticity_3d(index_t nx, index_t ny, index_t nz, double nu,
                                 std::vector<double>* coordinates = nullptr, bool clamped = true);
+/// A thin cylindrical shell panel (radius 1, a quarter of the circumference by length 1, E = 1,
+/// the given thickness and Poisson ratio) of n_around × n_along flat four-node shell elements
+/// (plane-stress membrane, MITC4 Mindlin plate, a small drilling spring), clamped on the edge z = 0:
+/// SPD, 6 unknowns per node (x, y, z displacement, then the rotations about x, y and z; node-major,
+/// around fastest). Thin shells (thickness 1e-3) have condition numbers near 1e10: the held-out
+/// structural kind (SuiteSparse's s3rmt3m3). When `coordinates` is not null it receives the free
+/// nodes' positions (nodes × 3, row-major).
+CsrMatrix<double> shell_cylinder(index_t n_around, index_t n_along, double thickness, double nu,
+                                 std::vector<double>* coordinates = nullptr);
 /// D·A·D with d_i = 10^u, u uniform in [−decades/2, decades/2] (reproducible from `seed`): SPD
 /// when A is, with the same sparsity, and badly scaled (Jacobi undoes it; nothing else does).
 CsrMatrix<double> scaled_symmetric(const CsrMatrix<double>& A, double decades, std::uint64_t seed);

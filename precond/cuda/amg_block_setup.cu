@@ -10,6 +10,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/amg_device_primitives.cuh"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
+#include "krysp/precond/cuda/sorted_search.cuh"
 
 namespace krysp::detail {
 
@@ -93,14 +94,9 @@ __global__ void k_node_block_magnitude(index_t nodes, int b, const index_t* rp, 
   index_t next;
   int len = 0;
   if (g.lane < b) {
-    index_t lo = rp[I * b + g.lane], hi = rp[I * b + g.lane + 1];
-    const index_t end = hi;
-    while (lo < hi) {  // the first entry of column ≥ I·b
-      const index_t mid = lo + (hi - lo) / 2;
-      if (ci[mid] < I * b) lo = mid + 1;
-      else hi = mid;
-    }
-    len = load_run(b, I, lo, end, ci, va, sq, next);
+    const index_t begin = rp[I * b + g.lane], end = rp[I * b + g.lane + 1];
+    const index_t first = begin + lower_bound(ci + begin, end - begin, I * b);  // the first column ≥ I·b
+    len = load_run(b, I, first, end, ci, va, sq, next);
   } else {
     for (double& v : sq) v = 0;
   }

@@ -39,7 +39,6 @@ namespace {
 
 // The host set-up's constants (amg.cpp): both set-ups must stop and scale alike.
 constexpr double kStallRatio = 1.2;
-constexpr double kLambdaBoost = 1.1;
 constexpr int kLanczosSteps = kAmgLanczosMaxSteps;
 
 using Clock = std::chrono::steady_clock;
@@ -397,13 +396,8 @@ __global__ void k_node_blocks(index_t nodes, int b, const index_t* rp, const ind
     // The block's entries by bisection: coarse rows hold hundreds of entries, walked one load
     // after another they cost more than the inversion.
     const index_t i = I * b + r, end = rp[i + 1];
-    index_t lo = rp[i], hi = end;
-    while (lo < hi) {
-      const index_t mid = lo + (hi - lo) / 2;
-      if (ci[mid] < I * b) lo = mid + 1;
-      else hi = mid;
-    }
-    for (index_t k = lo; k < end && ci[k] / b == I; ++k) a[r * b + ci[k] % b] = va[k];
+    const index_t first = rp[i] + lower_bound(ci + rp[i], end - rp[i], I * b);
+    for (index_t k = first; k < end && ci[k] / b == I; ++k) a[r * b + ci[k] % b] = va[k];
   }
   bool coupled = false;
   for (int r = 0; r < b; ++r)
@@ -783,7 +777,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
                 o.coordinates.empty() ? "" : " with coordinates");
-  const std::vector<double> B0 = amg::explicit_near_nullspace(o, b, n0);
+  const std::vector<double> B0 = amg::explicit_near_nullspace(o, n0);
   // Each aggregate's QR (the block pieces) for K > 1 and for any vectors given: a given vector
   // may vanish on an aggregate, which the QR turns into a zero column as the host does.
   const bool per_aggregate_qr = K > 1 || !B0.empty();
@@ -1016,7 +1010,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     GpuAmgLevel<T> L;
     L.n = n;
     if (o.smoother == AmgSmoother::Chebyshev) {
-      const double lmax = lr.converged ? std::min(kLambdaBoost * lr.theta, gershgorin) : gershgorin;
+      const double lmax = lr.converged ? std::min(kAmgLambdaBoost * lr.theta, gershgorin) : gershgorin;
       L.coef = chebyshev_coefficients(lmax / o.smoother_ratio, lmax, o.smoother_degree);
       L.dinv = to_t<T>(dinv, n);
     } else {

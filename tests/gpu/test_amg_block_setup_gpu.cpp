@@ -145,6 +145,17 @@ std::vector<Problem> problems() {
   }
   out.push_back(elasticity_with_lone_node());
   {
+    // A thin shell: six unknowns a node (rotations after displacements), their rigid-body modes
+    // from the coordinates (b 6, K 6).
+    std::vector<double> sxyz;
+    Problem P{"shell_cylinder 10x8, t 1e-3, rigid-body modes with rotations (b 6, K 6)",
+              shell_cylinder(10, 8, 1e-3, 0.3, &sxyz), base_options()};
+    P.o.coordinates = sxyz;
+    P.o.coordinate_dim = 3;
+    P.o = amg::resolve_auto(P.A, P.o);
+    out.push_back(P);
+  }
+  {
     // A thin plate with rigid-body modes, θ left auto: level 0 coarsens by less than 3x at the
     // structural 0.25 and is aggregated again at 0.08 (amg::retry_aggregation), by both set-ups.
     std::vector<double> pxyz;
