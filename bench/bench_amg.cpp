@@ -12,7 +12,7 @@
 //                  [--write-mtx DIR] [--no-solve] [--profile-setup] [--label-suffix S]
 //                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-sweeps S]
 //                  [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W]
-//                  [--amg-adaptive N] [A.mtx ...]
+//                  [--amg-adaptive N] [--coordinates-beside] [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
 //   full + numeric set-ups timed alone (default 1). --precond amg sets up on the GPU (MIS-2, the
 //   default); amg-greedy sets up on the host (greedy) and uploads: tens of seconds at 256³. For
@@ -34,6 +34,9 @@
 //   made. Each amg run's JSON object records them as "amg_options" ("auto" where left to the
 //   set-up; its summary says what auto chose) with the level row counts. --label-suffix S appends S
 //   to every run's label (printed and in the JSON) so that the JSON of two sweeps can be merged.
+//   --coordinates-beside: for each file PATH.mtx with a PATH_xyz.mtx beside it (nodes × 2 or 3,
+//   dense Matrix Market, as `krysp solve --coordinates` reads it), the amg runs take those node
+//   coordinates (rigid-body modes; the summary says so).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -127,7 +130,9 @@ std::string amg_options_json(const AmgOptions& a) {
      << (a.smoother_ratio == kAmgAuto ? std::string("\"auto\"") : num(a.smoother_ratio))
      << ", \"omega\": " << num(a.prolongation_weight) << ", \"smoother\": \"" << to_string(a.smoother)
      << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\", \"adaptive_cycles\": "
-     << (a.adaptive_cycles == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.adaptive_cycles)) << "}";
+     << (a.adaptive_cycles == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.adaptive_cycles))
+     << ", \"coordinate_nodes\": " << (a.coordinates.empty() ? 0 : a.coordinates.size() / std::size_t(a.coordinate_dim))
+     << "}";
   return js.str();
 }
 
@@ -323,7 +328,7 @@ int main(int argc, char** argv) {
   int reps = 3;
   int setup_reps = 1;  // DeviceAmg alone: the host set-up of 256³ takes tens of seconds
   index_t max_iters = 20000;
-  bool no_solve = false, profile_setup = false;
+  bool no_solve = false, profile_setup = false, coordinates_beside = false;
   std::string json, write_dir, label_suffix;
   std::vector<std::string> files;
   std::vector<std::string> amg_argv;  // the --amg-* options and their values, for cli::Args
@@ -351,12 +356,16 @@ int main(int argc, char** argv) {
     else if (a == "--write-mtx" && i + 1 < argc) write_dir = argv[++i];
     else if (a == "--no-solve") no_solve = true;
     else if (a == "--profile-setup") profile_setup = true;
+    else if (a == "--coordinates-beside") coordinates_beside = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media 0]\n"
                   "                 [--precond jacobi,chebyshev,amg] [--reps R] [--setup-reps S]\n"
                   "                 [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve]\n"
-                  "                 [--profile-setup] [--label-suffix S] [AMG options] [A.mtx ...]\n"
+                  "                 [--profile-setup] [--label-suffix S] [--coordinates-beside]\n"
+                  "                 [AMG options] [A.mtx ...]\n"
                   "  --label-suffix S     appended to every run's label, printed and in the JSON\n"
+                  "  --coordinates-beside the amg runs of PATH.mtx take node coordinates from\n"
+                  "                       PATH_xyz.mtx where there is one (rigid-body modes)\n"
                   "  AMG options of the amg and amg-greedy runs, as `krysp solve` takes them (see its --help):\n"
                   "  --amg-theta T        strength threshold on level 0 (0 to 1) or auto  (default auto)\n"
                   "  --amg-degree D       Chebyshev smoother degree (1 to 16) or auto     (default auto)\n"
@@ -382,10 +391,10 @@ int main(int argc, char** argv) {
   }
   // The --amg-* options: parsed by the CLI's reader, then range-checked as a set-up would.
   AmgOptions amg;
+  static const std::set<std::string> kAmgFlags{"amg-theta", "amg-degree", "amg-coarse-size", "amg-sweeps",
+                                               "amg-filter", "amg-max-levels", "amg-ratio", "amg-omega",
+                                               "amg-adaptive", "coordinates"};
   try {
-    static const std::set<std::string> kAmgFlags{"amg-theta",      "amg-degree", "amg-coarse-size",
-                                                 "amg-sweeps",     "amg-filter", "amg-max-levels",
-                                                 "amg-ratio",      "amg-omega",  "amg-adaptive"};
     const cli::Args args(amg_argv, kAmgFlags, {});
     amg = cli::read_amg_options(args);
     PrecondOptions check;
@@ -455,12 +464,27 @@ int main(int argc, char** argv) {
       }
     }
     if (no_solve) continue;
-    std::printf("\n%s: n = %d, nnz = %d\n", p.name.c_str(), p.A.rows(), p.A.nnz());
+    AmgOptions problem_amg = amg;  // with the node coordinates beside the file, where asked and found
+    std::string xyz;
+    if (coordinates_beside && sp.file.size() > 4 && sp.file.compare(sp.file.size() - 4, 4, ".mtx") == 0 &&
+        std::ifstream(sp.file.substr(0, sp.file.size() - 4) + "_xyz.mtx").good()) {
+      xyz = sp.file.substr(0, sp.file.size() - 4) + "_xyz.mtx";
+      try {
+        std::vector<std::string> with = amg_argv;
+        with.insert(with.end(), {"--coordinates", xyz});
+        problem_amg = cli::read_amg_options(cli::Args(with, kAmgFlags, {}));
+      } catch (const Error& e) {
+        std::printf("\n%s: coordinates %s cannot be read, skipped: %s\n", sp.name.c_str(), xyz.c_str(), e.what());
+        continue;
+      }
+    }
+    std::printf("\n%s: n = %d, nnz = %d%s%s\n", p.name.c_str(), p.A.rows(), p.A.nnz(),
+                xyz.empty() ? "" : ", AMG with the node coordinates of ", xyz.c_str());
     std::printf("  %-10s %7s %-15s %9s %9s %9s %10s\n", "precond", "iters", "status", "setup s", "solve s", "total s",
                 "true relres");
     std::vector<Run> runs;
     for (const auto& label : preconds) {
-      Run r = measure(p, label, amg, reps, setup_reps, max_iters, profile_setup);
+      Run r = measure(p, label, problem_amg, reps, setup_reps, max_iters, profile_setup);
       const std::string shown = label + label_suffix;
       if (r.failed) {
         std::printf("  %-10s failed: %s\n", shown.c_str(), r.status.c_str());
@@ -504,7 +528,8 @@ int main(int argc, char** argv) {
                   << ", \"grid_complexity\": " << num(r.grid_complexity) << ", \"gpu_bytes\": " << r.gpu_bytes
                   << ", \"summary\": \"" << json_escape(r.summary) << "\"";
       if (kind_of(r.label) == PrecondKind::Amg) {
-        rows_json << ", \"amg_options\": " << amg_options_json(precond_of(r.label, amg).amg) << ", \"level_rows\": [";
+        rows_json << ", \"amg_options\": " << amg_options_json(precond_of(r.label, problem_amg).amg)
+                  << ", \"level_rows\": [";
         for (std::size_t l = 0; l < r.level_rows.size(); ++l) rows_json << (l ? ", " : "") << r.level_rows[l];
         rows_json << "]";
       }

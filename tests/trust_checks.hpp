@@ -290,6 +290,45 @@ inline void trust_jumps_and_scaling(Backend backend) {
   }
 }
 
+/// Trust: a thin shell (shell_cylinder 10 × 8, t = 1e-3), the held-out s3rmt3m3's kind: six
+/// unknowns a node, rotations beside displacements, a condition number near 2e8. k = 8 at both
+/// ends against LAPACK, the smallest also with AMG in the inner solve; CG and block CG with Jacobi,
+/// Chebyshev and AMG; AMG-PCG with the rigid-body modes of the nodes' coordinates, converged to
+/// the true residual.
+inline void trust_shell(Backend backend) {
+  std::vector<double> xyz;
+  const auto A = shell_cylinder(10, 8, 1e-3, 0.3, &xyz);
+  const std::vector<double> ascending = lapack_eigenvalues(A);
+  CAPTURE(ascending.back() / ascending.front());
+  check_both_ends(A, ascending, backend);
+  EigOptions e = auto_options(A, 8, EigWhich::Smallest, backend);
+  e.precond.kind = PrecondKind::Amg;
+  e.precond_fallback = false;
+  e.inner_iters = kDefaultInnerIters;
+  const EigReport r = eigensolve(A, nullptr, e);
+  CAPTURE(std::string(to_string(r.status)));
+  CHECK(trustworthy(A, r, wanted(ascending, 8, EigWhich::Smallest), 1e-6, lapack_error(ascending)));
+  for (PrecondKind pc : {PrecondKind::Jacobi, PrecondKind::Chebyshev, PrecondKind::Amg})
+    check_cg_trust(A, pc, 1e-8, backend);
+  const std::vector<double> b = test::random_vector(std::size_t(A.rows()));
+  std::vector<double> x;
+  SolveOptions o;
+  o.backend = backend;
+  o.precond.kind = PrecondKind::Amg;
+  o.precond.amg.coordinates = xyz;
+  o.precond.amg.coordinate_dim = 3;
+  o.cg.rtol = 1e-8;
+  const SolveReport s = solve(A, b, x, o);
+  CAPTURE(std::string(to_string(s.status)));
+  CAPTURE(s.preconditioner);
+  CHECK(s.converged());
+  CHECK(test::true_relative_residual(A, b, x) <= 1e-8 + residual_rounding(A, b, x));
+  CHECK(s.preconditioner.find("rigid-body modes") != std::string::npos);
+  std::printf("trust shell: n %d, condition %.1e: LOBPCG with AMG %s in %d iterations; AMG-PCG with rigid-body "
+              "modes %d iterations\n", A.rows(), ascending.back() / ascending.front(), to_string(r.status), r.iterations,
+              s.iterations);
+}
+
 /// Trust: a run started on the wrong pairs is caught by the check for missed eigenvalues
 inline void trust_missed_eigenvalue(Backend backend) {
   // x0 = the exact eigenvectors 2..9 of the 1-D Laplacian: LOBPCG "converges" at once to λ₂..λ₉.
@@ -593,6 +632,9 @@ inline void trust_shared_set(Backend backend, bool amg = false) {
   } \
   TEST_CASE(prefix "stagnated smallest pairs of bcsstk19/20 are refined by inverse iteration to the relative test") { \
     krysp::test::trust_refinement(backend); \
+  } \
+  TEST_CASE(prefix "a thin shell (6 unknowns a node, condition 2e8): LOBPCG with and without AMG, CG, vs LAPACK") { \
+    krysp::test::trust_shell(backend); \
   } \
   TEST_CASE(prefix "a run started on the wrong pairs is caught by the check for missed eigenvalues") { \
     krysp::test::trust_missed_eigenvalue(backend); \
