@@ -777,10 +777,15 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   KRYSP_REQUIRE(o.filter != AmgFilter::On || K == 1, "AMG: amg.filter on needs one unknown per node and no "
                 "coordinates (its lumping keeps a single near-nullspace vector); here b = ", b,
                 o.coordinates.empty() ? "" : " with coordinates");
-  const std::vector<double> B0 = amg::explicit_near_nullspace(o, n0);
   // Each aggregate's QR (the block pieces) for K > 1 and for any vectors given: a given vector
   // may vanish on an aggregate, which the QR turns into a zero column as the host does.
-  const bool per_aggregate_qr = K > 1 || !B0.empty();
+  const bool explicit_b = !o.coordinates.empty() || !o.near_nullspace.empty();
+  const bool per_aggregate_qr = K > 1 || explicit_b;
+  // A numeric re-set-up keeps P_tent and the coarse near-nullspace; only the filter's lumping reads
+  // level 0's again. So it does not make and upload the rigid-body modes or given vectors (n × K
+  // values, made on the host).
+  const bool level0_b = !reuse || o.filter == AmgFilter::On;
+  const std::vector<double> B0 = explicit_b && level0_b ? amg::explicit_near_nullspace(o, n0) : std::vector<double>{};
   int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
   plan->shape = {A.fingerprint(), o.theta, o.max_levels, o.coarse_size, b, K, o.filter, o.prolongation_weight > 0};
   KRYSP_REQUIRE(!reuse || reuse->shape == plan->shape, "AMG: a numeric re-set-up for ", plan->shape.to_string(),
@@ -805,12 +810,12 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   // The near-nullspace on the current level (rows × K row-major: the constant on A, or the unit
   // vectors, or the rigid-body modes or given vectors from the host; the coarse near-nullspace below).
   DeviceArray<double> B;
-  if (!B0.empty()) {
+  if (level0_b && !B0.empty()) {
     B = DeviceArray<double>(B0.size());
     B.upload(B0.data(), B0.size());
-  } else if (K > 1) {
+  } else if (level0_b && K > 1) {
     B = block_unit_nullspace(n0, b);
-  } else {
+  } else if (level0_b) {
     B = DeviceArray<double>(std::size_t(std::max<index_t>(n0, 1)));
     k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
     check_launch("k_fill");
