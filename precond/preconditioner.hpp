@@ -196,7 +196,7 @@ struct AmgOptions {
   /// in 2-D frames): the near-nullspace becomes the rigid-body modes (2 translations and a
   /// rotation in 2-D, 3 and 3 in 3-D) instead of the unit vectors. Empty: not used.
   std::vector<double> coordinates;
-  /// Entries per node in `coordinates`: 2 or 3 (and the unknowns per node); 0 when empty.
+  /// Entries per node in `coordinates`: 2 or 3 (the displacements a node); 0 when empty.
   int coordinate_dim = 0;
   /// The near-nullspace, given: what A maps to almost nothing, that the coarse levels must keep
   /// (rigid-body modes computed elsewhere, the slowest modes of a previous solve). rows ×

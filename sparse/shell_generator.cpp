@@ -67,7 +67,8 @@ void local_stiffness(double hx, double hy, double t, double nu, ElementMatrix& K
   const double Ds[3][3] = {{shear, 0, 0}, {0, shear, 0}, {0, 0, 0}};
   const double g = 1 / std::sqrt(3.0), detJ = hx * hy;
   // The tying points' shear rows: γxz at (0, ∓1), γyz at (∓1, 0).
-  double gxz_low[kElementDofs], gxz_high[kElementDofs], gyz_left[kElementDofs], gyz_right[kElementDofs], unused[kElementDofs];
+  double gxz_low[kElementDofs], gxz_high[kElementDofs], gyz_left[kElementDofs], gyz_right[kElementDofs];
+  double unused[kElementDofs];
   shear_rows(shape_at(0, -1, hx, hy), gxz_low, unused);
   shear_rows(shape_at(0, 1, hx, hy), gxz_high, unused);
   shear_rows(shape_at(-1, 0, hx, hy), unused, gyz_left);
@@ -100,7 +101,7 @@ void local_stiffness(double hx, double hy, double t, double nu, ElementMatrix& K
 
 CsrMatrix<double> shell_cylinder(index_t n_around, index_t n_along, double thickness, double nu,
                                  std::vector<double>* coordinates) {
-  KRYSP_REQUIRE(n_around > 0 && n_along > 0 && kDofs * std::int64_t(n_around + 1) * n_along <= kMaxIndex,
+  KRYSP_REQUIRE(n_around > 0 && n_along > 0 && kDofs * (std::int64_t(n_around) + 1) * n_along <= kMaxIndex,
                 "shell_cylinder: bad mesh ", n_around, "x", n_along);
   KRYSP_REQUIRE(thickness > 0 && thickness <= 0.1, "shell_cylinder: thickness ", thickness, " is outside (0, 0.1]");
   KRYSP_REQUIRE(nu >= 0 && nu < 0.5, "shell_cylinder: Poisson ratio ", nu, " is outside [0, 0.5)");

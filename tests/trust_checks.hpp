@@ -325,8 +325,8 @@ inline void trust_shell(Backend backend) {
   CHECK(test::true_relative_residual(A, b, x) <= 1e-8 + residual_rounding(A, b, x));
   CHECK(s.preconditioner.find("rigid-body modes") != std::string::npos);
   std::printf("trust shell: n %d, condition %.1e: LOBPCG with AMG %s in %d iterations; AMG-PCG with rigid-body "
-              "modes %d iterations\n", A.rows(), ascending.back() / ascending.front(), to_string(r.status), r.iterations,
-              s.iterations);
+              "modes %d iterations\n",
+              A.rows(), ascending.back() / ascending.front(), to_string(r.status), r.iterations, s.iterations);
 }
 
 /// Trust: a run started on the wrong pairs is caught by the check for missed eigenvalues
