@@ -708,6 +708,33 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
     CHECK(t2.find("rows " + std::to_string(E.rows()) + "/") != std::string::npos);
   }
   CHECK(run(mtx + " --precond amg --backend host --coordinates " + data + "/bcsstk06.mtx") == 2);  // not nodes × 3
+  // A shell: six unknowns a node, three coordinates. The elasticity matrix's coordinates fit it
+  // neither with 3 unknowns a node nor with 6.
+  std::vector<double> sxyz;
+  const auto S = shell_cylinder(4, 3, 1e-2, 0.3, &sxyz);
+  const std::string shell = (dir / "krysp_amg_shell.mtx").string(), scrd = (dir / "krysp_amg_shell_xyz.mtx").string();
+  io::write_matrix_market(shell, S);
+  const index_t snodes = S.rows() / 6;
+  std::vector<double> scol(sxyz.size());
+  for (index_t i = 0; i < snodes; ++i)
+    for (index_t d = 0; d < 3; ++d) scol[std::size_t(d) * snodes + i] = sxyz[std::size_t(i) * 3 + d];
+  io::write_dense_matrix_market(scrd, snodes, 3, scol.data());
+  CHECK(run(shell + " --precond amg --backend host --coordinates " + scrd) == 0);
+  {
+    const std::string t5 = output();
+    CAPTURE(t5);
+    CHECK(t5.find("rigid-body modes, ") != std::string::npos);
+    CHECK(t5.find(", b 6, ") != std::string::npos);
+  }
+  CHECK(run(shell + " --precond amg --backend host --coordinates " + crd) == 2);
+  {
+    const std::string t6 = output();
+    CAPTURE(t6);
+    CHECK(t6.find("give " + std::to_string(3 * nodes) + " unknowns (" + std::to_string(6 * nodes) +
+                  " with rotations), but the matrix has " + std::to_string(S.rows())) != std::string::npos);
+  }
+  std::remove(shell.c_str());
+  std::remove(scrd.c_str());
   std::remove(mtx.c_str());
   std::remove(crd.c_str());
   std::remove(log.c_str());
