@@ -29,10 +29,13 @@
 //   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
 //   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
 //   --amg-theta, --amg-degree, --amg-coarse-size, --amg-sweeps, --amg-filter, --amg-max-levels,
-//   --amg-ratio, --amg-omega, --amg-adaptive: the AmgOptions of the amg and amg-greedy runs, spelt, parsed
-//   (cli/amg_args.cpp, compiled in) and range-checked (validate) as `krysp solve` takes them; a bad value exits 2 before any problem is
-//   made. Each amg run's JSON object records them as "amg_options" ("auto" where left to the
-//   set-up; its summary says what auto chose) with the level row counts. --label-suffix S appends S
+//   --amg-ratio, --amg-omega, --amg-adaptive, --amg-block-size: the AmgOptions of the amg and
+//   amg-greedy runs, spelt, parsed (cli/amg_args.cpp, compiled in) and range-checked (validate) as
+//   `krysp solve` takes them; a bad value exits 2 before any problem is made. Each amg run's
+//   JSON object records them as "amg_options" ("auto" where left to the set-up; its summary says
+//   what auto chose) with the level row counts. The CG runs set AMG up through the factory, which
+//   pads nodes of unequal size (amg_padding.hpp); the "full set-up" and "re-set-up" lines time
+//   DeviceAmg on A itself. --label-suffix S appends S
 //   to every run's label (printed and in the JSON) so that the JSON of two sweeps can be merged.
 //   --coordinates-beside: for each file PATH.mtx with a PATH_xyz.mtx beside it (nodes × 2 or 3,
 //   dense Matrix Market, as `krysp solve --coordinates` reads it), the amg runs take those node
@@ -377,7 +380,9 @@ int main(int argc, char** argv) {
                   "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
                   "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A)  (default 1.5)\n"
                   "  --amg-adaptive N     V-cycles that adapt the near-nullspace; auto: 30 where the\n"
-                  "                       constant is near the top of D^-1 A's spectrum (default auto)\n");
+                  "                       constant is near the top of D^-1 A's spectrum (default auto)\n"
+                  "  --amg-block-size B   unknowns per node, 1 to 8; 0 detects them, and pads\n"
+                  "                       nodes with removed unknowns (default 0)\n");
       return 0;
     } else files.push_back(a);
   }
@@ -393,7 +398,7 @@ int main(int argc, char** argv) {
   AmgOptions amg;
   static const std::set<std::string> kAmgFlags{"amg-theta", "amg-degree", "amg-coarse-size", "amg-sweeps",
                                                "amg-filter", "amg-max-levels", "amg-ratio", "amg-omega",
-                                               "amg-adaptive", "coordinates"};
+                                               "amg-adaptive", "amg-block-size", "coordinates"};
   try {
     const cli::Args args(amg_argv, kAmgFlags, {});
     amg = cli::read_amg_options(args);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/amg.hpp"
@@ -13,6 +14,7 @@
 #include "krysp/precond/cuda/device_chebyshev.hpp"
 #include "krysp/precond/cuda/device_jacobi.hpp"
 #include "krysp/precond/jacobi.hpp"
+#include "krysp/precond/padded_preconditioner.hpp"
 
 namespace krysp {
 
@@ -194,6 +196,20 @@ std::string describe(const PrecondOptions& o) {
   return s.str();
 }
 
+namespace {
+
+// AMG on nodes of unequal size (amg_padding.hpp): where no block size was given, none was found
+// and no near-nullspace was given, the nodes that A's structure shows, padded; else b = 1.
+template <class T>
+amg::NodePadding amg_node_padding(const CsrMatrix<T>& A, const PrecondOptions& o) {
+  const AmgOptions& a = o.amg;
+  if (a.block_size != 0 || !a.coordinates.empty() || !a.near_nullspace.empty()) return {};
+  if (amg::detected_block_size(A) != 1) return {};
+  return amg::node_padding(A);
+}
+
+}  // namespace
+
 template <class T>
 std::unique_ptr<Preconditioner<T>> make_host_preconditioner(const CsrMatrix<T>& A, const PrecondOptions& o) {
   validate(o);
@@ -205,7 +221,11 @@ std::unique_ptr<Preconditioner<T>> make_host_preconditioner(const CsrMatrix<T>& 
         if (o.cheb_single) return std::make_unique<HostChebyshev<double, float>>(A, o);
       return std::make_unique<HostChebyshev<T, T>>(A, o);
     case PrecondKind::BlockJacobi: return std::make_unique<HostBlockJacobi<T>>(A, o.block_size);
-    case PrecondKind::Amg: return std::make_unique<HostAmg<T>>(A, o.amg);
+    case PrecondKind::Amg: {
+      amg::NodePadding padding = amg_node_padding(A, o);
+      if (padding.b > 1) return std::make_unique<PaddedPreconditioner<T>>(A, std::move(padding), o, MemorySpace::Host);
+      return std::make_unique<HostAmg<T>>(A, o.amg);
+    }
   }
   KRYSP_THROW(InputError, "preconditioner ", int(o.kind), " is not available on the host");
 }
@@ -222,7 +242,12 @@ std::unique_ptr<Preconditioner<T>> make_device_preconditioner(const CsrMatrix<T>
         if (o.cheb_single) return std::make_unique<DeviceChebyshev<double, float>>(A, plan, o);
       return std::make_unique<DeviceChebyshev<T, T>>(A, plan, o);
     case PrecondKind::BlockJacobi: return std::make_unique<DeviceBlockJacobi<T>>(A, o.block_size);
-    case PrecondKind::Amg: return std::make_unique<DeviceAmg<T>>(A, plan, o.amg);
+    case PrecondKind::Amg: {
+      amg::NodePadding padding = amg_node_padding(A, o);
+      if (padding.b > 1)
+        return std::make_unique<PaddedPreconditioner<T>>(A, std::move(padding), o, MemorySpace::Device);
+      return std::make_unique<DeviceAmg<T>>(A, plan, o.amg);
+    }
   }
   KRYSP_THROW(InputError, "preconditioner ", int(o.kind), " is not available on the GPU");
 }

@@ -175,7 +175,10 @@ struct AmgOptions {
   /// M⁻¹ is symmetric). 1..10.
   int sweeps = 1;
   /// Unknowns per node b (1..kMaxBlockSize; 0: detect as block Jacobi does). The near-nullspace is
-  /// the constant vector for b = 1 and the b unit vectors of each node's unknowns for b > 1.
+  /// the constant vector for b = 1 and the b unit vectors of each node's unknowns for b > 1. With
+  /// 0, where no b divides the rows into equal nodes but runs of rows with equal patterns show
+  /// nodes with removed unknowns, the factories set AMG up on those nodes padded with unit rows
+  /// (amg_padding.hpp; the summary says "on nodes padded to b unknowns").
   int block_size = 0;
   /// ω·ρ(D⁻¹A) of the prolongator smoothing P = (I − ω·D⁻¹A)·P_tent; 0 gives unsmoothed (plain)
   /// aggregation. [0, 2). 1.5 rather than the classical 4/3: ρ is a Lanczos estimate from below,

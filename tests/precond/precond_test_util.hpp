@@ -392,4 +392,36 @@ inline PrecondOptions precond(PrecondKind kind) {
   return o;
 }
 
+/// shell_cylinder(m, m, 1e-3, 0.3) as SuiteSparse's shells come (s3rmt3m3): every node block that
+/// holds an entry stored whole, explicit zeros kept (codes that assemble full element matrices
+/// store them so), then the x displacement of the m nodes on the edge θ = 0 removed (a support).
+/// m·(6m + 5) rows: for m = 13, 1,079 = 13 · 83, which no block size from 2 to 8 divides.
+inline CsrMatrix<double> constrained_shell(index_t m) {
+  const auto A = shell_cylinder(m, m, 1e-3, 0.3);
+  const index_t n = A.rows(), around = m + 1;
+  std::vector<index_t> keep(std::size_t(n), -1);  // A's unknown → its row after the removal
+  index_t kept = 0;
+  for (index_t i = 0; i < n; ++i) {
+    const index_t node = i / 6, c = i % 6;
+    if (!(node % around == 0 && c == 0)) keep[std::size_t(i)] = kept++;
+  }
+  std::vector<index_t> rp(1, 0), ci;
+  std::vector<double> va;
+  std::vector<double> row(std::size_t(n), 0.0);
+  for (index_t i = 0; i < n; ++i) {
+    if (keep[std::size_t(i)] < 0) continue;
+    std::vector<index_t> blocks;  // the column nodes row i touches
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k) {
+      row[std::size_t(A.col_idx()(k))] = A.values()(k);
+      if (blocks.empty() || blocks.back() != A.col_idx()(k) / 6) blocks.push_back(A.col_idx()(k) / 6);
+    }
+    for (index_t J : blocks)
+      for (index_t j = 6 * J; j < 6 * J + 6; ++j)
+        if (keep[std::size_t(j)] >= 0) ci.push_back(keep[std::size_t(j)]), va.push_back(row[std::size_t(j)]);
+    for (index_t k = A.row_ptr()(i); k < A.row_ptr()(i + 1); ++k) row[std::size_t(A.col_idx()(k))] = 0.0;
+    rp.push_back(index_t(ci.size()));
+  }
+  return CsrMatrix<double>::from_arrays(kept, kept, rp, ci, va);
+}
+
 }  // namespace krysp::test

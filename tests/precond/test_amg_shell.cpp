@@ -12,6 +12,7 @@
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/amg.hpp"
+#include "krysp/precond/amg_padding.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
@@ -146,4 +147,85 @@ TEST_CASE("AMG on a thin shell: rigid-body modes with rotations beat the default
   CHECK_THROWS_WITH_AS(HostAmg<double>(A, wrong), doctest::Contains("coordinates give 6"), InputError);
   wrong.block_size = 6;
   CHECK_NOTHROW(HostAmg<double>(A, wrong));
+}
+
+TEST_CASE("AMG pads nodes with removed unknowns: a shell with a supported edge (true residuals checked)") {
+  const index_t m = 13;
+  const auto S = test::constrained_shell(m);
+  REQUIRE(S.rows() == 6 * (m + 1) * m - m);
+  REQUIRE(amg::detected_block_size(S) == 1);
+  const amg::NodePadding p = amg::node_padding(S);
+  CHECK(p.b == 6);
+  CHECK(p.short_nodes == m);
+  CHECK(p.padded_rows == 6 * (m + 1) * m);
+  for (std::size_t i = 1; i < p.position.size(); ++i) REQUIRE(p.position[i - 1] < p.position[i]);
+  // The padded matrix: S's entries at the rows and columns `position`, a lone 1 on each unit row.
+  const auto P = amg::padded_matrix(S, p);
+  REQUIRE(P.rows() == p.padded_rows);
+  CHECK(P.nnz() == S.nnz() + (p.padded_rows - S.rows()));
+  std::vector<char> unit(std::size_t(P.rows()), 1);
+  for (index_t i = 0; i < S.rows(); ++i) {
+    const index_t r = p.position[std::size_t(i)];
+    unit[std::size_t(r)] = 0;
+    REQUIRE(P.row_ptr()(r + 1) - P.row_ptr()(r) == S.row_ptr()(i + 1) - S.row_ptr()(i));
+    for (index_t k = 0; k < S.row_ptr()(i + 1) - S.row_ptr()(i); ++k) {
+      REQUIRE(P.col_idx()(P.row_ptr()(r) + k) == p.position[std::size_t(S.col_idx()(S.row_ptr()(i) + k))]);
+      REQUIRE(P.values()(P.row_ptr()(r) + k) == S.values()(S.row_ptr()(i) + k));
+    }
+  }
+  for (index_t r = 0; r < P.rows(); ++r)
+    if (unit[std::size_t(r)]) {
+      REQUIRE(P.row_ptr()(r + 1) - P.row_ptr()(r) == 1);
+      CHECK(P.col_idx()(P.row_ptr()(r)) == r);
+      CHECK(P.values()(P.row_ptr()(r)) == 1.0);
+    }
+
+  // AMG by default pads; --amg-block-size 1 does not.
+  AmgOptions points;
+  points.block_size = 1;
+  const test::AmgSolved padded = test::amg_pcg(S, AmgOptions{}), unpadded = test::amg_pcg(S, points);
+  MESSAGE("shell 13x13 with a supported edge (", S.rows(), " rows): padded ", padded.iterations, " iterations (",
+          padded.preconditioner, "), b 1 ", unpadded.iterations);
+  CHECK(padded.true_residual <= 1e-8);
+  CHECK(unpadded.true_residual <= 1e-8);
+  CHECK(padded.preconditioner.find("b 6") != std::string::npos);
+  CHECK(padded.preconditioner.find("on nodes padded to 6 unknowns (13 short nodes, 13 unit rows)") !=
+        std::string::npos);
+  CHECK(unpadded.preconditioner.find("padded") == std::string::npos);
+  CHECK(double(padded.iterations) <= 0.7 * double(unpadded.iterations));
+
+  // M = G·M_pad⁻¹·Gᵀ is symmetric positive definite; a block applies each column as a single apply.
+  PrecondOptions o;
+  o.kind = PrecondKind::Amg;
+  const auto M = make_host_preconditioner(S, o);
+  REQUIRE(M != nullptr);
+  const test::ApplyFn f = [&](const double* x, double* z) { M->apply(x, z); };
+  test::check_symmetric_positive_random(S.rows(), f, 1e-12);
+  const std::vector<double> R = test::random_vector(std::size_t(S.rows()) * 5);
+  const test::BlockColumns bc = test::apply_block_columns(*M, *M, 3, R, 5, 4);
+  CHECK(bc.same);
+  CHECK(bc.padding);
+  // New values of the same structure: updated in place, and still SPD.
+  std::vector<double> v(S.values().data(), S.values().data() + S.nnz());
+  for (double& e : v) e *= 1.5;
+  const auto S2 = CsrMatrix<double>::from_arrays(
+      S.rows(), S.cols(), std::vector<index_t>(S.row_ptr().data(), S.row_ptr().data() + S.rows() + 1),
+      std::vector<index_t>(S.col_idx().data(), S.col_idx().data() + S.nnz()), v);
+  CHECK(M->update_values(S2));
+  test::check_symmetric_positive_random(S.rows(), f, 1e-12);
+
+  // Equal nodes, or none: no padding.
+  CHECK(amg::node_padding(laplacian_3d(6, 6, 6)).b == 1);
+  CHECK(amg::node_padding(shell_cylinder(4, 4, 1e-2, 0.3)).b == 1);
+}
+
+TEST_CASE("AMG padding: the bundled SuiteSparse matrices are left as they are") {
+  // Their rows do not come in runs of equal patterns often enough (bcsstk10: runs of 1, 2 and 3
+  // rows, none of which holds 3/4 of them), or their nodes are equal already.
+  for (const std::string name : {"bcsstk01", "bcsstk02", "bcsstk03", "bcsstk04", "bcsstk05", "bcsstk06", "bcsstk07",
+                                 "bcsstk08", "bcsstk19", "bcsstk20", "bcsstm07", "bcsstm12", "lund_a", "1138_bus",
+                                 "gr_30_30"}) {
+    CAPTURE(name);
+    CHECK(amg::node_padding(test::load(name)).b == 1);
+  }
 }
