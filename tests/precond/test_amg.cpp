@@ -689,17 +689,23 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
     CHECK(t4.find("node blocks") == std::string::npos);
   }
   CHECK(run(data + "/bcsstm12.mtx --precond amg --backend host --amg-block-smoother maybe") == 2);
+  // A matrix and its nodes' coordinates (nodes × 3, row-major) as `krysp solve` reads them.
+  const auto dir = std::filesystem::temp_directory_path();
+  auto write_problem = [&](const std::string& name, const CsrMatrix<double>& A, const std::vector<double>& xyz) {
+    io::write_matrix_market((dir / (name + ".mtx")).string(), A);
+    const index_t nodes = index_t(xyz.size() / 3);
+    std::vector<double> colmajor(xyz.size());
+    for (index_t i = 0; i < nodes; ++i)
+      for (index_t d = 0; d < 3; ++d) colmajor[std::size_t(d) * nodes + i] = xyz[std::size_t(i) * 3 + d];
+    io::write_dense_matrix_market((dir / (name + "_xyz.mtx")).string(), nodes, 3, colmajor.data());
+  };
   // Elasticity with its node coordinates: the hierarchy takes six rigid-body modes a node.
   std::vector<double> xyz;
   const auto E = elasticity_3d(4, 4, 4, 0.3, &xyz);
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string mtx = (dir / "krysp_amg_elasticity.mtx").string(), crd = (dir / "krysp_amg_xyz.mtx").string();
-  io::write_matrix_market(mtx, E);
+  write_problem("krysp_amg_elasticity", E, xyz);
   const index_t nodes = E.rows() / 3;
-  std::vector<double> colmajor(xyz.size());
-  for (index_t i = 0; i < nodes; ++i)
-    for (index_t d = 0; d < 3; ++d) colmajor[std::size_t(d) * nodes + i] = xyz[std::size_t(i) * 3 + d];
-  io::write_dense_matrix_market(crd, nodes, 3, colmajor.data());
+  const std::string mtx = (dir / "krysp_amg_elasticity.mtx").string();
+  const std::string crd = (dir / "krysp_amg_elasticity_xyz.mtx").string();
   CHECK(run(mtx + " --precond amg --backend host --coordinates " + crd) == 0);
   {
     const std::string t2 = output();
@@ -712,13 +718,8 @@ TEST_CASE("krysp solve --precond amg --backend host: end to end") {
   // neither with 3 unknowns a node nor with 6.
   std::vector<double> sxyz;
   const auto S = shell_cylinder(4, 3, 1e-2, 0.3, &sxyz);
+  write_problem("krysp_amg_shell", S, sxyz);
   const std::string shell = (dir / "krysp_amg_shell.mtx").string(), scrd = (dir / "krysp_amg_shell_xyz.mtx").string();
-  io::write_matrix_market(shell, S);
-  const index_t snodes = S.rows() / 6;
-  std::vector<double> scol(sxyz.size());
-  for (index_t i = 0; i < snodes; ++i)
-    for (index_t d = 0; d < 3; ++d) scol[std::size_t(d) * snodes + i] = sxyz[std::size_t(i) * 3 + d];
-  io::write_dense_matrix_market(scrd, snodes, 3, scol.data());
   CHECK(run(shell + " --precond amg --backend host --coordinates " + scrd) == 0);
   {
     const std::string t5 = output();
