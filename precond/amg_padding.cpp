@@ -1,6 +1,7 @@
 #include "krysp/precond/amg_padding.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/spd_block.hpp"
@@ -38,6 +39,9 @@ NodePadding node_padding(const CsrMatrix<T>& A) {
     if (double(full) >= kPaddedNodeShare * double(n)) b = c;
   }
   if (b == 1) return p;
+  std::int64_t padded = 0;
+  for (index_t L : runs) padded += (std::int64_t(L) + b - 1) / b * b;
+  if (padded == n || padded > kMaxIndex) return p;  // equal nodes (the block size detection's case), or too many
   p.position.resize(std::size_t(n));
   index_t row = 0, out = 0;
   for (index_t L : runs) {
@@ -46,7 +50,6 @@ NodePadding node_padding(const CsrMatrix<T>& A) {
     p.short_nodes += L % b != 0;
     row += L;
   }
-  if (p.short_nodes == 0) return NodePadding{};  // equal nodes: the block size detection's case
   p.b = b;
   p.padded_rows = out;
   return p;
