@@ -29,7 +29,7 @@ class PaddedPreconditioner final : public Preconditioner<T> {
   void apply(const T* r, T* z) const override;
   /// Z = G·M_pad⁻¹·Gᵀ·R for N row-major columns.
   void apply_block(index_t N, const T* R, index_t ldr, T* Z, index_t ldz) const override;
-  /// True for A's structure and values as set up (its fingerprint).
+  /// True for the structure it was set up for (A's fingerprint).
   bool matches(const CsrMatrix<T>& A) const override { return A.fingerprint() == fingerprint_; }
   /// The inner preconditioner's summary, and what was padded.
   std::string summary() const override;

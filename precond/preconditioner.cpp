@@ -199,7 +199,7 @@ std::string describe(const PrecondOptions& o) {
 namespace {
 
 // AMG on nodes of unequal size (amg_padding.hpp): where no block size was given, none was found
-// and no near-nullspace was given, the nodes that A's structure shows, padded; else b = 1.
+// and no near-nullspace was given, the nodes that A's structure shows; else no padding (b = 1).
 template <class T>
 amg::NodePadding amg_node_padding(const CsrMatrix<T>& A, const PrecondOptions& o) {
   const AmgOptions& a = o.amg;
