@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "krysp/base/error.hpp"
 #include "krysp/precond/spd_block.hpp"
@@ -10,16 +11,36 @@ namespace krysp::amg {
 
 namespace {
 
-// Lengths of the runs of consecutive rows with the same column set.
-std::vector<index_t> pattern_runs(index_t n, const index_t* rp, const index_t* ci) {
+// Lengths of the runs of consecutive rows with the same column set; empty once more than
+// max_single rows stand alone (runs of one row count for no b ≥ 2: no b can qualify then).
+std::vector<index_t> pattern_runs(index_t n, const index_t* rp, const index_t* ci, double max_single) {
   std::vector<index_t> runs;
+  index_t single = 0;
   for (index_t i = 0; i < n;) {
     index_t k = i + 1;
     while (k < n && rp[k + 1] - rp[k] == rp[i + 1] - rp[i] && std::equal(ci + rp[k], ci + rp[k + 1], ci + rp[i])) ++k;
+    if (k - i == 1 && double(++single) > max_single) return {};
     runs.push_back(k - i);
     i = k;
   }
   return runs;
+}
+
+// The largest b whose runs of b rows (or of whole multiples: nodes alike side by side) hold
+// kPaddedNodeShare of the n rows, nodes of 6 being nodes of 3 too, twice over; 1 where none does,
+// where no node would be short (equal nodes: the block size detection's case), or where the
+// padded rows would not fit the index type.
+int padded_node_size(const std::vector<index_t>& runs, index_t n) {
+  int b = 1;
+  for (int c = kMaxBlockSize; c >= 2 && b == 1; --c) {
+    index_t full = 0;
+    for (index_t L : runs) full += L % c == 0 ? L : 0;
+    if (double(full) >= kPaddedNodeShare * double(n)) b = c;
+  }
+  if (b == 1) return 1;
+  std::int64_t padded = 0;
+  for (index_t L : runs) padded += (std::int64_t(L) + b - 1) / b * b;
+  return padded == n || padded > kMaxIndex ? 1 : b;
 }
 
 }  // namespace
@@ -29,19 +50,17 @@ NodePadding node_padding(const CsrMatrix<T>& A) {
   NodePadding p;
   const index_t n = A.rows();
   if (n == 0 || A.rows() != A.cols()) return p;
-  const std::vector<index_t> runs = pattern_runs(n, A.row_ptr().data(), A.col_idx().data());
-  // The largest b whose runs of b rows (or of whole multiples: nodes alike side by side) hold
-  // kPaddedNodeShare of the rows. Nodes of 6 are nodes of 3 too, twice over: the larger is the node.
-  int b = 1;
-  for (int c = kMaxBlockSize; c >= 2 && b == 1; --c) {
-    index_t full = 0;
-    for (index_t L : runs) full += L % c == 0 ? L : 0;
-    if (double(full) >= kPaddedNodeShare * double(n)) b = c;
-  }
+  // A structure pass, memoised as the block size detection is: the factories ask on every AMG
+  // set-up where no block size divides n (every scalar problem), and most of them stop early.
+  const double max_single = (1 - kPaddedNodeShare) * double(n);
+  auto runs_of_a = [&] { return pattern_runs(n, A.row_ptr().data(), A.col_idx().data(), max_single); };
+  std::vector<index_t> runs;
+  const int b = std::stoi(A.memo("amg: padded node size", [&] {
+    runs = runs_of_a();
+    return std::to_string(padded_node_size(runs, n));
+  }));
   if (b == 1) return p;
-  std::int64_t padded = 0;
-  for (index_t L : runs) padded += (std::int64_t(L) + b - 1) / b * b;
-  if (padded == n || padded > kMaxIndex) return p;  // equal nodes (the block size detection's case), or too many
+  if (runs.empty()) runs = runs_of_a();  // the size was memoised: the runs once more
   p.position.resize(std::size_t(n));
   index_t row = 0, out = 0;
   for (index_t L : runs) {

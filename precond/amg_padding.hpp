@@ -27,7 +27,8 @@ struct NodePadding {
 /// A's nodes from runs of consecutive rows with identical column sets: b (2 to kMaxBlockSize) is
 /// the largest for which runs of b rows or of whole multiples of b hold kPaddedNodeShare of the
 /// rows; any other run of k·b + r rows is k nodes and one short node of r rows, completed by b − r
-/// unit rows after them. b = 1 (no padding) when no b qualifies or no node is short. Structure only.
+/// unit rows after them. b = 1 (no padding) when no b qualifies or no node is short. Structure only;
+/// the decision is memoised on A, as detected_block_size is.
 template <class T>
 NodePadding node_padding(const CsrMatrix<T>& A);
 
