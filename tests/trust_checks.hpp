@@ -21,11 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "krysp/io/matrix_market.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/amg_padding.hpp"
 #include "krysp/solvers/eigensolve.hpp"
 #include "krysp/solvers/lobpcg_small.hpp"
 #include "krysp/solvers/solve.hpp"
-#include "krysp/io/matrix_market.hpp"
 #include "krysp/sparse/generators.hpp"
+#include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
 namespace krysp::test {
@@ -58,6 +61,15 @@ inline EigOptions auto_options(const CsrMatrix<double>& A, index_t k, EigWhich w
   o.lobpcg.k = k;
   o.lobpcg.which = which;
   choose_auto_preconditioner(o, A, nullptr);
+  return o;
+}
+
+/// What `krysp eigs --precond amg` runs: auto_options with AMG in the inner solve (no fallback).
+inline EigOptions amg_inner_options(const CsrMatrix<double>& A, index_t k, EigWhich which, Backend backend) {
+  EigOptions o = auto_options(A, k, which, backend);
+  o.precond.kind = PrecondKind::Amg;
+  o.precond_fallback = false;
+  o.inner_iters = kDefaultInnerIters;
   return o;
 }
 
@@ -301,11 +313,7 @@ inline void trust_shell(Backend backend) {
   const std::vector<double> ascending = lapack_eigenvalues(A);
   CAPTURE(ascending.back() / ascending.front());
   check_both_ends(A, ascending, backend);
-  EigOptions e = auto_options(A, 8, EigWhich::Smallest, backend);
-  e.precond.kind = PrecondKind::Amg;
-  e.precond_fallback = false;
-  e.inner_iters = kDefaultInnerIters;
-  const EigReport r = eigensolve(A, nullptr, e);
+  const EigReport r = eigensolve(A, nullptr, amg_inner_options(A, 8, EigWhich::Smallest, backend));
   CAPTURE(std::string(to_string(r.status)));
   CHECK(trustworthy(A, r, wanted(ascending, 8, EigWhich::Smallest), 1e-6, lapack_error(ascending)));
   for (PrecondKind pc : {PrecondKind::Jacobi, PrecondKind::Chebyshev, PrecondKind::Amg})
@@ -327,6 +335,21 @@ inline void trust_shell(Backend backend) {
   std::printf("trust shell: n %d, condition %.1e: LOBPCG with AMG %s in %d iterations; AMG-PCG with rigid-body "
               "modes %d iterations\n",
               A.rows(), ascending.back() / ascending.front(), to_string(r.status), r.iterations, s.iterations);
+}
+
+/// Trust: the same kind of shell with a supported edge, as SuiteSparse's shells come (781 rows:
+/// nodes of six and of five, test::constrained_shell), which AMG takes on padded nodes: k = 8
+/// smallest with AMG in the inner solve against LAPACK.
+inline void trust_padded_shell(Backend backend) {
+  const auto S = test::constrained_shell(11);  // 781 rows = 11 · 71
+  REQUIRE(amg::detected_block_size(S) == 1);
+  REQUIRE(amg::node_padding(S).b == 6);
+  const std::vector<double> ascending = lapack_eigenvalues(S);
+  const EigReport r = eigensolve(S, nullptr, amg_inner_options(S, 8, EigWhich::Smallest, backend));
+  CAPTURE(std::string(to_string(r.status)));
+  CAPTURE(r.iterations);
+  CHECK(r.preconditioner.find("on nodes padded to 6 unknowns") != std::string::npos);
+  CHECK(trustworthy(S, r, wanted(ascending, 8, EigWhich::Smallest), 1e-6, lapack_error(ascending)));
 }
 
 /// Trust: a run started on the wrong pairs is caught by the check for missed eigenvalues
@@ -583,12 +606,7 @@ inline void trust_shared_set(Backend backend, bool amg = false) {
       if (amg && which == EigWhich::Largest) continue;
       CAPTURE(std::string(to_string(which)));
       const auto& ref = which == EigWhich::Smallest ? small : large;
-      EigOptions o = auto_options(A, 8, which, backend);
-      if (amg) {
-        o.precond.kind = PrecondKind::Amg;
-        o.precond_fallback = false;
-        o.inner_iters = kDefaultInnerIters;
-      }
+      const EigOptions o = amg ? amg_inner_options(A, 8, which, backend) : auto_options(A, 8, which, backend);
       const EigReport r = eigensolve(A, nullptr, o);
       const std::vector<double> want(ref.begin(), ref.begin() + 8);
       // The smallest pairs must converge everywhere, those of bcsstk19/20, ex15 and aft01 (normwise
@@ -635,6 +653,9 @@ inline void trust_shared_set(Backend backend, bool amg = false) {
   } \
   TEST_CASE(prefix "a thin shell (6 unknowns a node, condition 2e8): LOBPCG with and without AMG, CG, vs LAPACK") { \
     krysp::test::trust_shell(backend); \
+  } \
+  TEST_CASE(prefix "a shell with a supported edge (padded AMG nodes): LOBPCG with AMG vs LAPACK") { \
+    krysp::test::trust_padded_shell(backend); \
   } \
   TEST_CASE(prefix "a run started on the wrong pairs is caught by the check for missed eigenvalues") { \
     krysp::test::trust_missed_eigenvalue(backend); \

@@ -2,7 +2,8 @@
 // with a supported edge (1,079 rows, nodes of six and of five), set up and applied on the device,
 // against the host's padded preconditioner: the same hierarchy summary, applies to rounding, a
 // block applied as its columns, PCG converged in about the host's iterations (true residuals
-// recomputed on the host), a numeric update, and LOBPCG's smallest pairs against LAPACK.
+// recomputed on the host), and a numeric update. LOBPCG's smallest pairs against LAPACK: the trust
+// cases (trust_checks.hpp, trust_padded_shell).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,7 +17,6 @@
 #include "krysp/sparse/spmv_plan.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
-#include "trust_checks.hpp"
 
 using namespace krysp;
 
@@ -90,18 +90,4 @@ TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its co
   CHECK(H->update_values(S2));
   H->apply(r.data(), zh.data());
   CHECK(rel_diff(device_apply(*D, r, 1), zh) <= 1e-8);
-}
-
-TEST_CASE("AMG GPU on padded nodes in LOBPCG's inner solve: k = 8 smallest against LAPACK") {
-  const auto S = test::constrained_shell(11);  // 781 rows: nodes of six and of five
-  const std::vector<double> ascending = test::lapack_eigenvalues(S);
-  EigOptions e = test::auto_options(S, 8, EigWhich::Smallest, Backend::Cuda);
-  e.precond.kind = PrecondKind::Amg;
-  e.precond_fallback = false;
-  e.inner_iters = kDefaultInnerIters;
-  const EigReport r = eigensolve(S, nullptr, e);
-  CAPTURE(std::string(to_string(r.status)));
-  CAPTURE(r.iterations);
-  CHECK(r.preconditioner.find("on nodes padded to 6 unknowns") != std::string::npos);
-  CHECK(test::trustworthy(S, r, test::wanted(ascending, 8, EigWhich::Smallest), 1e-6, test::lapack_error(ascending)));
 }

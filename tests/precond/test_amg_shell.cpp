@@ -16,7 +16,6 @@
 #include "krysp/sparse/generators.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
-#include "trust_checks.hpp"
 
 using namespace krysp;
 
@@ -229,20 +228,4 @@ TEST_CASE("AMG padding: the bundled SuiteSparse matrices are left as they are") 
     CAPTURE(name);
     CHECK(amg::node_padding(test::load(name)).b == 1);
   }
-}
-
-TEST_CASE("AMG on padded nodes in LOBPCG's inner solve: k = 8 smallest against LAPACK") {
-  const auto S = test::constrained_shell(11);  // 781 rows = 11 · 71: nodes of six and of five
-  REQUIRE(amg::detected_block_size(S) == 1);
-  REQUIRE(amg::node_padding(S).b == 6);
-  const std::vector<double> ascending = test::lapack_eigenvalues(S);
-  EigOptions e = test::auto_options(S, 8, EigWhich::Smallest, Backend::Host);
-  e.precond.kind = PrecondKind::Amg;
-  e.precond_fallback = false;
-  e.inner_iters = kDefaultInnerIters;
-  const EigReport r = eigensolve(S, nullptr, e);
-  CAPTURE(std::string(to_string(r.status)));
-  CAPTURE(r.iterations);
-  CHECK(r.preconditioner.find("on nodes padded to 6 unknowns") != std::string::npos);
-  CHECK(test::trustworthy(S, r, test::wanted(ascending, 8, EigWhich::Smallest), 1e-6, test::lapack_error(ascending)));
 }
