@@ -678,6 +678,20 @@ amg::Csr<double> many_rows(index_t rows, index_t cols, std::mt19937_64& rng) {
       rng);
 }
 
+/// Each entry (i, J) of M as K entries (i, K·J .. K·J + K − 1), values in [-1, 1): the runs of
+/// consecutive columns a prolongator with K near-nullspace vectors has.
+amg::Csr<double> runs_of(const amg::Csr<double>& M, index_t K, std::mt19937_64& rng) {
+  return csr_of_rows(
+      M.rows, M.cols * K,
+      [&](index_t i) {
+        std::vector<index_t> r;
+        for (index_t p = M.row_ptr[std::size_t(i)]; p < M.row_ptr[std::size_t(i) + 1]; ++p)
+          for (index_t m = 0; m < K; ++m) r.push_back(K * M.col_idx[std::size_t(p)] + m);
+        return r;
+      },
+      rng);
+}
+
 /// The rows of M with more than `above` entries.
 index_t rows_longer(const amg::Csr<double>& M, index_t above) {
   index_t n = 0;
@@ -734,6 +748,11 @@ TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, b
                    random_csr(600, 300, 60, rng), true});
   // 600,000 rows, a few of C's ~600 entries (the block kernel's rows dealt in runs).
   cases.push_back({"many rows", many_rows(600000, 2000, rng), random_csr(2000, 1000, 6, rng), true});
+  // B's rows in runs of 6 and of 36 consecutive columns, as a prolongator with rigid-body modes
+  // has them.
+  cases.push_back({"runs of 6 columns", random_csr(3000, 1200, 8, rng), runs_of(random_csr(1200, 300, 3, rng), 6, rng)});
+  cases.push_back({"runs of 36 columns", random_csr(2000, 900, 4, rng),
+                   runs_of(runs_of(random_csr(900, 40, 2, rng), 6, rng), 6, rng)});
   for (const Case& c : cases) {
     CAPTURE(c.name);
     const amg::Csr<double>& A = c.A;
