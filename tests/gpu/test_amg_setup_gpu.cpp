@@ -750,7 +750,8 @@ TEST_CASE("AMG GPU set-up: spgemm_numeric equals the host product to rounding, b
   cases.push_back({"many rows", many_rows(600000, 2000, rng), random_csr(2000, 1000, 6, rng), true});
   // B's rows in runs of 6 and of 36 consecutive columns, as a prolongator with rigid-body modes
   // has them.
-  cases.push_back({"runs of 6 columns", random_csr(3000, 1200, 8, rng), runs_of(random_csr(1200, 300, 3, rng), 6, rng)});
+  cases.push_back({"runs of 6 columns", random_csr(3000, 1200, 8, rng),
+                   runs_of(random_csr(1200, 300, 3, rng), 6, rng)});
   cases.push_back({"runs of 36 columns", random_csr(2000, 900, 4, rng),
                    runs_of(runs_of(random_csr(900, 40, 2, rng), 6, rng), 6, rng)});
   for (const Case& c : cases) {
