@@ -19,6 +19,7 @@
 #include "krysp/cli/throttle.hpp"
 #include "krysp/io/hdf5_result.hpp"
 #include "krysp/io/matrix_market.hpp"
+#include "krysp/solvers/dense_eigensolve.hpp"
 #include "krysp/solvers/distributed_eigensolve.hpp"
 #include "krysp/solvers/eigensolve.hpp"
 
@@ -52,7 +53,8 @@ const char* const kEigsUsage =
     "  --no-verify          skip the check that no eigenvalue beyond the K-th was missed\n"
     "  --no-refine          smallest pairs: do not refine a stagnated run by inverse iteration\n"
     "  --max-iters N        iteration limit                    (default 5000)\n"
-    "  --block-size b       block size, K <= b, 3b + constraints <= n (default K + max(2, ceil(K/2)))\n"
+    "  --block-size b       block size, K <= b, 3b + constraints <= n (default K + max(2, ceil(K/2)));\n"
+    "                       without it or constraints, 3K > n is solved densely by LAPACK instead\n"
     "  --x0 X0.mtx          starting vectors, n x (at most b) (dense Matrix Market); the rest random\n"
     "  --constraints Y.mtx  eigenvectors are kept B-orthogonal to the columns of Y (n x c)\n"
     "  --seed S             seed of the random starting vectors (default 20240601)\n"
@@ -89,8 +91,13 @@ int report_eigs(const EigReport& rep, const EigOptions& opt, const std::string& 
   if (!quiet) {
     if (!rep.precond_note.empty())
       std::printf("krysp: %s; used %s instead\n", rep.precond_note.c_str(), rep.preconditioner.c_str());
-    std::printf("krysp: %s after %d iterations (block size %d, preconditioner %s)\n", to_string(rep.status),
-                rep.iterations, rep.block_size, rep.preconditioner.c_str());
+    if (rep.solver == "lobpcg")
+      std::printf("krysp: %s after %d iterations (block size %d, preconditioner %s)\n", to_string(rep.status),
+                  rep.iterations, rep.block_size, rep.preconditioner.c_str());
+    else  // dense_eigensolve.hpp: k pairs leave no room for LOBPCG's basis of 3k columns
+      std::printf("krysp: %s, the whole spectrum by a dense solve (LAPACK %s; n = %lld is too small for LOBPCG "
+                  "with k = %d)\n", to_string(rep.status), rep.solver.substr(rep.solver.find('-') + 1).c_str(),
+                  static_cast<long long>(n), k);
     if (have_pairs) {
       std::printf("  %4s  %24s  %12s  %12s\n", "i", "eigenvalue", "|Ax-lBx|",
                   rep.convergence == EigConvergence::Relative ? "relres(rel)"
@@ -334,9 +341,15 @@ int eigs_command(const std::vector<std::string>& argv_in) {
       std::printf("krysp: no CUDA device found: running on the host backend (slower; --backend cuda to insist)\n");
     else
       std::printf("krysp: backend host\n");
-    std::printf("krysp: LOBPCG, %d %s eigenpairs, preconditioner %s%s%s, tol %g (test %s)\n", opt.lobpcg.k,
-                to_string(opt.lobpcg.which), opt.inner_iters > 0 ? "inner-cg over " : "", to_string(opt.precond.kind),
-                opt.precond_from_b ? " of B" : "", opt.lobpcg.tol, to_string(opt.lobpcg.convergence));
+    if (detail::dense_eigensolve_applies(opt, A.rows(), Y.cols))
+      std::printf("krysp: %d %s eigenpairs of %d rows: too few rows for LOBPCG, a dense solve; tol %g (test %s)\n",
+                  opt.lobpcg.k, to_string(opt.lobpcg.which), A.rows(), opt.lobpcg.tol,
+                  to_string(opt.lobpcg.convergence));
+    else
+      std::printf("krysp: LOBPCG, %d %s eigenpairs, preconditioner %s%s%s, tol %g (test %s)\n", opt.lobpcg.k,
+                  to_string(opt.lobpcg.which), opt.inner_iters > 0 ? "inner-cg over " : "",
+                  to_string(opt.precond.kind), opt.precond_from_b ? " of B" : "", opt.lobpcg.tol,
+                  to_string(opt.lobpcg.convergence));
   }
   Throttle throttle;
   if (!quiet) opt.lobpcg.progress = progress_printer(throttle);

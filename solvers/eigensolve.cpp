@@ -14,6 +14,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/base/phase_profile.hpp"
+#include "krysp/solvers/dense_eigensolve.hpp"
 #include "krysp/solvers/executor.hpp"
 #include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/inverse_refine.hpp"
@@ -343,7 +344,10 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
                 ", but A has ", n, " rows");
   KRYSP_REQUIRE(Y.cols == 0 || (Y.rows == n && Y.values), "eigs: the constraint block is ", Y.rows, "x", Y.cols,
                 ", but A has ", n, " rows");
-  const index_t b = lobpcg_block_size(o.lobpcg, n, x0.cols, Y.cols);  // InputError naming k, b, n
+  KRYSP_REQUIRE(o.lobpcg.k <= n, "eigs: k = ", o.lobpcg.k, " eigenpairs requested, but A is ", n, " x ", n);
+  // Too small for LOBPCG's basis: the whole spectrum densely (dense_eigensolve.hpp), after the checks.
+  const bool dense = std::isnan(flip_sigma) && detail::dense_eigensolve_applies(o, n, Y.cols);
+  const index_t b = dense ? 0 : lobpcg_block_size(o.lobpcg, n, x0.cols, Y.cols);  // InputError naming k, b, n
   if (o.check_symmetry) {
     const std::string sa = symmetry_violation_cached(A, "A");
     KRYSP_REQUIRE(sa.empty(), "eigs: ", sa, " (LOBPCG needs a symmetric matrix)");
@@ -366,6 +370,11 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
                     d == 0 ? " (zero or not stored)" : "", "; B must be symmetric positive definite");
       bdiag = std::max(bdiag, d);
     }
+  }
+  if (dense) {
+    EigReport rep = detail::dense_eigensolve(A, B, o);
+    rep.setup_seconds = since(t0) - rep.solve_seconds;
+    return rep;
   }
   const std::vector<double> x0r = x0.cols > 0 ? to_row_major(x0) : std::vector<double>();
   const std::vector<double> yr = Y.cols > 0 ? to_row_major(Y) : std::vector<double>();

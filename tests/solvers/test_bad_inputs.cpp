@@ -199,8 +199,14 @@ TEST_CASE("Bad input: empty (0 x 0) and 1 x 1 matrices, and rows with no entries
   const auto rep = solve(One, b1, x, host());
   CHECK(rep.converged());
   CHECK(x[0] == doctest::Approx(0.5));
-  // LOBPCG needs 3b <= n: a 1 x 1 problem is refused with the sizes named.
-  CHECK_THROWS_AS(eigensolve(One, nullptr, host_eigs(1)), InputError);
+  // LOBPCG needs 3b <= n: a 1 x 1 problem is solved densely (dense_eigensolve.hpp); k = 2 is refused.
+  const EigReport er = eigensolve(One, nullptr, host_eigs(1));
+  CHECK(er.converged());
+  CHECK(er.solver == "dense-dsyevd");
+  REQUIRE(er.eigenvalues.size() == 1);
+  CHECK(er.eigenvalues[0] == 4.0);
+  CHECK_THROWS_WITH_AS(eigensolve(One, nullptr, host_eigs(2)),
+                       doctest::Contains("k = 2 eigenpairs requested, but A is 1 x 1"), InputError);
 }
 
 TEST_CASE("Bad input: no GPU: auto falls back to the host, cuda is a DeviceError") {

@@ -334,6 +334,7 @@ TEST_CASE("LOBPCG host: k close to n/3 (block size = n/3: the basis is the whole
 TEST_CASE("LOBPCG host: a block size too large for n, k < 1 and bad shapes are refused clearly") {
   const auto A = test::load("bcsstk01");  // n = 48
   auto o = host_options(17, EigWhich::Smallest, 1e-8, PrecondKind::None);
+  o.lobpcg.block_size = 17;  // given: refused (without it, a dense solve: the next test case)
   try {
     eigensolve(A, nullptr, o);
     FAIL("k = 17 on n = 48 was accepted");
@@ -342,6 +343,10 @@ TEST_CASE("LOBPCG host: a block size too large for n, k < 1 and bad shapes are r
     CHECK(m.find("block size 17 is too large for n = 48") != std::string::npos);
     CHECK(m.find("3*b = 51") != std::string::npos);
   }
+  o.lobpcg.block_size = 0;
+  o.lobpcg.k = 49;
+  CHECK_THROWS_WITH_AS(eigensolve(A, nullptr, o), doctest::Contains("k = 49 eigenpairs requested, but A is 48 x 48"),
+                       InputError);
   o.lobpcg.k = 4;
   o.lobpcg.block_size = 20;
   CHECK_THROWS_WITH_AS(eigensolve(A, nullptr, o), doctest::Contains("block size 20 is too large for n = 48"), InputError);
@@ -370,6 +375,40 @@ TEST_CASE("LOBPCG host: a block size too large for n, k < 1 and bad shapes are r
   CHECK_THROWS_WITH_AS(eigensolve(rect, nullptr, o), doctest::Contains("A is 40x50, not square"), InputError);
   o.lobpcg.tol = 0;
   CHECK_THROWS_WITH_AS(eigensolve(A, nullptr, o), doctest::Contains("tol = 0"), InputError);
+}
+
+TEST_CASE("LOBPCG host: k pairs that leave no room for the basis (3k > n): the whole spectrum densely") {
+  // As SciPy's lobpcg does: where the caller fixed no block size nor constraints, dense LAPACK.
+  const auto A = test::load("bcsstk01");  // n = 48
+  for (EigWhich which : {EigWhich::Smallest, EigWhich::Largest}) {
+    CAPTURE(std::string(to_string(which)));
+    auto o = host_options(17, which, 1e-8, PrecondKind::Jacobi);
+    o.lobpcg.convergence = EigConvergence::Relative;
+    o.backend = Backend::Cuda;  // no device needed: the dense solve runs on the host
+    const EigReport r = eigensolve(A, nullptr, o);
+    CHECK(r.solver == "dense-dsyevd");
+    CHECK(r.backend == "host");
+    CHECK(r.verification.rfind("passed", 0) == 0);
+    check_against_reference(A, nullptr, r, reference_eigs("bcsstk01", A), which, 1e-10, 1e-8);
+    CHECK(orthonormality_error(nullptr, r) <= 1e-12);
+  }
+  // A·x = λ·B·x: bcsstk07 with its mass matrix bcsstm07 (n = 420), k = 150: B-orthonormal vectors.
+  const auto K7 = test::load("bcsstk07"), M7 = test::load("bcsstm07");
+  auto o = host_options(150, EigWhich::Smallest, 1e-6, PrecondKind::None);
+  const EigReport g = eigensolve(K7, &M7, o);
+  CHECK(g.solver == "dense-dsygvd");
+  check_against_reference(K7, &M7, g, reference_eigs("bcsstk07/bcsstm07", K7, &M7), EigWhich::Smallest, 1e-9, 1e-6);
+  CHECK(orthonormality_error(&M7, g) <= 1e-10);
+  // What LAPACK cannot do is a status, never a wrong answer: an indefinite B (positive diagonal).
+  const auto two = CsrMatrix<double>::from_triplets(2, 2, {0, 1, 1, 0}, {0, 1, 0, 1}, {1.0, 1.0, 2.0, 2.0});
+  const auto one = CsrMatrix<double>::from_triplets(2, 2, {0, 1}, {0, 1}, {1.0, 3.0});
+  o.lobpcg.k = 1;
+  CHECK(eigensolve(one, &two, o).status == EigStatus::NotPositiveDefinite);
+  // A tolerance below what double precision allows for these pairs: stagnated, not converged.
+  o.lobpcg.convergence = EigConvergence::Relative;
+  o.lobpcg.tol = 1e-20;
+  o.lobpcg.k = 17;
+  CHECK(eigensolve(A, nullptr, o).status == EigStatus::Stagnated);
 }
 
 TEST_CASE("LOBPCG host: B not positive definite is reported, not iterated on") {
@@ -580,7 +619,8 @@ TEST_CASE("krysp eigs: end to end on bcsstk01, HDF5 contents and exit codes") {
   CHECK(std::get<std::int64_t>(io::read_hdf5_attribute(out, "converged")) == 0);
   CHECK(io::read_hdf5_dataset(out, "eigenvalues").shape == std::vector<std::size_t>{4});
   // bad input: exit 2
-  CHECK(run(data + "/bcsstk01.mtx -k 17 --backend host") == 2);
+  CHECK(run(data + "/bcsstk01.mtx -k 49 --backend host") == 2);  // k > n (3k > n alone is solved densely)
+  CHECK(run(data + "/bcsstk01.mtx -k 4 --block-size 17 --backend host") == 2);
   CHECK(run(data + "/bcsstk01.mtx -k 0 --backend host") == 2);
   CHECK(run(data + "/bcsstk01.mtx --backend host") == 2);
   CHECK(run(data + "/bcsstk01.mtx -k 2 --which middle --backend host") == 2);
