@@ -103,7 +103,7 @@ struct ColumnBlock {
 
 /// An eigensolve's result plus where and how it ran.
 struct EigReport : EigResult {
-  std::string solver = "lobpcg";
+  std::string solver = "lobpcg";  ///< or "dense-dsyevd" / "dense-dsygvd": too small for LOBPCG (3k > n)
   std::string which;
   std::string preconditioner;    ///< what was used: none, jacobi, chebyshev, ...; "(B)" when built from B
   std::string precond_note;      ///< why the requested preconditioner was replaced (precond_fallback)
