@@ -29,12 +29,6 @@ bool finite_values(const CsrMatrix<double>& M) {
   return true;
 }
 
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
 }  // namespace
 
 bool dense_eigensolve_applies(const EigOptions& o, index_t n, index_t constraint_cols) {
@@ -70,8 +64,7 @@ EigReport dense_eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* 
   }
   // Norm estimates for the Norm test, from below as LOBPCG's are: ‖A‖₂ = max|λ| without B,
   // else the largest diagonal entries.
-  double bnorm = 1;
-  if (B) bnorm = max_abs_diagonal(*B);
+  const double bnorm = B ? max_abs_diagonal(*B) : 1.0;
   rep.a_norm_estimate = B ? max_abs_diagonal(A) : std::max(std::abs(w.front()), std::abs(w.back()));
   rep.b_norm_estimate = bnorm;
   rep.eigenvectors.assign(std::size_t(n) * std::size_t(k), 0.0);
@@ -86,11 +79,15 @@ EigReport dense_eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* 
       B->multiply_host(x.data(), bx.data());
     else
       bx = x;
-    std::vector<double> r(x.size());
-    for (std::size_t i = 0; i < r.size(); ++i) r[i] = ax[i] - lambda * bx[i];
-    const double rr = dot(r, r);
-    const double measure = convergence_measure(o.lobpcg.convergence, rr, dot(x, x), dot(bx, bx), lambda, lambda,
-                                               rep.a_norm_estimate, bnorm);
+    double rr = 0, xx = 0, bxx = 0;  // ‖A·x − λ·B·x‖², ‖x‖², ‖B·x‖²
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double r = ax[i] - lambda * bx[i];
+      rr += r * r;
+      xx += x[i] * x[i];
+      bxx += bx[i] * bx[i];
+    }
+    const double measure =
+        convergence_measure(o.lobpcg.convergence, rr, xx, bxx, lambda, lambda, rep.a_norm_estimate, bnorm);
     rep.eigenvalues.push_back(lambda);
     rep.residual_norms.push_back(std::sqrt(rr));
     rep.relative_residuals.push_back(measure);
