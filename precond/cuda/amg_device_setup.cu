@@ -3,6 +3,7 @@
 #include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/amg_filter.hpp"
 #include "krysp/precond/cuda/amg_block_setup.hpp"
+#include "krysp/precond/cuda/amg_block_product.hpp"
 #include "krysp/precond/cuda/amg_galerkin.hpp"
 
 #include <cub/cub.cuh>
@@ -609,7 +610,111 @@ void fill_product(const DCsr& A, const DCsr& B, DCsr& C, PhaseClock& pc, int lev
   pc.mark(level, std::string(name) + ": numeric");
 }
 
+bool g_block_products = true;
+
+/// Whether a level of b unknowns a node and K near-nullspace vectors takes its products in blocks.
+bool block_products_apply(int b, int K) {
+  return g_block_products && b > 1 && K > 1 && b <= kBlockProductMaxDim && K <= kBlockProductMaxDim;
+}
+
 }  // namespace
+
+/// What a re-set-up keeps to form A·P and R·(A·P) in blocks: the maps of A, P and R·(A·P) into
+/// their dense blocks (patterns of b×b, b×K and K×K blocks), R's blocks as P's transposed, and
+/// the pair lists of the two products.
+struct BlockedProducts {
+  bool on = false;
+  BlockPattern a, p, rap;     ///< maps and block counts (the patterns' rp, ci released)
+  BlockPattern r;             ///< R = Pᵀ's block counts (no map: its blocks are P's, transposed)
+  DeviceArray<index_t> perm;  ///< R's block q is P's block perm[q]
+  std::size_t ap_values = 0;  ///< entries of A·P's dense blocks
+  BlockPairs ap, rap_pairs;
+  std::size_t bytes() const {
+    return a.bytes() + p.bytes() + r.bytes() + rap.bytes() + perm.size() * sizeof(index_t) + ap.bytes() +
+           rap_pairs.bytes();
+  }
+};
+
+namespace {
+
+/// The block patterns and pairs of A·P and R·(A·P) from the level's structures (b unknowns a node,
+/// K vectors; R = Pᵀ). `on` false when a dense array would be too large for index_t offsets.
+BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, int b, int K, PhaseClock& pc,
+                                 int level) {
+  BlockedProducts out;
+  DeviceArray<int> missing(1);  // one check for the level's maps and pairs (by construction, none)
+  missing.zero();
+  BlockPattern a = block_pattern(A.rows, A.cols, A.nnz, A.rp, A.ci, b, b, false);
+  BlockPattern p = block_pattern(P.rows, P.cols, P.nnz, P.rp, P.ci, b, K, false);
+  add_block_map(a, A.rows, A.nnz, A.rp, A.ci, missing.data());
+  add_block_map(p, P.rows, P.nnz, P.rp, P.ci, missing.data());
+  pc.mark(level, "blocks: patterns of A, P");
+  // R's pattern: P's transposed (a sort of P's blocks, not of its entries).
+  BlockPattern r;
+  {
+    DeviceArray<double> zeros(std::size_t(std::max<index_t>(p.blocks, 1)));
+    zeros.zero();
+    DCsr pb;
+    pb.rows = p.block_rows;
+    pb.cols = p.block_cols;
+    pb.nnz = p.blocks;
+    pb.rp = p.rp.data();
+    pb.ci = p.ci.data();
+    pb.va = zeros.data();
+    DCsr rb = transpose(pb, &out.perm);
+    r.br = K;
+    r.bc = b;
+    r.block_rows = p.block_cols;
+    r.block_cols = p.block_rows;
+    r.blocks = p.blocks;
+    r.fits = p.fits;
+    r.rp = std::move(rb.rp_own);
+    r.ci = std::move(rb.ci_own);
+  }
+  // The products' patterns from the blocks' (cheaper than from the scalar products' patterns,
+  // and holding them): A·P's values stay in blocks, R·(A·P)'s are scattered through its map.
+  const BlockPattern ap = block_product_pattern(a, p);
+  BlockPattern rap = block_product_pattern(r, ap);
+  add_block_map(rap, RAP.rows, RAP.nnz, RAP.rp, RAP.ci, missing.data());
+  pc.mark(level, "blocks: patterns of R, A*P, R*(AP)");
+  if (!(a.fits && p.fits && ap.fits && r.fits && rap.fits)) return out;
+  out.ap = block_pairs(a, p, ap, missing.data());
+  pc.mark(level, "blocks: pairs of A*P");
+  out.rap_pairs = block_pairs(r, ap, rap, missing.data());
+  pc.mark(level, "blocks: pairs of R*(AP)");
+  KRYSP_REQUIRE(download_int(missing.data()) == 0, "AMG: level ", level, "'s block patterns lack blocks of its products");
+  out.ap_values = ap.values();
+  for (BlockPattern* m : {&a, &p, &r, &rap}) {  // only the maps and counts are read from here on
+    m->rp = DeviceArray<index_t>();
+    m->ci = DeviceArray<index_t>();
+  }
+  out.a = std::move(a);
+  out.p = std::move(p);
+  out.r = std::move(r);
+  out.rap = std::move(rap);
+  out.on = true;
+  return out;
+}
+
+/// RAP's values = R·(A·P) through the blocks: A and P gathered, A·P in blocks, R's blocks as P's
+/// transposed, the product in blocks scattered into RAP's structure.
+void fill_blocked_products(const BlockedProducts& bp, const DCsr& A, const DCsr& P, DCsr& RAP) {
+  DeviceArray<double> ap(std::max<std::size_t>(bp.ap_values, 1)), r(std::max<std::size_t>(bp.r.values(), 1));
+  {
+    DeviceArray<double> a(std::max<std::size_t>(bp.a.values(), 1)), p(std::max<std::size_t>(bp.p.values(), 1));
+    block_gather(bp.a, A.nnz, A.va, a.data());
+    block_gather(bp.p, P.nnz, P.va, p.data());
+    block_multiply(bp.ap, a.data(), p.data(), ap.data());
+    block_transpose(bp.r, bp.perm.data(), p.data(), r.data());
+  }
+  DeviceArray<double> rap(std::max<std::size_t>(bp.rap.values(), 1));
+  block_multiply(bp.rap_pairs, r.data(), ap.data(), rap.data());
+  block_scatter(bp.rap, RAP.nnz, rap.data(), RAP.va_own.data());
+}
+
+}  // namespace
+
+void set_block_products(bool on) { g_block_products = on; }
 
 /// What a numeric re-set-up keeps (amg_device_setup.hpp).
 struct GpuAmgPlan {
@@ -648,6 +753,9 @@ struct GpuAmgPlan {
     DeviceArray<index_t> pre_unit_rp, pre_unit_ci, unit_map;
     const index_t *unit_rp = nullptr, *unit_ci = nullptr;
     index_t unit_nnz = 0;
+    /// A·P and R·(A·P) in blocks (blocked_products; `on` false: by spgemm_numeric). A re-set-up
+    /// then keeps no structure of A·P (ap_rp, ap_ci empty).
+    BlockedProducts blocked;
   };
   std::vector<Level> levels;
   std::string stop_reason;
@@ -1196,12 +1304,28 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         R = transpose(P, &pl.r_perm);
         pc.mark(lv, "transpose R = P^T");
       }
-      DCsr AP = exact ? with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data())
-                      : symbolic_product(Al, P, pc, lv, "SpGEMM A*P");
-      fill_product(Al, P, AP, pc, lv, "SpGEMM A*P");
+      // Nodes of b > 1 unknowns and K > 1 vectors: the two products in dense blocks
+      // (amg_block_product.hpp, the same bits); a re-set-up then needs no structure of A·P.
+      bool blocked = exact ? kept->blocked.on : !kept && block_products_apply(bl, K);
+      DCsr AP;
+      if (!exact)
+        AP = symbolic_product(Al, P, pc, lv, "SpGEMM A*P");
+      else if (!blocked)
+        AP = with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data());
       DCsr RAP = exact ? with_structure(nc, nc, kept->rap_nnz, kept->rap_rp.data(), kept->rap_ci.data())
                        : symbolic_product(R, AP, pc, lv, "SpGEMM R*(AP)");
-      fill_product(R, AP, RAP, pc, lv, "SpGEMM R*(AP)");
+      if (blocked && !kept) {
+        pl.blocked = blocked_products(Al, P, RAP, bl, K, pc, lv);
+        blocked = pl.blocked.on;
+        if (blocked) AP.va_own = DeviceArray<double>();  // its values stay in blocks
+      }
+      if (blocked) {
+        fill_blocked_products(kept ? kept->blocked : pl.blocked, Al, P, RAP);
+        pc.mark(lv, "A*P and R*(AP) in blocks: numeric");
+      } else {
+        fill_product(Al, P, AP, pc, lv, "SpGEMM A*P");
+        fill_product(R, AP, RAP, pc, lv, "SpGEMM R*(AP)");
+      }
       if (exact) {
         Ac.rows = Ac.cols = RAP.rows;
         Ac.nnz = kept->ac_nnz;
@@ -1236,9 +1360,11 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         }
         pl.r_rp = R.rp;
         pl.r_ci = R.ci;
-        pl.ap_nnz = AP.nnz;
-        pl.ap_rp = std::move(AP.rp_own);
-        pl.ap_ci = std::move(AP.ci_own);
+        if (!blocked) {
+          pl.ap_nnz = AP.nnz;
+          pl.ap_rp = std::move(AP.rp_own);
+          pl.ap_ci = std::move(AP.ci_own);
+        }
         pl.rap_nnz = RAP.nnz;
         pl.rap_rp = std::move(RAP.rp_own);
         pl.rap_ci = std::move(RAP.ci_own);
@@ -1364,6 +1490,7 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan) {
     bytes += l.filter_keep.size() + l.coarse_b.size() * sizeof(double);
     bytes += (l.af_rp.size() + l.af_ci.size()) * sizeof(index_t);
     bytes += (l.pre_unit_rp.size() + l.pre_unit_ci.size() + l.unit_map.size()) * sizeof(index_t);
+    bytes += l.blocked.bytes();
   }
   for (const DeviceArray<float>& r : plan.ritz) bytes += r.size() * sizeof(float);
   for (const DeviceArray<float>& r : plan.block_ritz) bytes += r.size() * sizeof(float);

@@ -498,6 +498,61 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
   }
 }
 
+TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scalar products' bits") {
+  // Every level's A, P, R and the coarse factor with the products in dense blocks (the default)
+  // and by spgemm_numeric; a re-set-up through the blocked plan against a fresh scalar set-up.
+  struct Restore {
+    ~Restore() { detail::set_block_products(true); }
+  } restore;
+  int blocked_problems = 0;
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    AmgOptions po = p.o;
+    po.profile_setup = true;
+    detail::set_block_products(true);
+    const auto G = detail::gpu_amg_setup(p.A, po, true);
+    detail::set_block_products(false);
+    const auto S = detail::gpu_amg_setup(p.A, p.o, true);
+    std::vector<double> v(p.A.values().data(), p.A.values().data() + p.A.nnz());
+    for (double& e : v) e *= 2.0;
+    const CsrMatrix<double> A2 = with_values(p.A, v);
+    const auto F = detail::gpu_amg_setup(A2, p.o, true);
+    detail::set_block_products(true);
+    const auto R = detail::gpu_amg_setup(A2, po, false, G.plan, true, false);
+    // Where the blocks ran: levels with b > 1 and K > 1 (all but the coarsest, when level 0 has).
+    int blocked = 0, scalar = 0;
+    for (const auto& ph : G.info.setup_phases) {
+      blocked += ph.name == "A*P and R*(AP) in blocks: numeric";
+      scalar += ph.name == "SpGEMM R*(AP): numeric";
+    }
+    const int K = amg::near_nullspace_size(p.o, G.info.levels[0].block_size);
+    const bool expect = G.info.levels[0].block_size > 1 && K > 1;
+    CHECK(blocked == (expect ? int(G.levels.size()) - 1 : 0));
+    CHECK(blocked + scalar == int(G.levels.size()) - 1);
+    blocked_problems += blocked > 0;
+    int resetup_blocked = 0;
+    for (const auto& ph : R.info.setup_phases) resetup_blocked += ph.name == "A*P and R*(AP) in blocks: numeric";
+    CHECK(resetup_blocked == blocked);
+    REQUIRE(G.levels.size() == S.levels.size());
+    REQUIRE(R.levels.size() == F.levels.size());
+    for (std::size_t l = 0; l < G.levels.size(); ++l) {
+      CAPTURE(l);
+      if (l > 0) {
+        CHECK(same(host_copy(G.levels[l].A), host_copy(S.levels[l].A)));
+        CHECK(same(host_copy(R.levels[l].A), host_copy(F.levels[l].A)));
+      }
+      if (l + 1 < G.levels.size()) {
+        CHECK(same(host_copy(G.levels[l].P), host_copy(S.levels[l].P)));
+        CHECK(same(host_copy(G.levels[l].R), host_copy(S.levels[l].R)));
+        CHECK(same(host_copy(R.levels[l].P), host_copy(F.levels[l].P)));
+      }
+    }
+    CHECK(host_factor(G) == host_factor(S));
+    CHECK(host_factor(R) == host_factor(F));
+  }
+  CHECK(blocked_problems >= 8);
+}
+
 TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: DeviceAmg applies the host's V-cycle; PCG converges") {
   for (const Problem& p : problems()) {
     CAPTURE(p.name);
