@@ -918,15 +918,17 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   // The near-nullspace on the current level (rows × K row-major: the constant on A, or the unit
   // vectors, or the rigid-body modes or given vectors from the host; the coarse near-nullspace below).
   DeviceArray<double> B;
-  if (level0_b && !B0.empty()) {
-    B = DeviceArray<double>(B0.size());
-    B.upload(B0.data(), B0.size());
-  } else if (level0_b && K > 1) {
-    B = block_unit_nullspace(n0, b);
-  } else if (level0_b) {
-    B = DeviceArray<double>(std::size_t(std::max<index_t>(n0, 1)));
-    k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
-    check_launch("k_fill");
+  if (level0_b) {
+    if (!B0.empty()) {
+      B = DeviceArray<double>(B0.size());
+      B.upload(B0.data(), B0.size());
+    } else if (K > 1) {
+      B = block_unit_nullspace(n0, b);
+    } else {
+      B = DeviceArray<double>(std::size_t(std::max<index_t>(n0, 1)));
+      k_fill<<<blocks_for(n0), kThreads>>>(n0, 1.0, B.data());
+      check_launch("k_fill");
+    }
   }
   pc.mark(-1, "start (checks, level 0 in double)");
 
