@@ -610,11 +610,21 @@ void fill_product(const DCsr& A, const DCsr& B, DCsr& C, PhaseClock& pc, int lev
   pc.mark(level, std::string(name) + ": numeric");
 }
 
-bool g_block_products = true;
+BlockProducts g_block_products = BlockProducts::Auto;
 
-/// Whether a level of b unknowns a node and K near-nullspace vectors takes its products in blocks.
-bool block_products_apply(int b, int K) {
-  return g_block_products && b > 1 && K > 1 && b <= kBlockProductMaxDim && K <= kBlockProductMaxDim;
+// Terms of a level's two scalar products from which the blocks pay (BlockProducts::Auto): their
+// patterns and pairs cost a set-up about as much as the scalar numeric products of some 30 M terms
+// (launches and synchronisations; docs/amg.md, "The products in dense blocks"). Smaller levels
+// keep the scalar products, so small matrices' set-ups do not grow.
+constexpr double kBlockProductMinTerms = 32e6;
+
+/// Whether a level of b unknowns a node and K near-nullspace vectors takes its products in blocks,
+/// given their estimated scalar terms (A·P: nnz(A)·nnz(P)/n; R·(A·P): nnz(P)·nnz(A·P)/n).
+bool block_products_apply(int b, int K, double terms) {
+  if (g_block_products == BlockProducts::Never || b < 2 || K < 2 || b > kBlockProductMaxDim ||
+      K > kBlockProductMaxDim)
+    return false;
+  return g_block_products == BlockProducts::Always || terms >= kBlockProductMinTerms;
 }
 
 }  // namespace
@@ -714,7 +724,7 @@ void fill_blocked_products(const BlockedProducts& bp, const DCsr& A, const DCsr&
 
 }  // namespace
 
-void set_block_products(bool on) { g_block_products = on; }
+void set_block_products(BlockProducts mode) { g_block_products = mode; }
 
 /// What a numeric re-set-up keeps (amg_device_setup.hpp).
 struct GpuAmgPlan {
@@ -1308,7 +1318,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       }
       // Nodes of b > 1 unknowns and K > 1 vectors: the two products in dense blocks
       // (amg_block_product.hpp, the same bits); a re-set-up then needs no structure of A·P.
-      bool blocked = exact ? kept->blocked.on : !kept && block_products_apply(bl, K);
+      bool blocked = exact && kept->blocked.on;
       DCsr AP;
       if (!exact)
         AP = symbolic_product(Al, P, pc, lv, "SpGEMM A*P");
@@ -1316,7 +1326,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         AP = with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data());
       DCsr RAP = exact ? with_structure(nc, nc, kept->rap_nnz, kept->rap_rp.data(), kept->rap_ci.data())
                        : symbolic_product(R, AP, pc, lv, "SpGEMM R*(AP)");
-      if (blocked && !kept) {
+      if (!kept && n > 0 &&
+          block_products_apply(bl, K, (double(Al.nnz) + double(AP.nnz)) * double(P.nnz) / double(n))) {
         pl.blocked = blocked_products(Al, P, RAP, bl, K, pc, lv);
         blocked = pl.blocked.on;
         if (blocked) AP.va_own = DeviceArray<double>();  // its values stay in blocks

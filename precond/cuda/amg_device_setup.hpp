@@ -18,8 +18,8 @@
 ///    pattern and P_tent; each row a merge of B's rows: sorted, the structural product), the
 ///    values of the two products by spgemm_numeric
 ///    (amg_galerkin.hpp: a fixed order of the terms, so a re-set-up that keeps the structures
-///    fills the same bits), or, with b > 1 and K > 1, in dense blocks (amg_block_product.hpp: the
-///    same bits); R = Pᵀ by a stable radix sort (CUB); the symmetrisation
+///    fills the same bits), or, with b > 1 and K > 1 on large levels, in dense blocks
+///    (amg_block_product.hpp: the same bits); R = Pᵀ by a stable radix sort (CUB); the symmetrisation
 ///    (Aᶜ + Aᶜᵀ)/2 by a search for each entry's mirror when the pattern is symmetric, else by the
 ///    radix sort's transpose and a row merge.
 /// The coarsest level is densified and factored on the GPU (AmgCoarseSolver::factor: cuSOLVER,
@@ -85,10 +85,12 @@ struct GpuAmgPlan;
 /// Device bytes a plan holds (P_tent, the permutations and maps), for DeviceAmg::device_bytes().
 std::size_t plan_device_bytes(const GpuAmgPlan& plan);
 
-/// Whether set-ups from now on form A·P and R·(A·P) in dense blocks where a level has b > 1
-/// unknowns a node and K > 1 vectors (amg_block_product.hpp; on by default). The values are the
-/// same bits either way; for the tests, which compare the two.
-void set_block_products(bool on);
+/// Where set-ups form A·P and R·(A·P) in dense blocks (amg_block_product.hpp), among the levels
+/// with b > 1 unknowns a node and K > 1 vectors: Auto (the default) where the scalar products would
+/// have tens of millions of terms, Always, or Never. The values are the same bits either way.
+enum class BlockProducts { Auto, Always, Never };
+/// Sets it for the set-ups from now on: for the tests, which compare the two paths.
+void set_block_products(BlockProducts mode);
 
 /// What the GPU set-up built: the levels, the coarse factor and the AmgInfo HostAmg would report.
 template <class T>

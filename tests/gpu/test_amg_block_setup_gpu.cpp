@@ -499,25 +499,26 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
 }
 
 TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scalar products' bits") {
-  // Every level's A, P, R and the coarse factor with the products in dense blocks (the default)
-  // and by spgemm_numeric; a re-set-up through the blocked plan against a fresh scalar set-up.
+  // Every level's A, P, R and the coarse factor with the products in dense blocks (forced: these
+  // levels are below the size from which Auto takes them) and by spgemm_numeric; a re-set-up
+  // through the blocked plan against a fresh scalar set-up.
   struct Restore {
-    ~Restore() { detail::set_block_products(true); }
+    ~Restore() { detail::set_block_products(detail::BlockProducts::Auto); }
   } restore;
   int blocked_problems = 0;
   for (const Problem& p : problems()) {
     CAPTURE(p.name);
     AmgOptions po = p.o;
     po.profile_setup = true;
-    detail::set_block_products(true);
+    detail::set_block_products(detail::BlockProducts::Always);
     const auto G = detail::gpu_amg_setup(p.A, po, true);
-    detail::set_block_products(false);
+    detail::set_block_products(detail::BlockProducts::Never);
     const auto S = detail::gpu_amg_setup(p.A, p.o, true);
     std::vector<double> v(p.A.values().data(), p.A.values().data() + p.A.nnz());
     for (double& e : v) e *= 2.0;
     const CsrMatrix<double> A2 = with_values(p.A, v);
     const auto F = detail::gpu_amg_setup(A2, p.o, true);
-    detail::set_block_products(true);
+    detail::set_block_products(detail::BlockProducts::Always);
     const auto R = detail::gpu_amg_setup(A2, po, false, G.plan, true, false);
     // Where the blocks ran: levels with b > 1 and K > 1 (all but the coarsest, when level 0 has).
     int blocked = 0, scalar = 0;
@@ -551,6 +552,46 @@ TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scal
     CHECK(host_factor(R) == host_factor(F));
   }
   CHECK(blocked_problems >= 8);
+}
+
+TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks on large levels only, with the same bits") {
+  struct Restore {
+    ~Restore() { detail::set_block_products(detail::BlockProducts::Auto); }
+  } restore;
+  auto blocked_levels = [](const AmgInfo& info) {
+    std::vector<int> levels;
+    for (const auto& ph : info.setup_phases)
+      if (ph.name == "A*P and R*(AP) in blocks: numeric") levels.push_back(ph.level);
+    return levels;
+  };
+  std::vector<double> xyz;
+  const auto E = elasticity_3d(24, 24, 24, 0.3, &xyz);  // level 0: about 10^8 terms
+  AmgOptions o = base_options();
+  o.coordinates = xyz;
+  o.coordinate_dim = 3;
+  o.coarse_size = 200;
+  o = amg::resolve_auto(E, o);
+  AmgOptions po = o;
+  po.profile_setup = true;
+  detail::set_block_products(detail::BlockProducts::Auto);
+  const auto G = detail::gpu_amg_setup(E, po, true);
+  REQUIRE(G.levels.size() >= 3);
+  const std::vector<int> levels = blocked_levels(G.info);
+  REQUIRE(!levels.empty());
+  CHECK(levels.front() == 0);
+  detail::set_block_products(detail::BlockProducts::Never);
+  const auto S = detail::gpu_amg_setup(E, o, true);
+  REQUIRE(S.levels.size() == G.levels.size());
+  for (std::size_t l = 1; l < G.levels.size(); ++l) CHECK(same(host_copy(G.levels[l].A), host_copy(S.levels[l].A)));
+  CHECK(host_factor(G) == host_factor(S));
+  // A small problem's levels all stay scalar.
+  detail::set_block_products(detail::BlockProducts::Auto);
+  for (const Problem& p : problems()) {
+    CAPTURE(p.name);
+    AmgOptions q = p.o;
+    q.profile_setup = true;
+    CHECK(blocked_levels(detail::gpu_amg_setup(p.A, q, true).info).empty());
+  }
 }
 
 TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: DeviceAmg applies the host's V-cycle; PCG converges") {
