@@ -203,4 +203,13 @@ inline void check_matches_host(const detail::GpuAmgHierarchy<double>& G, const H
   CHECK(backward <= 1e-12 * amax);
 }
 
+/// A host CSR's arrays on the device (an empty matrix gets one placeholder entry).
+struct DeviceCsr {
+  DeviceArray<index_t> rp, ci;
+  DeviceArray<double> va;
+  explicit DeviceCsr(const amg::Csr<double>& M)
+      : rp(to_device(M.row_ptr)), ci(to_device(M.col_idx.empty() ? std::vector<index_t>{0} : M.col_idx)),
+        va(to_device(M.values.empty() ? std::vector<double>{0} : M.values)) {}
+};
+
 }  // namespace krysp::test

@@ -24,6 +24,7 @@ using namespace krysp;
 
 namespace {
 
+using test::DeviceCsr;
 using test::to_device;
 using test::to_host;
 
@@ -51,14 +52,6 @@ amg::Csr<double> node_matrix(index_t strips, index_t block_cols, int br, int bc,
   }
   return M;
 }
-
-struct DeviceCsr {
-  DeviceArray<index_t> rp, ci;
-  DeviceArray<double> va;
-  explicit DeviceCsr(const amg::Csr<double>& M)
-      : rp(to_device(M.row_ptr)), ci(to_device(M.col_idx.empty() ? std::vector<index_t>{0} : M.col_idx)),
-        va(to_device(M.values.empty() ? std::vector<double>{0} : M.values)) {}
-};
 
 detail::BlockPattern pattern_of(const amg::Csr<double>& M, const DeviceCsr& d, int br, int bc) {
   return detail::block_pattern(M.rows, M.cols, M.nnz(), d.rp.data(), d.ci.data(), br, bc);

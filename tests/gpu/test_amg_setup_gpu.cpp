@@ -95,6 +95,7 @@ using test::host_factor;
 using test::max_abs;
 using test::max_diff;
 using test::same;
+using test::DeviceCsr;
 using test::to_device;
 
 }  // namespace
@@ -698,14 +699,6 @@ index_t rows_longer(const amg::Csr<double>& M, index_t above) {
   for (index_t i = 0; i < M.rows; ++i) n += M.row_ptr[std::size_t(i) + 1] - M.row_ptr[std::size_t(i)] > above;
   return n;
 }
-
-struct DeviceCsr {
-  DeviceArray<index_t> rp, ci;
-  DeviceArray<double> va;
-  explicit DeviceCsr(const amg::Csr<double>& M)
-      : rp(to_device(M.row_ptr)), ci(to_device(M.col_idx.empty() ? std::vector<index_t>{0} : M.col_idx)),
-        va(to_device(M.values.empty() ? std::vector<double>{0} : M.values)) {}
-};
 
 /// spgemm_numeric(A, B) into C's structure with `lanes`, downloaded; *missing: its flag.
 std::vector<double> numeric_product(const amg::Csr<double>& A, const amg::Csr<double>& B, const amg::Csr<double>& C,
