@@ -2,6 +2,7 @@
 // maps, the pair lists of each block of C, and the gathers, product and scatter of a numeric pass.
 #include "krysp/precond/cuda/amg_block_product.hpp"
 
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include <algorithm>
@@ -161,6 +162,20 @@ __global__ void k_block_multiply(std::int64_t entries, int br_, int bk_, int bc_
   c[t] = acc;
 }
 
+// Σ counts[0..n) in 64 bits (one synchronisation): a total past index_t does not fit the arrays.
+std::int64_t total64(const index_t* counts, index_t n) {
+  if (n == 0) return 0;
+  DeviceArray<std::int64_t> total(1);
+  std::size_t bytes = 0;
+  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts, total.data(), n));
+  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
+  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(tmp.data(), bytes, counts, total.data(), n));
+  std::int64_t t = 0;
+  total.download(&t, 1);
+  return t;
+}
+constexpr std::int64_t kMaxIndex = std::numeric_limits<index_t>::max();
+
 int download_flag(const DeviceArray<int>& flag) {
   int h = 0;
   flag.download(&h, 1);
@@ -205,6 +220,7 @@ BlockPattern block_pattern(index_t rows, index_t cols, index_t nnz, const index_
 }
 
 BlockPattern block_product_pattern(const BlockPattern& A, const BlockPattern& B) {
+  KRYSP_REQUIRE(A.fits && B.fits, "AMG: a block product pattern of patterns that do not fit");
   KRYSP_REQUIRE(A.bc == B.br && A.block_cols == B.block_rows, "AMG: block product pattern of ", A.block_rows, "x",
                 A.block_cols, " blocks of ", A.br, "x", A.bc, " and ", B.block_rows, "x", B.block_cols, " blocks of ",
                 B.br, "x", B.bc);
@@ -219,6 +235,10 @@ BlockPattern block_product_pattern(const BlockPattern& A, const BlockPattern& B)
     if (C.block_rows > 0)
       spgemm_symbolic_count(C.block_rows, A.rp.data(), A.ci.data(), A.blocks, B.rp.data(), B.ci.data(), B.block_cols,
                             counts.data());
+    if (total64(counts.data(), C.block_rows) > kMaxIndex) {
+      C.fits = false;  // no pattern: the caller keeps the scalar products
+      return C;
+    }
     C.blocks = exclusive_scan(counts.data(), C.rp.data(), C.block_rows);
   }
   C.ci = DeviceArray<index_t>(at_least_one(C.blocks));
@@ -273,6 +293,10 @@ BlockPairs block_pairs(const BlockPattern& A, const BlockPattern& B, const Block
                                                          B.ci.data(), C.rp.data(), C.ci.data(), count.data(), nullptr,
                                                          nullptr, missing);
       KRYSP_CUDA_CHECK_LAUNCH("k_pairs");
+    }
+    if (total64(count.data(), C.blocks) > kMaxIndex) {
+      R.fits = false;  // no pairs: the caller keeps the scalar products
+      return R;
     }
     R.pairs = exclusive_scan(count.data(), R.rp.data(), C.blocks);
   }

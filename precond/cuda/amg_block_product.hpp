@@ -45,7 +45,8 @@ BlockPattern block_pattern(index_t rows, index_t cols, index_t nnz, const index_
                            int bc, bool with_map = true);
 
 /// The block pattern of A·B from A's and B's (the structural product of the blocks; no map): it
-/// holds every block of the scalar product's pattern, and perhaps more (zeros then).
+/// holds every block of the scalar product's pattern, and perhaps more (zeros then). Not `fits`,
+/// and empty, when it has more blocks than index_t holds. InputError unless A and B fit.
 BlockPattern block_product_pattern(const BlockPattern& A, const BlockPattern& B);
 /// P's map for a scalar structure (rows = P's strips · br; rows' columns sorted and unique) whose
 /// entries lie in P's blocks; none where P does not fit. An entry whose block P lacks sets the
@@ -61,6 +62,7 @@ void add_block_map(BlockPattern& P, index_t rows, index_t nnz, const index_t* rp
 struct BlockPairs {
   int br = 1, bk = 1, bc = 1;
   index_t c_blocks = 0, pairs = 0;
+  bool fits = true;           ///< false (and no pairs) when they would be more than index_t holds
   DeviceArray<index_t> rp;    ///< c_blocks + 1 offsets
   DeviceArray<index_t> a, b;  ///< per pair: the block of A, the block of B
   std::size_t bytes() const { return (rp.size() + a.size() + b.size()) * sizeof(index_t); }

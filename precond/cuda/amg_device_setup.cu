@@ -648,7 +648,8 @@ struct BlockedProducts {
 namespace {
 
 /// The block patterns and pairs of A·P and R·(A·P) from the level's structures (b unknowns a node,
-/// K vectors; R = Pᵀ). `on` false when a dense array would be too large for index_t offsets.
+/// K vectors; R = Pᵀ). `on` false when a dense array, a pattern or the pairs would be too large
+/// for index_t offsets: the level keeps the scalar products.
 BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, int b, int K, PhaseClock& pc,
                                  int level) {
   BlockedProducts out;
@@ -683,15 +684,19 @@ BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, 
   }
   // The products' patterns from the blocks' (cheaper than from the scalar products' patterns,
   // and holding them): A·P's values stay in blocks, R·(A·P)'s are scattered through its map.
+  if (!(a.fits && p.fits)) return out;  // too large for index_t offsets: the scalar products
   const BlockPattern ap = block_product_pattern(a, p);
+  if (!ap.fits) return out;
   BlockPattern rap = block_product_pattern(r, ap);
+  if (!rap.fits) return out;
   add_block_map(rap, RAP.rows, RAP.nnz, RAP.rp, RAP.ci, missing.data());
   pc.mark(level, "blocks: patterns of R, A*P, R*(AP)");
-  if (!(a.fits && p.fits && ap.fits && r.fits && rap.fits)) return out;
   out.ap = block_pairs(a, p, ap, missing.data());
   pc.mark(level, "blocks: pairs of A*P");
+  if (!out.ap.fits) return out;
   out.rap_pairs = block_pairs(r, ap, rap, missing.data());
   pc.mark(level, "blocks: pairs of R*(AP)");
+  if (!out.rap_pairs.fits) return out;
   KRYSP_REQUIRE(download_int(missing.data()) == 0, "AMG: level ", level, "'s block patterns lack blocks of its products");
   out.ap_values = ap.values();
   for (BlockPattern* m : {&a, &p, &r, &rap}) {  // only the maps and counts are read from here on
