@@ -24,8 +24,8 @@ constexpr int kThreads = 256;
 int blocks_for(std::int64_t n) { return int(std::max<std::int64_t>(1, (n + kThreads - 1) / kThreads)); }
 std::size_t at_least_one(std::int64_t n) { return std::size_t(std::max<std::int64_t>(n, 1)); }
 
-// The strip row and column block of scalar entry e: its row by a search of the row offsets
-// (upper bound: empty rows are skipped).
+// The row of scalar entry e, by a search of the row offsets: the last row that starts at or
+// before e (so empty rows are passed over).
 __device__ __forceinline__ index_t row_of_entry(const index_t* rp, index_t rows, index_t e) {
   index_t lo = 0, hi = rows;  // the last row i with rp[i] <= e
   while (hi - lo > 1) {

@@ -40,7 +40,8 @@ struct BlockPattern {
 };
 
 /// The block pattern of M (rows × cols, nnz entries, each row's columns sorted and unique); the
-/// map where `with_map` and `fits` (else `map` is empty). InputError unless 1 ≤ br, bc ≤ kBlockProductMaxDim and they divide rows and cols.
+/// map where `with_map` and `fits` (else `map` is empty). InputError unless 1 ≤ br, bc ≤
+/// kBlockProductMaxDim and they divide rows and cols.
 BlockPattern block_pattern(index_t rows, index_t cols, index_t nnz, const index_t* rp, const index_t* ci, int br,
                            int bc, bool with_map = true);
 

@@ -697,7 +697,8 @@ BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, 
   out.rap_pairs = block_pairs(r, ap, rap, missing.data());
   pc.mark(level, "blocks: pairs of R*(AP)");
   if (!out.rap_pairs.fits) return out;
-  KRYSP_REQUIRE(download_int(missing.data()) == 0, "AMG: level ", level, "'s block patterns lack blocks of its products");
+  KRYSP_REQUIRE(download_int(missing.data()) == 0, "AMG: level ", level,
+                "'s block patterns lack blocks of its products");
   out.ap_values = ap.values();
   for (BlockPattern* m : {&a, &p, &r, &rap}) {  // only the maps and counts are read from here on
     m->rp = DeviceArray<index_t>();
