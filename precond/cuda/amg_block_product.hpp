@@ -2,9 +2,9 @@
 /// \file amg_block_product.hpp
 /// The AMG set-up's products A·P and R·(A·P) in dense blocks, for levels with b > 1 unknowns a node
 /// and K > 1 near-nullspace vectors: A in b×b blocks, P in b×K, R in K×b. A scalar product's cost
-/// there is its index work (a position found, a column loaded, for each of the terms: 214 M terms
-/// on the first level of 3-D elasticity with rigid-body modes); in blocks it is paid once a block
-/// pair, for up to 8·8·8 terms, and the positions are found once, at the set-up.
+/// there is its index work (a position found, a column loaded, for each of the terms: hundreds of
+/// millions on the first level of 3-D elasticity with rigid-body modes); in blocks it is paid once
+/// a block pair, for up to 8·8·8 terms, and the positions are found once, at the set-up.
 ///
 /// Each scalar CSR is read through a block pattern (the blocks that hold an entry; for a product,
 /// the block product's blocks, which hold them) and a map from its entries into a dense array of
