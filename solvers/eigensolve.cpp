@@ -293,7 +293,9 @@ namespace {
 EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
                           const ColumnBlock& x0, const ColumnBlock& Y, PhaseProfile* prof,
                           double flip_sigma = std::numeric_limits<double>::quiet_NaN()) {
-  if (o.spectral_flip && o.lobpcg.which == EigWhich::Largest && !B && A.rows() == A.cols() && A.rows() > 0) {
+  // The flip serves LOBPCG; a problem too small for it is solved densely below, as asked.
+  if (o.spectral_flip && o.lobpcg.which == EigWhich::Largest && !B && A.rows() == A.cols() && A.rows() > 0 &&
+      !detail::dense_eigensolve_applies(o, A.rows(), Y.cols)) {
     const auto t0 = Clock::now();
     if (o.check_symmetry) {
       const std::string sa = symmetry_violation_cached(A, "A");

@@ -392,6 +392,15 @@ TEST_CASE("LOBPCG host: k pairs that leave no room for the basis (3k > n): the w
     check_against_reference(A, nullptr, r, reference_eigs("bcsstk01", A), which, 1e-10, 1e-8);
     CHECK(orthonormality_error(nullptr, r) <= 1e-12);
   }
+  // The spectral flip serves LOBPCG's largest pairs; a dense solve needs none, and takes them as asked.
+  {
+    auto o = host_options(17, EigWhich::Largest, 1e-8, PrecondKind::Chebyshev);
+    o.lobpcg.convergence = EigConvergence::Relative;
+    o.spectral_flip = true;
+    const EigReport r = eigensolve(A, nullptr, o);
+    CHECK(r.solver == "dense-dsyevd");
+    check_against_reference(A, nullptr, r, reference_eigs("bcsstk01", A), EigWhich::Largest, 1e-10, 1e-8);
+  }
   // A·x = λ·B·x: bcsstk07 with its mass matrix bcsstm07 (n = 420), k = 150: B-orthonormal vectors.
   const auto K7 = test::load("bcsstk07"), M7 = test::load("bcsstm07");
   auto o = host_options(150, EigWhich::Smallest, 1e-6, PrecondKind::None);
