@@ -12,7 +12,7 @@
 //                  [--write-mtx DIR] [--no-solve] [--profile-setup] [--label-suffix S]
 //                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-sweeps S]
 //                  [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W]
-//                  [--amg-adaptive N] [--coordinates-beside] [A.mtx ...]
+//                  [--amg-adaptive N] [--coordinates-beside] [--block-products M] [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
 //   full + numeric set-ups timed alone (default 1). --precond amg sets up on the GPU (MIS-2, the
 //   default); amg-greedy sets up on the host (greedy) and uploads: tens of seconds at 256³. For
@@ -40,6 +40,8 @@
 //   --coordinates-beside: for each file PATH.mtx with a PATH_xyz.mtx beside it (nodes × 2 or 3,
 //   dense Matrix Market, as `krysp solve --coordinates` reads it), the amg runs take those node
 //   coordinates (rigid-body modes; the summary says so).
+//   --block-products auto|always|never: which levels of b > 1 and K > 1 form the GPU set-up's
+//   products in dense blocks (detail::set_block_products; default auto, the library's rule).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -59,6 +61,7 @@
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/io/matrix_market.hpp"
+#include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/cg_solver.hpp"
 #include "krysp/sparse/generators.hpp"
@@ -360,15 +363,28 @@ int main(int argc, char** argv) {
     else if (a == "--no-solve") no_solve = true;
     else if (a == "--profile-setup") profile_setup = true;
     else if (a == "--coordinates-beside") coordinates_beside = true;
+    else if (a == "--block-products" && i + 1 < argc) {
+      const std::string m = argv[++i];
+      if (m != "auto" && m != "always" && m != "never") {
+        std::fprintf(stderr, "bench_amg: --block-products takes auto, always or never, not '%s'\n", m.c_str());
+        return 2;
+      }
+      detail::set_block_products(m == "always"  ? detail::BlockProducts::Always
+                                 : m == "never" ? detail::BlockProducts::Never
+                                                : detail::BlockProducts::Auto);
+    }
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media 0]\n"
                   "                 [--precond jacobi,chebyshev,amg] [--reps R] [--setup-reps S]\n"
                   "                 [--max-iters N] [--json out.json] [--write-mtx DIR] [--no-solve]\n"
                   "                 [--profile-setup] [--label-suffix S] [--coordinates-beside]\n"
+                  "                 [--block-products auto|always|never]\n"
                   "                 [AMG options] [A.mtx ...]\n"
                   "  --label-suffix S     appended to every run's label, printed and in the JSON\n"
                   "  --coordinates-beside the amg runs of PATH.mtx take node coordinates from\n"
                   "                       PATH_xyz.mtx where there is one (rigid-body modes)\n"
+                  "  --block-products M   auto | always | never: levels of b > 1 and K > 1 whose GPU\n"
+                  "                       set-up forms A*P and R*(AP) in dense blocks (default auto)\n"
                   "  AMG options of the amg and amg-greedy runs, as `krysp solve` takes them (see its --help):\n"
                   "  --amg-theta T        strength threshold on level 0 (0 to 1) or auto  (default auto)\n"
                   "  --amg-degree D       Chebyshev smoother degree (1 to 16) or auto     (default auto)\n"

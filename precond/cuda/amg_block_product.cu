@@ -2,9 +2,6 @@
 // maps, the pair lists of each block of C, and the gathers, product and scatter of a numeric pass.
 #include "krysp/precond/cuda/amg_block_product.hpp"
 
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_segmented_sort.cuh>
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -92,29 +89,61 @@ __global__ void k_pattern_map(index_t rows, index_t nnz, int br, int bc, const i
   }
 }
 
-// One thread a block pa of A (strip I): for each block of B's strip K = A's column, the block of
-// C's strip I with B's column. Counted into count (Fill false), or written at its C block's cursor.
+// One thread a block c of C (strip I, block column J): the blocks pa of A's strip I, K = A's
+// block column ascending, whose strip K of B holds J (the pairs of C_IJ = Σ_K A_IK·B_KJ).
+// Counted into count[c] (Fill false), or written from offset rp[c] on.
 template <bool Fill>
-__global__ void k_pairs(index_t a_blocks, index_t a_strips, const index_t* __restrict__ arp,
+__global__ void k_pairs(index_t c_blocks, index_t c_strips, const index_t* __restrict__ crp,
+                        const index_t* __restrict__ cci, const index_t* __restrict__ arp,
                         const index_t* __restrict__ aci, const index_t* __restrict__ brp,
-                        const index_t* __restrict__ bci, const index_t* __restrict__ crp,
-                        const index_t* __restrict__ cci, index_t* __restrict__ count, index_t* __restrict__ pair_a,
-                        index_t* __restrict__ pair_b, int* missing) {
-  const index_t pa = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (pa >= a_blocks) return;
-  const index_t I = row_of_entry(arp, a_strips, pa), K = aci[pa], c0 = crp[I], clen = crp[I + 1] - c0;
-  for (index_t qb = brp[K]; qb < brp[K + 1]; ++qb) {
-    const index_t J = bci[qb], p = lower_bound(cci + c0, clen, J);
-    if (!(p < clen && cci[c0 + p] == J)) {
-      *missing = 1;  // C's pattern is not a product's
-      continue;
-    }
-    const index_t slot = atomicAdd(count + c0 + p, index_t(1));
-    if (Fill) {
-      pair_a[slot] = pa;
-      pair_b[slot] = qb;
+                        const index_t* __restrict__ bci, index_t* __restrict__ count_or_rp,
+                        index_t* __restrict__ pair_a, index_t* __restrict__ pair_b) {
+  const index_t c = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= c_blocks) return;
+  const index_t I = row_of_entry(crp, c_strips, c), J = cci[c];
+  index_t n = Fill ? count_or_rp[c] : 0;
+  for (index_t pa = arp[I]; pa < arp[I + 1]; ++pa) {
+    const index_t K = aci[pa], b0 = brp[K], len = brp[K + 1] - b0, p = lower_bound(bci + b0, len, J);
+    if (p < len && bci[b0 + p] == J) {
+      if (Fill) {
+        pair_a[n] = pa;
+        pair_b[n] = b0 + p;
+      }
+      ++n;
     }
   }
+  if (!Fill) count_or_rp[c] = n;
+}
+
+// One thread a strip I of A: its block products A_IK·B_KJ (for every block of B's strip K)
+// against the pairs that C's blocks of strip I listed (rp: their offsets). Fewer listed means
+// C's pattern lacks a block of the product: *missing set.
+__global__ void k_pairs_check(index_t strips, const index_t* __restrict__ arp, const index_t* __restrict__ aci,
+                              const index_t* __restrict__ brp, const index_t* __restrict__ crp,
+                              const index_t* __restrict__ rp, int* missing) {
+  const index_t I = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (I >= strips) return;
+  std::int64_t products = 0;
+  for (index_t pa = arp[I]; pa < arp[I + 1]; ++pa) products += brp[aci[pa] + 1] - brp[aci[pa]];
+  if (products != std::int64_t(rp[crp[I + 1]]) - rp[crp[I]]) *missing = 1;
+}
+
+// One thread a scalar row i of the expansion (strip I, row r of its blocks): the columns of each
+// of I's blocks in turn, and where each entry lies in the dense blocks.
+__global__ void k_expand(index_t rows, int br, int bc, const index_t* __restrict__ brp, const index_t* __restrict__ bci,
+                         index_t* __restrict__ rp, index_t* __restrict__ ci, index_t* __restrict__ map) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  const index_t I = i / br, r = i % br, q0 = brp[I], len = brp[I + 1] - q0;
+  const index_t start = q0 * br * bc + r * len * bc;  // the strip's rows before this one: len·bc each
+  rp[i] = start;
+  if (i == rows - 1) rp[rows] = brp[I + 1] * br * bc;
+  for (index_t q = 0; q < len; ++q)
+    for (int c = 0; c < bc; ++c) {
+      const index_t e = start + q * bc + c;
+      ci[e] = bci[q0 + q] * bc + c;
+      map[e] = ((q0 + q) * br + r) * bc + c;
+    }
 }
 
 // One thread an entry of R's blocks: R = Pᵀ, block q of R is block perm[q] of P transposed.
@@ -162,18 +191,6 @@ __global__ void k_block_multiply(std::int64_t entries, int br_, int bk_, int bc_
   c[t] = acc;
 }
 
-// Σ counts[0..n) in 64 bits (one synchronisation): a total past index_t does not fit the arrays.
-std::int64_t total64(const index_t* counts, index_t n) {
-  if (n == 0) return 0;
-  DeviceArray<std::int64_t> total(1);
-  std::size_t bytes = 0;
-  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, counts, total.data(), n));
-  DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
-  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(tmp.data(), bytes, counts, total.data(), n));
-  std::int64_t t = 0;
-  total.download(&t, 1);
-  return t;
-}
 constexpr std::int64_t kMaxIndex = std::numeric_limits<index_t>::max();
 
 int download_flag(const DeviceArray<int>& flag) {
@@ -235,11 +252,13 @@ BlockPattern block_product_pattern(const BlockPattern& A, const BlockPattern& B)
     if (C.block_rows > 0)
       spgemm_symbolic_count(C.block_rows, A.rp.data(), A.ci.data(), A.blocks, B.rp.data(), B.ci.data(), B.block_cols,
                             counts.data());
-    if (total64(counts.data(), C.block_rows) > kMaxIndex) {
+    const std::int64_t blocks = exclusive_scan64(counts.data(), C.rp.data(), C.block_rows);
+    if (blocks > kMaxIndex) {
       C.fits = false;  // no pattern: the caller keeps the scalar products
+      C.rp = DeviceArray<index_t>();
       return C;
     }
-    C.blocks = exclusive_scan(counts.data(), C.rp.data(), C.block_rows);
+    C.blocks = index_t(blocks);
   }
   C.ci = DeviceArray<index_t>(at_least_one(C.blocks));
   if (C.block_rows > 0 && C.blocks > 0)
@@ -267,6 +286,22 @@ void add_block_map(BlockPattern& P, index_t rows, index_t nnz, const index_t* rp
   if (!missing) KRYSP_REQUIRE(download_flag(own) == 0, "AMG: a block pattern lacks a block of its matrix's entries");
 }
 
+index_t block_expand(BlockPattern& P, DeviceArray<index_t>& rp, DeviceArray<index_t>& ci) {
+  KRYSP_REQUIRE(P.fits, "AMG: a block pattern of ", P.values(), " values, more than index_t holds");
+  const index_t rows = P.block_rows * P.br, nnz = index_t(P.values());
+  rp = DeviceArray<index_t>(std::size_t(rows) + 1);
+  ci = DeviceArray<index_t>(at_least_one(nnz));
+  P.map = DeviceArray<index_t>(at_least_one(nnz));
+  if (rows == 0) {
+    rp.zero();
+    return 0;
+  }
+  k_expand<<<blocks_for(rows), kThreads>>>(rows, P.br, P.bc, P.rp.data(), P.ci.data(), rp.data(), ci.data(),
+                                           P.map.data());
+  KRYSP_CUDA_CHECK_LAUNCH("k_expand");
+  return nnz;
+}
+
 BlockPairs block_pairs(const BlockPattern& A, const BlockPattern& B, const BlockPattern& C, int* missing) {
   KRYSP_REQUIRE(A.bc == B.br && A.br == C.br && B.bc == C.bc && A.block_cols == B.block_rows &&
                     A.block_rows == C.block_rows && B.block_cols == C.block_cols,
@@ -287,41 +322,34 @@ BlockPairs block_pairs(const BlockPattern& A, const BlockPattern& B, const Block
   }
   {
     DeviceArray<index_t> count(at_least_one(C.blocks));
-    count.zero();
-    if (A.blocks > 0) {
-      k_pairs<false><<<blocks_for(A.blocks), kThreads>>>(A.blocks, A.block_rows, A.rp.data(), A.ci.data(), B.rp.data(),
-                                                         B.ci.data(), C.rp.data(), C.ci.data(), count.data(), nullptr,
-                                                         nullptr, missing);
+    if (C.blocks > 0) {
+      k_pairs<false><<<blocks_for(C.blocks), kThreads>>>(C.blocks, C.block_rows, C.rp.data(), C.ci.data(), A.rp.data(),
+                                                         A.ci.data(), B.rp.data(), B.ci.data(), count.data(), nullptr,
+                                                         nullptr);
       KRYSP_CUDA_CHECK_LAUNCH("k_pairs");
     }
-    if (total64(count.data(), C.blocks) > kMaxIndex) {
+    const std::int64_t pairs = exclusive_scan64(count.data(), R.rp.data(), C.blocks);
+    if (pairs > kMaxIndex) {
       R.fits = false;  // no pairs: the caller keeps the scalar products
+      R.rp = DeviceArray<index_t>();
       return R;
     }
-    R.pairs = exclusive_scan(count.data(), R.rp.data(), C.blocks);
+    R.pairs = index_t(pairs);
+  }
+  if (A.block_rows > 0) {
+    k_pairs_check<<<blocks_for(A.block_rows), kThreads>>>(A.block_rows, A.rp.data(), A.ci.data(), B.rp.data(),
+                                                          C.rp.data(), R.rp.data(), missing);
+    KRYSP_CUDA_CHECK_LAUNCH("k_pairs_check");
   }
   if (own.size() > 0)
     KRYSP_REQUIRE(download_flag(own) == 0, "AMG: a block product's pattern lacks blocks of the product");
   R.a = DeviceArray<index_t>(at_least_one(R.pairs));
   R.b = DeviceArray<index_t>(at_least_one(R.pairs));
   if (R.pairs > 0) {
-    DeviceArray<index_t> cursor(at_least_one(C.blocks));
-    copy_device_to_device(cursor.data(), R.rp.data(), std::size_t(C.blocks) * sizeof(index_t));
-    k_pairs<true><<<blocks_for(A.blocks), kThreads>>>(A.blocks, A.block_rows, A.rp.data(), A.ci.data(), B.rp.data(),
-                                                      B.ci.data(), C.rp.data(), C.ci.data(), cursor.data(), R.a.data(),
-                                                      R.b.data(), missing);
+    k_pairs<true><<<blocks_for(C.blocks), kThreads>>>(C.blocks, C.block_rows, C.rp.data(), C.ci.data(), A.rp.data(),
+                                                      A.ci.data(), B.rp.data(), B.ci.data(), R.rp.data(), R.a.data(),
+                                                      R.b.data());
     KRYSP_CUDA_CHECK_LAUNCH("k_pairs");
-    // The slots came in any order: each C block's pairs sorted by A's block (distinct keys), so
-    // that K ascends.
-    DeviceArray<index_t> a(at_least_one(R.pairs)), b(at_least_one(R.pairs));
-    std::size_t bytes = 0;
-    KRYSP_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, R.a.data(), a.data(), R.b.data(), b.data(),
-                                                         R.pairs, C.blocks, R.rp.data(), R.rp.data() + 1));
-    DeviceArray<unsigned char> tmp(std::max<std::size_t>(bytes, 1));
-    KRYSP_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(tmp.data(), bytes, R.a.data(), a.data(), R.b.data(),
-                                                         b.data(), R.pairs, C.blocks, R.rp.data(), R.rp.data() + 1));
-    R.a = std::move(a);
-    R.b = std::move(b);
   }
   return R;
 }

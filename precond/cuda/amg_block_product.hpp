@@ -49,6 +49,13 @@ BlockPattern block_pattern(index_t rows, index_t cols, index_t nnz, const index_
 /// holds every block of the scalar product's pattern, and perhaps more (zeros then). Not `fits`,
 /// and empty, when it has more blocks than index_t holds. InputError unless A and B fit.
 BlockPattern block_product_pattern(const BlockPattern& A, const BlockPattern& B);
+/// The scalar structure of P's blocks taken whole (rows = P's strips · br; row r of strip I holds
+/// every column of each of I's blocks, ascending) into rp and ci, and P's map into it; returns its
+/// entries, P.values(). It is the scalar pattern of a product whose right factor's blocks are full
+/// (each holds all its entries): R·(A·P) with P's b×K blocks full and R = Pᵀ, whatever holes A's
+/// blocks have, since every block pair R_IK·A_KL·P_LJ then reaches every entry of block (I, J)
+/// through any one entry of A_KL. InputError when P does not fit.
+index_t block_expand(BlockPattern& P, DeviceArray<index_t>& rp, DeviceArray<index_t>& ci);
 /// P's map for a scalar structure (rows = P's strips · br; rows' columns sorted and unique) whose
 /// entries lie in P's blocks; none where P does not fit. An entry whose block P lacks sets the
 /// device int *missing; without `missing`, InputError then (one synchronisation, for the check).

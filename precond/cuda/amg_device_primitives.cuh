@@ -1,14 +1,16 @@
 #pragma once
 /// \file amg_device_primitives.cuh
 /// The scan and sort steps of the GPU AMG set-up that its one-vector path (amg_device_setup.cu)
-/// and its K > 1 pieces (amg_block_setup.cu) share: an exclusive scan with its total, CUB's stable
-/// radix sort of (key, value) pairs and the key bits it needs, and the grouping of nodes by
-/// aggregate for P_tent (sort keys, each aggregate's first position in the sorted order).
+/// and its K > 1 pieces (amg_block_setup.cu, amg_block_product.cu) share: an exclusive scan with
+/// its total (or its 64-bit total), CUB's stable radix sort of (key, value) pairs and the key bits
+/// it needs, and the grouping of nodes by aggregate for P_tent (sort keys, each aggregate's first
+/// position in the sorted order).
 /// Internal: included by those .cu files only.
 #include <cub/cub.cuh>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
 #include "krysp/base/device_memory.hpp"
@@ -31,6 +33,27 @@ inline index_t exclusive_scan(const index_t* in, index_t* out, index_t n) {
   index_t total = 0;
   copy_to_host(&total, out + n, sizeof(index_t));
   return total;
+}
+
+/// out[0..n] = exclusive scan of in[0..n-1], as exclusive_scan, with the total summed in 64 bits
+/// and returned (one synchronisation): a total past index_t's range means the offsets wrapped and
+/// are not to be used.
+inline std::int64_t exclusive_scan64(const index_t* in, index_t* out, index_t n) {
+  if (n == 0) {
+    KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
+    return 0;
+  }
+  DeviceArray<std::int64_t> total(1);
+  std::size_t sum_bytes = 0, scan_bytes = 0;
+  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, sum_bytes, in, total.data(), n));
+  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, in, out + 1, n));
+  DeviceArray<unsigned char> tmp(std::max<std::size_t>({sum_bytes, scan_bytes, 1}));
+  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(tmp.data(), sum_bytes, in, total.data(), n));
+  KRYSP_CUDA_CHECK(cudaMemset(out, 0, sizeof(index_t)));
+  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp.data(), scan_bytes, in, out + 1, n));
+  std::int64_t t = 0;
+  copy_to_host(&t, total.data(), sizeof t);
+  return t;
 }
 
 /// Stable sort of (key, value) pairs by key, on bits [0, end_bit) of the keys (CUB's radix sort:

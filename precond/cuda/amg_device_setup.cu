@@ -273,7 +273,7 @@ __global__ void k_gather_transpose(index_t nnz, const index_t* perm, const index
   const index_t p = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= nnz) return;
   tci[p] = rows[perm[p]];
-  tva[p] = va[perm[p]];
+  if (va) tva[p] = va[perm[p]];
 }
 
 // (A + B)/2 over the union pattern (amg::add(0.5, A, 0.5, B)): count, then fill.
@@ -419,7 +419,8 @@ __global__ void k_node_blocks(index_t nodes, int b, const index_t* rp, const ind
 }
 
 /// Aᵀ by a stable sort of the entries by column: rows of the result come out sorted. perm_out:
-/// receives the permutation (entry p of Aᵀ is entry perm[p] of A), for numeric re-set-ups.
+/// receives the permutation (entry p of Aᵀ is entry perm[p] of A), for numeric re-set-ups. A.va
+/// null: the pattern alone (T.va null).
 DCsr transpose(const DCsr& A, DeviceArray<index_t>* perm_out = nullptr) {
   DCsr T;
   T.rows = A.cols;
@@ -427,7 +428,7 @@ DCsr transpose(const DCsr& A, DeviceArray<index_t>* perm_out = nullptr) {
   T.nnz = A.nnz;
   T.rp_own = DeviceArray<index_t>(std::size_t(T.rows) + 1);
   T.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(A.nnz, 1)));
-  T.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(A.nnz, 1)));
+  if (A.va) T.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(A.nnz, 1)));
   T.own();
   DeviceArray<int> count(std::size_t(std::max<index_t>(T.rows, 1)));
   count.zero();
@@ -455,20 +456,7 @@ DCsr transpose(const DCsr& A, DeviceArray<index_t>* perm_out = nullptr) {
 /// bits so that a product too large for index_t is refused instead of wrapping. One
 /// synchronisation, for the total.
 index_t product_scan(const index_t* counts, index_t* rp, index_t n) {
-  if (n == 0) {
-    KRYSP_CUDA_CHECK(cudaMemset(rp, 0, sizeof(index_t)));
-    return 0;
-  }
-  DeviceArray<std::int64_t> total(1);
-  std::size_t sum_bytes = 0, scan_bytes = 0;
-  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, sum_bytes, counts, total.data(), n));
-  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, counts, rp + 1, n));
-  DeviceArray<unsigned char> tmp(std::max<std::size_t>({sum_bytes, scan_bytes, 1}));
-  KRYSP_CUDA_CHECK(cub::DeviceReduce::Sum(tmp.data(), sum_bytes, counts, total.data(), n));
-  KRYSP_CUDA_CHECK(cudaMemset(rp, 0, sizeof(index_t)));
-  KRYSP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(tmp.data(), scan_bytes, counts, rp + 1, n));
-  std::int64_t t = 0;
-  copy_to_host(&t, total.data(), sizeof t);
+  const std::int64_t t = exclusive_scan64(counts, rp, n);
   KRYSP_REQUIRE(t <= kMaxNnz, "AMG: a sparse product has ", t, " nonzeros, more than index_t (32-bit) holds");
   return index_t(t);
 }
@@ -476,8 +464,9 @@ index_t product_scan(const index_t* counts, index_t* rp, index_t n) {
 /// The structure of A·B (B's rows sorted) with storage for its values: spgemm_symbolic_count, a
 /// scan, spgemm_symbolic_fill (amg_galerkin.hpp: each row's distinct columns, sorted; the
 /// structural product; with B = P_tent, P = S·P_tent's structure), timed as `name`: symbolic
-/// count and symbolic fill.
-DCsr symbolic_product(const DCsr& A, const DCsr& B, PhaseClock& pc, int level, const char* name) {
+/// count and symbolic fill. `values` false: no storage for them (fill_product allocates it).
+DCsr symbolic_product(const DCsr& A, const DCsr& B, PhaseClock& pc, int level, const char* name,
+                      bool values = true) {
   KRYSP_REQUIRE(A.cols == B.rows, "AMG: sparse product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols);
   DCsr C;
   C.rows = A.rows;
@@ -490,7 +479,7 @@ DCsr symbolic_product(const DCsr& A, const DCsr& B, PhaseClock& pc, int level, c
   }
   pc.mark(level, std::string(name) + ": symbolic count");
   C.ci_own = DeviceArray<index_t>(std::size_t(std::max<index_t>(C.nnz, 1)));
-  C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
+  if (values) C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
   C.own();
   spgemm_symbolic_fill(A.rows, A.rp, A.ci, A.nnz, B.rp, B.ci, B.cols, C.rp, C.ci_own.data());
   pc.mark(level, std::string(name) + ": symbolic fill");
@@ -601,8 +590,12 @@ DCsr with_structure(index_t rows, index_t cols, index_t nnz, const index_t* rp, 
 }
 
 /// C's values = A·B into C's structure (spgemm_numeric: fixed order, so a re-set-up fills what a
-/// fresh set-up does, bitwise), timed as `name`: numeric.
+/// fresh set-up does, bitwise), timed as `name`: numeric. Allocates C's values where it has none.
 void fill_product(const DCsr& A, const DCsr& B, DCsr& C, PhaseClock& pc, int level, const char* name) {
+  if (!C.va) {
+    C.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(C.nnz, 1)));
+    C.va = C.va_own.data();
+  }
   KRYSP_REQUIRE(A.cols == B.rows && C.rows == A.rows && C.cols == B.cols && C.va == C.va_own.data(),
                 "AMG: numeric product of ", A.rows, "x", A.cols, " and ", B.rows, "x", B.cols, " into ", C.rows, "x",
                 C.cols);
@@ -612,19 +605,25 @@ void fill_product(const DCsr& A, const DCsr& B, DCsr& C, PhaseClock& pc, int lev
 
 BlockProducts g_block_products = BlockProducts::Auto;
 
-// Terms of a level's two scalar products from which the blocks pay (BlockProducts::Auto): their
-// patterns and pairs cost a set-up about as much as the scalar numeric products of some 30 M terms
-// (launches and synchronisations; docs/amg.md, "The products in dense blocks"). Smaller levels
-// keep the scalar products, so small matrices' set-ups do not grow.
+// Terms of a level's two scalar products from which the blocks pay (BlockProducts::Auto) where P's
+// blocks have holes, so that the scalar symbolic products are made as well: their patterns and
+// pairs cost a set-up about as much as the scalar numeric products of some 30 M terms (launches
+// and synchronisations; docs/amg.md, "The products in dense blocks"). Smaller such levels keep the
+// scalar products, so small matrices' set-ups do not grow.
 constexpr double kBlockProductMinTerms = 32e6;
 
-/// Whether a level of b unknowns a node and K near-nullspace vectors takes its products in blocks,
+/// Whether a level of b unknowns a node and K near-nullspace vectors may take its products in
+/// blocks (always where P's blocks are full).
+bool block_products_allowed(int b, int K) {
+  return g_block_products != BlockProducts::Never && b >= 2 && K >= 2 && b <= kBlockProductMaxDim &&
+         K <= kBlockProductMaxDim;
+}
+
+/// Whether such a level whose P has blocks with holes takes its products in blocks all the same,
 /// given their estimated scalar terms (A·P: nnz(A)·nnz(P)/n; R·(A·P): nnz(P)·nnz(A·P)/n).
 bool block_products_apply(int b, int K, double terms) {
-  if (g_block_products == BlockProducts::Never || b < 2 || K < 2 || b > kBlockProductMaxDim ||
-      K > kBlockProductMaxDim)
-    return false;
-  return g_block_products == BlockProducts::Always || terms >= kBlockProductMinTerms;
+  return block_products_allowed(b, K) &&
+         (g_block_products == BlockProducts::Always || terms >= kBlockProductMinTerms);
 }
 
 }  // namespace
@@ -648,30 +647,29 @@ struct BlockedProducts {
 namespace {
 
 /// The block patterns and pairs of A·P and R·(A·P) from the level's structures (b unknowns a node,
-/// K vectors; R = Pᵀ). `on` false when a dense array, a pattern or the pairs would be too large
-/// for index_t offsets: the level keeps the scalar products.
-BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, int b, int K, PhaseClock& pc,
-                                 int level) {
+/// K vectors; R = Pᵀ; p: P's block pattern, without map). RAP: R·(A·P)'s scalar structure (the
+/// symbolic products'), or with `expand` (P's blocks full) made here as its block pattern's
+/// expansion (block_expand), values' storage included, so that the level needs no scalar symbolic
+/// product. `on` false (RAP untouched) when a dense array, a pattern or the pairs would be too
+/// large for index_t offsets: the level keeps the scalar products.
+BlockedProducts blocked_products(BlockPattern p, const DCsr& A, const DCsr& P, DCsr& RAP, bool expand, int b, int K,
+                                 PhaseClock& pc, int level) {
   BlockedProducts out;
   DeviceArray<int> missing(1);  // one check for the level's maps and pairs (by construction, none)
   missing.zero();
   BlockPattern a = block_pattern(A.rows, A.cols, A.nnz, A.rp, A.ci, b, b, false);
-  BlockPattern p = block_pattern(P.rows, P.cols, P.nnz, P.rp, P.ci, b, K, false);
   add_block_map(a, A.rows, A.nnz, A.rp, A.ci, missing.data());
   add_block_map(p, P.rows, P.nnz, P.rp, P.ci, missing.data());
   pc.mark(level, "blocks: patterns of A, P");
   // R's pattern: P's transposed (a sort of P's blocks, not of its entries).
   BlockPattern r;
   {
-    DeviceArray<double> zeros(std::size_t(std::max<index_t>(p.blocks, 1)));
-    zeros.zero();
-    DCsr pb;
+    DCsr pb;  // the pattern alone
     pb.rows = p.block_rows;
     pb.cols = p.block_cols;
     pb.nnz = p.blocks;
     pb.rp = p.rp.data();
     pb.ci = p.ci.data();
-    pb.va = zeros.data();
     DCsr rb = transpose(pb, &out.perm);
     r.br = K;
     r.bc = b;
@@ -689,8 +687,17 @@ BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, 
   if (!ap.fits) return out;
   BlockPattern rap = block_product_pattern(r, ap);
   if (!rap.fits) return out;
-  add_block_map(rap, RAP.rows, RAP.nnz, RAP.rp, RAP.ci, missing.data());
-  pc.mark(level, "blocks: patterns of R, A*P, R*(AP)");
+  DCsr expanded;
+  if (expand) {
+    expanded.rows = expanded.cols = rap.block_rows * K;
+    expanded.nnz = block_expand(rap, expanded.rp_own, expanded.ci_own);
+    expanded.va_own = DeviceArray<double>(std::size_t(std::max<index_t>(expanded.nnz, 1)));
+    expanded.own();
+  } else {
+    add_block_map(rap, RAP.rows, RAP.nnz, RAP.rp, RAP.ci, missing.data());
+  }
+  pc.mark(level, expand ? "blocks: patterns of R, A*P, R*(AP), whose expansion is R*(AP)'s"
+                        : "blocks: patterns of R, A*P, R*(AP)");
   out.ap = block_pairs(a, p, ap, missing.data());
   pc.mark(level, "blocks: pairs of A*P");
   if (!out.ap.fits) return out;
@@ -709,6 +716,7 @@ BlockedProducts blocked_products(const DCsr& A, const DCsr& P, const DCsr& RAP, 
   out.r = std::move(r);
   out.rap = std::move(rap);
   out.on = true;
+  if (expand) RAP = std::move(expanded);
   return out;
 }
 
@@ -1324,19 +1332,35 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       }
       // Nodes of b > 1 unknowns and K > 1 vectors: the two products in dense blocks
       // (amg_block_product.hpp, the same bits); a re-set-up then needs no structure of A·P.
+      // Where P's b×K blocks are full, R·(A·P)'s scalar pattern is its block pattern expanded
+      // (block_expand), and the blocks replace the scalar symbolic products too; elsewhere they
+      // pay only on large levels (block_products_apply).
       bool blocked = exact && kept->blocked.on;
-      DCsr AP;
-      if (!exact)
-        AP = symbolic_product(Al, P, pc, lv, "SpGEMM A*P");
-      else if (!blocked)
-        AP = with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data());
-      DCsr RAP = exact ? with_structure(nc, nc, kept->rap_nnz, kept->rap_rp.data(), kept->rap_ci.data())
-                       : symbolic_product(R, AP, pc, lv, "SpGEMM R*(AP)");
-      if (!kept && n > 0 &&
-          block_products_apply(bl, K, (double(Al.nnz) + double(AP.nnz)) * double(P.nnz) / double(n))) {
-        pl.blocked = blocked_products(Al, P, RAP, bl, K, pc, lv);
-        blocked = pl.blocked.on;
-        if (blocked) AP.va_own = DeviceArray<double>();  // its values stay in blocks
+      DCsr AP, RAP;
+      if (exact) {
+        if (!blocked) AP = with_structure(n, nc, kept->ap_nnz, kept->ap_rp.data(), kept->ap_ci.data());
+        RAP = with_structure(nc, nc, kept->rap_nnz, kept->rap_rp.data(), kept->rap_ci.data());
+      } else {
+        BlockPattern pb;
+        bool full = false;
+        if (block_products_allowed(bl, K) && n > 0) {
+          pb = block_pattern(P.rows, P.cols, P.nnz, P.rp, P.ci, bl, K, false);
+          full = pb.fits && pb.values() == std::size_t(P.nnz);
+          pc.mark(lv, "blocks: pattern of P");
+        }
+        if (full) {
+          pl.blocked = blocked_products(std::move(pb), Al, P, RAP, true, bl, K, pc, lv);
+          blocked = pl.blocked.on;
+        }
+        if (!blocked) {
+          AP = symbolic_product(Al, P, pc, lv, "SpGEMM A*P", false);  // values where not in blocks
+          RAP = symbolic_product(R, AP, pc, lv, "SpGEMM R*(AP)");
+          if (!full && pb.fits && pb.rp.size() > 0 &&
+              block_products_apply(bl, K, (double(Al.nnz) + double(AP.nnz)) * double(P.nnz) / double(n))) {
+            pl.blocked = blocked_products(std::move(pb), Al, P, RAP, false, bl, K, pc, lv);
+            blocked = pl.blocked.on;
+          }
+        }
       }
       if (blocked) {
         fill_blocked_products(kept ? kept->blocked : pl.blocked, Al, P, RAP);

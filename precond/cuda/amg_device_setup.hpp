@@ -86,8 +86,10 @@ struct GpuAmgPlan;
 std::size_t plan_device_bytes(const GpuAmgPlan& plan);
 
 /// Where set-ups form A·P and R·(A·P) in dense blocks (amg_block_product.hpp), among the levels
-/// with b > 1 unknowns a node and K > 1 vectors: Auto (the default) where the scalar products would
-/// have tens of millions of terms, Always, or Never. The values are the same bits either way.
+/// with b > 1 unknowns a node and K > 1 vectors: Auto (the default) where P's b×K blocks are full
+/// (R·(A·P)'s scalar structure then comes from the blocks, without scalar symbolic products) or
+/// the scalar products would have tens of millions of terms, Always, or Never. The values and
+/// structures are the same bits either way.
 enum class BlockProducts { Auto, Always, Never };
 /// Sets it for the set-ups from now on: for the tests, which compare the two paths.
 void set_block_products(BlockProducts mode);

@@ -18,7 +18,9 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
@@ -199,6 +201,14 @@ std::vector<Problem> problems() {
 }
 
 /// Does some coarse matrix of H hold a row that is a lone unit diagonal? (an empty row made so)
+// Whether P's b×K blocks are full: every block that holds an entry holds all b·K (counted here).
+bool full_blocks(const amg::Csr<double>& P, int b, int K) {
+  std::set<std::pair<index_t, index_t>> blocks;
+  for (index_t i = 0; i < P.rows; ++i)
+    for (index_t k = P.row_ptr[i]; k < P.row_ptr[i + 1]; ++k) blocks.insert({i / b, P.col_idx[k] / K});
+  return std::size_t(P.nnz()) == blocks.size() * std::size_t(b) * std::size_t(K);
+}
+
 bool has_unit_diagonal_row(const HostAmg<double>& H) {
   const auto data = H.level_data();
   for (std::size_t l = 0; l + 1 < data.size(); ++l) {
@@ -499,13 +509,14 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
 }
 
 TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scalar products' bits") {
-  // Every level's A, P, R and the coarse factor with the products in dense blocks (forced: these
-  // levels are below the size from which Auto takes them) and by spgemm_numeric; a re-set-up
-  // through the blocked plan against a fresh scalar set-up.
+  // Every level's A, P, R and the coarse factor with the products in dense blocks (forced: Auto
+  // leaves the levels whose P has blocks with holes scalar at these sizes) and by spgemm_numeric;
+  // a re-set-up through the blocked plan against a fresh scalar set-up. Where P's blocks are full,
+  // R·(A·P)'s structure comes from the blocks (expanded); elsewhere from the symbolic products.
   struct Restore {
     ~Restore() { detail::set_block_products(detail::BlockProducts::Auto); }
   } restore;
-  int blocked_problems = 0;
+  int blocked_problems = 0, expanded = 0, mapped = 0;
   for (const Problem& p : problems()) {
     CAPTURE(p.name);
     AmgOptions po = p.o;
@@ -525,6 +536,8 @@ TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scal
     for (const auto& ph : G.info.setup_phases) {
       blocked += ph.name == "A*P and R*(AP) in blocks: numeric";
       scalar += ph.name == "SpGEMM R*(AP): numeric";
+      expanded += ph.name == "blocks: patterns of R, A*P, R*(AP), whose expansion is R*(AP)'s";
+      mapped += ph.name == "blocks: patterns of R, A*P, R*(AP)";
     }
     const int K = amg::near_nullspace_size(p.o, G.info.levels[0].block_size);
     const bool expect = G.info.levels[0].block_size > 1 && K > 1;
@@ -552,9 +565,12 @@ TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scal
     CHECK(host_factor(R) == host_factor(F));
   }
   CHECK(blocked_problems >= 8);
+  MESSAGE("levels with R*(AP)'s structure expanded from the blocks: ", expanded, "; from the symbolic products: ",
+          mapped);
+  CHECK(expanded > 0);
 }
 
-TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks on large levels only, with the same bits") {
+TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks where P's are full or the level large") {
   struct Restore {
     ~Restore() { detail::set_block_products(detail::BlockProducts::Auto); }
   } restore;
@@ -584,14 +600,29 @@ TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks on large level
   REQUIRE(S.levels.size() == G.levels.size());
   for (std::size_t l = 1; l < G.levels.size(); ++l) CHECK(same(host_copy(G.levels[l].A), host_copy(S.levels[l].A)));
   CHECK(host_factor(G) == host_factor(S));
-  // A small problem's levels all stay scalar.
+  // The small problems' levels take the blocks exactly where P's blocks are full (no level of
+  // theirs is large enough otherwise).
   detail::set_block_products(detail::BlockProducts::Auto);
+  int full_levels = 0, holed_levels = 0;
   for (const Problem& p : problems()) {
     CAPTURE(p.name);
     AmgOptions q = p.o;
     q.profile_setup = true;
-    CHECK(blocked_levels(detail::gpu_amg_setup(p.A, q, true).info).empty());
+    const auto H = detail::gpu_amg_setup(p.A, q, true);
+    const std::vector<int> in_blocks = blocked_levels(H.info);
+    for (std::size_t l = 0; l + 1 < H.levels.size(); ++l) {
+      CAPTURE(l);
+      const int b = H.info.levels[l].block_size, K = H.info.levels[l + 1].block_size;
+      const bool eligible = b >= 2 && K >= 2 && b <= 8 && K <= 8;
+      const bool full = eligible && full_blocks(host_copy(H.levels[l].P), b, K);
+      CHECK((std::find(in_blocks.begin(), in_blocks.end(), int(l)) != in_blocks.end()) == full);
+      full_levels += full;
+      holed_levels += eligible && !full;
+    }
   }
+  MESSAGE("small problems' levels with b, K > 1: ", full_levels, " with P's blocks full, ", holed_levels,
+          " with holes");
+  CHECK(full_levels > 0);
 }
 
 TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: DeviceAmg applies the host's V-cycle; PCG converges") {
