@@ -605,22 +605,22 @@ void fill_product(const DCsr& A, const DCsr& B, DCsr& C, PhaseClock& pc, int lev
 
 BlockProducts g_block_products = BlockProducts::Auto;
 
-// Terms of a level's two scalar products from which the blocks pay (BlockProducts::Auto) where P's
-// blocks have holes, so that the scalar symbolic products are made as well: their patterns and
-// pairs cost a set-up about as much as the scalar numeric products of some 30 M terms (launches
-// and synchronisations; docs/amg.md, "The products in dense blocks"). Smaller such levels keep the
-// scalar products, so small matrices' set-ups do not grow.
-constexpr double kBlockProductMinTerms = 32e6;
-
 /// Whether a level of b unknowns a node and K near-nullspace vectors may take its products in
-/// blocks (always where P's blocks are full).
+/// blocks (not Never; b and K from 2 to kBlockProductMaxDim).
 bool block_products_allowed(int b, int K) {
   return g_block_products != BlockProducts::Never && b >= 2 && K >= 2 && b <= kBlockProductMaxDim &&
          K <= kBlockProductMaxDim;
 }
 
-/// Whether such a level whose P has blocks with holes takes its products in blocks all the same,
-/// given their estimated scalar terms (A·P: nnz(A)·nnz(P)/n; R·(A·P): nnz(P)·nnz(A·P)/n).
+/// Whether a level is looked at for full blocks of P (which then take the products in blocks),
+/// given A·P's terms and whether a finer level took the blocks (kBlockExpansionMinTerms).
+bool block_expansion_applies(int b, int K, double ap_terms, bool finer_in_blocks) {
+  return block_products_allowed(b, K) && (g_block_products == BlockProducts::Always || finer_in_blocks ||
+                                          ap_terms >= kBlockExpansionMinTerms);
+}
+
+/// Whether a level whose P's blocks have holes takes its products in blocks all the same, given
+/// their estimated scalar terms (kBlockProductMinTerms).
 bool block_products_apply(int b, int K, double terms) {
   return block_products_allowed(b, K) &&
          (g_block_products == BlockProducts::Always || terms >= kBlockProductMinTerms);
@@ -956,6 +956,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   }
   pc.mark(-1, "start (checks, level 0 in double)");
 
+  bool finer_in_blocks = false;  // a finer level of this set-up took its products in blocks
   for (std::size_t l = 0;; ++l) {
     const int lv = int(l);
     const index_t n = Al.rows;
@@ -1333,8 +1334,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       // Nodes of b > 1 unknowns and K > 1 vectors: the two products in dense blocks
       // (amg_block_product.hpp, the same bits); a re-set-up then needs no structure of A·P.
       // Where P's b×K blocks are full, R·(A·P)'s scalar pattern is its block pattern expanded
-      // (block_expand), and the blocks replace the scalar symbolic products too; elsewhere they
-      // pay only on large levels (block_products_apply).
+      // (block_expand), and the blocks replace the scalar symbolic products too
+      // (block_expansion_applies); elsewhere they pay only on large levels (block_products_apply).
       bool blocked = exact && kept->blocked.on;
       DCsr AP, RAP;
       if (exact) {
@@ -1343,7 +1344,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       } else {
         BlockPattern pb;
         bool full = false;
-        if (block_products_allowed(bl, K) && n > 0) {
+        if (n > 0 && block_expansion_applies(bl, K, double(Al.nnz) * double(P.nnz) / double(n), finer_in_blocks)) {
           pb = block_pattern(P.rows, P.cols, P.nnz, P.rp, P.ci, bl, K, false);
           full = pb.fits && pb.values() == std::size_t(P.nnz);
           pc.mark(lv, "blocks: pattern of P");
@@ -1355,12 +1356,16 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
         if (!blocked) {
           AP = symbolic_product(Al, P, pc, lv, "SpGEMM A*P", false);  // values where not in blocks
           RAP = symbolic_product(R, AP, pc, lv, "SpGEMM R*(AP)");
-          if (!full && pb.fits && pb.rp.size() > 0 &&
+          if (!full && n > 0 &&
               block_products_apply(bl, K, (double(Al.nnz) + double(AP.nnz)) * double(P.nnz) / double(n))) {
-            pl.blocked = blocked_products(std::move(pb), Al, P, RAP, false, bl, K, pc, lv);
-            blocked = pl.blocked.on;
+            if (pb.rp.size() == 0) pb = block_pattern(P.rows, P.cols, P.nnz, P.rp, P.ci, bl, K, false);
+            if (pb.fits) {
+              pl.blocked = blocked_products(std::move(pb), Al, P, RAP, false, bl, K, pc, lv);
+              blocked = pl.blocked.on;
+            }
           }
         }
+        finer_in_blocks = finer_in_blocks || blocked;
       }
       if (blocked) {
         fill_blocked_products(kept ? kept->blocked : pl.blocked, Al, P, RAP);

@@ -87,10 +87,21 @@ std::size_t plan_device_bytes(const GpuAmgPlan& plan);
 
 /// Where set-ups form A·P and R·(A·P) in dense blocks (amg_block_product.hpp), among the levels
 /// with b > 1 unknowns a node and K > 1 vectors: Auto (the default) where P's b×K blocks are full
-/// (R·(A·P)'s scalar structure then comes from the blocks, without scalar symbolic products) or
-/// the scalar products would have tens of millions of terms, Always, or Never. The values and
-/// structures are the same bits either way.
+/// (R·(A·P)'s scalar structure then comes from the blocks, without scalar symbolic products) and
+/// A·P has millions of terms, or where the scalar products would have tens of millions; Always; or
+/// Never. The values and structures are the same bits either way.
 enum class BlockProducts { Auto, Always, Never };
+/// Auto, on a level whose P has full b×K blocks: A·P's terms (nnz(A)·nnz(P)/n) from which it takes
+/// the blocks. Below, their set-up (about 0.5 ms of launches and synchronisations) costs more than
+/// the scalar symbolic and numeric products they replace (docs/amg.md, "The products in dense
+/// blocks"). A coarser level of a set-up whose finer level took them takes them too: the
+/// re-set-up's products then run in blocks all the way down, for a small part of that set-up.
+constexpr double kBlockExpansionMinTerms = 2e6;
+/// Auto, on a level whose P's blocks have holes (the scalar symbolic products are made all the
+/// same there): the terms of its two scalar products (A·P: nnz(A)·nnz(P)/n; R·(A·P):
+/// nnz(P)·nnz(A·P)/n) from which it takes the blocks, whose patterns and pairs cost about as much
+/// as the scalar numeric products of some 30 M terms.
+constexpr double kBlockProductMinTerms = 32e6;
 /// Sets it for the set-ups from now on: for the tests, which compare the two paths.
 void set_block_products(BlockProducts mode);
 

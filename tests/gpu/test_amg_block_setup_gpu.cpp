@@ -510,7 +510,7 @@ TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: a numeric re-set-up equal
 
 TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scalar products' bits") {
   // Every level's A, P, R and the coarse factor with the products in dense blocks (forced: Auto
-  // leaves the levels whose P has blocks with holes scalar at these sizes) and by spgemm_numeric;
+  // leaves levels this small scalar) and by spgemm_numeric;
   // a re-set-up through the blocked plan against a fresh scalar set-up. Where P's blocks are full,
   // R·(A·P)'s structure comes from the blocks (expanded); elsewhere from the symbolic products.
   struct Restore {
@@ -570,7 +570,13 @@ TEST_CASE("AMG GPU set-up, b > 1 and K > 1: the products in blocks give the scal
   CHECK(expanded > 0);
 }
 
-TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks where P's are full or the level large") {
+TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks by its rule, with the same bits") {
+  // Under Auto a level takes its products in blocks where P's blocks are full and A·P has
+  // kBlockExpansionMinTerms terms or a finer level took them, or where P's blocks have holes and
+  // the scalar products would have kBlockProductMinTerms: checked level by level against counts
+  // made here (P's blocks, A·P by the host's product). Elasticity 24³ and a 30 × 30 shell with
+  // rigid-body modes take them (the shell's last level through the finer one); the bits are
+  // those of the scalar products.
   struct Restore {
     ~Restore() { detail::set_block_products(detail::BlockProducts::Auto); }
   } restore;
@@ -580,49 +586,70 @@ TEST_CASE("AMG GPU set-up, b > 1 and K > 1: Auto takes the blocks where P's are 
       if (ph.name == "A*P and R*(AP) in blocks: numeric") levels.push_back(ph.level);
     return levels;
   };
-  std::vector<double> xyz;
-  const auto E = elasticity_3d(24, 24, 24, 0.3, &xyz);  // level 0: about 10^8 terms
-  AmgOptions o = base_options();
-  o.coordinates = xyz;
-  o.coordinate_dim = 3;
-  o.coarse_size = 200;
-  o = amg::resolve_auto(E, o);
-  AmgOptions po = o;
-  po.profile_setup = true;
-  detail::set_block_products(detail::BlockProducts::Auto);
-  const auto G = detail::gpu_amg_setup(E, po, true);
-  REQUIRE(G.levels.size() >= 3);
-  const std::vector<int> levels = blocked_levels(G.info);
-  REQUIRE(!levels.empty());
-  CHECK(levels.front() == 0);
-  detail::set_block_products(detail::BlockProducts::Never);
-  const auto S = detail::gpu_amg_setup(E, o, true);
-  REQUIRE(S.levels.size() == G.levels.size());
-  for (std::size_t l = 1; l < G.levels.size(); ++l) CHECK(same(host_copy(G.levels[l].A), host_copy(S.levels[l].A)));
-  CHECK(host_factor(G) == host_factor(S));
-  // The small problems' levels take the blocks exactly where P's blocks are full (no level of
-  // theirs is large enough otherwise).
-  detail::set_block_products(detail::BlockProducts::Auto);
-  int full_levels = 0, holed_levels = 0;
-  for (const Problem& p : problems()) {
+  std::vector<Problem> cases;
+  {
+    std::vector<double> xyz;
+    Problem E{"elasticity_3d 24x24x24, rigid-body modes", elasticity_3d(24, 24, 24, 0.3, &xyz), base_options()};
+    E.o.coordinates = xyz;
+    E.o.coordinate_dim = 3;
+    E.o.coarse_size = 200;
+    E.o = amg::resolve_auto(E.A, E.o);
+    cases.push_back(E);
+    std::vector<double> sxyz;
+    Problem S{"shell_cylinder 30x30, t 1e-3, rigid-body modes", shell_cylinder(30, 30, 1e-3, 0.3, &sxyz),
+              base_options()};
+    S.o.coordinates = sxyz;
+    S.o.coordinate_dim = 3;
+    S.o = amg::resolve_auto(S.A, S.o);
+    cases.push_back(S);
+  }
+  const std::size_t large = cases.size();
+  for (const Problem& p : problems()) cases.push_back(p);
+  int full_levels = 0, holed_levels = 0, by_finer = 0;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Problem& p = cases[c];
     CAPTURE(p.name);
     AmgOptions q = p.o;
     q.profile_setup = true;
+    detail::set_block_products(detail::BlockProducts::Auto);
     const auto H = detail::gpu_amg_setup(p.A, q, true);
     const std::vector<int> in_blocks = blocked_levels(H.info);
+    bool finer = false;
     for (std::size_t l = 0; l + 1 < H.levels.size(); ++l) {
       CAPTURE(l);
+      const amg::Csr<double> A = l == 0 ? host_copy(p.A) : host_copy(H.levels[l].A), P = host_copy(H.levels[l].P);
       const int b = H.info.levels[l].block_size, K = H.info.levels[l + 1].block_size;
       const bool eligible = b >= 2 && K >= 2 && b <= 8 && K <= 8;
-      const bool full = eligible && full_blocks(host_copy(H.levels[l].P), b, K);
-      CHECK((std::find(in_blocks.begin(), in_blocks.end(), int(l)) != in_blocks.end()) == full);
+      const bool full = eligible && full_blocks(P, b, K);
+      const double n = double(A.rows), ap_terms = double(A.nnz()) * double(P.nnz()) / n;
+      bool expect = false;
+      if (full) {
+        expect = ap_terms >= detail::kBlockExpansionMinTerms || finer;
+        by_finer += ap_terms < detail::kBlockExpansionMinTerms && finer;
+      } else if (eligible) {
+        const double ap_nnz = double(amg::multiply(A, P).nnz());
+        expect = (double(A.nnz()) + ap_nnz) * double(P.nnz()) / n >= detail::kBlockProductMinTerms;
+      }
+      CHECK((std::find(in_blocks.begin(), in_blocks.end(), int(l)) != in_blocks.end()) == expect);
+      finer = finer || expect;
       full_levels += full;
       holed_levels += eligible && !full;
     }
+    if (c < large) {
+      CHECK(!in_blocks.empty());
+      detail::set_block_products(detail::BlockProducts::Never);
+      const auto S = detail::gpu_amg_setup(p.A, p.o, true);
+      REQUIRE(S.levels.size() == H.levels.size());
+      for (std::size_t l = 1; l < H.levels.size(); ++l)
+        CHECK(same(host_copy(H.levels[l].A), host_copy(S.levels[l].A)));
+      CHECK(host_factor(H) == host_factor(S));
+    }
   }
-  MESSAGE("small problems' levels with b, K > 1: ", full_levels, " with P's blocks full, ", holed_levels,
-          " with holes");
+  MESSAGE("levels with b, K > 1: ", full_levels, " with P's blocks full, ", holed_levels, " with holes; ", by_finer,
+          " in blocks below the terms through a finer level");
   CHECK(full_levels > 0);
+  CHECK(holed_levels > 0);
+  CHECK(by_finer > 0);
 }
 
 TEST_CASE("AMG GPU set-up, b > 1 and rigid-body modes: DeviceAmg applies the host's V-cycle; PCG converges") {
