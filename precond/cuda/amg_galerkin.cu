@@ -301,11 +301,19 @@ __global__ void k_spgemm_numeric_block(index_t rows, const index_t* __restrict__
 // mean row to fit the shared slots; a power of two up to 32. Half, not all of it: twice the rows
 // in flight pay more than the second pass over B's row costs (R·(A·P) on level 0 of the 256³
 // Laplacian, B's rows ~12: 5.9 ms at 16 lanes, 4.8 at 8, 9.9 at 32; docs/amg.md).
+// Then, where the groups would leave multiprocessors without a block and more lanes give them one,
+// the lanes are widened to that: otherwise the rows past kFewRowsBlockMin take a block each, whose
+// barrier an entry of A's row cost more on thousands of short rows (P = S·P_tent on the 30 × 30
+// shell's level 0: 5,580 rows of C of ~24 entries, P_tent's rows of 6; docs/amg.md).
 int choose_lanes(index_t rows, index_t b_rows, index_t b_nnz, index_t c_nnz) {
   const double b_mean = b_rows > 0 ? double(b_nnz) / double(b_rows) : 1.0;
   const double c_mean = rows > 0 ? double(c_nnz) / double(rows) : 1.0;
   int w = 1;
   while (w < 32 && (double(2 * w) < b_mean || double(kSlots * w) < c_mean)) w *= 2;
+  const std::int64_t sms = std::max(device_policy().multiprocessors, 1);
+  auto groups_fill = [&](int v) { return (std::int64_t(rows) * v + kThreads - 1) / kThreads >= sms; };
+  if (!groups_fill(w) && groups_fill(32))
+    while (!groups_fill(w)) w *= 2;
   return w;
 }
 

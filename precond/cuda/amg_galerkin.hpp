@@ -44,8 +44,9 @@ index_t spgemm_symbolic_bitmap_above(index_t rows, index_t a_nnz, index_t b_cols
 /// Fills c_va (C's c_nnz values) with A·B for C's structure (c_rp, c_ci: `rows` rows, columns
 /// sorted ascending and unique in each row, covering every column the product produces; A: rows
 /// × b_rows, any column order; B: b_rows rows, b_nnz entries, unique columns in each row).
-/// lanes: threads per row of C (1, 2, 4, 8, 16 or 32; 0 chooses from the mean row lengths); the
-/// values do not depend on it. Rows of C longer than the lanes' shared slots (8 a lane, and more
+/// lanes: threads per row of C (1, 2, 4, 8, 16 or 32; 0 chooses from the mean row lengths, and
+/// more where that gives every multiprocessor a block of the lanes' groups); the values do not
+/// depend on it. Rows of C longer than the lanes' shared slots (8 a lane, and more
 /// than 64 entries; more than 16 where the lanes' groups would not give every multiprocessor a
 /// block) take a block of threads each, the same sums in the same order
 /// (spgemm_numeric_block_above says which rows). missing: when not null, a device int set to 1
