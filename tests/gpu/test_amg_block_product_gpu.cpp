@@ -2,8 +2,9 @@
 // spgemm_numeric (bitwise) and the host's amg::multiply (to rounding), on random node-structured
 // matrices: full blocks, blocks with holes, empty strips, the compiled block shapes and others;
 // the block patterns against a host computation (the product's pattern holds the product's
-// blocks); bad block sizes, patterns that miss blocks and maps without their blocks refused. Whole hierarchies with
-// the block products on and off are compared in test_amg_block_setup_gpu.cpp.
+// blocks); R·(A·P)'s pattern as the block pattern expanded where P's blocks are full (block_expand);
+// bad block sizes, patterns that miss blocks and maps without their blocks refused. Whole
+// hierarchies with the block products on and off are compared in test_amg_block_setup_gpu.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -154,6 +155,69 @@ TEST_CASE("AMG block products: A*B in dense blocks equals spgemm_numeric bitwise
     DeviceArray<double> back(C.values.size());
     detail::block_scatter(pc, C.nnz(), dc.data(), back.data());
     CHECK(to_host(back, C.values.size()) == blocked);
+  }
+}
+
+TEST_CASE("AMG block products: with P's blocks full, R*(A*P)'s pattern is its block pattern expanded") {
+  // R = Pᵀ, A with holes in its blocks (and empty strips), P's b×K blocks full: block_expand's
+  // structure is the host product's exactly, and its map carries the blocked product's values
+  // onto it (against the host's R·(A·P) to rounding). With holes in P the expansion still holds
+  // the product's pattern (but need not equal it: the set-up then makes the symbolic products).
+  std::mt19937_64 rng(20261128);
+  struct Case {
+    int b, K;
+    double a_fill, p_fill;
+    index_t nodes, aggregates;
+  };
+  const std::vector<Case> cases = {{3, 6, 0.6, 1.0, 300, 40}, {6, 6, 0.5, 1.0, 120, 25}, {2, 3, 1.0, 1.0, 200, 30},
+                                   {3, 6, 0.6, 0.5, 300, 40}};
+  for (const Case& c : cases) {
+    CAPTURE(c.b);
+    CAPTURE(c.K);
+    CAPTURE(c.p_fill);
+    const amg::Csr<double> A = node_matrix(c.nodes, c.nodes, c.b, c.b, 7, c.a_fill, 9, rng);
+    const amg::Csr<double> P = node_matrix(c.nodes, c.aggregates, c.b, c.K, 3, c.p_fill, 0, rng);
+    const amg::Csr<double> R = amg::transpose(P), RAP = amg::multiply(R, amg::multiply(A, P));
+    const DeviceCsr a(A), p(P), r(R);
+    const detail::BlockPattern pa = pattern_of(A, a, c.b, c.b), pp = pattern_of(P, p, c.b, c.K),
+                               pr = pattern_of(R, r, c.K, c.b);
+    const bool full = pp.values() == std::size_t(P.nnz());
+    CHECK(full == (c.p_fill == 1.0));
+    const detail::BlockPattern ap = detail::block_product_pattern(pa, pp);
+    detail::BlockPattern rap = detail::block_product_pattern(pr, ap);
+    DeviceArray<index_t> erp, eci;
+    const index_t nnz = detail::block_expand(rap, erp, eci);
+    REQUIRE(nnz == index_t(rap.values()));
+    const auto hrp = to_host(erp, std::size_t(RAP.rows) + 1);
+    const auto hci = to_host(eci, std::size_t(nnz));
+    if (!full) {  // the expansion holds the product's pattern, row by row (perhaps more)
+      for (index_t i = 0; i < RAP.rows; ++i)
+        for (index_t k = RAP.row_ptr[std::size_t(i)]; k < RAP.row_ptr[std::size_t(i) + 1]; ++k)
+          CHECK(std::binary_search(hci.begin() + hrp[std::size_t(i)], hci.begin() + hrp[std::size_t(i) + 1],
+                                   RAP.col_idx[std::size_t(k)]));
+      continue;
+    }
+    CHECK(hrp == RAP.row_ptr);
+    CHECK(hci == RAP.col_idx);
+    // The values through the pairs and the expansion's map, against the host's product.
+    const detail::BlockPairs ap_pairs = detail::block_pairs(pa, pp, ap), rap_pairs = detail::block_pairs(pr, ap, rap);
+    DeviceArray<double> da(std::max<std::size_t>(pa.values(), 1)), dp(std::max<std::size_t>(pp.values(), 1)),
+        dr(std::max<std::size_t>(pr.values(), 1)), dap(std::max<std::size_t>(ap.values(), 1)),
+        drap(std::max<std::size_t>(rap.values(), 1)), got(std::max<std::size_t>(std::size_t(nnz), 1));
+    detail::block_gather(pa, A.nnz(), a.va.data(), da.data());
+    detail::block_gather(pp, P.nnz(), p.va.data(), dp.data());
+    detail::block_gather(pr, R.nnz(), r.va.data(), dr.data());
+    detail::block_multiply(ap_pairs, da.data(), dp.data(), dap.data());
+    detail::block_multiply(rap_pairs, dr.data(), dap.data(), drap.data());
+    detail::block_scatter(rap, nnz, drap.data(), got.data());
+    const std::vector<double> v = to_host(got, std::size_t(nnz));
+    double worst = 0, scale = 0;
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      worst = std::max(worst, std::abs(v[k] - RAP.values[k]));
+      scale = std::max(scale, std::abs(RAP.values[k]));
+    }
+    CHECK(scale > 0);
+    CHECK(worst <= 1e-12 * scale);
   }
 }
 
