@@ -10,8 +10,8 @@
 // usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media N] [--precond jacobi,chebyshev,amg]
 //                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
 //                  [--write-mtx DIR] [--no-solve] [--profile-setup] [--label-suffix S]
-//                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-sweeps S]
-//                  [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W]
+//                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-dense-coarse R]
+//                  [--amg-sweeps S] [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W]
 //                  [--amg-adaptive N] [--coordinates-beside] [--block-products M] [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
 //   full + numeric set-ups timed alone (default 1). --precond amg sets up on the GPU (MIS-2, the
@@ -28,8 +28,8 @@
 //   --profile-setup: for amg (GPU set-up), one more DeviceAmg set-up and numeric re-set-up after
 //   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
 //   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
-//   --amg-theta, --amg-degree, --amg-coarse-size, --amg-sweeps, --amg-filter, --amg-max-levels,
-//   --amg-ratio, --amg-omega, --amg-adaptive, --amg-block-size: the AmgOptions of the amg and
+//   --amg-theta, --amg-degree, --amg-coarse-size, --amg-dense-coarse, --amg-sweeps, --amg-filter,
+//   --amg-max-levels, --amg-ratio, --amg-omega, --amg-adaptive, --amg-block-size: the AmgOptions of the amg and
 //   amg-greedy runs, spelt, parsed (cli/amg_args.cpp, compiled in) and range-checked (validate) as
 //   `krysp solve` takes them; a bad value exits 2 before any problem is made. Each amg run's
 //   JSON object records them as "amg_options" ("auto" where left to the set-up; its summary says
@@ -131,8 +131,9 @@ std::string amg_options_json(const AmgOptions& a) {
   js << "{\"theta\": " << (a.theta == kAmgAuto ? std::string("\"auto\"") : num(a.theta))
      << ", \"degree\": "
      << (a.smoother_degree == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.smoother_degree))
-     << ", \"coarse_size\": " << a.coarse_size << ", \"sweeps\": " << a.sweeps << ", \"filter\": \""
-     << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": "
+     << ", \"coarse_size\": " << a.coarse_size << ", \"dense_coarse_rows\": "
+     << (a.dense_coarse_rows == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.dense_coarse_rows))
+     << ", \"sweeps\": " << a.sweeps << ", \"filter\": \"" << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": "
      << (a.smoother_ratio == kAmgAuto ? std::string("\"auto\"") : num(a.smoother_ratio))
      << ", \"omega\": " << num(a.prolongation_weight) << ", \"smoother\": \"" << to_string(a.smoother)
      << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\", \"adaptive_cycles\": "
@@ -389,6 +390,8 @@ int main(int argc, char** argv) {
                   "  --amg-theta T        strength threshold on level 0 (0 to 1) or auto  (default auto)\n"
                   "  --amg-degree D       Chebyshev smoother degree (1 to 16) or auto     (default auto)\n"
                   "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
+                  "  --amg-dense-coarse R below level 0, a level of at most R rows is the coarsest too;\n"
+                  "                       0: off; auto: 1200 on the GPU                    (default auto)\n"
                   "  --amg-sweeps S       smoothing sweeps before and after the coarse grid, 1 to 10 (default 1)\n"
                   "  --amg-filter F       auto | on | off: smooth the prolongator with A's strong entries only\n"
                   "                       (default auto)\n"
@@ -414,7 +417,8 @@ int main(int argc, char** argv) {
   AmgOptions amg;
   static const std::set<std::string> kAmgFlags{"amg-theta", "amg-degree", "amg-coarse-size", "amg-sweeps",
                                                "amg-filter", "amg-max-levels", "amg-ratio", "amg-omega",
-                                               "amg-adaptive", "amg-block-size", "coordinates"};
+                                               "amg-adaptive", "amg-block-size", "coordinates",
+                                               "amg-dense-coarse"};
   try {
     const cli::Args args(amg_argv, kAmgFlags, {});
     amg = cli::read_amg_options(args);

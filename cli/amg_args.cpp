@@ -11,7 +11,7 @@ const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
                                            "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates",
-                                           "near-nullspace", "amg-adaptive",   "amg-block-smoother"};
+                                           "near-nullspace", "amg-adaptive",   "amg-block-smoother", "amg-dense-coarse"};
   return names;
 }
 
@@ -23,6 +23,10 @@ const char* amg_option_help() {
          "                       (default auto)\n"
          "  --amg-max-levels L   levels at most, A included                       (default 10)\n"
          "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
+         "  --amg-dense-coarse R below level 0, a level of at most R rows is the coarsest too\n"
+         "                       (factored); 0: off; auto: 1200 where the V-cycle runs on the GPU\n"
+         "                       (a dense solve costs less there than more levels' launches), off\n"
+         "                       on the host                                      (default auto)\n"
          "  --amg-smoother S     chebyshev | l1-jacobi                            (default chebyshev)\n"
          "  --amg-aggregation A  mis2 | greedy; greedy sets up on the host only   (default mis2)\n"
          "  --amg-degree D       Chebyshev smoother degree; auto: 3 when over 10% of A's\n"
@@ -73,6 +77,8 @@ AmgOptions read_amg_options(const Args& args) {
   if (args.get("amg-theta", "auto") != "auto") a.theta = args.get_double("amg-theta", a.theta);
   a.max_levels = int(args.get_int("amg-max-levels", a.max_levels, -1000000, 1000000));
   a.coarse_size = index_t(args.get_int("amg-coarse-size", a.coarse_size, -1000000000, 1000000000));
+  if (args.get("amg-dense-coarse", "auto") != "auto")
+    a.dense_coarse_rows = index_t(args.get_int("amg-dense-coarse", a.dense_coarse_rows, -1000000000, 1000000000));
   const std::string s = args.get("amg-smoother", to_string(a.smoother));
   if (s == "chebyshev") a.smoother = AmgSmoother::Chebyshev;
   else if (s == "l1-jacobi") a.smoother = AmgSmoother::L1Jacobi;

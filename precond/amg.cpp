@@ -384,8 +384,9 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     li.gershgorin = gershgorin;
     // A coarsest level that is factored needs no λ (no smoother, no prolongator): known here when
     // the coarse size or the level limit ends the hierarchy (a stall is found later, and runs it).
-    const bool direct_last = n <= kAmgMaxDenseRows && (reuse ? l < plans_.size() && !plans_[l].next
-                                                              : n <= o.coarse_size || int(l) + 1 >= o.max_levels);
+    const bool direct_last =
+        n <= kAmgMaxDenseRows && (reuse ? l < plans_.size() && !plans_[l].next
+                                        : amg::coarsest_by_size(o, l, n) || int(l) + 1 >= o.max_levels);
     LanczosResult lr;
     std::vector<float> ritz;
     if (!direct_last) {
@@ -418,9 +419,9 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       li.theta = last ? 0 : plan.theta;
       info_.stop_reason = before_stop_reason_;
       info_.stalled = before_stalled_;
-    } else if (n <= o.coarse_size) {
+    } else if (amg::coarsest_by_size(o, l, n)) {
       last = true;
-      info_.stop_reason = detail::concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
+      info_.stop_reason = amg::coarsest_by_size_reason(o, l, n);
     } else if (int(l) + 1 >= o.max_levels) {
       last = true;
       info_.stop_reason = detail::concat("max_levels (", o.max_levels, ") reached at ", n, " rows");

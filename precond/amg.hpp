@@ -34,8 +34,8 @@
 ///     only, and the coarse stencils of anisotropic problems stay narrow.
 ///  5. Galerkin coarse operator Aᶜ = Pᵀ·(A·P) by sorted-CSR SpGEMM, symmetrised ((Aᶜ + Aᶜᵀ)/2,
 ///     which only removes rounding).
-/// until the level has ≤ coarse_size rows, max_levels is reached, or coarsening stalls (the next
-/// level would have more than 1/1.2 of the rows: it is not built, and info() says so). The
+/// until the level has ≤ coarse_size rows (below level 0 also ≤ dense_coarse_rows, on the GPU by
+/// default), max_levels is reached, or coarsening stalls (the next level would have more than 1/1.2 of the rows: it is not built, and info() says so). The
 /// coarsest level is factored by dense Cholesky (InputError naming the level and pivot when it is
 /// not positive semidefinite; a pivot zero to rounding is pinned, kAmgPinNoise); one above
 /// kAmgMaxDenseRows rows (stalled or out of levels) is smoothed instead (two sweeps), which
@@ -211,6 +211,13 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
 inline bool retry_aggregation(const AmgAutoChoice& c, index_t n, index_t nc) {
   return c.theta && c.strong_theta && nc > 0 && double(n) < kAmgSlowCoarsening * double(nc);
 }
+/// Whether level l of n rows ends the hierarchy by its size: n ≤ coarse_size, or below level 0
+/// n ≤ dense_coarse_rows (kAmgAuto, not resolved, counts as off: the host's default).
+inline bool coarsest_by_size(const AmgOptions& o, std::size_t l, index_t n) {
+  return n <= o.coarse_size || (l > 0 && n <= o.dense_coarse_rows);
+}
+/// AmgInfo::stop_reason for a level that coarsest_by_size ends.
+std::string coarsest_by_size_reason(const AmgOptions& o, std::size_t l, index_t n);
 /// The summary's words for θ, the smoother and the filter, e.g. "theta 0.08 (auto: 0% positive
 /// off-diagonals), chebyshev 2 (auto), filter on (auto)" (the filter is left out where the sign
 /// rule turned it off); `o` resolved.

@@ -90,6 +90,10 @@ void validate(const PrecondOptions& o) {
                   " is out of range (1 to 50)");
     KRYSP_REQUIRE(a.coarse_size >= 1 && a.coarse_size <= kAmgMaxDenseRows, "AMG: amg.coarse_size = ", a.coarse_size,
                   " is out of range (1 to ", kAmgMaxDenseRows, " rows, the largest coarse matrix factored densely)");
+    const index_t dense = a.dense_coarse_rows;
+    KRYSP_REQUIRE(dense == kAmgAuto || (dense >= 0 && dense <= kAmgMaxDenseRows),
+                  "AMG: amg.dense_coarse_rows = ", dense, " is out of range (0 to ",
+                  kAmgMaxDenseRows, " rows, 0: off; or ", kAmgAuto, ": auto)");
     KRYSP_REQUIRE(a.smoother == AmgSmoother::Chebyshev || a.smoother == AmgSmoother::L1Jacobi,
                   "AMG: amg.smoother = ", int(a.smoother), " is not a smoother (chebyshev or l1-jacobi)");
     KRYSP_REQUIRE(a.aggregation == AmgAggregation::Greedy || a.aggregation == AmgAggregation::Mis2,
@@ -177,7 +181,9 @@ std::string describe(const PrecondOptions& o) {
       else
         s << " " << a.smoother_degree;
     }
-    s << ", sweeps " << a.sweeps << ", coarse " << a.coarse_size << ", b ";
+    s << ", sweeps " << a.sweeps << ", coarse " << a.coarse_size;
+    if (a.dense_coarse_rows != kAmgAuto) s << ", dense coarse " << a.dense_coarse_rows;
+    s << ", b ";
     if (a.block_size > 0)
       s << a.block_size;
     else

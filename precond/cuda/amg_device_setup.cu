@@ -798,16 +798,17 @@ struct GpuAmgPlan {
     StructureFingerprint structure;
     double theta = 0;
     int max_levels = 0;
-    index_t coarse_size = 0;
+    index_t coarse_size = 0, dense_coarse_rows = 0;
     int b = 0, K = 0;
     AmgFilter filter = AmgFilter::Off;
     bool smoothed = false;
     bool operator==(const Shape& s) const {
       return structure == s.structure && theta == s.theta && max_levels == s.max_levels &&
-             coarse_size == s.coarse_size && b == s.b && K == s.K && filter == s.filter && smoothed == s.smoothed;
+             coarse_size == s.coarse_size && dense_coarse_rows == s.dense_coarse_rows && b == s.b && K == s.K && filter == s.filter && smoothed == s.smoothed;
     }
     std::string to_string() const {
-      return concat("theta ", theta, ", max_levels ", max_levels, ", coarse_size ", coarse_size, ", b ", b, ", K ", K,
+      return concat("theta ", theta, ", max_levels ", max_levels, ", coarse_size ", coarse_size, ", dense_coarse_rows ",
+                    dense_coarse_rows, ", b ", b, ", K ", K,
                     ", filter ", krysp::to_string(filter), smoothed ? ", smoothed P" : ", tentative P", ", structure ",
                     structure.to_string());
     }
@@ -919,7 +920,8 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   const bool level0_b = !reuse || o.filter == AmgFilter::On;
   const std::vector<double> B0 = explicit_b && level0_b ? amg::explicit_near_nullspace(o, n0) : std::vector<double>{};
   int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
-  plan->shape = {A.fingerprint(), o.theta, o.max_levels, o.coarse_size, b, K, o.filter, o.prolongation_weight > 0};
+  plan->shape = {A.fingerprint(), o.theta, o.max_levels, o.coarse_size, o.dense_coarse_rows, b, K, o.filter,
+                 o.prolongation_weight > 0};
   KRYSP_REQUIRE(!reuse || reuse->shape == plan->shape, "AMG: a numeric re-set-up for ", plan->shape.to_string(),
                 " was given the plan of a set-up for ", reuse->shape.to_string(),
                 ": the aggregates and patterns are not theirs; set up again");
@@ -1010,7 +1012,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     // the coarse size or the level limit ends the hierarchy (a stall is found later, and runs it).
     const bool direct_last = n <= kAmgMaxDenseRows &&
                              (reuse ? l < reuse->levels.size() && !reuse->levels[l].next
-                                    : n <= o.coarse_size || int(l) + 1 >= o.max_levels);
+                                    : amg::coarsest_by_size(o, l, n) || int(l) + 1 >= o.max_levels);
     if (!direct_last) {
       // A re-set-up starts from the full set-up's Ritz vector of this level; a full set-up keeps
       // its own for the re-set-ups to come (GpuLevelLanczos).
@@ -1047,9 +1049,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       li.theta = last ? 0 : kept->theta;
       if (kept->retried) ++info.auto_choice.theta_retries;  // the summary says so after a re-set-up too
       if (!last) li.aggregates = count = kept->aggregates;
-    } else if (n <= o.coarse_size) {
+    } else if (amg::coarsest_by_size(o, l, n)) {
       last = true;
-      info.stop_reason = concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
+      info.stop_reason = amg::coarsest_by_size_reason(o, l, n);
     } else if (int(l) + 1 >= o.max_levels) {
       last = true;
       info.stop_reason = concat("max_levels (", o.max_levels, ") reached at ", n, " rows");

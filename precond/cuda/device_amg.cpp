@@ -56,7 +56,11 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   // kAmgAuto resolved here, so the GPU set-up receives concrete numbers. The statistics are
   // counted on the device (the set-up reads A's device arrays anyway; a device matrix's values
   // are not downloaded), once per values version of A.
-  opt_ = amg::resolve_auto(A, o, &auto_choice_, true);
+  // The V-cycle runs here, where a larger coarsest level pays (kAmgDeviceDenseCoarseRows); the
+  // host set-up below takes it too.
+  AmgOptions given = o;
+  if (given.dense_coarse_rows == kAmgAuto) given.dense_coarse_rows = kAmgDeviceDenseCoarseRows;
+  opt_ = amg::resolve_auto(A, given, &auto_choice_, true);
   fingerprint_ = A.fingerprint();
   plan0_ = plan;
   if (detail::gpu_amg_setup_applies(A, opt_)) {
@@ -74,7 +78,7 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   }
   // The set-up, on the host: it resolves `o` from the count memoised above (the same choice) and
   // reports it in its summary.
-  host_ = std::make_unique<HostAmg<T>>(A, o);
+  host_ = std::make_unique<HostAmg<T>>(A, given);
   upload(A);
 }
 

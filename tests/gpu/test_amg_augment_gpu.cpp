@@ -15,6 +15,7 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "gpu/amg_device_options.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -51,7 +52,7 @@ TEST_CASE("AMG GPU: the augmented near-nullspace as on the host (plate b 3, bcss
     CAPTURE(c.name);
     const SpmvPlan<double> plan(c.A);
     const DeviceAmg<double> M(c.A, plan, AmgOptions{});
-    const HostAmg<double> H(c.A, AmgOptions{});
+    const HostAmg<double> H(c.A, test::as_on_device(AmgOptions{}));
     REQUIRE(M.set_up_on_gpu());
     MESSAGE(c.name, ": ", M.summary());
     const AmgAutoChoice& d = M.info().auto_choice;

@@ -66,6 +66,7 @@ AmgOptions base_options() {
   o.aggregation = AmgAggregation::Mis2;
   o.coarse_size = 30;  // several levels even on these small problems: the coarse levels' K×K blocks
   o.adaptive_cycles = 0;  // the set-up itself (the augmenting cycles: test_amg_augment_gpu.cpp)
+  o.dense_coarse_rows = 0;  // those levels on the device too (test_amg_dense_coarse_gpu.cpp)
   return o;
 }
 

@@ -31,6 +31,7 @@
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "gpu/amg_device_options.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -51,6 +52,8 @@ std::vector<Problem> problems(AmgSmoother s) {
   std::vector<Problem> p;
   AmgOptions o;
   o.smoother = s;
+  // Deep hierarchies (the device default ends at kAmgDeviceDenseCoarseRows: test_amg_dense_coarse_gpu.cpp).
+  o.dense_coarse_rows = 0;
   p.push_back({"laplacian_3d 16", laplacian_3d(16, 16, 16), o});
   p.push_back({"diffusion_3d 16", diffusion_3d(16, 1, 1, 0.01, 1e4), o});
   AmgOptions ob = o;
@@ -283,6 +286,7 @@ TEST_CASE("AMG GPU: the coarse correction as one dense product (P·A_c⁻¹·R) 
     CAPTURE(c.name);
     AmgOptions o;
     o.max_levels = c.max_levels;
+    o.dense_coarse_rows = 0;  // the levels asked for, not the device default's fewer
     const index_t n = c.A.rows();
     SpmvPlan<double> plan(c.A);
     HostAmg<double> host(c.A, o);
@@ -465,6 +469,7 @@ TEST_CASE("AMG GPU: CgSolver::update_values re-sets AMG up numerically on the GP
   // case above); CG's count on this jump problem moves with their rounding by a few iterations.
   SolveOptions oh = o;
   oh.backend = Backend::Host;
+  oh.precond.amg = test::as_on_device(oh.precond.amg);  // the device's hierarchy
   CgSolver host(scaled_values(A0, 1.0), oh);
   host.update_values(v2);
   std::vector<double> xh;
@@ -481,7 +486,7 @@ TEST_CASE("AMG GPU: fp32 hierarchy against the host's fp32") {
   std::vector<index_t> ci(Ad.col_idx().data(), Ad.col_idx().data() + Ad.nnz());
   const auto A = CsrMatrix<float>::from_arrays(Ad.rows(), Ad.cols(), rp, ci, v);
   SpmvPlan<float> plan(A);
-  HostAmg<float> host(A, AmgOptions{});
+  HostAmg<float> host(A, test::as_on_device(AmgOptions{}));
   DeviceAmg<float> dev(A, plan, AmgOptions{});
   CHECK(compare_apply(host, dev, A.rows()) <= 1e-4);
   CHECK(compare_block(host, dev, A.rows(), 4) <= 1e-4);

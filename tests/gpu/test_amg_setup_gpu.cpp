@@ -68,6 +68,7 @@ AmgOptions mis2(AmgSmoother s = AmgSmoother::Chebyshev) {
   o.block_size = 1;
   o.smoother = s;
   o.adaptive_cycles = 0;  // the set-up itself (the adapting cycles: test_amg_a*_gpu.cpp)
+  o.dense_coarse_rows = 0;  // as the host's default (the device's: test_amg_dense_coarse_gpu.cpp)
   return o;
 }
 

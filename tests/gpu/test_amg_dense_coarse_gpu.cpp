@@ -1,0 +1,84 @@
+// The GPU's larger coarsest level (AmgOptions::dense_coarse_rows at kAmgAuto is
+// kAmgDeviceDenseCoarseRows where the V-cycle runs on the GPU): where it ends the hierarchy, the
+// host's hierarchy under the same resolved options (levels, and the V-cycle to 1e-10), and PCG with
+// the default, to a true residual recomputed here.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/spmv_plan.hpp"
+#include "gpu/amg_device_options.hpp"
+#include "test_util.hpp"
+
+using namespace krysp;
+
+namespace {
+
+/// max |a − b| / max |b|.
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i])), s = std::max(s, std::abs(b[i]));
+  return s > 0 ? d / s : d;
+}
+
+}  // namespace
+
+TEST_CASE("AMG GPU default: below level 0, the first level of at most kAmgDeviceDenseCoarseRows rows is the coarsest") {
+  // Their deep hierarchies (the host's default) have a level of 257-366 rows above a coarsest one.
+  for (const std::string name : {"1138_bus", "bcsstk08", "bcsstm12"}) {
+    CAPTURE(name);
+    const auto A = test::load(name);
+    const index_t n = A.rows();
+    const SpmvPlan<double> plan(A);
+    const DeviceAmg<double> dev(A, plan, AmgOptions{});
+    CAPTURE(dev.summary());
+    CHECK(dev.set_up_on_gpu());
+    AmgOptions deep;
+    deep.dense_coarse_rows = 0;
+    const DeviceAmg<double> dev_deep(A, plan, deep);
+    const auto& L = dev.info().levels;
+    REQUIRE(L.size() >= 2);  // A itself, over coarse_size rows, is not factored
+    CHECK(L[0].rows > AmgOptions{}.coarse_size);
+    for (std::size_t l = 1; l + 1 < L.size(); ++l) CHECK(L[l].rows > kAmgDeviceDenseCoarseRows);
+    CHECK(L.back().rows <= kAmgDeviceDenseCoarseRows);
+    CHECK(dev.info().coarse_direct);
+    CHECK(L.size() < dev_deep.info().levels.size());
+
+    // The host's hierarchy with the options the device resolved: the same levels and V-cycle.
+    const HostAmg<double> host(A, test::as_on_device(AmgOptions{}));
+    REQUIRE(host.info().levels.size() == L.size());
+    for (std::size_t l = 0; l < L.size(); ++l) CHECK(host.info().levels[l].rows == L[l].rows);
+    const auto r = test::random_vector(std::size_t(n));
+    std::vector<double> zh(std::size_t(n), 0.0), zd(std::size_t(n), 0.0);
+    host.apply(r.data(), zh.data());
+    DeviceArray<double> dr(static_cast<std::size_t>(n)), dz(static_cast<std::size_t>(n));
+    dr.upload(r.data(), r.size());
+    dev.apply(dr.data(), dz.data());
+    dz.download(zd.data(), zd.size());
+    CHECK(rel_diff(zd, zh) <= 1e-10);
+
+    // PCG with the default on the GPU: converged by the residual recomputed here.
+    std::vector<double> b(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) b[std::size_t(i)] = 1 + 0.5 * std::sin(0.37 * i);
+    SolveOptions o;
+    o.precond.kind = PrecondKind::Amg;
+    o.cg.rtol = 1e-8;
+    o.cg.max_iters = 2000;
+    o.backend = Backend::Cuda;
+    std::vector<double> x;
+    const auto res = solve(A, b, x, o);
+    CAPTURE(res.preconditioner);
+    REQUIRE(res.status == SolveStatus::Converged);
+    CHECK(test::true_relative_residual(A, b, x) <= 1e-8);
+    CHECK(res.preconditioner.find("coarsest " + std::to_string(L.back().rows) + " rows by cholesky") !=
+          std::string::npos);
+    MESSAGE(name, ": ", res.iterations, " iterations; ", res.preconditioner);
+  }
+}
