@@ -358,6 +358,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
 
   for (std::size_t l = 0;; ++l) {
     const index_t n = Al.rows;
+    const index_t above = l > 0 ? info_.levels[l - 1].rows : 0;
     // D⁻¹ and the Gershgorin bound of D⁻¹A; the diagonal must be positive on every level.
     std::vector<double> dinv(static_cast<std::size_t>(n)), dl1(static_cast<std::size_t>(n));
     double gershgorin = 0;
@@ -386,7 +387,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     // the coarse size or the level limit ends the hierarchy (a stall is found later, and runs it).
     const bool direct_last =
         n <= kAmgMaxDenseRows && (reuse ? l < plans_.size() && !plans_[l].next
-                                        : amg::coarsest_by_size(o, l, n) || int(l) + 1 >= o.max_levels);
+                                        : amg::coarsest_by_size(o, l, n, above) || int(l) + 1 >= o.max_levels);
     LanczosResult lr;
     std::vector<float> ritz;
     if (!direct_last) {
@@ -419,9 +420,9 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
       li.theta = last ? 0 : plan.theta;
       info_.stop_reason = before_stop_reason_;
       info_.stalled = before_stalled_;
-    } else if (amg::coarsest_by_size(o, l, n)) {
+    } else if (amg::coarsest_by_size(o, l, n, above)) {
       last = true;
-      info_.stop_reason = amg::coarsest_by_size_reason(o, l, n);
+      info_.stop_reason = amg::coarsest_by_size_reason(o, l, n, above);
     } else if (int(l) + 1 >= o.max_levels) {
       last = true;
       info_.stop_reason = detail::concat("max_levels (", o.max_levels, ") reached at ", n, " rows");

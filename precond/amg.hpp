@@ -211,13 +211,20 @@ AmgOptions resolve_auto(const CsrMatrix<T>& A, const AmgOptions& o, AmgAutoChoic
 inline bool retry_aggregation(const AmgAutoChoice& c, index_t n, index_t nc) {
   return c.theta && c.strong_theta && nc > 0 && double(n) < kAmgSlowCoarsening * double(nc);
 }
-/// Whether level l of n rows ends the hierarchy by its size: n ≤ coarse_size, or below level 0
-/// n ≤ dense_coarse_rows (kAmgAuto, not resolved, counts as off: the host's default).
-inline bool coarsest_by_size(const AmgOptions& o, std::size_t l, index_t n) {
-  return n <= o.coarse_size || (l > 0 && n <= o.dense_coarse_rows);
+/// Whether level l of n rows ends the hierarchy by its size, the level above it having `above`
+/// rows (0 on level 0): n ≤ coarse_size; or, below level 0, n ≤ dense_coarse_rows where coarsening
+/// it would take two levels more: the next one, predicted at n·n/above rows (the last coarsening's
+/// ratio again), over coarse_size. Where one level more would end it (the common case), that small
+/// coarsest level's factor costs less than this one's; a dense solve pays where it replaces two
+/// levels or more (docs/amg.md, "A larger coarsest level on the GPU"). kAmgAuto, not resolved,
+/// counts as off: the host's default.
+inline bool coarsest_by_size(const AmgOptions& o, std::size_t l, index_t n, index_t above) {
+  if (n <= o.coarse_size) return true;
+  return l > 0 && above > 0 && n <= o.dense_coarse_rows &&
+         double(n) * double(n) > double(o.coarse_size) * double(above);
 }
 /// AmgInfo::stop_reason for a level that coarsest_by_size ends.
-std::string coarsest_by_size_reason(const AmgOptions& o, std::size_t l, index_t n);
+std::string coarsest_by_size_reason(const AmgOptions& o, std::size_t l, index_t n, index_t above);
 /// The summary's words for θ, the smoother and the filter, e.g. "theta 0.08 (auto: 0% positive
 /// off-diagonals), chebyshev 2 (auto), filter on (auto)" (the filter is left out where the sign
 /// rule turned it off); `o` resolved.

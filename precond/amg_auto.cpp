@@ -132,10 +132,11 @@ bool node_block_interval(const LanczosResult& r, const AmgOptions& o, int b, Amg
   return true;
 }
 
-std::string coarsest_by_size_reason(const AmgOptions& o, std::size_t l, index_t n) {
+std::string coarsest_by_size_reason(const AmgOptions& o, std::size_t l, index_t n, index_t above) {
   if (n <= o.coarse_size) return detail::concat("coarse size reached (", n, " <= ", o.coarse_size, " rows)");
   return detail::concat("dense coarse solve below level 0 (", n, " <= ", o.dense_coarse_rows, " rows on level ", l,
-                        ")");
+                        ", about ", index_t(double(n) * double(n) / double(above)), " > ", o.coarse_size,
+                        " rows next)");
 }
 
 std::string describe_block_smoother(const AmgInfo& info) {

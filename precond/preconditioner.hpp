@@ -110,10 +110,11 @@ inline constexpr double kAmgThetaDecay = 0.5;
 /// coarsest level above it (coarsening stalled, or max_levels reached) is smoothed, not solved.
 inline constexpr index_t kAmgMaxDenseRows = 2000;
 /// AmgOptions::dense_coarse_rows at kAmgAuto where the V-cycle runs on the GPU (DeviceAmg): a
-/// level below level 0 with at most this many rows is the coarsest. There its solve is one
-/// product with the factored inverse (n² doubles, a few µs), where the levels below it would
-/// cost tens of µs of dependent launches a V-cycle and milliseconds of set-up; the factor and
-/// inverse grow as n³ (docs/amg.md, "A larger coarsest level on the GPU").
+/// level below level 0 with at most this many rows, that two levels more would follow, is the
+/// coarsest (amg::coarsest_by_size). There its solve is one product with the factored inverse (n²
+/// doubles, a few µs), where the levels below it would cost tens of µs of dependent launches a
+/// V-cycle and milliseconds of set-up; the factor and inverse grow as n³ (docs/amg.md, "A larger
+/// coarsest level on the GPU").
 inline constexpr index_t kAmgDeviceDenseCoarseRows = 1200;
 /// Most near-nullspace vectors a set-up takes (AmgOptions::near_nullspace): each is a coarse
 /// unknown per aggregate, and the GPU set-up's per-aggregate QR holds K×K values in registers.
@@ -167,10 +168,11 @@ struct AmgOptions {
   double theta = kAmgAuto;
   int max_levels = 10;      ///< levels at most, A included (1..50)
   index_t coarse_size = 200;  ///< stop coarsening at this many rows or fewer (1..kAmgMaxDenseRows)
-  /// Below level 0, a level of at most this many rows is the coarsest too (factored densely), so
-  /// that A itself is never factored where it has more than coarse_size rows. 0..kAmgMaxDenseRows
-  /// (0: off), or kAmgAuto: kAmgDeviceDenseCoarseRows where the V-cycle runs on the GPU, off on
-  /// the host (there the dense solve costs n² flops an apply against a sparse V-cycle's few).
+  /// Below level 0, a level of at most this many rows is the coarsest too (factored densely) where
+  /// coarsening it would take two levels more (amg::coarsest_by_size); A itself is never factored
+  /// where it has more than coarse_size rows. 0..kAmgMaxDenseRows (0: off), or kAmgAuto:
+  /// kAmgDeviceDenseCoarseRows where the V-cycle runs on the GPU, off on the host (there the dense
+  /// solve costs n² flops an apply against a sparse V-cycle's few).
   index_t dense_coarse_rows = kAmgAuto;
   AmgSmoother smoother = AmgSmoother::Chebyshev;
   /// The aggregation (AmgAggregation). DeviceAmg sets up on the GPU for mis2 (any block size,

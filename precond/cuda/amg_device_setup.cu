@@ -962,6 +962,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   for (std::size_t l = 0;; ++l) {
     const int lv = int(l);
     const index_t n = Al.rows;
+    const index_t above = l > 0 ? info.levels[l - 1].rows : 0;
     const std::size_t N = std::size_t(std::max<index_t>(n, 1));
     const index_t nodes = n / bl;  // of the strength graph and the aggregates
     const std::size_t NN = std::size_t(std::max<index_t>(nodes, 1));
@@ -1012,7 +1013,7 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     // the coarse size or the level limit ends the hierarchy (a stall is found later, and runs it).
     const bool direct_last = n <= kAmgMaxDenseRows &&
                              (reuse ? l < reuse->levels.size() && !reuse->levels[l].next
-                                    : amg::coarsest_by_size(o, l, n) || int(l) + 1 >= o.max_levels);
+                                    : amg::coarsest_by_size(o, l, n, above) || int(l) + 1 >= o.max_levels);
     if (!direct_last) {
       // A re-set-up starts from the full set-up's Ritz vector of this level; a full set-up keeps
       // its own for the re-set-ups to come (GpuLevelLanczos).
@@ -1049,9 +1050,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       li.theta = last ? 0 : kept->theta;
       if (kept->retried) ++info.auto_choice.theta_retries;  // the summary says so after a re-set-up too
       if (!last) li.aggregates = count = kept->aggregates;
-    } else if (amg::coarsest_by_size(o, l, n)) {
+    } else if (amg::coarsest_by_size(o, l, n, above)) {
       last = true;
-      info.stop_reason = amg::coarsest_by_size_reason(o, l, n);
+      info.stop_reason = amg::coarsest_by_size_reason(o, l, n, above);
     } else if (int(l) + 1 >= o.max_levels) {
       last = true;
       info.stop_reason = concat("max_levels (", o.max_levels, ") reached at ", n, " rows");

@@ -1,7 +1,7 @@
 // AmgOptions::dense_coarse_rows on the host: at kAmgAuto off there (the GPU's default is
-// test_amg_dense_coarse_gpu.cpp); given, it ends the hierarchy at the first level below level 0
-// with at most that many rows, never at A itself; out-of-range values are InputErrors; PCG with it
-// converges by the residual recomputed outside the solver.
+// test_amg_dense_coarse_gpu.cpp); given, it ends the hierarchy at a level below level 0 of at most
+// that many rows whose coarsening would take two levels more, never at A itself; out-of-range values
+// are InputErrors; PCG with it converges by the residual recomputed outside the solver.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -14,32 +14,34 @@
 
 using namespace krysp;
 
-TEST_CASE("AMG dense_coarse_rows: off by default on the host, given it ends the hierarchy below level 0") {
+TEST_CASE("AMG dense_coarse_rows: off on the host by default; given, it ends where two levels would follow") {
   const auto A = test::load("1138_bus");  // levels 1138 / 312 / 49 by the host's default
   const HostAmg<double> by_default(A, AmgOptions{});
-  AmgOptions off;
-  off.dense_coarse_rows = 0;
-  const HostAmg<double> deep(A, off);
   REQUIRE(by_default.info().levels.size() == 3);
-  CHECK(deep.info().levels.size() == 3);
-  CHECK(deep.info().levels.back().rows == by_default.info().levels.back().rows);
+  const index_t n1 = by_default.info().levels[1].rows;  // 312: about 312²/1138 = 85 rows next
+  AmgOptions o;
+  o.dense_coarse_rows = 1200;  // 85 ≤ coarse_size 200: one level more ends it, as without
+  CHECK(HostAmg<double>(A, o).info().levels.size() == 3);
 
-  // 1200 rows: level 0 (1138 rows) is still coarsened, level 1 (312) is the coarsest.
-  AmgOptions dense;
-  dense.dense_coarse_rows = 1200;
-  const HostAmg<double> two(A, dense);
+  // coarse_size 20: 1138 / 312 / 49 / 7 without; with 400 dense rows, 85 > 20 rows would follow
+  // level 1 and level 1 is the coarsest (level 0, 1138 rows, is coarsened all the same).
+  o.coarse_size = 20;
+  o.dense_coarse_rows = 0;
+  REQUIRE(HostAmg<double>(A, o).info().levels.size() == 4);
+  o.dense_coarse_rows = 400;
+  const HostAmg<double> two(A, o);
   REQUIRE(two.info().levels.size() == 2);
-  CHECK(two.info().levels[1].rows == by_default.info().levels[1].rows);
+  CHECK(two.info().levels[1].rows == n1);
   CHECK(two.info().coarse_direct);
+  CAPTURE(two.info().stop_reason);
   CHECK(two.info().stop_reason.find("dense coarse solve below level 0") != std::string::npos);
-  const auto solved = test::amg_pcg(A, dense);
+  const auto solved = test::amg_pcg(A, o);
   CAPTURE(solved.preconditioner);
   CHECK(solved.true_residual <= 1e-8);
   CHECK(solved.preconditioner.find("2 levels") != std::string::npos);
-
-  // Below the level-1 size it changes nothing.
-  dense.dense_coarse_rows = 300;
-  CHECK(HostAmg<double>(A, dense).info().levels.size() == 3);
+  // Under the level-1 size it changes nothing.
+  o.dense_coarse_rows = 300;
+  CHECK(HostAmg<double>(A, o).info().levels.size() == 4);
 }
 
 TEST_CASE("AMG dense_coarse_rows: out of range is an InputError that names it") {
