@@ -29,9 +29,9 @@
 //   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
 //   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
 //   --amg-theta, --amg-degree, --amg-coarse-size, --amg-dense-coarse, --amg-sweeps, --amg-filter,
-//   --amg-max-levels, --amg-ratio, --amg-omega, --amg-adaptive, --amg-block-size: the AmgOptions of the amg and
-//   amg-greedy runs, spelt, parsed (cli/amg_args.cpp, compiled in) and range-checked (validate) as
-//   `krysp solve` takes them; a bad value exits 2 before any problem is made. Each amg run's
+//   --amg-max-levels, --amg-ratio, --amg-omega, --amg-adaptive, --amg-block-size: the AmgOptions of
+//   the amg and amg-greedy runs, spelt, parsed (cli/amg_args.cpp, compiled in) and range-checked
+//   (validate) as `krysp solve` takes them; a bad value exits 2 before any problem is made. Each amg run's
 //   JSON object records them as "amg_options" ("auto" where left to the set-up; its summary says
 //   what auto chose) with the level row counts. The CG runs set AMG up through the factory, which
 //   pads nodes of unequal size (amg_padding.hpp); the "full set-up" and "re-set-up" lines time
@@ -133,7 +133,8 @@ std::string amg_options_json(const AmgOptions& a) {
      << (a.smoother_degree == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.smoother_degree))
      << ", \"coarse_size\": " << a.coarse_size << ", \"dense_coarse_rows\": "
      << (a.dense_coarse_rows == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.dense_coarse_rows))
-     << ", \"sweeps\": " << a.sweeps << ", \"filter\": \"" << to_string(a.filter) << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": "
+     << ", \"sweeps\": " << a.sweeps << ", \"filter\": \"" << to_string(a.filter)
+     << "\", \"max_levels\": " << a.max_levels << ", \"ratio\": "
      << (a.smoother_ratio == kAmgAuto ? std::string("\"auto\"") : num(a.smoother_ratio))
      << ", \"omega\": " << num(a.prolongation_weight) << ", \"smoother\": \"" << to_string(a.smoother)
      << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\", \"adaptive_cycles\": "

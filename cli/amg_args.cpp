@@ -11,7 +11,8 @@ const std::set<std::string>& amg_option_names() {
   static const std::set<std::string> names{"amg-theta",    "amg-max-levels", "amg-coarse-size", "amg-smoother",
                                            "amg-degree",   "amg-ratio",      "amg-sweeps",      "amg-omega",
                                            "amg-block-size", "amg-aggregation", "amg-filter",    "coordinates",
-                                           "near-nullspace", "amg-adaptive",   "amg-block-smoother", "amg-dense-coarse"};
+                                           "near-nullspace", "amg-adaptive",   "amg-block-smoother",
+                                           "amg-dense-coarse"};
   return names;
 }
 

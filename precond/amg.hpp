@@ -34,12 +34,13 @@
 ///     only, and the coarse stencils of anisotropic problems stay narrow.
 ///  5. Galerkin coarse operator Aᶜ = Pᵀ·(A·P) by sorted-CSR SpGEMM, symmetrised ((Aᶜ + Aᶜᵀ)/2,
 ///     which only removes rounding).
-/// until the level has ≤ coarse_size rows (below level 0 also ≤ dense_coarse_rows, on the GPU by
-/// default), max_levels is reached, or coarsening stalls (the next level would have more than 1/1.2 of the rows: it is not built, and info() says so). The
-/// coarsest level is factored by dense Cholesky (InputError naming the level and pivot when it is
-/// not positive semidefinite; a pivot zero to rounding is pinned, kAmgPinNoise); one above
-/// kAmgMaxDenseRows rows (stalled or out of levels) is smoothed instead (two sweeps), which
-/// info() reports.
+/// until the level has ≤ coarse_size rows (below level 0 also a level of ≤ dense_coarse_rows that
+/// two levels more would follow, on the GPU by default: coarsest_by_size), max_levels is reached,
+/// or coarsening stalls (the next level would have more than 1/1.2 of the rows: it is not built,
+/// and info() says so). The coarsest level is factored by dense Cholesky (InputError naming the
+/// level and pivot when it is not positive semidefinite; a pivot zero to rounding is pinned,
+/// kAmgPinNoise); one above kAmgMaxDenseRows rows (stalled or out of levels) is smoothed instead
+/// (two sweeps), which info() reports.
 ///
 /// Smoothers: Chebyshev of degree d in D⁻¹A on [λmax/smoother_ratio, λmax], λmax =
 /// min(1.1·estimate, Gershgorin bound) as for the Chebyshev preconditioner; on a level of b > 1

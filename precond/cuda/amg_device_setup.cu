@@ -804,7 +804,8 @@ struct GpuAmgPlan {
     bool smoothed = false;
     bool operator==(const Shape& s) const {
       return structure == s.structure && theta == s.theta && max_levels == s.max_levels &&
-             coarse_size == s.coarse_size && dense_coarse_rows == s.dense_coarse_rows && b == s.b && K == s.K && filter == s.filter && smoothed == s.smoothed;
+             coarse_size == s.coarse_size && dense_coarse_rows == s.dense_coarse_rows && b == s.b && K == s.K &&
+             filter == s.filter && smoothed == s.smoothed;
     }
     std::string to_string() const {
       return concat("theta ", theta, ", max_levels ", max_levels, ", coarse_size ", coarse_size, ", dense_coarse_rows ",
