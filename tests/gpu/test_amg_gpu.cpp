@@ -52,7 +52,7 @@ std::vector<Problem> problems(AmgSmoother s) {
   std::vector<Problem> p;
   AmgOptions o;
   o.smoother = s;
-  // Deep hierarchies (the device default ends at kAmgDeviceDenseCoarseRows: test_amg_dense_coarse_gpu.cpp).
+  // The host default's hierarchies on the device too (its dense coarse level: test_amg_dense_coarse_gpu.cpp).
   o.dense_coarse_rows = 0;
   p.push_back({"laplacian_3d 16", laplacian_3d(16, 16, 16), o});
   p.push_back({"diffusion_3d 16", diffusion_3d(16, 1, 1, 0.01, 1e4), o});
