@@ -224,6 +224,13 @@ inline bool coarsest_by_size(const AmgOptions& o, std::size_t l, index_t n, inde
   return l > 0 && above > 0 && n <= o.dense_coarse_rows &&
          double(n) * double(n) > double(o.coarse_size) * double(above);
 }
+/// `o` as a set-up for a V-cycle on the GPU takes it (DeviceAmg, with either set-up): its
+/// kAmgAuto fields that depend on where the V-cycle runs resolved for the GPU, dense_coarse_rows
+/// to kAmgDeviceDenseCoarseRows. A host hierarchy that is to match a DeviceAmg takes it too.
+inline AmgOptions vcycle_on_device(AmgOptions o) {
+  if (o.dense_coarse_rows == kAmgAuto) o.dense_coarse_rows = kAmgDeviceDenseCoarseRows;
+  return o;
+}
 /// AmgInfo::stop_reason for a level that coarsest_by_size ends.
 std::string coarsest_by_size_reason(const AmgOptions& o, std::size_t l, index_t n, index_t above);
 /// The summary's words for θ, the smoother and the filter, e.g. "theta 0.08 (auto: 0% positive

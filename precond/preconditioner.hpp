@@ -147,7 +147,7 @@ inline constexpr int kAmgAugmentMidCycles = 6;
 inline constexpr double kAmgAugmentMidFactor = 0.79;
 /// An augmented hierarchy whose operator complexity exceeds this multiple of the first one's is
 /// not kept (bcsstk08: 22 against ~2, its dense rows aggregated with twice the coarse unknowns);
-/// the first hierarchy is set up again.
+/// the first hierarchy, set aside meanwhile, comes back.
 inline constexpr double kAmgAugmentMaxComplexityGrowth = 2.5;
 /// The constant is a poor near-nullspace when its Rayleigh quotient of D⁻¹A, 1ᵀA1/1ᵀD1, is at
 /// least this fraction of the level-0 estimate of λmax(D⁻¹A): near the top of the spectrum, where

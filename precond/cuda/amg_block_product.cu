@@ -21,6 +21,18 @@ constexpr int kThreads = 256;
 int blocks_for(std::int64_t n) { return int(std::max<std::int64_t>(1, (n + kThreads - 1) / kThreads)); }
 std::size_t at_least_one(std::int64_t n) { return std::size_t(std::max<std::int64_t>(n, 1)); }
 
+/// rp ← the n + 1 offsets of the n counts and true, with `total` their sum, where it fits index_t;
+/// else false and rp released: the caller then keeps the scalar products.
+bool offsets_that_fit(const DeviceArray<index_t>& counts, index_t n, DeviceArray<index_t>& rp, index_t& total) {
+  const std::int64_t sum = exclusive_scan64(counts.data(), rp.data(), n);
+  if (sum > kMaxIndex) {
+    rp = DeviceArray<index_t>();
+    return false;
+  }
+  total = index_t(sum);
+  return true;
+}
+
 // The row of scalar entry e, by a search of the row offsets: the last row that starts at or
 // before e (so empty rows are passed over).
 __device__ __forceinline__ index_t row_of_entry(const index_t* rp, index_t rows, index_t e) {
@@ -191,8 +203,6 @@ __global__ void k_block_multiply(std::int64_t entries, int br_, int bk_, int bc_
   c[t] = acc;
 }
 
-constexpr std::int64_t kMaxIndex = std::numeric_limits<index_t>::max();
-
 int download_flag(const DeviceArray<int>& flag) {
   int h = 0;
   flag.download(&h, 1);
@@ -252,13 +262,10 @@ BlockPattern block_product_pattern(const BlockPattern& A, const BlockPattern& B)
     if (C.block_rows > 0)
       spgemm_symbolic_count(C.block_rows, A.rp.data(), A.ci.data(), A.blocks, B.rp.data(), B.ci.data(), B.block_cols,
                             counts.data());
-    const std::int64_t blocks = exclusive_scan64(counts.data(), C.rp.data(), C.block_rows);
-    if (blocks > kMaxIndex) {
-      C.fits = false;  // no pattern: the caller keeps the scalar products
-      C.rp = DeviceArray<index_t>();
+    if (!offsets_that_fit(counts, C.block_rows, C.rp, C.blocks)) {
+      C.fits = false;  // no pattern
       return C;
     }
-    C.blocks = index_t(blocks);
   }
   C.ci = DeviceArray<index_t>(at_least_one(C.blocks));
   if (C.block_rows > 0 && C.blocks > 0)
@@ -328,13 +335,10 @@ BlockPairs block_pairs(const BlockPattern& A, const BlockPattern& B, const Block
                                                          nullptr);
       KRYSP_CUDA_CHECK_LAUNCH("k_pairs");
     }
-    const std::int64_t pairs = exclusive_scan64(count.data(), R.rp.data(), C.blocks);
-    if (pairs > kMaxIndex) {
-      R.fits = false;  // no pairs: the caller keeps the scalar products
-      R.rp = DeviceArray<index_t>();
+    if (!offsets_that_fit(count, C.blocks, R.rp, R.pairs)) {
+      R.fits = false;  // no pairs
       return R;
     }
-    R.pairs = index_t(pairs);
   }
   if (A.block_rows > 0) {
     k_pairs_check<<<blocks_for(A.block_rows), kThreads>>>(A.block_rows, A.rp.data(), A.ci.data(), B.rp.data(),

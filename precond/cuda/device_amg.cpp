@@ -56,10 +56,8 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   // kAmgAuto resolved here, so the GPU set-up receives concrete numbers. The statistics are
   // counted on the device (the set-up reads A's device arrays anyway; a device matrix's values
   // are not downloaded), once per values version of A.
-  // The V-cycle runs here, where a larger coarsest level pays (kAmgDeviceDenseCoarseRows); the
-  // host set-up below takes it too.
-  AmgOptions given = o;
-  if (given.dense_coarse_rows == kAmgAuto) given.dense_coarse_rows = kAmgDeviceDenseCoarseRows;
+  // The V-cycle runs here, where a larger coarsest level pays; the host set-up below takes it too.
+  const AmgOptions given = amg::vcycle_on_device(o);
   opt_ = amg::resolve_auto(A, given, &auto_choice_, true);
   fingerprint_ = A.fingerprint();
   plan0_ = plan;
@@ -148,50 +146,64 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   }
   auto_choice_.adapt_vectors = K;
   auto_choice_.adapt_factor = out.factor;
+  // The cycles' V-cycle graph and block work arrays go: a solve makes its own.
+  graphs_.clear();
+  for (Level& L : levels_) L.block = DeviceArray<T>();
+  block_ld_ = 0;
+  block_bytes_ = 0;
   AmgOptions adapted = opt_;
   if (!out.keep || !amg::adopt_adapted_vectors(x, K, adapted)) {
     auto_choice_.adapt_discarded_cycles = out.cycles;
     keep_choice();
-    // The cycles' V-cycle graph and block work arrays go: a solve makes its own.
-    graphs_.clear();
-    for (Level& L : levels_) L.block = DeviceArray<T>();
-    block_ld_ = 0;
-    block_bytes_ = 0;
     return;
   }
   const AmgOptions first = opt_;
-  const double first_complexity = gpu_->info.operator_complexity;
-  const bool first_stalled = gpu_->info.stalled;
   const double seconds = since(t0);
   opt_ = adapted;
   auto_choice_.adapted_cycles = out.cycles;
-  const auto rebuild = [&] {
-    // The hierarchy in place goes before the next is built: the peak stays one hierarchy.
-    drop_levels();
-    gpu_.reset();
+  // The auto rule's first hierarchy is set aside whole, as on the host: where the second is worse
+  // or does not fit, it comes back without a third set-up. An explicit plan keeps the second
+  // whatever it costs, so the first goes before it is built: the peak stays one hierarchy.
+  std::unique_ptr<detail::GpuAmgHierarchy<T>> kept_gpu;
+  std::vector<Level> kept_levels;
+  DeviceArray<double> kept_inv, kept_correction;
+  const std::size_t kept_bytes = upload_bytes_;
+  if (plan.conditional) {
+    kept_gpu = std::move(gpu_);
+    kept_levels = std::move(levels_);
+    kept_inv = std::move(coarse_inv_);
+    kept_correction = std::move(correction_);
+  }
+  drop_levels();
+  gpu_.reset();
+  bool worse = false;
+  try {
     gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
         detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
     keep_choice();
-  };
-  bool worse = false;
-  try {
-    rebuild();
-    worse = plan.conditional && amg::augmented_worse(first_complexity, first_stalled, gpu_->info);
+    worse = plan.conditional && amg::augmented_worse(kept_gpu->info.operator_complexity, kept_gpu->info.stalled,
+                                                     gpu_->info);
   } catch (const DeviceError&) {
     if (!plan.conditional) throw;
     worse = true;  // the auto rule's second hierarchy does not fit: the first did
   }
   if (worse) {
-    opt_ = first;  // the first hierarchy again
+    drop_levels();  // the second, if it was built
+    gpu_ = std::move(kept_gpu);
+    levels_ = std::move(kept_levels);
+    coarse_inv_ = std::move(kept_inv);
+    correction_ = std::move(kept_correction);
+    upload_bytes_ = kept_bytes;
+    opt_ = first;
+    auto_choice_.theta_retries = gpu_->info.auto_choice.theta_retries;  // the first set-up's
     auto_choice_.adapted_cycles = 0;
     auto_choice_.adapt_discarded_cycles = out.cycles;
-    const double before = since(t0);
-    rebuild();
-    gpu_->info.setup_seconds += before;
-  } else {
-    gpu_->info.adaptive_seconds = seconds;
-    gpu_->info.setup_seconds += seconds;
+    gpu_->info.auto_choice = auto_choice_;
+    gpu_->info.setup_seconds = since(t0);
+    return;
   }
+  gpu_->info.adaptive_seconds = seconds;
+  gpu_->info.setup_seconds += seconds;
   adopt(A);
 }
 

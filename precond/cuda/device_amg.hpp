@@ -186,7 +186,9 @@ class DeviceAmg final : public Preconditioner<T> {
   /// inverse and correction) and the graphs that point into it.
   void drop_levels();
   /// The adapting V-cycles on the GPU hierarchy (amg_adaptive.hpp), then the GPU set-up again
-  /// with what they left where the plan keeps it; t0: the constructor's start.
+  /// with what they left where the plan keeps it; t0: the constructor's start. A conditional
+  /// plan holds the first hierarchy meanwhile (two on the device for a while), and takes it back
+  /// where the second is worse (amg::augmented_worse) or does not fit.
   void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0);
   void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                     DeviceStream s) const;

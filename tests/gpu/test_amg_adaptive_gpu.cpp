@@ -15,7 +15,6 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
-#include "gpu/amg_device_options.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -25,7 +24,7 @@ TEST_CASE("AMG GPU: the near-nullspace adapted on the device as on the host (sig
   const CsrMatrix<double> A = test::signed_laplacian(32);
   const SpmvPlan<double> plan(A);
   const DeviceAmg<double> M(A, plan, AmgOptions{});
-  const HostAmg<double> H(A, test::as_on_device(AmgOptions{}));
+  const HostAmg<double> H(A, amg::vcycle_on_device(AmgOptions{}));
   REQUIRE(M.set_up_on_gpu());
   MESSAGE(M.summary());
   const AmgAutoChoice& d = M.info().auto_choice;

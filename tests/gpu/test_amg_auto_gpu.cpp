@@ -12,7 +12,6 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
-#include "gpu/amg_device_options.hpp"
 #include "gpu/borrowed.hpp"
 #include "test_util.hpp"
 
@@ -57,7 +56,7 @@ TEST_CASE("AMG auto rule: the device counts equal the host's (double, float, dev
 TEST_CASE("AMG auto rule: DeviceAmg chooses and reports as HostAmg does") {
   for (const auto& [name, A] : problems()) {
     CAPTURE(name);
-    const HostAmg<double> H(A, test::as_on_device(AmgOptions{}));
+    const HostAmg<double> H(A, amg::vcycle_on_device(AmgOptions{}));
     test::Borrowed<double> B(A);  // counted on the device, separately from A's memo
     SpmvPlan<double> plan(B.M);
     const DeviceAmg<double> D(B.M, plan, AmgOptions{});

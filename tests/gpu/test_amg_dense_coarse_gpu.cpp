@@ -14,7 +14,6 @@
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
-#include "gpu/amg_device_options.hpp"
 #include "test_util.hpp"
 
 using namespace krysp;
@@ -55,7 +54,7 @@ TEST_CASE("AMG GPU default: a small level that two levels more would follow is t
     CHECK(dev.info().stop_reason.find("dense coarse solve below level 0") != std::string::npos);
 
     // The host's hierarchy with the options the device resolved: the same levels and V-cycle.
-    const HostAmg<double> host(A, test::as_on_device(given));
+    const HostAmg<double> host(A, amg::vcycle_on_device(given));
     REQUIRE(host.info().levels.size() == L.size());
     for (std::size_t l = 0; l < L.size(); ++l) CHECK(host.info().levels[l].rows == L[l].rows);
     const auto r = test::random_vector(std::size_t(n));

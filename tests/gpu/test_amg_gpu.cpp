@@ -31,7 +31,6 @@
 #include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
-#include "gpu/amg_device_options.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -469,7 +468,7 @@ TEST_CASE("AMG GPU: CgSolver::update_values re-sets AMG up numerically on the GP
   // case above); CG's count on this jump problem moves with their rounding by a few iterations.
   SolveOptions oh = o;
   oh.backend = Backend::Host;
-  oh.precond.amg = test::as_on_device(oh.precond.amg);  // the device's hierarchy
+  oh.precond.amg = amg::vcycle_on_device(oh.precond.amg);  // the device's hierarchy
   CgSolver host(scaled_values(A0, 1.0), oh);
   host.update_values(v2);
   std::vector<double> xh;
@@ -486,7 +485,7 @@ TEST_CASE("AMG GPU: fp32 hierarchy against the host's fp32") {
   std::vector<index_t> ci(Ad.col_idx().data(), Ad.col_idx().data() + Ad.nnz());
   const auto A = CsrMatrix<float>::from_arrays(Ad.rows(), Ad.cols(), rp, ci, v);
   SpmvPlan<float> plan(A);
-  HostAmg<float> host(A, test::as_on_device(AmgOptions{}));
+  HostAmg<float> host(A, amg::vcycle_on_device(AmgOptions{}));
   DeviceAmg<float> dev(A, plan, AmgOptions{});
   CHECK(compare_apply(host, dev, A.rows()) <= 1e-4);
   CHECK(compare_block(host, dev, A.rows(), 4) <= 1e-4);

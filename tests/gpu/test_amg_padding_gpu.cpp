@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "krysp/base/device_memory.hpp"
+#include "krysp/precond/amg.hpp"
 #include "krysp/precond/amg_padding.hpp"
 #include "krysp/precond/preconditioner.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
-#include "gpu/amg_device_options.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -50,7 +50,7 @@ TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its co
   PrecondOptions o;
   o.kind = PrecondKind::Amg;
   PrecondOptions oh = o;
-  oh.amg = test::as_on_device(o.amg);  // the device default's hierarchy
+  oh.amg = amg::vcycle_on_device(o.amg);  // the device default's hierarchy
   const auto H = make_host_preconditioner(S, oh);
   const auto D = make_device_preconditioner(S, SpmvPlan<double>(S), o);
   REQUIRE(H != nullptr);
@@ -77,7 +77,7 @@ TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its co
     CHECK(rel_diff(column, zd) <= 1e-10);  // SpMM against SpMV: other sums (3.8e-12 measured on an H100)
   }
 
-  const test::AmgSolved host = test::amg_pcg(S, test::as_on_device(AmgOptions{}), Backend::Host);
+  const test::AmgSolved host = test::amg_pcg(S, amg::vcycle_on_device(AmgOptions{}), Backend::Host);
   const test::AmgSolved dev = test::amg_pcg(S, AmgOptions{}, Backend::Cuda);
   MESSAGE("padded shell: host ", host.iterations, " iterations, GPU ", dev.iterations, " (", dev.preconditioner, ")");
   CHECK(dev.true_residual <= 1e-8);

@@ -1,7 +1,8 @@
-// AmgOptions::dense_coarse_rows on the host: at kAmgAuto off there (the GPU's default is
-// test_amg_dense_coarse_gpu.cpp); given, it ends the hierarchy at a level below level 0 of at most
-// that many rows whose coarsening would take two levels more, never at A itself; out-of-range values
-// are InputErrors; PCG with it converges by the residual recomputed outside the solver.
+// AmgOptions::dense_coarse_rows on the host: at kAmgAuto off there (the GPU's default, as
+// amg::vcycle_on_device resolves it, is test_amg_dense_coarse_gpu.cpp's); given, it ends the
+// hierarchy at a level below level 0 of at most that many rows whose coarsening would take two
+// levels more, never at A itself; out-of-range values are InputErrors; PCG with it converges by
+// the residual recomputed outside the solver.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -58,4 +59,21 @@ TEST_CASE("AMG dense_coarse_rows: out of range is an InputError that names it") 
     o.amg.dense_coarse_rows = good;
     CHECK_NOTHROW(validate(o));
   }
+}
+
+TEST_CASE("AMG dense_coarse_rows: a V-cycle on the GPU resolves auto to its size, and keeps a given one") {
+  AmgOptions o;
+  CHECK(amg::vcycle_on_device(o).dense_coarse_rows == kAmgDeviceDenseCoarseRows);
+  o.dense_coarse_rows = 0;
+  CHECK(amg::vcycle_on_device(o).dense_coarse_rows == 0);
+  o.dense_coarse_rows = 300;
+  CHECK(amg::vcycle_on_device(o).dense_coarse_rows == 300);
+  // Nothing else moves: a host hierarchy given these options is the device default's.
+  o.dense_coarse_rows = kAmgAuto;
+  o.theta = 0.3;
+  o.coarse_size = 50;
+  const AmgOptions d = amg::vcycle_on_device(o);
+  CHECK(d.theta == 0.3);
+  CHECK(d.coarse_size == 50);
+  CHECK(d.smoother_degree == kAmgAuto);
 }
