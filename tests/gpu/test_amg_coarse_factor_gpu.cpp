@@ -1,8 +1,9 @@
 // The coarsest level's factor and inverse on the GPU (AmgCoarseSolver: small_cholesky.cu in one
 // block where the matrix fits its shared memory, cuSOLVER and cuBLAS above) against the host:
 // L against amg::cholesky, the inverse against substitutions on the host's factor and by
-// A·X − I, on random SPD matrices of 1 to 300 rows (both paths, the size limit on either side),
-// well conditioned and scaled over three decades; the refused pivots at the host's rows; repeats
+// A·X − I, on random SPD matrices of 1 to 1,100 rows (both paths, the size limit on either side,
+// and the sizes of the larger coarsest levels the GPU's dense_coarse_rows makes), well
+// conditioned and scaled over three decades; the refused pivots at the host's rows; repeats
 // bitwise equal.
 #include <doctest/doctest.h>
 
@@ -114,7 +115,8 @@ TEST_CASE("AMG coarse factor and inverse on the GPU against the host, both paths
   detail::AmgCoarseSolver solver;
   for (const double decades : {0.0, 1.5}) {
     for (const index_t n : {index_t(1), index_t(2), index_t(3), index_t(9), index_t(31), index_t(33), index_t(64),
-                            index_t(120), index_t(174), limit, limit + 1, index_t(300)}) {
+                            index_t(120), index_t(174), limit, limit + 1, index_t(300), index_t(700),
+                            index_t(1100)}) {
       CAPTURE(n);
       CAPTURE(decades);
       const std::size_t N = std::size_t(n);
@@ -159,7 +161,7 @@ TEST_CASE("AMG coarse factor and inverse on the GPU against the host, both paths
 TEST_CASE("AMG coarse factor on the GPU refuses the pivot amg::cholesky refuses, at the same row") {
   const index_t limit = detail::small_dense_max_rows();
   detail::AmgCoarseSolver solver;
-  for (const index_t n : {index_t(40), limit, limit + 20}) {
+  for (const index_t n : {index_t(40), limit, limit + 20, index_t(1100)}) {
     for (const index_t r : {index_t(0), n / 2, n - 1}) {
       for (const bool nan : {false, true}) {
         CAPTURE(n);
