@@ -280,8 +280,12 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   std::vector<double> first_chol = std::move(chol_), first_chol_work = std::move(chol_work_);
   const AmgInfo first_info = info_;
   const std::string first_stop_reason = before_stop_reason_;
-  set_up(A, false);
-  if (plan.conditional && amg::augmented_worse(first_info.operator_complexity, first_info.stalled, info_)) {
+  // The auto rule's set-up stops where its complexity passes the cap augmented_worse sets, which
+  // it could then only exceed: bcsstk08's nearly dense level 1 needs no level 2 to be set aside.
+  const double cap = plan.conditional ? kAmgAugmentMaxComplexityGrowth * first_info.operator_complexity
+                                      : std::numeric_limits<double>::infinity();
+  if (!set_up(A, false, cap) ||
+      (plan.conditional && amg::augmented_worse(first_info.operator_complexity, first_info.stalled, info_))) {
     opt_ = first;
     levels_ = std::move(first_levels);
     plans_ = std::move(first_plans);
@@ -317,7 +321,7 @@ bool HostAmg<T>::update_values(const CsrMatrix<T>& A) {
 }
 
 template <class T>
-bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
+bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse, double max_complexity) {
   const AmgOptions& o = opt_;
   // A numeric re-set-up refills the levels' vectors in place: fresh allocations (and their page
   // faults) cost as much as the arithmetic there.
@@ -565,6 +569,12 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse) {
     levels_.push_back(std::move(L));
     info_.levels.push_back(li);
     if (last) break;
+    if (!reuse) {  // the operator complexity so far, in the order the final one is summed
+      double nnz = 0;
+      for (const auto& lv : info_.levels) nnz += double(lv.nnz);
+      nnz += double(Ac.nnz());
+      if (info_.levels[0].nnz > 0 && nnz / double(info_.levels[0].nnz) > max_complexity) return false;
+    }
     Al = std::move(Ac);
     B = tent.coarse_B;  // a re-set-up's filter lumps with it too
     bl = K;

@@ -62,6 +62,7 @@
 #include <cfloat>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -607,8 +608,11 @@ class HostAmg final : public Preconditioner<T> {
     std::vector<float> block_ritz;
     double block_ritz_lambda = 0;
   };
-  /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed).
-  bool set_up(const CsrMatrix<T>& A, bool reuse);
+  /// The set-up: full (plans_ made) or numeric (plans_ reused; false when a pattern changed). A
+  /// full one stops, returning false, once the levels built and the next one's matrix pass
+  /// `max_complexity` times A's entries: the hierarchy would only grow past it (adapt's cap).
+  bool set_up(const CsrMatrix<T>& A, bool reuse,
+              double max_complexity = std::numeric_limits<double>::infinity());
   /// The adapting V-cycles on this hierarchy (amg_adaptive.hpp), then the set-up again with what
   /// they left where the plan keeps it; t0: the constructor's start (for adaptive_seconds).
   void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0);
