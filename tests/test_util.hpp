@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the test suites.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -38,6 +39,14 @@ inline double norm2(const std::vector<double>& v) {
   double s = 0;
   for (double e : v) s += e * e;
   return std::sqrt(s);
+}
+
+/// max_i |a_i − b_i| / max_i |b_i|: two results of one computation (GPU against host), compared
+/// entry by entry relative to the reference's scale (not finite where b is zero).
+inline double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i])), s = std::max(s, std::abs(b[i]));
+  return d / s;
 }
 
 /// ‖b − A·x‖ / ‖b‖ computed independently of any solver.

@@ -18,17 +18,6 @@
 
 using namespace krysp;
 
-namespace {
-
-/// max |a − b| / max |b|.
-double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double d = 0, s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i])), s = std::max(s, std::abs(b[i]));
-  return s > 0 ? d / s : d;
-}
-
-}  // namespace
-
 TEST_CASE("AMG GPU default: a small level that two levels more would follow is the coarsest") {
   // coarse_size 20: their deep hierarchies are 1138/312/49/7, 1074/257/61/5 and 1473/366/45/6
   // rows, and below level 1 about 85, 61 and 91 > 20 rows would follow.
@@ -64,7 +53,7 @@ TEST_CASE("AMG GPU default: a small level that two levels more would follow is t
     dr.upload(r.data(), r.size());
     dev.apply(dr.data(), dz.data());
     dz.download(zd.data(), zd.size());
-    CHECK(rel_diff(zd, zh) <= 1e-10);
+    CHECK(test::rel_diff(zd, zh) <= 1e-10);
 
     // PCG with it on the GPU: converged by the residual recomputed here.
     std::vector<double> b(static_cast<std::size_t>(n));

@@ -36,12 +36,6 @@ std::vector<double> device_apply(const Preconditioner<double>& M, const std::vec
   return z;
 }
 
-double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double d = 0, s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i])), s = std::max(s, std::abs(b[i]));
-  return d / s;
-}
-
 }  // namespace
 
 TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its columns, PCG, an update") {
@@ -64,7 +58,7 @@ TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its co
   std::vector<double> zh(static_cast<std::size_t>(n));
   H->apply(r.data(), zh.data());
   const std::vector<double> zd = device_apply(*D, r, 1);
-  CHECK(rel_diff(zd, zh) <= 1e-8);  // two hierarchies set up apart, equal up to rounding
+  CHECK(test::rel_diff(zd, zh) <= 1e-8);  // two hierarchies set up apart, equal up to rounding
 
   const index_t N = 3;
   std::vector<double> R(std::size_t(n) * N);
@@ -74,7 +68,7 @@ TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its co
   std::vector<double> column(static_cast<std::size_t>(n));
   for (index_t c = 0; c < N; ++c) {
     for (index_t i = 0; i < n; ++i) column[std::size_t(i)] = Z[std::size_t(i) * N + std::size_t(c)] / double(c + 1);
-    CHECK(rel_diff(column, zd) <= 1e-10);  // SpMM against SpMV: other sums (3.8e-12 measured on an H100)
+    CHECK(test::rel_diff(column, zd) <= 1e-10);  // SpMM against SpMV: other sums (3.8e-12 measured on an H100)
   }
 
   const test::AmgSolved host = test::amg_pcg(S, amg::vcycle_on_device(AmgOptions{}), Backend::Host);
@@ -92,5 +86,5 @@ TEST_CASE("AMG GPU on padded nodes: the host's preconditioner, a block as its co
   CHECK(D->update_values(S2));
   CHECK(H->update_values(S2));
   H->apply(r.data(), zh.data());
-  CHECK(rel_diff(device_apply(*D, r, 1), zh) <= 1e-8);
+  CHECK(test::rel_diff(device_apply(*D, r, 1), zh) <= 1e-8);
 }
