@@ -879,7 +879,7 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>&, const AmgOptions& o) {
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given, bool keep_aggregates,
                                  std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices, bool warm_lanczos,
-                                 AmgCoarseSolver* coarse, const AmgAutoChoice* choice) {
+                                 AmgCoarseSolver* coarse, const AmgAutoChoice* choice, double max_complexity) {
   const auto t0 = Clock::now();
   GpuAmgHierarchy<T> H;
   AmgInfo& info = H.info;
@@ -1498,6 +1498,17 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     H.levels.push_back(std::move(L));
     info.levels.push_back(li);
     if (last) break;
+    if (!reuse) {  // the operator complexity so far, in the order the final one is summed
+      double nnz = 0;
+      for (const auto& lv_info : info.levels) nnz += double(lv_info.nnz);
+      nnz += double(Ac.nnz);
+      if (info.levels[0].nnz > 0 && nnz / double(info.levels[0].nnz) > max_complexity) {
+        H.capped = true;
+        cuda_synchronize();
+        info.setup_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        return H;
+      }
+    }
     Al = std::move(Ac);
     bl = K;
   }
@@ -1597,9 +1608,9 @@ template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&)
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
 template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
                                                std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*,
-                                               const AmgAutoChoice*);
+                                               const AmgAutoChoice*, double);
 template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
                                               std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*,
-                                               const AmgAutoChoice*);
+                                              const AmgAutoChoice*, double);
 
 }  // namespace krysp::detail

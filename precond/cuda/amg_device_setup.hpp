@@ -38,6 +38,7 @@
 /// AmgOptions::profile_setup each phase is synchronised and timed into AmgInfo::setup_phases
 /// (no synchronisation is added otherwise). CUDA-free header; internal.
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -115,6 +116,8 @@ struct GpuAmgHierarchy {
   /// (empty: smoothed).
   DeviceArray<double> coarse_factor;
   AmgInfo info;
+  /// The set-up stopped at gpu_amg_setup's max_complexity: the levels are incomplete, for discarding.
+  bool capped = false;
 };
 
 /// True when gpu_amg_setup() takes A with these options: aggregation mis2 (any block size, with or
@@ -147,12 +150,16 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// that factor the coarsest level, kept by a caller that sets up again (null: made for this call).
 /// choice: how a caller that resolved o itself (DeviceAmg) chose its kAmgAuto fields, which
 /// decides amg::retry_aggregation (null: this call's own resolution of o).
+/// max_complexity (full set-up only): stop, with `capped` set, once the levels built and the next
+/// one's matrix pass that many times A's entries, summed as info.operator_complexity is: the
+/// hierarchy could only grow past it (DeviceAmg's cap on the augmented set-up, as HostAmg's).
 /// Sets info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
                                  std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true,
                                  bool warm_lanczos = true, AmgCoarseSolver* coarse = nullptr,
-                                 const AmgAutoChoice* choice = nullptr);
+                                 const AmgAutoChoice* choice = nullptr,
+                                 double max_complexity = std::numeric_limits<double>::infinity());
 
 /// For tests: α and β of `steps` Lanczos steps from the fixed start vector on what level 0 of A's
 /// set-up estimates λmax of: D^{-1/2}·A·D^{-1/2} (b = 1), or L⁻¹·A·L⁻ᵀ with L the Cholesky factors

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <utility>
 
 #include "krysp/base/error.hpp"
@@ -178,11 +179,15 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   gpu_.reset();
   bool worse = false;
   try {
+    // The auto rule's set-up stops where its complexity passes the cap augmented_worse sets, as
+    // HostAmg's does: bcsstk08's nearly dense level 1 needs no level below it to be set aside.
+    const double cap = plan.conditional ? kAmgAugmentMaxComplexityGrowth * kept_gpu->info.operator_complexity
+                                        : std::numeric_limits<double>::infinity();
     gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
+        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_, cap));
     keep_choice();
-    worse = plan.conditional && amg::augmented_worse(kept_gpu->info.operator_complexity, kept_gpu->info.stalled,
-                                                     gpu_->info);
+    worse = plan.conditional && (gpu_->capped || amg::augmented_worse(kept_gpu->info.operator_complexity,
+                                                                      kept_gpu->info.stalled, gpu_->info));
   } catch (const DeviceError&) {
     if (!plan.conditional) throw;
     worse = true;  // the auto rule's second hierarchy does not fit: the first did

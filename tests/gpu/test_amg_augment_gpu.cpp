@@ -12,9 +12,11 @@
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/precond/amg.hpp"
+#include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
+#include "amg_setup_checks.hpp"
 #include "precond/precond_test_util.hpp"
 #include "test_util.hpp"
 
@@ -148,5 +150,44 @@ TEST_CASE("AMG GPU: an augmented hierarchy set aside gives the first back as it 
     const test::AmgSolved solved = test::amg_pcg(c.A, o, Backend::Cuda);
     CAPTURE(solved.preconditioner);
     CHECK(solved.true_residual <= 1e-8);
+  }
+}
+
+TEST_CASE("AMG GPU: the set-up stops at max_complexity exactly where the full one passes it") {
+  // The cap DeviceAmg puts on the augmented set-up: below the complexity after level k's matrix,
+  // the set-up returns capped with levels 0 .. k − 1; at the full hierarchy's complexity it is not
+  // capped and gives the same bits as a set-up without a cap.
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"Laplacian 24^3", laplacian_3d(24, 24, 24)});
+  cases.push_back({"elasticity 12^3 (b 3)", elasticity_3d(12, 12, 12, 0.3)});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    AmgOptions o;
+    o.coarse_size = 20;
+    const auto full = detail::gpu_amg_setup(c.A, o);
+    CHECK_FALSE(full.capped);
+    const std::size_t levels = full.info.levels.size();
+    REQUIRE(levels >= 3);
+    const auto at_full = detail::gpu_amg_setup(c.A, o, false, nullptr, true, true, nullptr, nullptr,
+                                               full.info.operator_complexity);
+    CHECK_FALSE(at_full.capped);
+    REQUIRE(at_full.levels.size() == levels);
+    CHECK(at_full.info.operator_complexity == full.info.operator_complexity);
+    for (std::size_t l = 1; l < levels; ++l) CHECK(test::same(test::host_copy(at_full.levels[l].A),
+                                                             test::host_copy(full.levels[l].A)));
+    CHECK(test::host_factor(at_full) == test::host_factor(full));
+    double nnz = double(full.info.levels[0].nnz);
+    for (std::size_t k = 1; k < levels; ++k) {
+      CAPTURE(k);
+      nnz += double(full.info.levels[k].nnz);
+      const double below = std::nextafter(nnz / double(full.info.levels[0].nnz), 0.0);
+      const auto capped = detail::gpu_amg_setup(c.A, o, false, nullptr, true, true, nullptr, nullptr, below);
+      CHECK(capped.capped);
+      CHECK(capped.levels.size() == k);
+    }
   }
 }
