@@ -816,7 +816,45 @@ struct GpuAmgPlan {
   } shape;
 };
 
+/// amg_device_setup.hpp. Recorded by the first full set-up given it empty, read by the next.
+struct GpuLevel0Seed {
+  bool recorded = false;
+  int uses = 0;  ///< the pieces taken so far
+  // What it was recorded for: A's arrays (the same object's, within one DeviceAmg) and b.
+  const void* values = nullptr;
+  index_t rows = 0, nnz = 0;
+  int b = 0;
+  bool lanczos_ran = false;
+  LanczosResult lanczos;  ///< of D^{-1/2}·A·D^{-1/2}
+  DeviceArray<float> ritz;
+  struct Aggregation {
+    double theta = 0;
+    index_t count = 0, isolated = 0;
+    DeviceArray<index_t> of_node;
+  };
+  std::vector<Aggregation> aggregations;  ///< in the order they ran (a retry's after the first)
+  bool node_blocks_ran = false;
+  bool coupled = false;         ///< the node blocks couple their unknowns (else point smoothing)
+  LanczosResult block_lanczos;  ///< of L⁻¹·A·L⁻ᵀ, when coupled
+  DeviceArray<float> block_ritz;
+  DeviceArray<double> binv;  ///< the node blocks' inverses, when coupled
+  bool matches(const void* v, index_t r, index_t z, int bl) const {
+    return recorded && values == v && rows == r && nnz == z && b == bl;
+  }
+};
+
+std::shared_ptr<GpuLevel0Seed> make_level0_seed() { return std::make_shared<GpuLevel0Seed>(); }
+int level0_seed_uses(const GpuLevel0Seed& seed) { return seed.uses; }
+
 namespace {
+
+template <class T>
+DeviceArray<T> device_copy(const DeviceArray<T>& x) {
+  if (x.size() == 0) return DeviceArray<T>();
+  DeviceArray<T> out(x.size());
+  out.copy_from(x);
+  return out;
+}
 
 /// The V-cycle's copy of a double device CSR in T: for double, its arrays taken over. A structure
 /// M does not own (kept by a plan) is copied when copy_structure, else left out (values only).
@@ -879,7 +917,8 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>&, const AmgOptions& o) {
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given, bool keep_aggregates,
                                  std::shared_ptr<const GpuAmgPlan> reuse, bool make_matrices, bool warm_lanczos,
-                                 AmgCoarseSolver* coarse, const AmgAutoChoice* choice, double max_complexity) {
+                                 AmgCoarseSolver* coarse, const AmgAutoChoice* choice, double max_complexity,
+                                 GpuLevel0Seed* seed) {
   const auto t0 = Clock::now();
   GpuAmgHierarchy<T> H;
   AmgInfo& info = H.info;
@@ -921,6 +960,22 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
   const bool level0_b = !reuse || o.filter == AmgFilter::On;
   const std::vector<double> B0 = explicit_b && level0_b ? amg::explicit_near_nullspace(o, n0) : std::vector<double>{};
   int bl = b;  // unknowns per node on the current level: b on A, K on the coarse levels
+  // Level 0's near-nullspace-free work: taken from a seed recorded for this A and b, or recorded.
+  const GpuLevel0Seed* from_seed = nullptr;
+  GpuLevel0Seed* to_seed = nullptr;
+  if (seed && !reuse) {
+    if (seed->matches(A.device_view().values, n0, A.nnz(), b)) {
+      from_seed = seed;
+    } else if (!seed->recorded) {
+      to_seed = seed;
+      *seed = GpuLevel0Seed{};
+      seed->recorded = true;
+      seed->values = A.device_view().values;
+      seed->rows = n0;
+      seed->nnz = A.nnz();
+      seed->b = b;
+    }
+  }
   plan->shape = {A.fingerprint(), o.theta, o.max_levels, o.coarse_size, o.dense_coarse_rows, b, K, o.filter,
                  o.prolongation_weight > 0};
   KRYSP_REQUIRE(!reuse || reuse->shape == plan->shape, "AMG: a numeric re-set-up for ", plan->shape.to_string(),
@@ -1022,12 +1077,25 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
                               ? reuse->ritz[l].data()
                               : nullptr;
       const double old_lambda = warm ? reuse->ritz_lambda[l] : 0.0;
-      GpuLevelLanczos lanczos(Al, s.data(), warm, old_lambda, !reuse);
-      lr = lanczos_largest(lanczos, n, kLanczosSteps, std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      DeviceArray<float> ritz;
+      if (l == 0 && from_seed && from_seed->lanczos_ran) {
+        lr = from_seed->lanczos;
+        ritz = device_copy(from_seed->ritz);
+        ++seed->uses;
+      } else {
+        GpuLevelLanczos lanczos(Al, s.data(), warm, old_lambda, !reuse);
+        lr = lanczos_largest(lanczos, n, kLanczosSteps, std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+        if (!reuse) ritz = lanczos.ritz_vector(std::min(lr.steps, kAmgLanczosRecordSteps));
+        if (l == 0 && to_seed) {
+          to_seed->lanczos_ran = true;
+          to_seed->lanczos = lr;
+          to_seed->ritz = device_copy(ritz);
+        }
+      }
       if (!reuse) {
         plan->ritz.resize(l + 1);
         plan->ritz_lambda.resize(l + 1, 0.0);
-        plan->ritz[l] = lanczos.ritz_vector(std::min(lr.steps, kAmgLanczosRecordSteps));
+        plan->ritz[l] = std::move(ritz);
         plan->ritz_lambda[l] = lr.theta;
       }
     }
@@ -1063,78 +1131,92 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       // At most twice: again at θ·kAmgThetaRetry when the first aggregation coarsens slowly
       // (amg::retry_aggregation, as the host set-up).
       for (int attempt = 0;; ++attempt) {
-        if (attempt > 0) KRYSP_CUDA_CHECK(cudaMemset(flags + 2, 0, sizeof(int)));  // k_mis_init's count
-        // Strength graph, on nodes of bl unknowns (bl > 1: amg_block_setup.hpp, the host's
-        // amg::strength_graph on b×b blocks; the MIS-2 rounds below take any graph).
-        DeviceArray<index_t> grp, gci;
-        if (bl > 1) {
-          block_strength_graph(n, bl, Al.rp, Al.ci, Al.va, li.theta, grp, gci);
+        // Level 0 at a θ the seed aggregated at: its aggregates (the same graph, the same rounds).
+        const GpuLevel0Seed::Aggregation* seeded = nullptr;
+        if (l == 0 && from_seed)
+          for (const GpuLevel0Seed::Aggregation& a : from_seed->aggregations)
+            if (a.theta == li.theta) seeded = &a;
+        if (seeded) {
+          count = seeded->count;
+          li.isolated = seeded->isolated;
+          agg = device_copy(seeded->of_node);
+          ++seed->uses;
         } else {
-          DeviceArray<double> dm(N);
-          k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
-          check_launch("k_node_magnitude");
-          DeviceArray<index_t> gcount(N);
-          grp = DeviceArray<index_t>(N + 1);
-          const int lanes = fold_lanes(n, Al.nnz);
-          with_lanes(lanes, [&](auto W) {
-            k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-                n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
-          });
-          check_launch("k_strength_count");
-          const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
-          gci = DeviceArray<index_t>(std::size_t(std::max<index_t>(gnnz, 1)));
-          with_lanes(lanes, [&](auto W) {
-            k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
-                n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
-          });
-          check_launch("k_strength_fill");
-        }
-        pc.mark(lv, "strength graph");
-        // MIS-2 rounds until no node is undecided.
-        DeviceArray<std::uint64_t> keys(NN), k1(NN), k2(NN);
-        k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags + 2);
-        check_launch("k_mis_init");
-        for (int round = 0;; ++round) {
-          KRYSP_REQUIRE(round <= nodes, "AMG: the MIS-2 rounds did not finish");  // each round decides a node at least
-          k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), k1.data());
-          check_launch("k_mis_max");
-          k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), k1.data(), k2.data());
-          check_launch("k_mis_max");
+          if (attempt > 0) KRYSP_CUDA_CHECK(cudaMemset(flags + 2, 0, sizeof(int)));  // k_mis_init's count
+          // Strength graph, on nodes of bl unknowns (bl > 1: amg_block_setup.hpp, the host's
+          // amg::strength_graph on b×b blocks; the MIS-2 rounds below take any graph).
+          DeviceArray<index_t> grp, gci;
+          if (bl > 1) {
+            block_strength_graph(n, bl, Al.rp, Al.ci, Al.va, li.theta, grp, gci);
+          } else {
+            DeviceArray<double> dm(N);
+            k_node_magnitude<<<blocks_for(n), kThreads>>>(n, diag.data(), dm.data());
+            check_launch("k_node_magnitude");
+            DeviceArray<index_t> gcount(N);
+            grp = DeviceArray<index_t>(N + 1);
+            const int lanes = fold_lanes(n, Al.nnz);
+            with_lanes(lanes, [&](auto W) {
+              k_strength_count<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+                  n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, gcount.data());
+            });
+            check_launch("k_strength_count");
+            const index_t gnnz = exclusive_scan(gcount.data(), grp.data(), n);
+            gci = DeviceArray<index_t>(std::size_t(std::max<index_t>(gnnz, 1)));
+            with_lanes(lanes, [&](auto W) {
+              k_strength_fill<decltype(W)::value><<<blocks_for(std::int64_t(n) * W), kThreads>>>(
+                  n, Al.rp, Al.ci, Al.va, dm.data(), li.theta, grp.data(), gci.data());
+            });
+            check_launch("k_strength_fill");
+          }
+          pc.mark(lv, "strength graph");
+          // MIS-2 rounds until no node is undecided.
+          DeviceArray<std::uint64_t> keys(NN), k1(NN), k2(NN);
+          k_mis_init<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), keys.data(), flags + 2);
+          check_launch("k_mis_init");
+          for (int round = 0;; ++round) {
+            // Each round decides a node at least.
+            KRYSP_REQUIRE(round <= nodes, "AMG: the MIS-2 rounds did not finish");
+            k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), k1.data());
+            check_launch("k_mis_max");
+            k_mis_max<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), k1.data(), k2.data());
+            check_launch("k_mis_max");
+            KRYSP_CUDA_CHECK(cudaMemset(flags + 3, 0, sizeof(int)));
+            k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags + 3);
+            check_launch("k_mis_decide");
+            const bool done = download_int(flags + 3) == 0;
+            pc.mark(lv, "MIS-2 rounds");
+            if (done) break;
+          }
+          li.isolated = index_t(download_int(flags + 2));
+          // Aggregates: roots numbered in node order, then the joins, then any leftovers.
+          DeviceArray<index_t> flag(NN), scan(NN + 1), agg1(NN), leftover(NN);
+          agg = DeviceArray<index_t>(NN);
+          k_root_flags<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), flag.data());
+          check_launch("k_root_flags");
+          count = exclusive_scan(flag.data(), scan.data(), nodes);
+          k_root_numbers<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), scan.data(), agg1.data());
+          check_launch("k_root_numbers");
+          {
+            // join_root reads the roots' numbers from a snapshot, so the writes below cannot race it.
+            DeviceArray<index_t> roots(NN);
+            roots.copy_from(agg1);
+            k_join_root<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), roots.data(),
+                                                         agg1.data());
+            check_launch("k_join_root");
+          }
           KRYSP_CUDA_CHECK(cudaMemset(flags + 3, 0, sizeof(int)));
-          k_mis_decide<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), k2.data(), flags + 3);
-          check_launch("k_mis_decide");
-          const bool done = download_int(flags + 3) == 0;
-          pc.mark(lv, "MIS-2 rounds");
-          if (done) break;
+          k_join_neighbour<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), agg1.data(), agg.data(),
+                                                            flags + 3, leftover.data());
+          check_launch("k_join_neighbour");
+          const index_t left = exclusive_scan(leftover.data(), scan.data(), nodes);
+          if (left > 0) {
+            k_leftovers<<<blocks_for(nodes), kThreads>>>(nodes, leftover.data(), scan.data(), count, agg.data());
+            check_launch("k_leftovers");
+            count += left;
+          }
+          pc.mark(lv, "aggregates (roots, joins, leftovers)");
+          if (l == 0 && to_seed) to_seed->aggregations.push_back({li.theta, count, li.isolated, device_copy(agg)});
         }
-        li.isolated = index_t(download_int(flags + 2));
-        // Aggregates: roots numbered in node order, then the joins, then any leftovers.
-        DeviceArray<index_t> flag(NN), scan(NN + 1), agg1(NN), leftover(NN);
-        agg = DeviceArray<index_t>(NN);
-        k_root_flags<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), flag.data());
-        check_launch("k_root_flags");
-        count = exclusive_scan(flag.data(), scan.data(), nodes);
-        k_root_numbers<<<blocks_for(nodes), kThreads>>>(nodes, keys.data(), scan.data(), agg1.data());
-        check_launch("k_root_numbers");
-        {
-          // join_root reads the roots' numbers from a snapshot, so the writes below cannot race it.
-          DeviceArray<index_t> roots(NN);
-          roots.copy_from(agg1);
-          k_join_root<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), keys.data(), roots.data(),
-                                                       agg1.data());
-          check_launch("k_join_root");
-        }
-        KRYSP_CUDA_CHECK(cudaMemset(flags + 3, 0, sizeof(int)));
-        k_join_neighbour<<<blocks_for(nodes), kThreads>>>(nodes, grp.data(), gci.data(), agg1.data(), agg.data(),
-                                                          flags + 3, leftover.data());
-        check_launch("k_join_neighbour");
-        const index_t left = exclusive_scan(leftover.data(), scan.data(), nodes);
-        if (left > 0) {
-          k_leftovers<<<blocks_for(nodes), kThreads>>>(nodes, leftover.data(), scan.data(), count, agg.data());
-          check_launch("k_leftovers");
-          count += left;
-        }
-        pc.mark(lv, "aggregates (roots, joins, leftovers)");
         if (attempt > 0 || !amg::retry_aggregation(info.auto_choice, n, count * K)) break;
         li.theta *= kAmgThetaRetry;
         ++info.auto_choice.theta_retries;
@@ -1164,34 +1246,59 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
       // Chebyshev in D_b⁻¹A, as HostAmg: the node blocks' inverses, then their own Lanczos; point
       // smoothing where the blocks are diagonal or the run does not settle.
       const std::size_t nb = std::size_t(n) * std::size_t(bl);
-      DeviceArray<double> binv(nb), linv(nb);
-      DeviceArray<int> flags(2);
-      const int init[2] = {0x7fffffff, 0};
-      amg_init_flags(flags.data(), 2, init[0], init[1]);
-      k_node_blocks<<<blocks_for(nodes), kThreads>>>(nodes, bl, Al.rp, Al.ci, Al.va, binv.data(), linv.data(),
-                                                     flags.data());
-      check_launch("k_node_blocks");
-      int got[2];
-      copy_to_host(got, flags.data(), sizeof got);
-      if (got[0] != init[0]) {  // the host's analysis, for its message
-        std::vector<double> host_inv, host_linv;
-        amg::node_block_inverses(l, download(Al), bl, host_inv, host_linv);
-        KRYSP_THROW(InputError, "AMG: a node block of the level-", l,
-                    " matrix was refused on the GPU, not on the host: A is nearly singular there");
+      bool coupled = false;  // the blocks couple their unknowns; else D_b⁻¹ is D⁻¹ (point smoothing)
+      LanczosResult br;
+      DeviceArray<float> block_ritz;
+      DeviceArray<double> binv;
+      if (l == 0 && from_seed && from_seed->node_blocks_ran) {
+        coupled = from_seed->coupled;
+        br = from_seed->block_lanczos;
+        block_ritz = device_copy(from_seed->block_ritz);
+        binv = device_copy(from_seed->binv);
+        ++seed->uses;
+      } else {
+        binv = DeviceArray<double>(nb);
+        DeviceArray<double> linv(nb);
+        DeviceArray<int> flags(2);
+        const int init[2] = {0x7fffffff, 0};
+        amg_init_flags(flags.data(), 2, init[0], init[1]);
+        k_node_blocks<<<blocks_for(nodes), kThreads>>>(nodes, bl, Al.rp, Al.ci, Al.va, binv.data(), linv.data(),
+                                                       flags.data());
+        check_launch("k_node_blocks");
+        int got[2];
+        copy_to_host(got, flags.data(), sizeof got);
+        if (got[0] != init[0]) {  // the host's analysis, for its message
+          std::vector<double> host_inv, host_linv;
+          amg::node_block_inverses(l, download(Al), bl, host_inv, host_linv);
+          KRYSP_THROW(InputError, "AMG: a node block of the level-", l,
+                      " matrix was refused on the GPU, not on the host: A is nearly singular there");
+        }
+        coupled = got[1] != 0;
+        if (coupled) {
+          // Warm in a re-set-up from the full set-up's Ritz vector, as the point Lanczos above.
+          const float* warm = reuse && warm_lanczos && l < reuse->block_ritz.size() &&
+                                      reuse->block_ritz[l].size() == std::size_t(n)
+                                  ? reuse->block_ritz[l].data()
+                                  : nullptr;
+          GpuLevelLanczos block_lanczos(Al, linv.data(), bl, warm, warm ? reuse->block_ritz_lambda[l] : 0.0,
+                                        !reuse);
+          br = lanczos_largest(block_lanczos, n, kLanczosSteps, std::numeric_limits<double>::infinity(),
+                               kAmgLanczosSettleTol);
+          if (!reuse) block_ritz = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
+        }
+        if (l == 0 && to_seed) {
+          to_seed->node_blocks_ran = true;
+          to_seed->coupled = coupled;
+          to_seed->block_lanczos = br;
+          to_seed->block_ritz = device_copy(block_ritz);
+          if (coupled) to_seed->binv = device_copy(binv);
+        }
       }
-      if (got[1] != 0) {  // the blocks couple their unknowns; else D_b⁻¹ is D⁻¹ (point smoothing)
-        // Warm in a re-set-up from the full set-up's Ritz vector, as the point Lanczos above.
-        const float* warm = reuse && warm_lanczos && l < reuse->block_ritz.size() &&
-                                    reuse->block_ritz[l].size() == std::size_t(n)
-                                ? reuse->block_ritz[l].data()
-                                : nullptr;
-        GpuLevelLanczos block_lanczos(Al, linv.data(), bl, warm, warm ? reuse->block_ritz_lambda[l] : 0.0, !reuse);
-        const LanczosResult br = lanczos_largest(block_lanczos, n, kLanczosSteps,
-                                                 std::numeric_limits<double>::infinity(), kAmgLanczosSettleTol);
+      if (coupled) {
         if (!reuse) {
           plan->block_ritz.resize(l + 1);
           plan->block_ritz_lambda.resize(l + 1, 0.0);
-          plan->block_ritz[l] = block_lanczos.ritz_vector(std::min(br.steps, kAmgLanczosRecordSteps));
+          plan->block_ritz[l] = std::move(block_ritz);
           plan->block_ritz_lambda[l] = br.theta;
         }
         if (amg::node_block_interval(br, o, bl, li, L.coef)) {
@@ -1608,9 +1715,9 @@ template bool gpu_amg_setup_applies(const CsrMatrix<double>&, const AmgOptions&)
 template bool gpu_amg_setup_applies(const CsrMatrix<float>&, const AmgOptions&);
 template GpuAmgHierarchy<double> gpu_amg_setup(const CsrMatrix<double>&, const AmgOptions&, bool,
                                                std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*,
-                                               const AmgAutoChoice*, double);
+                                               const AmgAutoChoice*, double, GpuLevel0Seed*);
 template GpuAmgHierarchy<float> gpu_amg_setup(const CsrMatrix<float>&, const AmgOptions&, bool,
                                               std::shared_ptr<const GpuAmgPlan>, bool, bool, AmgCoarseSolver*,
-                                              const AmgAutoChoice*, double);
+                                              const AmgAutoChoice*, double, GpuLevel0Seed*);
 
 }  // namespace krysp::detail

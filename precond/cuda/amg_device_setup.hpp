@@ -86,6 +86,18 @@ struct GpuAmgPlan;
 /// Device bytes a plan holds (P_tent, the permutations and maps), for DeviceAmg::device_bytes().
 std::size_t plan_device_bytes(const GpuAmgPlan& plan);
 
+/// Level 0's work that depends on A and the level-0 options alone, not on the near-nullspace: the
+/// Lanczos runs (point and node-block) and the aggregations, each at the θ it ran at. A full
+/// set-up given an empty seed records it; one given a recorded seed for the same A and block size
+/// takes it instead of running it again (DeviceAmg's augmented set-up after the first hierarchy's).
+/// The same kernels on the same input give the same bits, so a seeded set-up is bitwise the
+/// set-up without the seed. Opaque.
+struct GpuLevel0Seed;
+/// An empty seed (gpu_amg_setup records into it).
+std::shared_ptr<GpuLevel0Seed> make_level0_seed();
+/// The pieces a seeded set-up took from it so far (tests: 0 when the seed did not match).
+int level0_seed_uses(const GpuLevel0Seed& seed);
+
 /// Where set-ups form A·P and R·(A·P) in dense blocks (amg_block_product.hpp), among the levels
 /// with b > 1 unknowns a node and K > 1 vectors: Auto (the default) where P's b×K blocks are full
 /// (R·(A·P)'s scalar structure then comes from the blocks, without scalar symbolic products) and
@@ -153,13 +165,16 @@ bool gpu_amg_setup_applies(const CsrMatrix<T>& A, const AmgOptions& o);
 /// max_complexity (full set-up only): stop, with `capped` set, once the levels built and the next
 /// one's matrix pass that many times A's entries, summed as info.operator_complexity is: the
 /// hierarchy could only grow past it (DeviceAmg's cap on the augmented set-up, as HostAmg's).
+/// seed (full set-up only): record level 0's near-nullspace-free work into an empty one, or take
+/// it from one recorded for the same A and b (GpuLevel0Seed).
 /// Sets info.setup_seconds to the wall time of the whole call (synchronised).
 template <class T>
 GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& o, bool keep_aggregates = false,
                                  std::shared_ptr<const GpuAmgPlan> reuse = nullptr, bool make_matrices = true,
                                  bool warm_lanczos = true, AmgCoarseSolver* coarse = nullptr,
                                  const AmgAutoChoice* choice = nullptr,
-                                 double max_complexity = std::numeric_limits<double>::infinity());
+                                 double max_complexity = std::numeric_limits<double>::infinity(),
+                                 GpuLevel0Seed* seed = nullptr);
 
 /// For tests: α and β of `steps` Lanczos steps from the fixed start vector on what level 0 of A's
 /// set-up estimates λmax of: D^{-1/2}·A·D^{-1/2} (b = 1), or L⁻¹·A·L⁻ᵀ with L the Cholesky factors

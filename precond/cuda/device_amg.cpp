@@ -27,6 +27,9 @@ index_t work_ld(index_t N) { return (N + 3) / 4 * 4; }
 /// Work arrays a level's V-cycle pass uses: r, e, u, v, w, and x, b below level 0.
 constexpr int kWorkArrays = 7;
 int work_arrays(std::size_t l) { return l == 0 ? kWorkArrays - 2 : kWorkArrays; }
+/// gpu_amg_setup's max_complexity for a set-up that is not to stop early.
+constexpr double kNoComplexityCap = std::numeric_limits<double>::infinity();
+
 /// A's entries a row, rounded up (at least 1).
 template <class T>
 int mean_row(const CsrMatrix<T>& A) {
@@ -64,15 +67,23 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
   plan0_ = plan;
   if (detail::gpu_amg_setup_applies(A, opt_)) {
     const auto t0 = Clock::now();
-    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_));
+    // Level 0's work for adapt's second set-up, recorded where the augmenting may follow (the
+    // explicit cycles, or the auto rule's on a structural matrix): elsewhere its copies would only
+    // cost time and memory.
+    const bool auto_structural = opt_.adaptive_cycles == kAmgAuto &&
+                                 (auto_choice_.positive_fraction < 0 || auto_choice_.structural);
+    const bool may_augment = opt_.coordinates.empty() && opt_.near_nullspace.empty() &&
+                             opt_.filter != AmgFilter::On && (opt_.adaptive_cycles > 0 || auto_structural);
+    const std::shared_ptr<detail::GpuLevel0Seed> seed = may_augment ? detail::make_level0_seed() : nullptr;
+    gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(
+        A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_, kNoComplexityCap, seed.get()));
     adopt(A);
     const AmgInfo& first = gpu_->info;
     const amg::AdaptivePlan adapt_plan = amg::adaptive_plan(A, opt_, first.levels[0].block_size,
                                                             first.levels[0].lambda_estimate, first.levels.size(),
                                                             auto_choice_, true);
     keep_choice();
-    if (adapt_plan.cycles > 0) adapt(A, adapt_plan, t0);
+    if (adapt_plan.cycles > 0) adapt(A, adapt_plan, t0, seed.get());
     return;
   }
   // The set-up, on the host: it resolves `o` from the count memoised above (the same choice) and
@@ -105,7 +116,7 @@ std::size_t DeviceAmg<T>::bytes_needed() const {
 
 template <class T>
 void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
-                         std::chrono::steady_clock::time_point t0) {
+                         std::chrono::steady_clock::time_point t0, detail::GpuLevel0Seed* seed) {
   // amg::run_adaptive_cycles' operations on the device: X, R, Z row-major n × K, the V-cycle on
   // all K columns at once (apply_block), the K × K algebra on the host.
   struct Ops {
@@ -182,9 +193,9 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
     // The auto rule's set-up stops where its complexity passes the cap augmented_worse sets, as
     // HostAmg's does: bcsstk08's nearly dense level 1 needs no level below it to be set aside.
     const double cap = plan.conditional ? kAmgAugmentMaxComplexityGrowth * kept_gpu->info.operator_complexity
-                                        : std::numeric_limits<double>::infinity();
+                                        : kNoComplexityCap;
     gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(
-        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_, cap));
+        detail::gpu_amg_setup(A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_, cap, seed));
     keep_choice();
     worse = plan.conditional && (gpu_->capped || amg::augmented_worse(kept_gpu->info.operator_complexity,
                                                                       kept_gpu->info.stalled, gpu_->info));

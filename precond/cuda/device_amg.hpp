@@ -73,6 +73,7 @@ namespace detail {
 class AmgCoarseSolver;
 template <class T>
 struct GpuAmgHierarchy;
+struct GpuLevel0Seed;
 }
 
 /// Smoothed-aggregation AMG with the V-cycle on the GPU (see the file comment).
@@ -188,8 +189,10 @@ class DeviceAmg final : public Preconditioner<T> {
   /// The adapting V-cycles on the GPU hierarchy (amg_adaptive.hpp), then the GPU set-up again
   /// with what they left where the plan keeps it; t0: the constructor's start. A conditional
   /// plan holds the first hierarchy meanwhile (two on the device for a while), and takes it back
-  /// where the second is worse (amg::augmented_worse) or does not fit.
-  void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0);
+  /// where the second is worse (amg::augmented_worse) or does not fit. `seed`: level 0's work the
+  /// first set-up recorded, which the second takes instead of running it again.
+  void adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan, std::chrono::steady_clock::time_point t0,
+             detail::GpuLevel0Seed* seed);
   void coarse_solve(std::size_t l, const Work& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,
                     DeviceStream s) const;
   void vcycle(std::size_t l, const std::vector<Work>& W, index_t N, const T* b, index_t ldb, T* x, index_t ldx,

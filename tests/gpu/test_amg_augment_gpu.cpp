@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -189,5 +190,73 @@ TEST_CASE("AMG GPU: the set-up stops at max_complexity exactly where the full on
       CHECK(capped.capped);
       CHECK(capped.levels.size() == k);
     }
+  }
+}
+
+TEST_CASE("AMG GPU: the augmented set-up seeded with the first's level 0 is bitwise the one without") {
+  // DeviceAmg's second set-up takes level 0's Lanczos runs and aggregations from the first (they
+  // do not depend on the near-nullspace). Seeded or not, the hierarchy must be the same bits, and
+  // so must a numeric re-set-up from its plan (the Ritz vectors it starts from came from the seed).
+  struct Case {
+    std::string name;
+    CsrMatrix<double> A;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"bcsstk06 (b 1, K 2; the second retries theta)", test::load("bcsstk06")});
+  cases.push_back({"plate 20 x 20 x 1 (b 3, K 6, node blocks)", elasticity_3d(20, 20, 1, 0.3)});
+  cases.push_back({"bcsstm12 (b 3, K 6)", test::load("bcsstm12")});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const AmgOptions o;
+    const auto seed = detail::make_level0_seed();
+    const auto first = detail::gpu_amg_setup(c.A, o, true, nullptr, true, true, nullptr, nullptr,
+                                             std::numeric_limits<double>::infinity(), seed.get());
+    CHECK(detail::level0_seed_uses(*seed) == 0);
+    // The second set-up's options as DeviceAmg adopts them: b unit vectors and b more.
+    const int b = first.info.levels[0].block_size;
+    amg::AdaptivePlan plan;
+    plan.vectors = 2 * b;
+    plan.augment = true;
+    AmgOptions o2 = o;
+    REQUIRE(amg::adopt_adapted_vectors(amg::adaptive_start_block(c.A.rows(), b, plan), plan.vectors, o2));
+    const auto seeded = detail::gpu_amg_setup(c.A, o2, true, nullptr, true, true, nullptr, nullptr,
+                                              std::numeric_limits<double>::infinity(), seed.get());
+    const auto plain = detail::gpu_amg_setup(c.A, o2, true);
+    CHECK(detail::level0_seed_uses(*seed) >= 2);  // the Lanczos run and an aggregation at least
+    MESSAGE(c.name, ": ", detail::level0_seed_uses(*seed), " pieces from the seed, ",
+            plain.info.auto_choice.theta_retries, " theta retries");
+    CHECK(seeded.info.auto_choice.theta_retries == plain.info.auto_choice.theta_retries);
+    REQUIRE(seeded.levels.size() == plain.levels.size());
+    for (std::size_t l = 0; l < plain.levels.size(); ++l) {
+      CAPTURE(l);
+      const auto &s = seeded.levels[l], &p = plain.levels[l];
+      const AmgLevelInfo &si = seeded.info.levels[l], &pi = plain.info.levels[l];
+      CHECK(si.lambda_estimate == pi.lambda_estimate);
+      CHECK(si.lanczos_steps == pi.lanczos_steps);
+      CHECK(si.isolated == pi.isolated);
+      CHECK(s.aggregates == p.aggregates);
+      CHECK(s.coef.c0 == p.coef.c0);
+      CHECK(s.coef.c1 == p.coef.c1);
+      CHECK(s.coef.c2 == p.coef.c2);
+      CHECK(s.block == p.block);
+      CHECK(test::to_host(s.binv, s.binv.size()) == test::to_host(p.binv, p.binv.size()));
+      CHECK(test::to_host(s.dinv, s.dinv.size()) == test::to_host(p.dinv, p.dinv.size()));
+      if (l > 0) CHECK(test::same(test::host_copy(s.A), test::host_copy(p.A)));
+      if (l + 1 < plain.levels.size()) {
+        CHECK(test::same(test::host_copy(s.P), test::host_copy(p.P)));
+        CHECK(test::same(test::host_copy(s.R), test::host_copy(p.R)));
+      }
+    }
+    CHECK(test::host_factor(seeded) == test::host_factor(plain));
+    const CsrMatrix<double> A2 = test::scaled(c.A, 2.0);
+    const auto re_seeded = detail::gpu_amg_setup(A2, o2, false, seeded.plan, true, true);
+    const auto re_plain = detail::gpu_amg_setup(A2, o2, false, plain.plan, true, true);
+    REQUIRE(re_seeded.levels.size() == re_plain.levels.size());
+    for (std::size_t l = 0; l < re_plain.levels.size(); ++l) {
+      CAPTURE(l);
+      CHECK(re_seeded.info.levels[l].lambda_estimate == re_plain.info.levels[l].lambda_estimate);
+      if (l > 0) CHECK(test::same(test::host_copy(re_seeded.levels[l].A), test::host_copy(re_plain.levels[l].A)));
+    }
+    CHECK(test::host_factor(re_seeded) == test::host_factor(re_plain));
   }
 }
