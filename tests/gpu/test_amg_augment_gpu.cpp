@@ -38,6 +38,12 @@ double span_gap(const std::vector<double>& D, const std::vector<double>& H, std:
   return gap;
 }
 
+/// A test problem and what it stands for.
+struct NamedMatrix {
+  std::string name;
+  CsrMatrix<double> A;
+};
+
 }  // namespace
 
 TEST_CASE("AMG GPU: the augmented near-nullspace as on the host (plate b 3, bcsstk06, bcsstm12)") {
@@ -158,14 +164,10 @@ TEST_CASE("AMG GPU: the set-up stops at max_complexity exactly where the full on
   // The cap DeviceAmg puts on the augmented set-up: below the complexity after level k's matrix,
   // the set-up returns capped with levels 0 .. k − 1; at the full hierarchy's complexity it is not
   // capped and gives the same bits as a set-up without a cap.
-  struct Case {
-    std::string name;
-    CsrMatrix<double> A;
-  };
-  std::vector<Case> cases;
+  std::vector<NamedMatrix> cases;
   cases.push_back({"Laplacian 24^3", laplacian_3d(24, 24, 24)});
   cases.push_back({"elasticity 12^3 (b 3)", elasticity_3d(12, 12, 12, 0.3)});
-  for (const Case& c : cases) {
+  for (const NamedMatrix& c : cases) {
     CAPTURE(c.name);
     AmgOptions o;
     o.coarse_size = 20;
@@ -197,15 +199,11 @@ TEST_CASE("AMG GPU: the augmented set-up seeded with the first's level 0 is bitw
   // DeviceAmg's second set-up takes level 0's Lanczos runs and aggregations from the first (they
   // do not depend on the near-nullspace). Seeded or not, the hierarchy must be the same bits, and
   // so must a numeric re-set-up from its plan (the Ritz vectors it starts from came from the seed).
-  struct Case {
-    std::string name;
-    CsrMatrix<double> A;
-  };
-  std::vector<Case> cases;
+  std::vector<NamedMatrix> cases;
   cases.push_back({"bcsstk06 (b 1, K 2; the second retries theta)", test::load("bcsstk06")});
   cases.push_back({"plate 20 x 20 x 1 (b 3, K 6, node blocks)", elasticity_3d(20, 20, 1, 0.3)});
   cases.push_back({"bcsstm12 (b 3, K 6)", test::load("bcsstm12")});
-  for (const Case& c : cases) {
+  for (const NamedMatrix& c : cases) {
     CAPTURE(c.name);
     const AmgOptions o;
     const auto seed = detail::make_level0_seed();
