@@ -10,9 +10,8 @@
 // usage: bench_amg [--sizes 64,128,256] [--diffusion 40] [--media N] [--precond jacobi,chebyshev,amg]
 //                  [--reps R] [--setup-reps S] [--max-iters N] [--json out.json]
 //                  [--write-mtx DIR] [--no-solve] [--profile-setup] [--label-suffix S]
-//                  [--amg-theta T] [--amg-degree D] [--amg-coarse-size C] [--amg-dense-coarse R]
-//                  [--amg-sweeps S] [--amg-filter F] [--amg-max-levels L] [--amg-ratio R] [--amg-omega W]
-//                  [--amg-adaptive N] [--coordinates-beside] [--block-products M] [A.mtx ...]
+//                  [--amg-* options of krysp solve] [--coordinates-beside] [--block-products M]
+//                  [A.mtx ...]
 //   --reps: CG runs per preconditioner after the warm-up (default 3); --setup-reps: DeviceAmg
 //   full + numeric set-ups timed alone (default 1). --precond amg sets up on the GPU (MIS-2, the
 //   default); amg-greedy sets up on the host (greedy) and uploads: tens of seconds at 256³. For
@@ -28,8 +27,7 @@
 //   --profile-setup: for amg (GPU set-up), one more DeviceAmg set-up and numeric re-set-up after
 //   the timed ones, with AmgOptions::profile_setup on (a device synchronisation around every
 //   phase), printed as a phase × level table of seconds (AmgInfo::setup_phases; in the JSON too).
-//   --amg-theta, --amg-degree, --amg-coarse-size, --amg-dense-coarse, --amg-sweeps, --amg-filter,
-//   --amg-max-levels, --amg-ratio, --amg-omega, --amg-adaptive, --amg-block-size: the AmgOptions of
+//   The --amg-* options of `krysp solve` (cli::amg_option_names, its help too): the AmgOptions of
 //   the amg and amg-greedy runs, spelt, parsed (cli/amg_args.cpp, compiled in) and range-checked
 //   (validate) as `krysp solve` takes them; a bad value exits 2 before any problem is made. Each amg run's
 //   JSON object records them as "amg_options" ("auto" where left to the set-up; its summary says
@@ -139,6 +137,7 @@ std::string amg_options_json(const AmgOptions& a) {
      << ", \"omega\": " << num(a.prolongation_weight) << ", \"smoother\": \"" << to_string(a.smoother)
      << "\", \"aggregation\": \"" << to_string(a.aggregation) << "\", \"adaptive_cycles\": "
      << (a.adaptive_cycles == kAmgAuto ? std::string("\"auto\"") : std::to_string(a.adaptive_cycles))
+     << ", \"block_size\": " << a.block_size << ", \"block_smoother\": " << (a.block_smoother ? "true" : "false")
      << ", \"coordinate_nodes\": " << (a.coordinates.empty() ? 0 : a.coordinates.size() / std::size_t(a.coordinate_dim))
      << "}";
   return js.str();
@@ -387,22 +386,10 @@ int main(int argc, char** argv) {
                   "                       PATH_xyz.mtx where there is one (rigid-body modes)\n"
                   "  --block-products M   auto | always | never: levels of b > 1 and K > 1 whose GPU\n"
                   "                       set-up forms A*P and R*(AP) in dense blocks (default auto)\n"
-                  "  AMG options of the amg and amg-greedy runs, as `krysp solve` takes them (see its --help):\n"
-                  "  --amg-theta T        strength threshold on level 0 (0 to 1) or auto  (default auto)\n"
-                  "  --amg-degree D       Chebyshev smoother degree (1 to 16) or auto     (default auto)\n"
-                  "  --amg-coarse-size C  stop coarsening at C rows; the coarsest is factored (default 200)\n"
-                  "  --amg-dense-coarse R below level 0, a level of at most R rows that two levels more\n"
-                  "                       would follow is the coarsest; 0: off; auto: 1200 on the GPU\n"
-                  "  --amg-sweeps S       smoothing sweeps before and after the coarse grid, 1 to 10 (default 1)\n"
-                  "  --amg-filter F       auto | on | off: smooth the prolongator with A's strong entries only\n"
-                  "                       (default auto)\n"
-                  "  --amg-max-levels L   levels at most, A included, 1 to 50            (default 10)\n"
-                  "  --amg-ratio R        Chebyshev smoother interval lmax/R .. lmax       (default 10)\n"
-                  "  --amg-omega W        prolongator smoothing weight times rho(D^-1 A)  (default 1.5)\n"
-                  "  --amg-adaptive N     V-cycles that adapt the near-nullspace; auto: 30 where the\n"
-                  "                       constant is near the top of D^-1 A's spectrum (default auto)\n"
-                  "  --amg-block-size B   unknowns per node, 1 to 8; 0 detects them, and pads\n"
-                  "                       nodes with removed unknowns (default 0)\n");
+                  "  The --amg-* options of `krysp solve` set the amg and amg-greedy runs' AMG options\n"
+                  "  (--coordinates and --near-nullspace are per matrix here: see --coordinates-beside):\n"
+                  "%s",
+                  cli::amg_option_help());
       return 0;
     } else files.push_back(a);
   }
@@ -416,10 +403,7 @@ int main(int argc, char** argv) {
   }
   // The --amg-* options: parsed by the CLI's reader, then range-checked as a set-up would.
   AmgOptions amg;
-  static const std::set<std::string> kAmgFlags{"amg-theta", "amg-degree", "amg-coarse-size", "amg-sweeps",
-                                               "amg-filter", "amg-max-levels", "amg-ratio", "amg-omega",
-                                               "amg-adaptive", "amg-block-size", "coordinates",
-                                               "amg-dense-coarse"};
+  const std::set<std::string>& kAmgFlags = cli::amg_option_names();  // krysp solve's, one list
   try {
     const cli::Args args(amg_argv, kAmgFlags, {});
     amg = cli::read_amg_options(args);
