@@ -47,7 +47,10 @@ for r in $(seq 1 "$rounds"); do
       >"$out/s_${b}_r$r.txt" 2>&1
     rc=$?
     echo "bench_amg_ab: round $r $b exit $rc at ${SECONDS} s"
-    [ $rc -eq 0 ] || { tail -5 "$out/s_${b}_r$r.txt"; exit 1; }
+    if [ $rc -ne 0 ] || [ ! -s "$out/s_${b}_r$r.json" ]; then  # no GPU: bench_amg says so and writes nothing
+      tail -5 "$out/s_${b}_r$r.txt"
+      echo "bench_amg_ab: round $r of the $b build wrote no results"; exit 1
+    fi
   done
 done
 python3 scripts/summarise_ab.py "$out" "$rounds" "${AMG_AB_OLD:-old}" "${AMG_AB_NEW:-new}" "$out/summary.json"
