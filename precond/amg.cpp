@@ -569,12 +569,7 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse, double max_complexity
     levels_.push_back(std::move(L));
     info_.levels.push_back(li);
     if (last) break;
-    if (!reuse) {  // the operator complexity so far, in the order the final one is summed
-      double nnz = 0;
-      for (const auto& lv : info_.levels) nnz += double(lv.nnz);
-      nnz += double(Ac.nnz());
-      if (info_.levels[0].nnz > 0 && nnz / double(info_.levels[0].nnz) > max_complexity) return false;
-    }
+    if (!reuse && amg::complexity_with_next(info_.levels, Ac.nnz()) > max_complexity) return false;
     Al = std::move(Ac);
     B = tent.coarse_B;  // a re-set-up's filter lumps with it too
     bl = K;
@@ -587,9 +582,9 @@ bool HostAmg<T>::set_up(const CsrMatrix<T>& A, bool reuse, double max_complexity
     L.ci = L.own.col_idx.data();
     L.va = L.own.values.data();
   }
-  double nnz = 0, rows = 0;
-  for (const auto& li : info_.levels) nnz += double(li.nnz), rows += double(li.rows);
-  info_.operator_complexity = info_.levels[0].nnz > 0 ? nnz / double(info_.levels[0].nnz) : 1.0;
+  double rows = 0;
+  for (const auto& li : info_.levels) rows += double(li.rows);
+  info_.operator_complexity = amg::complexity_with_next(info_.levels, 0);
   info_.grid_complexity = info_.levels[0].rows > 0 ? rows / double(info_.levels[0].rows) : 1.0;
   before_stop_reason_ = info_.stop_reason;
   before_stalled_ = info_.stalled;

@@ -474,6 +474,19 @@ struct AmgLevelInfo {
   int block_lanczos_steps = 0;       ///< Lanczos steps that estimate took
 };
 
+namespace amg {
+/// Operator complexity of `levels` followed by a level of `next_nnz` entries (0: of `levels`
+/// alone): Σ nnz / nnz of level 0, summed level by level, so that both set-ups' caps and their
+/// final figures agree to the bit. 1 when level 0 has no entries.
+inline double complexity_with_next(const std::vector<AmgLevelInfo>& levels, std::int64_t next_nnz) {
+  if (levels.empty() || levels[0].nnz <= 0) return 1.0;
+  double nnz = 0;
+  for (const auto& l : levels) nnz += double(l.nnz);
+  nnz += double(next_nnz);
+  return nnz / double(levels[0].nnz);
+}
+}  // namespace amg
+
 /// One timed phase of the GPU set-up (AmgOptions::profile_setup): wall time between device
 /// synchronisations, summed over the times the phase ran on its level.
 struct AmgSetupPhase {

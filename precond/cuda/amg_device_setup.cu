@@ -1605,16 +1605,11 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     H.levels.push_back(std::move(L));
     info.levels.push_back(li);
     if (last) break;
-    if (!reuse) {  // the operator complexity so far, in the order the final one is summed
-      double nnz = 0;
-      for (const auto& lv_info : info.levels) nnz += double(lv_info.nnz);
-      nnz += double(Ac.nnz);
-      if (info.levels[0].nnz > 0 && nnz / double(info.levels[0].nnz) > max_complexity) {
-        H.capped = true;
-        cuda_synchronize();
-        info.setup_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        return H;
-      }
+    if (!reuse && amg::complexity_with_next(info.levels, Ac.nnz) > max_complexity) {
+      H.capped = true;  // summed as the final complexity below is
+      cuda_synchronize();
+      info.setup_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      return H;
     }
     Al = std::move(Ac);
     bl = K;
@@ -1642,9 +1637,9 @@ GpuAmgHierarchy<T> gpu_amg_setup(const CsrMatrix<T>& A, const AmgOptions& given,
     plan->stalled = info.stalled;
     H.plan = std::move(plan);
   }
-  double nnz = 0, rows = 0;
-  for (const auto& li : info.levels) nnz += double(li.nnz), rows += double(li.rows);
-  info.operator_complexity = info.levels[0].nnz > 0 ? nnz / double(info.levels[0].nnz) : 1.0;
+  double rows = 0;
+  for (const auto& li : info.levels) rows += double(li.rows);
+  info.operator_complexity = amg::complexity_with_next(info.levels, 0);
   info.grid_complexity = info.levels[0].rows > 0 ? rows / double(info.levels[0].rows) : 1.0;
   cuda_synchronize();
   info.setup_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
