@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/launch.cuh"
 #include "krysp/base/cuda/grid_reduce.cuh"
 #include "krysp/base/cuda/recycle_pool.hpp"
 #include "krysp/base/device_memory.hpp"
@@ -45,6 +46,7 @@ unsigned grid_for(std::int64_t total) {
 template <class I, class O>
 __global__ void __launch_bounds__(kBlock)
     amg_copy_kernel(index_t n, index_t N, const I* __restrict__ X, index_t ldx, O* __restrict__ Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t total = std::int64_t(n) * N;
   for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += std::int64_t(gridDim.x) * blockDim.x) {
@@ -56,6 +58,7 @@ __global__ void __launch_bounds__(kBlock)
 template <class T>
 __global__ void __launch_bounds__(kBlock)
     amg_add_kernel(index_t n, index_t N, const T* __restrict__ X, index_t ldx, T* __restrict__ Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t total = std::int64_t(n) * N;
   for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += std::int64_t(gridDim.x) * blockDim.x) {
@@ -100,6 +103,7 @@ template <class T>
 __global__ void __launch_bounds__(kBlock) amg_dense_apply_kernel(index_t n, const double* __restrict__ X, index_t N,
                                                                  const T* __restrict__ B, index_t ldb, T* Y,
                                                                  index_t ldy, bool add) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t i = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = int(threadIdx.x % 32);
   if (i >= n) return;  // whole warps leave together
@@ -193,25 +197,24 @@ template <class T>
 void amg_dense_apply(index_t n, const double* X, index_t N, const T* B, index_t ldb, T* Y, index_t ldy, bool add,
                      DeviceStream stream) {
   if (n == 0 || N == 0) return;
-  amg_dense_apply_kernel<T><<<grid_for(std::int64_t(n) * 32), kBlock, 0, cuda_stream(stream)>>>(n, X, N, B, ldb, Y,
-                                                                                                 ldy, add);
-  KRYSP_CUDA_CHECK_LAUNCH("amg_dense_apply_kernel");
+  launch_overlapped("amg_dense_apply_kernel", amg_dense_apply_kernel<T>, grid_for(std::int64_t(n) * 32), kBlock,
+                    cuda_stream(stream), n, X, N, B, ldb, Y, ldy, add);
 }
 
 template <class I, class O>
 void amg_copy(index_t n, index_t N, const I* X, index_t ldx, O* Y, index_t ldy, DeviceStream stream) {
   const std::int64_t total = std::int64_t(n) * N;
   if (total == 0) return;
-  amg_copy_kernel<I, O><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, X, ldx, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("amg_copy_kernel");
+  launch_overlapped("amg_copy_kernel", amg_copy_kernel<I, O>, grid_for(total), kBlock, cuda_stream(stream), n, N, X,
+                    ldx, Y, ldy);
 }
 
 template <class T>
 void amg_add(index_t n, index_t N, const T* X, index_t ldx, T* Y, index_t ldy, DeviceStream stream) {
   const std::int64_t total = std::int64_t(n) * N;
   if (total == 0) return;
-  amg_add_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, X, ldx, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("amg_add_kernel");
+  launch_overlapped("amg_add_kernel", amg_add_kernel<T>, grid_for(total), kBlock, cuda_stream(stream), n, N, X, ldx,
+                    Y, ldy);
 }
 
 template <class T>

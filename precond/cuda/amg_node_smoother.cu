@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/launch.cuh"
 #include "krysp/precond/cuda/amg_kernels.hpp"
 #include "krysp/precond/cuda/row_groups.cuh"
 
@@ -37,6 +38,7 @@ template <class T>
 __global__ void __launch_bounds__(kBlock)
     amg_node_first_kernel(index_t n, index_t N, int b, T c0, const T* __restrict__ binv, const T* __restrict__ R,
                           index_t ldr, T* __restrict__ X, index_t ldx) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t total = std::int64_t(n) * N;
   for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += std::int64_t(gridDim.x) * blockDim.x) {
@@ -52,6 +54,7 @@ __global__ void __launch_bounds__(kBlock)
     amg_node_step_kernel(index_t n, index_t N, int b, T c1, T c2, const T* __restrict__ binv, const T* __restrict__ R,
                          index_t ldr, const T* __restrict__ W, index_t ldw, const T* __restrict__ X, index_t ldx,
                          const T* Xp, index_t ldxp, T* Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t total = std::int64_t(n) * N;
   for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += std::int64_t(gridDim.x) * blockDim.x) {
@@ -70,6 +73,7 @@ __global__ void __launch_bounds__(kBlock)
     amg_node_fused_kernel(CsrView<T> A, int b, int W, int nodes_per_block, T c1, T c2, const T* __restrict__ binv,
                           const T* __restrict__ R, index_t ldr, const T* __restrict__ X, const T* Xp, T* Y,
                           index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   __shared__ T ax[kBlock];
   const int rows = nodes_per_block * b;
   const std::int64_t first = std::int64_t(blockIdx.x) * rows;
@@ -101,9 +105,8 @@ void amg_node_fused_step(const CsrView<T>& A, int mean_row, int b, T c1, T c2, c
   const int nodes_per_block = kBlock / W / b;  // ≥ 1: kBlock / 32 = 8 ≥ b
   const std::int64_t nodes = A.rows / b;
   const auto grid = unsigned((nodes + nodes_per_block - 1) / nodes_per_block);
-  amg_node_fused_kernel<T><<<grid, kBlock, 0, cuda_stream(stream)>>>(A, b, W, nodes_per_block, c1, c2, binv, R, ldr,
-                                                                     X, Xp, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("amg_node_fused_kernel");
+  launch_overlapped("amg_node_fused_kernel", amg_node_fused_kernel<T>, grid, kBlock, cuda_stream(stream), A, b, W,
+                    nodes_per_block, c1, c2, binv, R, ldr, X, Xp, Y, ldy);
 }
 
 template <class T>
@@ -111,8 +114,8 @@ void amg_node_first(index_t n, index_t N, int b, T c0, const T* binv, const T* R
                     DeviceStream stream) {
   const std::int64_t total = std::int64_t(n) * N;
   if (total == 0) return;
-  amg_node_first_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, b, c0, binv, R, ldr, X, ldx);
-  KRYSP_CUDA_CHECK_LAUNCH("amg_node_first_kernel");
+  launch_overlapped("amg_node_first_kernel", amg_node_first_kernel<T>, grid_for(total), kBlock, cuda_stream(stream), n,
+                    N, b, c0, binv, R, ldr, X, ldx);
 }
 
 template <class T>
@@ -121,9 +124,8 @@ void amg_node_step(index_t n, index_t N, int b, T c1, T c2, const T* binv, const
                    DeviceStream stream) {
   const std::int64_t total = std::int64_t(n) * N;
   if (total == 0) return;
-  amg_node_step_kernel<T><<<grid_for(total), kBlock, 0, cuda_stream(stream)>>>(n, N, b, c1, c2, binv, R, ldr, W, ldw,
-                                                                              X, ldx, Xp, ldxp, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("amg_node_step_kernel");
+  launch_overlapped("amg_node_step_kernel", amg_node_step_kernel<T>, grid_for(total), kBlock, cuda_stream(stream), n,
+                    N, b, c1, c2, binv, R, ldr, W, ldw, X, ldx, Xp, ldxp, Y, ldy);
 }
 
 #define KRYSP_INSTANTIATE_NODE(T)                                                                                  \

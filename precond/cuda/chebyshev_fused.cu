@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/launch.cuh"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
 #include "krysp/sparse/cuda/load.cuh"
@@ -51,6 +52,7 @@ template <class R, class S, class O>
 __global__ void __launch_bounds__(kFusedBlock, sizeof(S) == 4 ? kStreamMinBlocks : 4)
     cheb_fused_stream_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
                              index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   __shared__ S staged[kStreamWarps][kStreamChunk];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const std::int64_t row0 = (std::int64_t(blockIdx.x) * kStreamWarps + warp) * 32;
@@ -96,6 +98,7 @@ template <class R, class S, class O, int W>
 __global__ void __launch_bounds__(kFusedBlock)
     cheb_fused_subwarp_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
                               index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t tid = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t row = tid / W;
   if (row >= A.rows) return;  // whole sub-warps agree: W divides the warp
@@ -119,8 +122,8 @@ template <class R, class S, class O, int W>
 void launch_subwarp(const CsrView<S>& A, S c1, S c2, const S* dinv, const R* Rv, index_t ldr, const S* X,
                     const S* Xp, O* Y, index_t ldy, cudaStream_t st) {
   const auto grid = unsigned((std::size_t(A.rows) * W + kFusedBlock - 1) / kFusedBlock);
-  cheb_fused_subwarp_kernel<R, S, O, W><<<grid, kFusedBlock, 0, st>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_subwarp_kernel");
+  launch_overlapped("cheb_fused_subwarp_kernel", cheb_fused_subwarp_kernel<R, S, O, W>, grid, kFusedBlock, st, A, c1,
+                    c2, dinv, Rv, ldr, X, Xp, Y, ldy);
 }
 }  // namespace
 
@@ -132,8 +135,8 @@ void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv
   switch (subwarp) {
     case 0: {
       const auto grid = unsigned((std::size_t(A.rows) + kFusedBlock - 1) / kFusedBlock);
-      cheb_fused_stream_kernel<R, S, O><<<grid, kFusedBlock, 0, st>>>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-      KRYSP_CUDA_CHECK_LAUNCH("cheb_fused_stream_kernel");
+      launch_overlapped("cheb_fused_stream_kernel", cheb_fused_stream_kernel<R, S, O>, grid, kFusedBlock, st, A, c1,
+                        c2, dinv, Rv, ldr, X, Xp, Y, ldy);
       return;
     }
     case 2: return launch_subwarp<R, S, O, 2>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "krysp/base/cuda/check.cuh"
+#include "krysp/base/cuda/launch.cuh"
 #include "krysp/base/cuda/grid_reduce.cuh"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/cuda/chebyshev_kernels.hpp"
@@ -39,6 +40,7 @@ template <class T, class S, class O>
 __global__ void __launch_bounds__(kBlock)
     cheb_first_kernel(index_t n, index_t N, S c0, const S* __restrict__ dinv, const T* __restrict__ R, index_t ldr,
                       O* __restrict__ X, index_t ldx) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   if (N == 1) {
     for (std::int64_t i = thread_index(); i < n; i += grid_stride())
       X[i * ldx] = O(c0 * dinv[i] * S(R[i * ldr]));
@@ -57,6 +59,7 @@ __global__ void __launch_bounds__(kBlock)
     cheb_step_kernel(index_t n, index_t N, S c1, S c2, const S* __restrict__ dinv, const T* __restrict__ R,
                      index_t ldr, const S* __restrict__ W, index_t ldw, const S* __restrict__ X, index_t ldx,
                      const S* Xp, index_t ldp, O* Y, index_t ldy) {
+  wait_for_previous_kernel();  // launched overlapped: no memory access before this
   const std::int64_t total = std::int64_t(n) * N;
   for (std::int64_t t = thread_index(); t < total; t += grid_stride()) {
     std::int64_t i = t, c = 0;
@@ -208,18 +211,16 @@ template <class T, class S, class O>
 void cheb_first(index_t n, index_t N, S c0, const S* dinv, const T* R, index_t ldr, O* X, index_t ldx,
                 DeviceStream stream) {
   if (n == 0 || N == 0) return;
-  cheb_first_kernel<T, S, O><<<grid_for(std::int64_t(n) * N), kBlock, 0, cuda_stream(stream)>>>(n, N, c0, dinv, R, ldr,
-                                                                                                 X, ldx);
-  KRYSP_CUDA_CHECK_LAUNCH("cheb_first_kernel");
+  launch_overlapped("cheb_first_kernel", cheb_first_kernel<T, S, O>, grid_for(std::int64_t(n) * N), kBlock,
+                    cuda_stream(stream), n, N, c0, dinv, R, ldr, X, ldx);
 }
 
 template <class T, class S, class O>
 void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, index_t ldr, const S* W, index_t ldw,
                const S* X, index_t ldx, const S* Xp, index_t ldp, O* Y, index_t ldy, DeviceStream stream) {
   if (n == 0 || N == 0) return;
-  cheb_step_kernel<T, S, O><<<grid_for(std::int64_t(n) * N), kBlock, 0, cuda_stream(stream)>>>(
-      n, N, c1, c2, dinv, R, ldr, W, ldw, X, ldx, Xp, ldp, Y, ldy);
-  KRYSP_CUDA_CHECK_LAUNCH("cheb_step_kernel");
+  launch_overlapped("cheb_step_kernel", cheb_step_kernel<T, S, O>, grid_for(std::int64_t(n) * N), kBlock,
+                    cuda_stream(stream), n, N, c1, c2, dinv, R, ldr, W, ldw, X, ldx, Xp, ldp, Y, ldy);
 }
 
 int lanczos_grid(index_t n) {
