@@ -29,11 +29,16 @@ constexpr int kStreamMinBlocks = 4;  // at most 1,024 threads per SM before sm_8
 constexpr int kStreamMinBlocks = 6;
 #endif
 
-// y_i = x_i + c1·(x_i − xp_i) + c2·dinv_i·(r_i − ax): the same expression as cheb_step_kernel.
-template <class R, class S, class O>
+// y_i = x_i + c1·(x_i − xp_i) + c2·dinv_i·(r_i − ax): the same expression as cheb_step_kernel;
+// with RES the residual y_i = r_i − ax alone.
+template <bool RES, class R, class S, class O>
 __device__ __forceinline__ void cheb_epilogue(std::int64_t row, S ax, S c1, S c2, const S* __restrict__ dinv,
                                               const R* __restrict__ Rv, index_t ldr, const S* __restrict__ X,
                                               const S* Xp, O* Y, index_t ldy) {
+  if constexpr (RES) {
+    Y[row * ldy] = O(S(Rv[row * ldr]) - ax);
+    return;
+  }
   const S x = X[row];
   const S xp = Xp ? Xp[row] : S(0);  // read before Y_row is written: Y may be Xp
   const S y = x + c1 * (x - xp) + c2 * (dinv[row] * (S(Rv[row * ldr]) - ax));
@@ -48,7 +53,7 @@ __device__ __forceinline__ void cheb_epilogue(std::int64_t row, S ax, S c1, S c2
 // (several passes) but serialise on their lane: the plan chooses this kernel for even rows only.
 // Xp and Y may be the same array (no __restrict__): each row's Xp entry is read before its Y
 // entry is written, by the same lane. X must not be Y (other rows gather from X).
-template <class R, class S, class O>
+template <bool RES, class R, class S, class O>
 __global__ void __launch_bounds__(kFusedBlock, sizeof(S) == 4 ? kStreamMinBlocks : 4)
     cheb_fused_stream_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
                              index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
@@ -89,12 +94,12 @@ __global__ void __launch_bounds__(kFusedBlock, sizeof(S) == 4 ? kStreamMinBlocks
     }
     __syncwarp();  // the next pass overwrites the staged products
   }
-  if (active) cheb_epilogue<R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+  if (active) cheb_epilogue<RES, R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
 }
 
 // A sub-warp of W lanes per row, shuffle reduction (as spmv_row_subwarp_kernel), the recurrence
 // on the sub-warp's first lane. Aliasing as above.
-template <class R, class S, class O, int W>
+template <bool RES, class R, class S, class O, int W>
 __global__ void __launch_bounds__(kFusedBlock)
     cheb_fused_subwarp_kernel(CsrView<S> A, S c1, S c2, const S* __restrict__ dinv, const R* __restrict__ Rv,
                               index_t ldr, const S* __restrict__ X, const S* Xp, O* Y, index_t ldy) {
@@ -103,7 +108,7 @@ __global__ void __launch_bounds__(kFusedBlock)
   const std::int64_t row = tid / W;
   if (row >= A.rows) return;  // whole sub-warps agree: W divides the warp
   const S sum = subwarp_row_sum<W>(A, X, row);
-  if (threadIdx.x % W == 0) cheb_epilogue<R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+  if (threadIdx.x % W == 0) cheb_epilogue<RES, R, S, O>(row, sum, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
 }
 
 template <class T, class S>
@@ -118,35 +123,46 @@ __global__ void __launch_bounds__(kFusedBlock)
   }
 }
 
-template <class R, class S, class O, int W>
+template <bool RES, class R, class S, class O, int W>
 void launch_subwarp(const CsrView<S>& A, S c1, S c2, const S* dinv, const R* Rv, index_t ldr, const S* X,
                     const S* Xp, O* Y, index_t ldy, cudaStream_t st) {
   const auto grid = unsigned((std::size_t(A.rows) * W + kFusedBlock - 1) / kFusedBlock);
-  launch_overlapped("cheb_fused_subwarp_kernel", cheb_fused_subwarp_kernel<R, S, O, W>, grid, kFusedBlock, st, A, c1,
-                    c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+  launch_overlapped("cheb_fused_subwarp_kernel", cheb_fused_subwarp_kernel<RES, R, S, O, W>, grid, kFusedBlock, st,
+                    A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+}
+
+template <bool RES, class R, class S, class O>
+void launch_fused(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr, const S* X,
+                  const S* Xp, O* Y, index_t ldy, DeviceStream stream) {
+  if (A.rows == 0) return;
+  const cudaStream_t st = cuda_stream(stream);
+  switch (subwarp) {
+    case 0: {
+      const auto grid = unsigned((std::size_t(A.rows) + kFusedBlock - 1) / kFusedBlock);
+      launch_overlapped("cheb_fused_stream_kernel", cheb_fused_stream_kernel<RES, R, S, O>, grid, kFusedBlock, st,
+                        A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy);
+      return;
+    }
+    case 2: return launch_subwarp<RES, R, S, O, 2>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 4: return launch_subwarp<RES, R, S, O, 4>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 8: return launch_subwarp<RES, R, S, O, 8>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 16: return launch_subwarp<RES, R, S, O, 16>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    case 32: return launch_subwarp<RES, R, S, O, 32>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
+    default:
+      KRYSP_THROW(InputError, "cheb_fused_step: sub-warp width ", subwarp, " is not 0 (stream), 2, 4, 8, 16 or 32");
+  }
 }
 }  // namespace
 
 template <class R, class S, class O>
 void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr,
                      const S* X, const S* Xp, O* Y, index_t ldy, DeviceStream stream) {
-  if (A.rows == 0) return;
-  const cudaStream_t st = cuda_stream(stream);
-  switch (subwarp) {
-    case 0: {
-      const auto grid = unsigned((std::size_t(A.rows) + kFusedBlock - 1) / kFusedBlock);
-      launch_overlapped("cheb_fused_stream_kernel", cheb_fused_stream_kernel<R, S, O>, grid, kFusedBlock, st, A, c1,
-                        c2, dinv, Rv, ldr, X, Xp, Y, ldy);
-      return;
-    }
-    case 2: return launch_subwarp<R, S, O, 2>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
-    case 4: return launch_subwarp<R, S, O, 4>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
-    case 8: return launch_subwarp<R, S, O, 8>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
-    case 16: return launch_subwarp<R, S, O, 16>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
-    case 32: return launch_subwarp<R, S, O, 32>(A, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, st);
-    default:
-      KRYSP_THROW(InputError, "cheb_fused_step: sub-warp width ", subwarp, " is not 0 (stream), 2, 4, 8, 16 or 32");
-  }
+  launch_fused<false>(A, subwarp, c1, c2, dinv, Rv, ldr, X, Xp, Y, ldy, stream);
+}
+
+template <class T>
+void fused_residual(const CsrView<T>& A, int subwarp, const T* B, const T* X, T* Y, DeviceStream stream) {
+  launch_fused<true, T, T, T>(A, subwarp, T(0), T(0), nullptr, B, 1, X, nullptr, Y, 1, stream);
 }
 
 template <class T, class S>
@@ -165,6 +181,9 @@ KRYSP_INSTANTIATE_FUSED(float, float, float)
 KRYSP_INSTANTIATE_FUSED(double, float, float)   // fp32 polynomial, r read in fp64
 KRYSP_INSTANTIATE_FUSED(double, float, double)  // ... its last step
 KRYSP_INSTANTIATE_FUSED(float, float, double)   // fp32 polynomial, r converted once: the last step
+template void fused_residual<double>(const CsrView<double>&, int, const double*, const double*, double*,
+                                    DeviceStream);
+template void fused_residual<float>(const CsrView<float>&, int, const float*, const float*, float*, DeviceStream);
 template void cheb_first_split<double, float>(index_t, float, const float*, const double*, index_t, float*, float*);
 
 }  // namespace krysp::detail

@@ -45,6 +45,11 @@ void cheb_step(index_t n, index_t N, S c1, S c2, const S* dinv, const T* R, inde
 template <class R, class S, class O>
 void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv, const R* Rv, index_t ldr,
                      const S* X, const S* Xp, O* Y, index_t ldy, DeviceStream stream = {});
+
+/// The residual Y = B − A·X on vectors in one launch, with cheb_fused_step's row sums and kernel
+/// (`subwarp` as there), where a copy of B and a product would take two. Y must not be X.
+template <class T>
+void fused_residual(const CsrView<T>& A, int subwarp, const T* B, const T* X, T* Y, DeviceStream stream = {});
 /// X = c0·diag(dinv)·S(R) and Rs = S(R) in one pass: the residual converted once per apply, so
 /// the steps read 4 bytes of it per row, not 8 (bitwise the values each step would convert).
 template <class T, class S>

@@ -624,10 +624,20 @@ void DeviceAmg<T>::sweep(const Level& L, const Work& W, index_t N, const T* b, i
     if (cur != x) detail::amg_copy<T, T>(L.n, 1, cur, 1, x, 1, s);  // degree 1
     return;
   }
-  detail::amg_copy<T, T>(L.n, N, b, ldb, W.r, W.ld, s);
-  mul(L.A, N, T(-1), x, ldx, T(1), W.r, W.ld, s);  // r = b − A·x
+  residual(L, W, N, b, ldb, x, ldx, s);
   smooth_correction(L, W, N, W.r, W.ld, W.e, W.ld, s);
   detail::amg_add<T>(L.n, N, W.e, W.ld, x, ldx, s);
+}
+
+template <class T>
+void DeviceAmg<T>::residual(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, const T* x,
+                            index_t ldx, DeviceStream s) const {
+  if (N == 1 && ldb == 1 && ldx == 1 && W.ld == 1 && L.step >= 0) {
+    detail::fused_residual<T>(L.A.A.device_view(), L.step, b, x, W.r, s);  // the fused step's rows and lanes
+    return;
+  }
+  detail::amg_copy<T, T>(L.n, N, b, ldb, W.r, W.ld, s);
+  mul(L.A, N, T(-1), x, ldx, T(1), W.r, W.ld, s);  // r = b − A·x
 }
 
 template <class T>
@@ -701,8 +711,7 @@ void DeviceAmg<T>::vcycle(std::size_t l, const std::vector<Work>& W, index_t N, 
   const Work& wc = W[l + 1];
   smooth_correction(L, w, N, b, ldb, x, ldx, s);  // pre-smoothing from x = 0: the first sweep is S·b
   for (int k = 1; k < sweeps; ++k) sweep(L, w, N, b, ldb, x, ldx, s);
-  detail::amg_copy<T, T>(L.n, N, b, ldb, w.r, w.ld, s);
-  mul(L.A, N, T(-1), x, ldx, T(1), w.r, w.ld, s);  // r = b − A·x
+  residual(L, w, N, b, ldb, x, ldx, s);
   if (l + 2 == levels_.size() && correction_.size() > 0) {
     detail::amg_dense_apply<T>(L.n, correction_.data(), N, w.r, w.ld, x, ldx, true, s);  // x += P·A_c⁻¹·R·r
   } else {

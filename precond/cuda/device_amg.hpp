@@ -166,6 +166,9 @@ class DeviceAmg final : public Preconditioner<T> {
   /// y = x + c1·(x − xp) + c2·D⁻¹(r − A_l·x) on vectors in one kernel, D_b⁻¹ with node blocks.
   void fused_step(const Level& L, const CsrView<T>& dA, T c1, T c2, const T* r, index_t ldr, const T* x, const T* xp,
                   T* y, index_t ldy, DeviceStream s) const;
+  /// W.r = b − A_l·x: on vectors in one kernel where the level has a fused step, else a copy and a product.
+  void residual(const Level& L, const Work& W, index_t N, const T* b, index_t ldb, const T* x, index_t ldx,
+                DeviceStream s) const;
   /// The host level's node-block smoother (d.smoother_block, d.binv) into L.
   static void upload_blocks(Level& L, const AmgLevelData<T>& d);
   void smooth_correction(const Level& L, const Work& W, index_t N, const T* r, index_t ldr, T* e, index_t lde,

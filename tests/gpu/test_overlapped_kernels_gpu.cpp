@@ -68,7 +68,7 @@ void check_waits(const LateCase& c, const std::vector<double>& input) {
 
 }  // namespace
 
-TEST_CASE("Overlapped launch: the AMG smoother and correction kernels wait for their inputs' writer") {
+TEST_CASE("Overlapped launch: the AMG smoother, residual and correction kernels wait for their inputs' writer") {
   if (!test::device_overlaps_launches()) return;  // no overlapped launches before compute capability 9.0
   const CsrMatrix<double> A = laplacian_3d(8, 8, 8);
   const index_t n = A.rows();
@@ -85,6 +85,12 @@ TEST_CASE("Overlapped launch: the AMG smoother and correction kernels wait for t
   std::vector<LateCase> cases;
   for (int step : {0, 4, 32}) {
     const std::string w = " (lanes " + std::to_string(step) + ")";
+    cases.push_back({"fused residual, X late" + w, reset_y,
+                     [&, step](const double* in) { detail::fused_residual<double>(dA, step, R.data(), in, Y.data()); },
+                     y});
+    cases.push_back({"fused residual, B late" + w, reset_y,
+                     [&, step](const double* in) { detail::fused_residual<double>(dA, step, in, X.data(), Y.data()); },
+                     y});
     cases.push_back({"fused Chebyshev step, X late" + w, reset_y, [&, step](const double* in) {
                        detail::cheb_fused_step<double, double, double>(dA, step, c1, c2, dinv.data(), R.data(), 1, in,
                                                                        nullptr, Y.data(), 1);
