@@ -1,10 +1,11 @@
 #pragma once
 /// \file overlapped_launch.hpp
-/// Overlapped launches of krysp's sparse kernels (programmatic dependent launch, compute
-/// capability 9.0 and newer): such a kernel is scheduled while the previous kernel on its stream
-/// is still finishing, and waits for that kernel's completion and memory before its first global
-/// load or store. Stream order is kept; what overlaps is the launch itself, about 0.3 us of the
-/// 1.5-2.5 us a small product takes (bench_spmm reports both).
+/// Overlapped launches of krysp's sparse kernels and of the vector kernels of CG, Chebyshev and
+/// the AMG V-cycle (programmatic dependent launch, compute capability 9.0 and newer): such a
+/// kernel is scheduled while the previous kernel on its stream is still finishing, and waits for
+/// that kernel's completion and memory before its first global load or store. Stream order is
+/// kept; what overlaps is the launch itself, about 0.3 us of the 1.5-2.5 us a small product takes
+/// (bench_spmm reports both).
 ///
 /// Early launches go further in the SpMM row kernels of small launches
 /// (sparse/cuda/spmm_common.hpp, spmm_early_launch): when the plan sees the matrix values of its
