@@ -8,7 +8,8 @@
 # a commit, extracted here the same way. Writes $OUT/ab (or ./gpu-out/ab): s_old_rN.json and
 # s_dev_rN.json with their printed tables, the build logs, and summary.json from
 # scripts/summarise_ab.py (medians over the rounds; AMG_AB_OLD and AMG_AB_NEW name the two builds
-# there, default "old" and "new").
+# there, default "old" and "new"). AMG_AB_PACK=1 packs that folder into $OUT/ab.tgz instead, for a
+# device tool that brings back only a few files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
@@ -54,3 +55,8 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 python3 scripts/summarise_ab.py "$out" "$rounds" "${AMG_AB_OLD:-old}" "${AMG_AB_NEW:-new}" "$out/summary.json"
+rc=$?
+if [ "${AMG_AB_PACK:-0}" = 1 ]; then
+  tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out" && echo "bench_amg_ab: packed $out.tgz"
+fi
+exit $rc
