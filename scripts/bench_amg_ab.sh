@@ -57,6 +57,7 @@ done
 python3 scripts/summarise_ab.py "$out" "$rounds" "${AMG_AB_OLD:-old}" "${AMG_AB_NEW:-new}" "$out/summary.json"
 rc=$?
 if [ "${AMG_AB_PACK:-0}" = 1 ]; then
-  tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out" && echo "bench_amg_ab: packed $out.tgz"
+  tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out" &&
+    echo "bench_amg_ab: packed $out.tgz"
 fi
 exit $rc

@@ -50,6 +50,7 @@ void cheb_fused_step(const CsrView<S>& A, int subwarp, S c1, S c2, const S* dinv
 /// (`subwarp` as there), where a copy of B and a product would take two. Y must not be X.
 template <class T>
 void fused_residual(const CsrView<T>& A, int subwarp, const T* B, const T* X, T* Y, DeviceStream stream = {});
+
 /// X = c0·diag(dinv)·S(R) and Rs = S(R) in one pass: the residual converted once per apply, so
 /// the steps read 4 bytes of it per row, not 8 (bitwise the values each step would convert).
 template <class T, class S>
