@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "gpu/device_vectors.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/cuda/block_cg_kernels.hpp"
 #include "krysp/solvers/cuda/cuda_block_cg_ops.hpp"
@@ -59,12 +60,6 @@ double cross_scale(const double* X, const double* Y, index_t n, index_t s) {
     my = std::max(my, sy);
   }
   return std::sqrt(mx * my);
-}
-
-std::vector<double> download(const DeviceArray<double>& d) {
-  std::vector<double> v(d.size());
-  d.download(v.data(), v.size());
-  return v;
 }
 
 /// The entries (i, j) of an n × s row-major block for j < k.
@@ -140,7 +135,7 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
       dY.upload(Y0.data(), ns);
       host.combine(hX, bx, C, alpha, beta, hY, by);
       dev.combine(dX, bx, C, alpha, beta, dY, by);
-      const auto Y1 = download(dY);
+      const auto Y1 = test::download(dY);
       check_close(Y1, hvec(hY), double(bx), "combine", 3.0);
       CHECK(columns_from(Y1, n, s, by) == columns_from(Y0, n, s, by));  // bitwise: beyond by untouched
     }
@@ -154,7 +149,7 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     dY.upload(Z0.data(), ns);
     host.precondition(hP, w, hY);
     dev.precondition(dP, w, dY);
-    const auto Z1 = download(dY);
+    const auto Z1 = test::download(dY);
     check_close(Z1, hvec(hY), 8.0, "Z = M⁻¹·R", 1.0);
     CHECK(columns_from(Z1, n, s, w) == columns_from(Z0, n, s, w));
   }
@@ -171,7 +166,7 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     dY.upload(hY.data(), ns);
     const auto [hwz, hww] = host.step(hQ, w, xi, hY, wq, Cq, hZ);
     const auto [dwz, dww] = dev.step(dQ, w, xi, dY, wq, Cq, dZ);
-    check_close(columns_of(download(dY), n, s, w), columns_of(hvec(hY), n, s, w), double(w + wq), "step W", 2.0);
+    check_close(columns_of(test::download(dY), n, s, w), columns_of(hvec(hY), n, s, w), double(w + wq), "step W", 2.0);
     check_close(dwz, hwz, double(n), "step WᵀZ", cross_scale(hY.data(), hZ.data(), n, s));
     check_close(dww, hww, double(n), "step WᵀW");
     for (index_t i = 0; i < w; ++i)  // WᵀW symmetric up to rounding
@@ -185,16 +180,17 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     const auto X0 = hvec(hX);
     host.rotate(hY, hZ, hP, hX, w, w2, Cw, Tt, Cx);
     dev.rotate(dY, dZ, dP, dX, w, w2, Cw, Tt, Cx);
-    const auto X1 = download(dX);
+    const auto X1 = test::download(dX);
     check_close(X1, hvec(hX), double(w), "rotate X", 1.0);
     for (index_t i = 0; i < n; ++i) CHECK(X1[std::size_t(i) * s + s - 1] == X0[std::size_t(i) * s + s - 1]);
-    check_close(columns_of(download(dP), n, s, w2), columns_of(hvec(hP), n, s, w2), double(2 * w), "rotate P", 16.0);
+    check_close(columns_of(test::download(dP), n, s, w2), columns_of(hvec(hP), n, s, w2), double(2 * w), "rotate P",
+                16.0);
     // w2 = 0 (the block lost every direction): X's step only, from the new P's first w2 columns
     const index_t w3 = std::max<index_t>(w2, 1);
     const auto Cx3 = test::random_vector(std::size_t(w3) * s);
     host.rotate(hY, hZ, hP, hX, w3, 0, {}, {}, Cx3);
     dev.rotate(dY, dZ, dP, dX, w3, 0, {}, {}, Cx3);
-    check_close(download(dX), hvec(hX), double(w + w3), "rotate X (w2 = 0)", 4.0);
+    check_close(test::download(dX), hvec(hX), double(w + w3), "rotate X (w2 = 0)", 4.0);
     CHECK_THROWS_AS(dev.rotate(dY, dZ, dP, dX, w, w2, Cw, std::vector<double>(std::size_t(w) * w2 + 1), Cx),
                     InputError);
     CHECK_THROWS_AS(dev.step(dQ, w, std::vector<double>(std::size_t(w) * w + 1), dY, wq, Cq, dZ), InputError);
@@ -211,15 +207,15 @@ void compare_ops(const CsrMatrix<double>& A, index_t s, index_t w, index_t w2, c
     check_close(dg, hg, double(n), "spmm_gram PᵀAP", cross_scale(hP.data(), hQ.data(), n, s));
     host.residual(hY, hX, hP);
     dev.residual(dY, dX, dP);
-    check_close(download(dP), hvec(hP), 16.0, "R = B − A·X", 8.0);
+    check_close(test::download(dP), hvec(hP), 16.0, "R = B − A·X", 8.0);
   }
 
   // zero_columns
   std::vector<char> zero(s, 0);
   zero[s / 2] = 1;
-  const auto X3 = download(dX);
+  const auto X3 = test::download(dX);
   dev.zero_columns(dX, zero);
-  const auto x = download(dX);
+  const auto x = test::download(dX);
   for (index_t i = 0; i < n; i += 7) {
     CHECK(x[std::size_t(i) * s + s / 2] == 0.0);
     if (s > 1) CHECK(x[std::size_t(i) * s] == X3[std::size_t(i) * s]);
@@ -281,7 +277,7 @@ TEST_CASE("Block transpose on the device: column-major blocks to row-major and b
       din.upload(cmaj.data(), cmaj.size());
       detail::transpose(din.data(), s, n, drow.data());
       detail::transpose(drow.data(), n, s, dback.data());
-      const auto row = download(drow), back = download(dback);
+      const auto row = test::download(drow), back = test::download(dback);
       bool same = true;
       for (index_t i = 0; i < n; ++i)
         for (index_t j = 0; j < s; ++j) same = same && row[std::size_t(i) * s + j] == cmaj[std::size_t(j) * n + i];
@@ -337,7 +333,7 @@ TEST_CASE("Block CG fused SpMM + Gram: every variant matches the host's SpMM and
           dQ.upload(sentinel.data(), v.size());
           dev.force_spmm_gram(w, c);
           const auto dg = dev.spmm_gram(dP, w, dQ);
-          const auto dq = download(dQ);
+          const auto dq = test::download(dQ);
           std::vector<double> dq_used, hq_used;
           for (index_t i = 0; i < n; ++i)
             for (index_t j = 0; j < s; ++j) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device_vectors.hpp"
 #include "gpu/late_input.hpp"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/overlapped_launch.hpp"
@@ -24,19 +25,6 @@ using namespace krysp;
 
 namespace {
 
-std::vector<double> download(const DeviceArray<double>& a) {
-  cuda_synchronize();
-  std::vector<double> h(a.size());
-  a.download(h.data(), h.size());
-  return h;
-}
-
-DeviceArray<double> upload(const std::vector<double>& h) {
-  DeviceArray<double> a(h.size());
-  a.upload(h.data(), h.size());
-  return a;
-}
-
 // `reset` puts every array `launch` writes back to its start (host copies: synchronous);
 // `launch(in)` enqueues the kernel reading `in`; `result` gathers what it wrote.
 struct LateCase {
@@ -50,7 +38,7 @@ void check_waits(const LateCase& c, const std::vector<double>& input) {
   INFO(c.what);
   const bool setting = overlapped_launch();
   set_overlapped_launch(true);
-  const DeviceArray<double> in = upload(input);
+  const DeviceArray<double> in = test::uploaded(input);
   DeviceArray<double> late(input.size());
   c.reset();
   c.launch(in.data());  // the reference; also loads the kernel (a first launch waits for an idle device)
@@ -77,10 +65,14 @@ TEST_CASE("Overlapped launch: the AMG smoother, residual and correction kernels 
   const CsrView<double> dA = A.device_view();
   const auto x = test::random_vector(nn), r = test::random_vector(nn), y0 = test::random_vector(nn);
   const auto dinv_h = test::random_vector(nn, 0.5, 1.0), binv_h = test::random_vector(nn * b, -0.2, 0.8);
-  const DeviceArray<double> X = upload(x), R = upload(r), dinv = upload(dinv_h), binv = upload(binv_h);
+  const DeviceArray<double> X = test::uploaded(x), R = test::uploaded(r);
+  const DeviceArray<double> dinv = test::uploaded(dinv_h), binv = test::uploaded(binv_h);
   DeviceArray<double> Y(nn);
   auto reset_y = [&] { Y.upload(y0.data(), nn); };
-  auto y = [&] { return download(Y); };
+  auto y = [&] {
+    cuda_synchronize();  // the launch under test has finished
+    return test::download(Y);
+  };
   const double c0 = 0.7, c1 = 0.3, c2 = 0.9;
   std::vector<LateCase> cases;
   for (int step : {0, 4, 32}) {
@@ -115,7 +107,7 @@ TEST_CASE("Overlapped launch: the AMG smoother, residual and correction kernels 
                                                          Y.data(), 1);
                    }, y});
   const index_t m = 64;  // a dense correction of 64 rows
-  const DeviceArray<double> D = upload(test::random_vector(std::size_t(m) * std::size_t(m)));
+  const DeviceArray<double> D = test::uploaded(test::random_vector(std::size_t(m) * std::size_t(m)));
   for (bool add : {false, true})
     cases.push_back({std::string("dense correction, B late") + (add ? ", added" : ""), reset_y,
                      [&, add](const double* in) {
@@ -133,7 +125,7 @@ TEST_CASE("Overlapped launch: CG's vector kernels wait for their inputs' writer"
   const index_t n = 5000;
   const std::size_t nn = std::size_t(n);
   const auto v = test::random_vector(nn), w = test::random_vector(nn), d = test::random_vector(nn, 0.5, 1.0);
-  const DeviceArray<double> V = upload(v), Dinv = upload(d);
+  const DeviceArray<double> V = test::uploaded(v), Dinv = test::uploaded(d);
   DeviceArray<double> Y(nn), Z(nn), Xs(nn), Rs(nn);
   const int grid = detail::reduce_grid();
   DeviceArray<double> partials(std::size_t(grid) * 2);
@@ -151,9 +143,10 @@ TEST_CASE("Overlapped launch: CG's vector kernels wait for their inputs' writer"
     Rs.upload(w.data(), nn);
   };
   auto all = [&] {
+    cuda_synchronize();  // the launch under test has finished
     std::vector<double> out;
     for (const DeviceArray<double>* a : {&S, &Y, &Z, &Xs, &Rs}) {
-      const auto h = download(*a);
+      const auto h = test::download(*a);
       out.insert(out.end(), h.begin(), h.end());
     }
     return out;

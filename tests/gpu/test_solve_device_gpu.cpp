@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "gpu/device_vectors.hpp"
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/solvers/cg_solver.hpp"
@@ -15,16 +16,6 @@
 using namespace krysp;
 
 namespace {
-std::vector<double> download(const DeviceArray<double>& d) {
-  std::vector<double> v(d.size());
-  d.download(v.data(), v.size());
-  return v;
-}
-DeviceArray<double> uploaded(const std::vector<double>& v) {
-  DeviceArray<double> d(v.size());
-  d.upload(v.data(), v.size());
-  return d;
-}
 SolveOptions on_gpu() {
   SolveOptions o;
   o.backend = Backend::Cuda;
@@ -36,25 +27,25 @@ TEST_CASE("solve_device: device vectors in, the same answer as the host-vector s
   const auto A = test::load("bcsstk06");
   const index_t n = A.rows();
   const auto b = test::random_vector(std::size_t(n));
-  DeviceArray<double> db = uploaded(b), dx(b.size());
+  DeviceArray<double> db = test::uploaded(b), dx(b.size());
   SolveOptions o = on_gpu();
   o.cg.rtol = 1e-10;
   const SolveReport r = solve_device(A, db.data(), dx.data(), n, o, true);
   REQUIRE(r.converged());
-  const auto x = download(dx);
+  const auto x = test::download(dx);
   CHECK(test::true_relative_residual(A, b, x) <= 1e-10 * 1.01);
   std::vector<double> xh;
   const SolveReport rh = solve(A, b, xh, o);  // the same solver on host vectors
   CHECK(rh.iterations == r.iterations);
   CHECK(x == xh);  // same backend, same kernels, same order: bitwise
-  CHECK(download(db) == b);  // b is only read
+  CHECK(test::download(db) == b);  // b is only read
 }
 
 TEST_CASE("CgSolver::solve_device: warm start, aliased b and x, and the host backend") {
   const auto A = laplacian_2d(40, 40);
   const index_t n = A.rows();
   const auto b = test::random_vector(std::size_t(n));
-  DeviceArray<double> db = uploaded(b), dx(b.size());
+  DeviceArray<double> db = test::uploaded(b), dx(b.size());
   const SolveOptions o = on_gpu();
   CgSolver solver(A, o);
   const SolveReport cold = solver.solve_device(db.data(), dx.data(), n, true);
@@ -63,10 +54,10 @@ TEST_CASE("CgSolver::solve_device: warm start, aliased b and x, and the host bac
   CHECK(warm.converged());
   CHECK(warm.iterations <= 1);
   // b and x the same array: x0 = b, the solution overwrites it
-  DeviceArray<double> dbx = uploaded(b);
+  DeviceArray<double> dbx = test::uploaded(b);
   const SolveReport same = solver.solve_device(dbx.data(), dbx.data(), n);
   CHECK(same.converged());
-  CHECK(test::true_relative_residual(A, b, download(dbx)) <= o.cg.rtol * 1.01);
+  CHECK(test::true_relative_residual(A, b, test::download(dbx)) <= o.cg.rtol * 1.01);
   // the host backend on device vectors (through host memory)
   SolveOptions oh = o;
   oh.backend = Backend::Host;
@@ -74,14 +65,14 @@ TEST_CASE("CgSolver::solve_device: warm start, aliased b and x, and the host bac
   const SolveReport host = solve_device(A, db.data(), dxh.data(), n, oh, true);
   CHECK(host.converged());
   CHECK(host.backend == std::string("host"));
-  CHECK(test::true_relative_residual(A, b, download(dxh)) <= o.cg.rtol * 1.01);
+  CHECK(test::true_relative_residual(A, b, test::download(dxh)) <= o.cg.rtol * 1.01);
 }
 
 TEST_CASE("solve_device: host pointers, null pointers and wrong sizes are InputErrors naming the argument") {
   const auto A = laplacian_2d(10, 10);
   const index_t n = A.rows();
   std::vector<double> hb(static_cast<std::size_t>(n), 1.0), hx(static_cast<std::size_t>(n));
-  DeviceArray<double> db = uploaded(hb), dx(hb.size());
+  DeviceArray<double> db = test::uploaded(hb), dx(hb.size());
   CgSolver solver(A, on_gpu());
   CHECK_THROWS_WITH_AS(solver.solve_device(hb.data(), dx.data(), n), doctest::Contains("solve_device: b = "),
                        InputError);
