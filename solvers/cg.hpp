@@ -4,8 +4,9 @@
 ///   vector(), size(), dot(a, b, slot), residual(b, x, r), spmv_dot(p, q, pᵀq), precondition(r, z, ρ, ‖r‖²),
 ///   direction(z, p, ρ_k, ρ_{k-1}, first), update(ρ_k, pᵀAp, p, q, x, r, z, ρ_{k+1}, ‖r‖², k),
 ///   read_scalars(), reset_scalars(count), set_scalar(slot, v), set_zero(x), has_preconditioner().
-/// Scalars live in backend "slots" (device memory for CUDA): the loop runs `check_every`
-/// iterations without a host synchronisation, then reads the residual norms back in one copy.
+/// Scalars live in backend "slots" (device memory for CUDA): the loop runs up to `check_every`
+/// iterations without a host synchronisation (cg_next_chunk), then reads the residual norms back
+/// in one copy.
 /// A breakdown (pᵀAp ≤ 0, ρ ≤ 0, NaN), or convergence inside a chunk, is flagged by the backend,
 /// which then freezes x and r: the iterate reported is the one that converged, on every backend.
 #include <algorithm>
@@ -51,6 +52,21 @@ struct CgSlots {
   /// Slot of ‖r_k‖².
   int rr(index_t k) const { return first_ring + ring + int(k % ring); }
 };
+
+/// Iterations to run before the next look at the residuals. Twice the last interval (1 at first),
+/// at most K; once an interval of `last` iterations took ‖r‖ from r_before to r_now, half of what
+/// that rate needs to reach `tol` (rounded up), so the checks close in on convergence. A step past
+/// convergence is frozen but still costs a product and a preconditioner application on the GPU
+/// ((K − 1)/2 such steps a solve on average with fixed intervals); this trims them to a step or
+/// two at the price of a few more reads a solve (docs/performance.md, "Check intervals").
+inline index_t cg_next_chunk(index_t last, int K, double r_before, double r_now, double tol) {
+  const index_t grow = std::min<index_t>(std::max(1, K), last > 0 ? 2 * last : 1);
+  if (!(last > 0 && r_now < r_before && r_now > tol && r_now > 0)) return grow;
+  const double per_step = std::log(r_now / r_before) / double(last);  // < 0: the log of the rate
+  const double need = std::ceil(std::log(tol / r_now) / per_step);    // > 0
+  if (!(need < double(2 * grow))) return grow;                         // also NaN
+  return std::max<index_t>(1, index_t(std::ceil(need / 2)));          // ≤ grow
+}
 
 /// Solves A·x = b by PCG over `ops` from the initial guess x, which receives the solution.
 /// Non-convergence and breakdown are statuses in the result (see solve_result.hpp); Converged
@@ -119,10 +135,17 @@ SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x,
   // x (p = z); once a restart no longer halves the true residual, the solve has stagnated.
   bool done = examine(0, 0);
   index_t k = 0, restart = 0;  // restart: the iteration whose direction is p = z
+  index_t last_chunk = 0;      // 0: no rate known (at the start, and after a restart)
   double last_true = std::numeric_limits<double>::infinity();
   for (;;) {
     while (!done && k < max_iters) {
-      const index_t first = k + 1, chunk = std::min<index_t>(K, max_iters - k);
+      const auto& h = res.residual_history;  // ‖r_0‖ .. ‖r_k‖
+      const double r_before = last_chunk > 0 ? h[h.size() - 1 - std::size_t(last_chunk)] : 0.0;
+      const index_t first = k + 1;
+      const index_t chunk = std::min<index_t>(cg_next_chunk(last_chunk, K, r_before, h.back(), tol), max_iters - k);
+      last_chunk = chunk;
+      res.steps += chunk;
+      ++res.checks;
       for (index_t j = 0; j < chunk; ++j, ++k) {
         ops.direction(zr, p, s.rz(k), s.rz(k - 1 + s.ring), k == restart);  // p = z + (ρ_k/ρ_{k−1})·p
         ops.spmv_dot(p, q, s.pq);                                            // q = A·p, pᵀAp
@@ -157,6 +180,7 @@ SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x,
       break;
     }
     ++res.residual_replacements;
+    last_chunk = 0;  // the recursive residual jumped to the true one: no rate across it
     ops.set_scalar(s.flag, kCgOk);  // unfreeze x and r
     ops.set_scalar(s.flag_iter, 0);
     ops.precondition(r, z, s.rz(k), s.rr(k));  // r_k = b − A·x_k, z_k = M⁻¹·r_k, ρ_k

@@ -43,8 +43,11 @@ struct CgOptions {
   double rtol = 1e-8;       ///< stop when ‖r‖ ≤ rtol·‖b‖ ...
   double atol = 0;          ///< ... or ‖r‖ ≤ atol
   index_t max_iters = 0;    ///< 0: max(1000, 10·n)
-  /// Iterations between stopping checks. The GPU backend keeps scalars on the device and reads
-  /// them back only at checks; bench/bench_cg measures what larger values save.
+  /// Iterations between stopping checks, at most. The GPU backend keeps scalars on the device and
+  /// reads them back only at checks; bench/bench_cg measures what larger values save. CG starts
+  /// with one iteration, doubles the interval up to this, and shortens it to what the last
+  /// interval's rate of decrease needs to reach the tolerance (cg_next_chunk), so that few steps
+  /// run past convergence; 1: a check after every iteration.
   int check_every = 16;
   std::function<void(const SolveProgress&)> progress;  ///< called at each check, if set
 };
@@ -64,6 +67,10 @@ struct SolveResult {
   /// smallest relative residual rounding allows for this x (residual_rounding_floor); else 0.
   double residual_floor = 0;
   std::vector<double> residual_history;   ///< ‖r_k‖ for k = 0..iterations (true ‖b − A·x_k‖ where replaced)
+  /// CG steps launched, ≥ iterations: those after convergence inside a check interval change
+  /// nothing (x and r are frozen) but cost their product and preconditioner on the GPU.
+  index_t steps = 0;
+  index_t checks = 0;                     ///< stopping checks: reads of the residuals between steps (CG)
   double seconds = 0;                     ///< wall time of the solve (setup excluded)
   /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "krysp/base/error.hpp"
+#include "krysp/solvers/cg.hpp"
 #include "krysp/solvers/solve.hpp"
 #include "test_util.hpp"
 
@@ -160,6 +161,44 @@ TEST_CASE("CG host: the check interval does not change the answer (converged ite
   CHECK(r1.iterations == r16.iterations);
   CHECK(x1 == x16);
   CHECK(r1.residual_history == r16.residual_history);
+  CHECK(r1.steps == r1.iterations);  // a check after every step: none past convergence
+  CHECK(r16.steps >= r16.iterations);
+  CHECK(r16.steps < r16.iterations + 16);
+  CHECK(r16.checks < r1.checks);
+}
+
+TEST_CASE("cg_next_chunk: doubling up to K, then half what the last interval's rate needs") {
+  // No rate yet: 1, then twice the last interval, at most K.
+  CHECK(cg_next_chunk(0, 16, 0.0, 1.0, 1e-8) == 1);
+  CHECK(cg_next_chunk(1, 16, 0.0, 1.0, 1e-8) == 2);
+  CHECK(cg_next_chunk(8, 16, 0.0, 1.0, 1e-8) == 16);
+  CHECK(cg_next_chunk(16, 16, 0.0, 1.0, 1e-8) == 16);
+  CHECK(cg_next_chunk(5, 1, 1.0, 0.5, 1e-8) == 1);  // K = 1: every step
+  // 10× a step (1 → 1e-4 in 4); 1e-4 → 3e-7 needs 2.52, so 3 steps: half of that, 2.
+  CHECK(cg_next_chunk(4, 16, 1.0, 1e-4, 3e-7) == 2);
+  // 10× in 8 steps (1 → 0.1); 0.1 → 2e-3 needs 13.6, so 14 (< 2·16): half, 7.
+  CHECK(cg_next_chunk(8, 16, 1.0, 0.1, 2e-3) == 7);
+  // Needs 32 or more: the doubling rule alone.
+  CHECK(cg_next_chunk(8, 16, 1.0, 0.5, 1e-8) == 16);
+  // Growing, flat, already below the tolerance, or NaN: the doubling rule.
+  CHECK(cg_next_chunk(4, 16, 1.0, 2.0, 1e-8) == 8);
+  CHECK(cg_next_chunk(4, 16, 1.0, 1.0, 1e-8) == 8);
+  CHECK(cg_next_chunk(4, 16, 1.0, 1e-9, 1e-8) == 8);
+  CHECK(cg_next_chunk(4, 16, std::nan(""), 0.5, 1e-8) == 8);
+}
+
+TEST_CASE("CG host: AMG-PCG converging in a few dozen steps runs at most one past convergence") {
+  // bcsstk06 from b = ones converges in 35 iterations: fixed intervals of 16 would launch 48 steps
+  // (13 frozen, each a product and a V-cycle on the GPU). Deterministic on the host.
+  const auto A = test::load("bcsstk06");
+  const std::vector<double> b(std::size_t(A.rows()), 1.0);
+  std::vector<double> x;
+  const auto r = solve(A, b, x, host_options(PrecondKind::Amg));
+  REQUIRE(r.converged());
+  CHECK(test::true_relative_residual(A, b, x) <= 1e-8);
+  CHECK(r.steps >= r.iterations);
+  CHECK(r.steps <= r.iterations + 1);
+  CHECK(r.checks <= 16);
 }
 
 TEST_CASE("residual_rounding_floor: eps * || |A| |x| || / |b|, by hand") {
