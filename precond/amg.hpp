@@ -341,6 +341,12 @@ struct AdaptivePlan {
   /// stop early where it reduces it fast (kAmgAugmentEarlyCycles): the auto rule's augmenting.
   bool conditional = false;
 };
+/// Whether `o` lets the near-nullspace be adapted at all: cycles not 0, no coordinates or vectors
+/// given, the filter not on. adaptive_plan's option checks, shared with the GPU set-up, which decides
+/// before its first set-up whether to record level 0 for a second one.
+inline bool may_adapt(const AmgOptions& o) {
+  return o.adaptive_cycles != 0 && o.coordinates.empty() && o.near_nullspace.empty() && o.filter != AmgFilter::On;
+}
 /// The adapting V-cycles after a first set-up of `levels` levels whose level 0 has b unknowns a
 /// node and the λmax(D⁻¹A) estimate lambda0. No cycles with one level, coordinates or vectors
 /// given, or the filter on. Given cycles replace the constant where the auto rule would, else

@@ -229,9 +229,7 @@ AdaptivePlan adaptive_plan(const CsrMatrix<T>& A, const AmgOptions& o, int b, do
                            AmgAutoChoice& c, bool on_device) {
   c.adaptive = o.adaptive_cycles == kAmgAuto;
   AdaptivePlan p;
-  if (o.adaptive_cycles == 0 || levels < 2 || !o.coordinates.empty() || !o.near_nullspace.empty() ||
-      o.filter == AmgFilter::On || !(lambda0 > 0))
-    return p;
+  if (!may_adapt(o) || levels < 2 || !(lambda0 > 0)) return p;
   // The constant near the top of D⁻¹A's spectrum: the smoother's best-reduced mode, the worst
   // near-nullspace. Replaced (bodyy6).
   if (b == 1) {

@@ -72,8 +72,7 @@ DeviceAmg<T>::DeviceAmg(const CsrMatrix<T>& A, const SpmvPlan<T>& plan, const Am
     // cost time and memory.
     const bool auto_structural = opt_.adaptive_cycles == kAmgAuto &&
                                  (auto_choice_.positive_fraction < 0 || auto_choice_.structural);
-    const bool may_augment = opt_.coordinates.empty() && opt_.near_nullspace.empty() &&
-                             opt_.filter != AmgFilter::On && (opt_.adaptive_cycles > 0 || auto_structural);
+    const bool may_augment = amg::may_adapt(opt_) && (opt_.adaptive_cycles > 0 || auto_structural);
     const std::shared_ptr<detail::GpuLevel0Seed> seed = may_augment ? detail::make_level0_seed() : nullptr;
     gpu_ = std::make_unique<detail::GpuAmgHierarchy<T>>(detail::gpu_amg_setup(
         A, opt_, false, nullptr, true, true, &coarse_solver(), &auto_choice_, kNoComplexityCap, seed.get()));
