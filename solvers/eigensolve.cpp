@@ -76,10 +76,8 @@ void choose_auto_preconditioner(EigOptions& o, const CsrMatrix<double>& A, const
   o.precond.kind = PrecondKind::None;
   if (o.lobpcg.which == EigWhich::Smallest) {
     o.inner_iters = kDefaultInnerIters;
-    if (positive_diagonal(A)) {
-      o.precond.kind = PrecondKind::Chebyshev;
-      o.precond_fallback = true;
-    }
+    o.precond_fallback = true;  // also: no inner CG where it finds A not positive definite
+    if (positive_diagonal(A)) o.precond.kind = PrecondKind::Chebyshev;
   } else if (B) {  // eigensolve refuses a B with a non-positive diagonal anyway
     o.precond.kind = PrecondKind::Jacobi;
     o.precond_from_b = true;
@@ -201,17 +199,22 @@ void run_verified(Ops& ops, Base& base, const Refinement& rf, const EigOptions& 
                            [&](const LobpcgStart& rs) { return lobpcg_refined(ops, base, rf, o, rs, rep); });
 }
 
+/// Runs LOBPCG (with the inner solve where o.inner_iters > 0); returns whether the inner CG met
+/// pᵀA·p ≤ 0, i.e. found A not positive definite.
 template <class Ops>
-void run(Ops& ops, const Refinement& rf, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
+bool run(Ops& ops, const Refinement& rf, const EigOptions& o, const LobpcgStart& st, EigReport& rep) {
   auto solve_phase = phase(st.profile, "solve (lobpcg, total)");
   const auto t = Clock::now();
+  bool indefinite = false;
   if (o.inner_iters > 0) {
     InnerSolveOps<Ops> inner(ops, o.inner_iters, o.inner_rtol);
     run_verified(inner, ops, rf, o, st, rep);
+    indefinite = inner.met_nonpositive_curvature();
   } else {
     run_verified(ops, ops, rf, o, st, rep);
   }
   rep.solve_seconds = since(t);
+  return indefinite;
 }
 }  // namespace
 
@@ -448,7 +451,26 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     ex.synchronize();
     rep.setup_seconds = since(t0);
     rep.preconditioner = name(M.get());
-    run(*ops, refinement, o, st, rep);
+    const EigReport before = rep;
+    if (run(*ops, refinement, o, st, rep) && !rep.converged() && o.precond_fallback) {
+      // A symmetric but indefinite A: LOBPCG itself needs only symmetry, the inner CG and a
+      // preconditioner made for an SPD A do not. The run that failed is replaced by one without.
+      const double failed_seconds = rep.solve_seconds;
+      rep = before;
+      rep.precond_note = detail::concat(rep.preconditioner, " met p^T A p <= 0 (A is not positive definite)");
+      EigOptions plain = o;
+      plain.inner_iters = 0;
+      ops.reset();
+      if constexpr (cuda) {
+        ops.emplace(*Aop, Bop.get(), nullptr, max_cols, Communicator(), o.spmm);
+        ops->prepare(b);
+      } else {
+        ops.emplace(*Aop, Bop.get(), nullptr, Communicator());
+      }
+      rep.preconditioner = "none";
+      run(*ops, refinement, plain, st, rep);
+      rep.solve_seconds += failed_seconds;
+    }
     rep.backend = to_string(std::decay_t<decltype(ex)>::backend);
     rep.device = ex.device();
     if constexpr (cuda) rep.spmm_kernel = ops->spmm_kernel(b);

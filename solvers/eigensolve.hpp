@@ -40,7 +40,9 @@ struct EigOptions {
   /// chooses so.
   PrecondOptions precond{PrecondKind::None};
   /// When setting the preconditioner up fails (Chebyshev's λmax estimate does not settle, A is not
-  /// SPD, a zero diagonal), use Jacobi instead, or none; EigReport::precond_note says why.
+  /// SPD, a zero diagonal), use Jacobi instead, or none; and where LOBPCG does not converge and
+  /// its inner CG met pᵀA·p ≤ 0 (A symmetric but not positive definite), run it again with
+  /// neither. EigReport::precond_note says why.
   bool precond_fallback = false;
   /// Build the preconditioner from B instead of A (generalized problem only): for the largest
   /// pairs, M⁻¹ ≈ B⁻¹ turns the residual into one of B⁻¹A, which is what converges there.

@@ -52,6 +52,10 @@ class InnerSolveOps {
   template <class... A> void residuals(A&&... a) { o_.residuals(std::forward<A>(a)...); }  ///< as Ops
   template <class... A> void fill_random(A&&... a) { o_.fill_random(std::forward<A>(a)...); }  ///< as Ops
 
+  /// Whether some step met pᵀA·p ≤ 0 for a direction p ≠ 0: A is not positive definite, so the
+  /// inner CG (and a preconditioner built for an SPD A) cannot approximate A⁻¹.
+  bool met_nonpositive_curvature() const { return nonpositive_curvature_; }
+
   /// Z = PCG_m(A, R): up to `iters` steps of PCG with the backend's M on each column, from zero.
   void precondition(index_t N, const double* R, index_t ldr, double* Z, index_t ldz) {
     if (N == 0) return;
@@ -77,6 +81,7 @@ class InnerSolveOps {
       o_.gram(p, N, N, q, N, N, G.data());  // diag: p_jᵀA·p_j
       for (index_t j = 0; j < N; ++j) {
         const double pq = G[cm(j, j, N)];
+        if (live[j] && std::isfinite(pq) && pq <= 0) nonpositive_curvature_ = true;
         live[j] = live[j] && finite_positive(pq);
         alpha[j] = live[j] ? rho[j] / pq : 0.0;
       }
@@ -117,6 +122,7 @@ class InnerSolveOps {
   double rtol2_;
   Block r_, w_, p_, q_;
   index_t width_ = 0;
+  bool nonpositive_curvature_ = false;
 };
 
 }  // namespace krysp

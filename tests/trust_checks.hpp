@@ -289,6 +289,48 @@ inline void trust_repeated(Backend backend) {
   check_both_ends(A, ref, backend);
 }
 
+/// Trust: a symmetric indefinite A (the 2-D Laplacian 24 × 24 minus 1.5·I, analytic eigenvalues,
+/// the smallest ones negative). LOBPCG needs only symmetry; the auto options' inner CG and
+/// Chebyshev need A positive definite, meet pᵀA·p ≤ 0, and are dropped for a run without them:
+/// converged, right, and the report says why. With that fallback off, whatever reports success
+/// must still be right.
+inline void trust_indefinite(Backend backend) {
+  const index_t m = 24;
+  const double shift = 1.5;
+  const auto L = laplacian_2d(m, m);
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i < L.rows(); ++i)
+    for (index_t k = L.row_ptr()(i); k < L.row_ptr()(i + 1); ++k) {
+      I.push_back(i);
+      J.push_back(L.col_idx()(k));
+      V.push_back(L.values()(k) - (L.col_idx()(k) == i ? shift : 0.0));
+    }
+  const auto A = CsrMatrix<double>::from_triplets(L.rows(), L.rows(), I, J, V);
+  std::vector<double> ref;
+  for (index_t i = 1; i <= m; ++i)
+    for (index_t j = 1; j <= m; ++j)
+      ref.push_back(4 - 2 * std::cos(i * kPi / (m + 1)) - 2 * std::cos(j * kPi / (m + 1)) - shift);
+  std::sort(ref.begin(), ref.end());
+  const std::vector<double> want = wanted(ref, 4, EigWhich::Smallest);
+  REQUIRE(want.back() < 0);
+  EigOptions o = auto_options(A, 4, EigWhich::Smallest, backend);
+  REQUIRE(o.inner_iters > 0);
+  const EigReport r = eigensolve(A, nullptr, o);
+  CAPTURE(std::string(to_string(r.status)));
+  CAPTURE(r.iterations);
+  CAPTURE(r.precond_note);
+  CHECK(r.precond_note.find("not positive definite") != std::string::npos);
+  CHECK(r.preconditioner == "none");
+  CHECK(trustworthy(A, r, want, 1e-6));
+  CHECK(r.verification.rfind("passed", 0) == 0);
+  o.precond_fallback = false;
+  const EigReport kept = eigensolve(A, nullptr, o);
+  CAPTURE(std::string(to_string(kept.status)));
+  CHECK(kept.precond_note.empty());
+  if (kept.converged()) CHECK(trustworthy(A, kept, want, 1e-6));
+}
+
 /// Trust: coefficient jumps (1e4) with anisotropy (100), and a badly scaled D*A*D, against LAPACK
 inline void trust_jumps_and_scaling(Backend backend) {
   const auto jumps = diffusion_3d(12, 1.0, 1.0, 0.01, 1e4);
@@ -715,6 +757,9 @@ inline void trust_shared_set(Backend backend, bool amg = false) {
   } \
   TEST_CASE(prefix "repeated eigenvalues (2-D Laplacian 30 x 30, analytic), both ends") { \
     krysp::test::trust_repeated(backend); \
+  } \
+  TEST_CASE(prefix "symmetric indefinite A: the auto options drop the inner CG and converge, vs analytic") { \
+    krysp::test::trust_indefinite(backend); \
   } \
   TEST_CASE(prefix "coefficient jumps (1e4) with anisotropy (100), and a badly scaled D*A*D, against LAPACK") { \
     krysp::test::trust_jumps_and_scaling(backend); \
