@@ -8,6 +8,7 @@
 #include "krysp/base/zero_fill.hpp"
 #include "krysp/solvers/cg.hpp"
 #include "krysp/solvers/executor.hpp"
+#include "krysp/solvers/problem_scale.hpp"
 #include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
@@ -19,7 +20,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 /// Everything one backend keeps between solves.
 struct CgSolver::Impl {
-  CsrMatrix<double> A;
+  CsrMatrix<double> A;  ///< the caller's, or its copy times 2^−a_exp
+  int a_exp = 0;        ///< problem_scale.hpp: A's entries far from 1 were rescaled by 2^−a_exp
   SolveOptions options;
   double setup_seconds = 0;
   std::shared_ptr<const MatrixOperator<double>> op;  ///< A on the backend (on the GPU with its SpMV plan)
@@ -72,15 +74,16 @@ CgSolver::CgSolver(const CsrMatrix<double>& A, const SolveOptions& options) : im
     const std::string why = symmetry_violation_cached(A, "A");
     KRYSP_REQUIRE(why.empty(), "CG: ", why, " (CG needs a symmetric positive definite matrix)");
   }
-  impl_->A = A;
+  impl_->a_exp = matrix_scale_exponent(A);
+  impl_->A = impl_->a_exp != 0 ? scaled_matrix(A, impl_->a_exp) : A;
   impl_->options = options;
   impl_->options.backend = resolve_backend(options.backend);
   if (impl_->cuda()) {
-    impl_->op = CudaExecutor{options.plan, {}, true}.matrix(A);  // the SpMV plan, now
+    impl_->op = CudaExecutor{options.plan, {}, true}.matrix(impl_->A);  // the SpMV plan, now
     impl_->db = DeviceArray<double>(std::size_t(A.rows()));
     impl_->dx = DeviceArray<double>(std::size_t(A.rows()));
   } else {
-    impl_->op = HostExecutor{}.matrix(A);
+    impl_->op = HostExecutor{}.matrix(impl_->A);
   }
   impl_->set_up_preconditioner();
   if (impl_->cuda()) cuda_synchronize();
@@ -98,7 +101,13 @@ int CgSolver::preconditioner_setups() const { return impl_->precond_setups; }
 
 void CgSolver::update_values(const std::vector<double>& values) {
   const auto t0 = Clock::now();
-  impl_->A.set_values(values);  // the device mirror follows; the plan's structure is unchanged
+  if (impl_->a_exp != 0) {  // the rescaled copy: new values on the same scale
+    std::vector<double> scaled = values;
+    scale_by_power_of_two(scaled, -impl_->a_exp);
+    impl_->A.set_values(scaled);
+  } else {
+    impl_->A.set_values(values);  // the device mirror follows; the plan's structure is unchanged
+  }
   impl_->set_up_preconditioner();
   impl_->setup_seconds = since(t0);
 }
@@ -117,7 +126,7 @@ SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bo
   require_device_vector(d_b, "b");
   require_device_vector(d_x, "x");
   const std::size_t bytes = std::size_t(n) * sizeof(double);
-  if (s.options.backend != Backend::Cuda) {  // the host backend: through host memory
+  if (s.options.backend != Backend::Cuda || s.a_exp != 0) {  // the host backend, or a rescaled A: through host memory
     std::vector<double> b(static_cast<std::size_t>(n)), x;
     detail::copy_to_host(b.data(), d_b, bytes);
     if (!zero_x0) {
@@ -148,6 +157,26 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   KRYSP_REQUIRE(b.size() == n, "solve: b has ", b.size(), " entries, matrix has ", n, " rows");
   const bool zero_x0 = x.empty();  // no initial guess: x0 = 0, zeroed on the device rather than uploaded
   KRYSP_REQUIRE(zero_x0 || x.size() == n, "solve: x0 has ", x.size(), " entries, matrix has ", n, " rows");
+  const int b_exp = scale_exponent(b.data(), n);
+  if (s.a_exp == 0 && b_exp == 0) return solve_as_given(b, x, s.options.cg);
+  // A·2^−a_exp · x' = b·2^−b_exp: x' = x·2^(a_exp − b_exp), residuals 2^−b_exp times the user's.
+  std::vector<double> bs = b;
+  scale_by_power_of_two(bs, -b_exp);
+  scale_by_power_of_two(x, s.a_exp - b_exp);
+  CgOptions cg = s.options.cg;
+  cg.atol = std::ldexp(cg.atol, -b_exp);
+  SolveReport rep = solve_as_given(bs, x, cg);
+  scale_by_power_of_two(x, b_exp - s.a_exp);
+  rep.b_norm = std::ldexp(rep.b_norm, b_exp);
+  rep.true_residual_norm = std::ldexp(rep.true_residual_norm, b_exp);
+  scale_by_power_of_two(rep.residual_history, b_exp);
+  return rep;
+}
+
+SolveReport CgSolver::solve_as_given(const std::vector<double>& b, std::vector<double>& x, const CgOptions& cg_options) {
+  Impl& s = *impl_;
+  const std::size_t n = std::size_t(s.A.rows());
+  const bool zero_x0 = x.empty();
   // The GPU path sizes a zero x while the device iterates (base/zero_fill.hpp); the host's now.
   std::optional<ZeroFill> sized;
   if (zero_x0 && s.options.backend == Backend::Cuda) sized.emplace(x, n);
@@ -158,7 +187,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
     s.db.upload(b.data(), n);
     if (zero_x0) s.dx.zero();
     else s.dx.upload(x.data(), n);
-    static_cast<SolveResult&>(rep) = cg(*s.dev_ops, s.db, s.dx, s.options.cg);
+    static_cast<SolveResult&>(rep) = cg(*s.dev_ops, s.db, s.dx, cg_options);
     if (sized) sized->wait();
     s.dx.download(x.data(), n);
     rep.device = cuda_device_name();
@@ -167,7 +196,7 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
     auto vb = s.host_ops->vector(), vx = s.host_ops->vector();
     std::copy(b.begin(), b.end(), vb.data());
     std::copy(x.begin(), x.end(), vx.data());
-    static_cast<SolveResult&>(rep) = cg(*s.host_ops, vb, vx, s.options.cg);
+    static_cast<SolveResult&>(rep) = cg(*s.host_ops, vb, vx, cg_options);
     std::copy(vx.data(), vx.data() + n, x.begin());
     rep.device = "host";
     rep.spmv_kernel = "host-reference";

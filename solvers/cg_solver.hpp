@@ -15,7 +15,9 @@ class CgSolver {
  public:
   /// Sets up for A on the backend `options.backend` resolves to (see resolve_backend): the SpMV
   /// plan (CUDA), the preconditioner, the workspace. A's storage is shared, not copied (a
-  /// device-borrowed A stays the caller's memory). Throws InputError for a non-square A or a
+  /// device-borrowed A stays the caller's memory), except where A's entries lie beyond
+  /// 2^±kScaleExponentLimit (problem_scale.hpp): then the solver holds a copy times a power of two,
+  /// and values change through update_values() only. Throws InputError for a non-square A or a
   /// preconditioner A does not allow.
   explicit CgSolver(const CsrMatrix<double>& A, const SolveOptions& options = {});
   ~CgSolver();
@@ -27,14 +29,17 @@ class CgSolver {
   /// Solves A·x = b with x as the initial guess (resized and zeroed if empty). When A's values
   /// changed since the preconditioner was set up (A.values_version() moved on: set_values or
   /// notify_values_changed on any copy of A), the preconditioner is set up again first; the plan
-  /// stays.
+  /// stays. A b (or an A) whose entries lie beyond 2^±kScaleExponentLimit is solved as b·2^−e
+  /// (problem_scale.hpp), exactly, and x and the residual norms reported are scaled back.
   SolveReport solve(const std::vector<double>& b, std::vector<double>& x);
 
   /// Solves A·x = b for vectors in device memory, for codes whose data live on the GPU: d_b and
   /// d_x hold n = A.rows() doubles each (cudaMalloc'd or managed memory on the current device;
   /// InputError for a null, host or wrong-size argument, naming it). x0 is d_x's content, or
   /// zero with zero_x0 (d_x is then not read). On the CUDA backend nothing crosses the bus but
-  /// the loop's scalars; on the host backend b and x go through the host.
+  /// the loop's scalars; on the host backend, or where A was rescaled, b and x go through the
+  /// host. b is not rescaled here (its entries are not read on the host): keep them within
+  /// 2^±kScaleExponentLimit, or use solve().
   SolveReport solve_device(const double* d_b, double* d_x, index_t n, bool zero_x0 = false);
 
   /// Replaces A's values, keeping its structure (values.size() == nnz; InputError otherwise). The
@@ -46,7 +51,8 @@ class CgSolver {
   const SolveOptions& options() const;
   /// The SpMV plan (null on the host backend).
   const SpmvPlan<double>* plan() const;
-  /// The matrix this solver is bound to (shares storage with the one given to the constructor).
+  /// The matrix this solver is bound to (shares storage with the one given to the constructor,
+  /// unless it was rescaled: see the constructor).
   const CsrMatrix<double>& matrix() const;
   /// How many times the preconditioner was set up: 1 after construction, one more per values
   /// change seen (update_values, or a solve() after A.values_version() moved on). A preconditioner
@@ -56,6 +62,8 @@ class CgSolver {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  /// solve() on the numbers as they are, with `cg` (its atol on that scale).
+  SolveReport solve_as_given(const std::vector<double>& b, std::vector<double>& x, const CgOptions& cg);
 };
 
 }  // namespace krysp

@@ -19,6 +19,7 @@
 #include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/inverse_refine.hpp"
 #include "krysp/solvers/lobpcg.hpp"
+#include "krysp/solvers/problem_scale.hpp"
 #include "krysp/solvers/missed_eigenvalue_check.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 
@@ -502,6 +503,31 @@ void set_accuracy_floor(EigReport& rep) {
 
 EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
                      const ColumnBlock& x0, const ColumnBlock& Y) {
+  // Start vectors and constraints are orthonormalized first, but their squares must not overflow
+  // or underflow on the way: columns far from 1 are scaled by a power of two (no rounding).
+  for (const ColumnBlock* v : {&x0, &Y}) {
+    const std::size_t count = v->values ? std::size_t(v->rows) * std::size_t(v->cols) : 0;
+    if (const int e = scale_exponent(v->values, count); e != 0) {
+      std::vector<double> scaled(v->values, v->values + count);
+      scale_by_power_of_two(scaled, -e);
+      const ColumnBlock sv{v->rows, v->cols, scaled.data()};
+      return v == &x0 ? eigensolve(A, B, o, sv, Y) : eigensolve(A, B, o, x0, sv);
+    }
+  }
+  // problem_scale.hpp: A's entries far from 1 would under- or overflow in LOBPCG's Gram matrices
+  // and norms. A·2^−e has the same eigenvectors and eigenvalues 2^−e times A's, exactly.
+  if (const int e = B ? 0 : matrix_scale_exponent(A); e != 0 && A.rows() == A.cols()) {
+    EigOptions os = o;
+    if (o.lobpcg.convergence == EigConvergence::Absolute) os.lobpcg.tol = std::ldexp(o.lobpcg.tol, -e);
+    EigReport rep = eigensolve(scaled_matrix(A, e), nullptr, os, x0, Y);
+    for (double& l : rep.eigenvalues) l = std::ldexp(l, e);
+    scale_by_power_of_two(rep.residual_norms, e);
+    rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, e);
+    rep.complement_bound = std::ldexp(rep.complement_bound, e);
+    if (rep.verification != "off")  // its figures are the rescaled A's
+      rep.verification += detail::concat(" (figures of A scaled by 2^", -e, ")");
+    return rep;
+  }
   if (!profile_requested(o)) {
     EigReport rep = eigensolve_impl(A, B, o, x0, Y, nullptr);
     set_accuracy_floor(rep);

@@ -14,6 +14,7 @@
 #include "krysp/solvers/cg_solver.hpp"
 #include "krysp/solvers/cuda/block_cg_kernels.hpp"
 #include "krysp/solvers/executor.hpp"
+#include "krysp/solvers/problem_scale.hpp"
 #include "krysp/sparse/symmetry.hpp"
 
 namespace krysp {
@@ -164,6 +165,22 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   KRYSP_REQUIRE(zero_x0 || X.size() == ns, "solve_block: X0 has ", X.size(), " entries, expected n*s = ", A.rows(),
                 "*", s);
   KRYSP_REQUIRE(o.block_group >= 0, "solve_block: block_group = ", o.block_group, " (0 or a positive width)");
+  const int a_exp = matrix_scale_exponent(A), b_exp = scale_exponent(B.data(), B.size());
+  if (a_exp != 0 || b_exp != 0) {  // problem_scale.hpp: solved exactly as A·2^−a_exp, B·2^−b_exp
+    std::vector<double> Bs = B;
+    scale_by_power_of_two(Bs, -b_exp);
+    scale_by_power_of_two(X, a_exp - b_exp);
+    SolveOptions os = o;
+    os.cg.atol = std::ldexp(o.cg.atol, -b_exp);
+    BlockSolveReport rep = solve_block(a_exp != 0 ? scaled_matrix(A, a_exp) : A, Bs, s, X, os);
+    scale_by_power_of_two(X, b_exp - a_exp);
+    for (ColumnResult& c : rep.columns) {
+      c.b_norm = std::ldexp(c.b_norm, b_exp);
+      c.true_residual_norm = std::ldexp(c.true_residual_norm, b_exp);
+      scale_by_power_of_two(c.residual_history, b_exp);
+    }
+    return rep;
+  }
   const Backend backend = resolve_backend(o.backend);
   const bool grouped = o.block_group > 0 && s > o.block_group;
   // The GPU path sizes a zero X itself, while the device iterates; the others need it now.

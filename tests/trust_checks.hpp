@@ -420,6 +420,88 @@ inline void trust_missed_eigenvalue(Backend backend) {
   CHECK(trustworthy(A, checked, ref, 1e-6));
 }
 
+/// ‖v‖₂ without squaring entries that under- or overflow (each scaled by the largest first).
+inline double robust_norm(const std::vector<double>& v) {
+  double m = 0, s = 0;
+  for (double e : v) m = std::max(m, std::abs(e));
+  if (!(m > 0)) return m;
+  for (double e : v) s += (e / m) * (e / m);
+  return m * std::sqrt(s);
+}
+
+/// ‖b − A·x‖/‖b‖ by robust_norm.
+inline double robust_relative_residual(const CsrMatrix<double>& A, const std::vector<double>& b,
+                                       const double* x) {
+  std::vector<double> r(b.size());
+  A.multiply_host(x, r.data());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = b[i] - r[i];
+  return robust_norm(r) / robust_norm(b);
+}
+
+/// Trust: problems whose numbers lie far from 1 (the 2-D Laplacian 20 × 20 times 2^±600, about
+/// 1e±180, and a right-hand side of 2^−1000 for the plain one). Their squares under- or overflow:
+/// ‖b‖² = 0 once read as b = 0, "converged" with x = 0. CG and block CG must meet rtol by the
+/// true residual recomputed here (without squaring), and LOBPCG match the analytic eigenvalues,
+/// also from start vectors of 2^900.
+inline void trust_extreme_scales(Backend backend) {
+  const index_t m = 20, n = m * m;
+  const auto L = laplacian_2d(m, m);
+  std::vector<double> lambda;
+  for (index_t i = 1; i <= m; ++i)
+    for (index_t j = 1; j <= m; ++j) lambda.push_back(4 - 2 * std::cos(i * kPi / (m + 1)) - 2 * std::cos(j * kPi / (m + 1)));
+  std::sort(lambda.begin(), lambda.end());
+  for (int e : {-600, 0, 600}) {
+    CAPTURE(e);
+    std::vector<double> v(L.values().data(), L.values().data() + L.nnz());
+    for (double& x : v) x = std::ldexp(x, e);
+    std::vector<index_t> rp(L.row_ptr().data(), L.row_ptr().data() + n + 1), ci(L.col_idx().data(), L.col_idx().data() + L.nnz());
+    const auto A = CsrMatrix<double>::from_arrays(n, n, rp, ci, v);
+    std::vector<double> ones(std::size_t(n), 1.0), b(ones.size());
+    A.multiply_host(ones.data(), b.data());
+    if (e == 0)
+      for (double& x : b) x = std::ldexp(x, -1000);  // a plain A, a right-hand side of 1e-301
+    for (PrecondKind pc : {PrecondKind::None, PrecondKind::Jacobi, PrecondKind::Amg}) {
+      CAPTURE(std::string(to_string(pc)));
+      SolveOptions o;
+      o.backend = backend;
+      o.precond.kind = pc;
+      o.cg.rtol = 1e-8;
+      std::vector<double> x;
+      const SolveReport r = solve(A, b, x, o);
+      CAPTURE(std::string(to_string(r.status)));
+      CHECK(r.converged());
+      CHECK(robust_relative_residual(A, b, x.data()) <= 1.01e-8);
+      CHECK(std::abs(r.b_norm / robust_norm(b) - 1) < 1e-12);
+    }
+    std::vector<double> B(3 * std::size_t(n)), X;
+    for (int c = 0; c < 3; ++c)
+      for (index_t i = 0; i < n; ++i) B[std::size_t(c) * n + i] = b[std::size_t(i)] * (1 + 0.25 * c * std::sin(0.1 * i));
+    SolveOptions o;
+    o.backend = backend;
+    o.cg.rtol = 1e-8;
+    const BlockSolveReport br = solve_block(A, B, 3, X, o);
+    CHECK(br.converged());
+    for (int c = 0; c < 3; ++c) {
+      const std::vector<double> bc(B.begin() + std::ptrdiff_t(c) * n, B.begin() + std::ptrdiff_t(c + 1) * n);
+      CHECK(robust_relative_residual(A, bc, X.data() + std::size_t(c) * n) <= 1.01e-8);
+    }
+    const std::vector<double> x0 = [&] {
+      std::vector<double> r = test::random_vector(std::size_t(n) * 2);
+      for (double& x : r) x = std::ldexp(x, 900);
+      return r;
+    }();
+    for (bool start : {false, true}) {
+      CAPTURE(start);
+      const EigOptions eo = auto_options(A, 4, EigWhich::Smallest, backend);
+      const EigReport er = start ? eigensolve(A, nullptr, eo, ColumnBlock{n, 2, x0.data()}) : eigensolve(A, nullptr, eo);
+      CAPTURE(std::string(to_string(er.status)));
+      CHECK(er.converged());
+      REQUIRE(er.eigenvalues.size() == 4);
+      for (int j = 0; j < 4; ++j) CHECK(std::abs(er.eigenvalues[j] / std::ldexp(lambda[j], e) - 1) <= 1e-5);
+    }
+  }
+}
+
 /// Trust: CG and block CG report converged only when b - A*x meets rtol
 inline void trust_cg(Backend backend) {
   // 3-D diffusion with jumps 1e4 and anisotropy 100 (the held-out kind of problem, where the
@@ -757,6 +839,9 @@ inline void trust_shared_set(Backend backend, bool amg = false) {
   } \
   TEST_CASE(prefix "repeated eigenvalues (2-D Laplacian 30 x 30, analytic), both ends") { \
     krysp::test::trust_repeated(backend); \
+  } \
+  TEST_CASE(prefix "numbers near 1e-180 and 1e180 (squares out of range): CG, block CG, LOBPCG still right") { \
+    krysp::test::trust_extreme_scales(backend); \
   } \
   TEST_CASE(prefix "symmetric indefinite A: the auto options drop the inner CG and converge, vs analytic") { \
     krysp::test::trust_indefinite(backend); \

@@ -1,0 +1,38 @@
+#include "krysp/solvers/problem_scale.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace krysp {
+
+int scale_exponent(const double* v, std::size_t n) {
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(v[i]));
+  if (!(m > 0) || !std::isfinite(m)) return 0;  // zero, NaN or Inf: the solvers report those
+  int e = 0;
+  std::frexp(m, &e);
+  return std::abs(e) > kScaleExponentLimit ? e : 0;
+}
+
+int matrix_scale_exponent(const CsrMatrix<double>& A) {
+  if (A.is_device_borrowed() || A.nnz() == 0) return 0;
+  return scale_exponent(A.values().data(), std::size_t(A.nnz()));
+}
+
+CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e) {
+  std::vector<index_t> row_ptr(std::size_t(A.rows()) + 1), col(std::size_t(A.nnz()));
+  std::vector<double> val(std::size_t(A.nnz()));
+  for (index_t i = 0; i <= A.rows(); ++i) row_ptr[std::size_t(i)] = A.row_ptr()(i);
+  for (index_t k = 0; k < A.nnz(); ++k) {
+    col[std::size_t(k)] = A.col_idx()(k);
+    val[std::size_t(k)] = std::ldexp(A.values()(k), -e);
+  }
+  return CsrMatrix<double>::from_arrays(A.rows(), A.cols(), row_ptr, col, val);
+}
+
+void scale_by_power_of_two(std::vector<double>& v, int e) {
+  if (e == 0) return;
+  for (double& x : v) x = std::ldexp(x, e);
+}
+
+}  // namespace krysp

@@ -1,0 +1,30 @@
+#pragma once
+/// \file problem_scale.hpp
+/// Power-of-two scaling of problems whose numbers lie far from 1. CG and LOBPCG square them in
+/// their inner products: entries near 1e-160 square to below the smallest double, so ‖b‖² = 0
+/// reads as b = 0 ("converged", x = 0) and ‖r‖² stops meaning anything; near 1e160 they overflow.
+/// Multiplying by 2^e is exact in binary floating point (short of the subnormal range), so the
+/// solvers run on A·2^−e_A and b·2^−e_b and their results are scaled back: the iterates are those
+/// of the original problem, bit for bit, wherever both are representable.
+#include <cstddef>
+#include <vector>
+
+#include "krysp/sparse/csr.hpp"
+
+namespace krysp {
+
+/// The |log2| of a largest magnitude beyond which a problem is rescaled (2^100 ≈ 1.3e30):
+/// within it, squares of residuals 1e16 times smaller than the entries stay normal doubles.
+inline constexpr int kScaleExponentLimit = 100;
+
+/// The e with max_i |v_i| = m·2^e, m in [0.5, 1), when that maximum is finite and nonzero and
+/// |e| > kScaleExponentLimit; otherwise 0 (leave the numbers as they are).
+int scale_exponent(const double* v, std::size_t n);
+/// scale_exponent of A's values; 0 for a device-borrowed matrix, whose values stay on the device.
+int matrix_scale_exponent(const CsrMatrix<double>& A);
+/// A new host matrix with A's structure and its values times 2^−e.
+CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e);
+/// v ← v·2^e.
+void scale_by_power_of_two(std::vector<double>& v, int e);
+
+}  // namespace krysp
