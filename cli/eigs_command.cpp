@@ -172,10 +172,8 @@ int report_eigs(const EigReport& rep, const EigOptions& opt, const std::string& 
     if (!quiet) std::printf("krysp: wrote %s\n", out.c_str());
   }
   if (rep.status == EigStatus::NotPositiveDefinite) {
-    std::fprintf(stderr,
-                 "krysp: error: %s: the B-Gram matrices of the basis stayed indefinite or singular: B is not "
-                 "symmetric positive definite\n",
-                 bpath.empty() ? path.c_str() : bpath.c_str());
+    std::fprintf(stderr, "krysp: error: %s: %s: B is not symmetric positive definite\n",
+                 bpath.empty() ? path.c_str() : bpath.c_str(), rep.status_note.c_str());
     return kExitBadInput;
   }
   return rep.converged() ? kExitOk : kExitNotConverged;

@@ -15,6 +15,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/base/phase_profile.hpp"
 #include "krysp/solvers/dense_eigensolve.hpp"
+#include "krysp/solvers/envelope_cholesky.hpp"
 #include "krysp/solvers/executor.hpp"
 #include "krysp/solvers/inner_solve.hpp"
 #include "krysp/solvers/inverse_refine.hpp"
@@ -375,6 +376,22 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
       KRYSP_REQUIRE(d > 0, "eigs: B(", i + 1, ",", i + 1, ") = ", d,
                     d == 0 ? " (zero or not stored)" : "", "; B must be symmetric positive definite");
       bdiag = std::max(bdiag, d);
+    }
+    // A positive diagonal does not make B positive definite, and LOBPCG may then converge to pairs
+    // of the wrong pencil and miss others (a B slightly indefinite leaves its Gram matrices SPD on
+    // the search space). Where factoring it is cheap, its Cholesky factor decides.
+    const EnvelopeCholesky::Cost c = EnvelopeCholesky::cost(*B);
+    if (c.flops <= kBCheckMaxFlops && double(c.entries) <= kBCheckMaxFlops && !EnvelopeCholesky::factor(*B, c)) {
+      EigReport rep;
+      rep.status = EigStatus::NotPositiveDefinite;
+      rep.status_note = "its Cholesky factorization met a pivot <= 0";
+      rep.k = o.lobpcg.k;
+      rep.n = n;
+      rep.which = to_string(o.lobpcg.which);
+      rep.preconditioner = "none (not run)";
+      rep.backend = to_string(resolve_backend(o.backend));
+      rep.setup_seconds = since(t0);
+      return rep;
     }
   }
   if (dense) {

@@ -24,6 +24,9 @@ inline constexpr index_t kSpectralFlipMinRows = 100000;
 inline constexpr double kRefineDirectMaxFlops = 2e10;
 /// The most entries the refinement's envelope Cholesky factor may hold (400 MB).
 inline constexpr double kRefineDirectMaxEntries = 5e7;
+/// The most multiply-adds (and envelope entries) eigensolve spends factoring a generalized
+/// problem's B to prove it positive definite (about 0.1 s on one core); a larger B is not checked.
+inline constexpr double kBCheckMaxFlops = 2e8;
 
 /// Default EigOptions::inner_rtol.
 inline constexpr double kDefaultInnerRtol = 0.1;
@@ -109,6 +112,9 @@ struct EigReport : EigResult {
   std::string which;
   std::string preconditioner;    ///< what was used: none, jacobi, chebyshev, ...; "(B)" when built from B
   std::string precond_note;      ///< why the requested preconditioner was replaced (precond_fallback)
+  /// What showed B not positive definite (status NotPositiveDefinite): its Cholesky factor, tried
+  /// first where cheap (kBCheckMaxFlops), or LOBPCG's B-Gram matrices.
+  std::string status_note = "the B-Gram matrices of the basis stayed indefinite or singular";
   std::string backend;          ///< "cuda" or "host"
   std::string device;           ///< GPU name, or "host"
   std::string spmm_kernel;      ///< the SpMM plan's choice for N = b (CUDA), or "host-reference"

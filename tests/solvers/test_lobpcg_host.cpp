@@ -438,6 +438,19 @@ TEST_CASE("LOBPCG host: B not positive definite is reported, not iterated on") {
   const auto B2 = CsrMatrix<double>::from_triplets(n, n, I, J, V2);
   CHECK_THROWS_WITH_AS(eigensolve(A, &B2, host_options(4, EigWhich::Smallest, 1e-8, PrecondKind::None)),
                        doctest::Contains("B(1,1) = -1"), InputError);
+  // Slightly indefinite (the 2-D Laplacian 30 x 30 minus 0.05 I: λmin −0.03, the diagonal 3.95): LOBPCG's
+  // B-Gram matrices stay SPD on its search space, and it converged to pairs of a pencil that has one at
+  // −141 it never found. B's Cholesky factor refuses it first.
+  const auto L = laplacian_2d(30, 30);
+  std::vector<index_t> I3, J3;
+  std::vector<double> V3;
+  for (index_t i = 0; i < L.rows(); ++i)
+    for (index_t k = L.row_ptr()(i); k < L.row_ptr()(i + 1); ++k)
+      I3.push_back(i), J3.push_back(L.col_idx()(k)), V3.push_back(L.values()(k) - (L.col_idx()(k) == i ? 0.05 : 0.0));
+  const auto B3 = CsrMatrix<double>::from_triplets(L.rows(), L.rows(), I3, J3, V3);
+  const auto r3 = eigensolve(L, &B3, host_options(4, EigWhich::Smallest, 1e-8, PrecondKind::Jacobi));
+  CHECK(r3.status == EigStatus::NotPositiveDefinite);
+  CHECK(r3.status_note.find("Cholesky") != std::string::npos);
 }
 
 TEST_CASE("LOBPCG host: constraints (deflation): eigenvectors B-orthogonal to Y to 1e-10") {
