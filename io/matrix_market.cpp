@@ -547,7 +547,10 @@ index_t sort_and_merge_rows(index_t rows, index_t* rp, index_t* ci, T* va) {
     if (!increasing) sort_row(ci + b, va + b, e - b, scratch);
     for (index_t k = b; k < e; ++k) {
       if (out > rp[r] && ci[out - 1] == ci[k]) {
-        va[out - 1] += va[k];  // duplicate (r, c): summed
+        va[out - 1] += va[k];  // duplicate (r, c): summed, and finite values may sum to an overflow
+        if (!std::isfinite(double(va[out - 1])))
+          KRYSP_THROW(InputError, "duplicate entries at (", r + 1, ",", ci[k] + 1, ") sum to ", double(va[out - 1]),
+                      ", which is not finite");
       } else {
         ci[out] = ci[k];
         va[out] = va[k];

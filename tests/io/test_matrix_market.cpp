@@ -519,6 +519,9 @@ TEST_CASE("MatrixMarket NaN, Inf and overflowing values are refused") {
   expect_error(kGeneral + "1 1 1\n1 1 -1e999\n", 3, "not finite");
   expect_error(kGeneral + "1 1 1\n1 1 1e39\n", 3, "value '1e39' overflows float", Reader::SparseFloat);
   expect_error(kArray + "1 1\nNaN\n", 3, "not finite", Reader::Dense);
+  // Finite duplicates whose sum overflows (they are summed once the file is read).
+  CHECK_THROWS_WITH_AS(io::parse_matrix_market<double>(kGeneral + "2 2 2\n2 1 1.5e308\n2 1 1.5e308\n", "dup.mtx"),
+                       doctest::Contains("duplicate entries at (2,1) sum to inf"), InputError);
   // Underflow is not an error: it reads as 0 (or a subnormal).
   const auto A = io::parse_matrix_market<double>(kGeneral + "1 1 1\n1 1 1e-400\n", "under.mtx");
   CHECK(A.values()(0) == 0.0);
