@@ -17,6 +17,7 @@
 #include "krysp/cli/distributed_io.hpp"
 #include "krysp/cli/mpi_session.hpp"
 #include "krysp/cli/throttle.hpp"
+#include "krysp/io/atomic_file.hpp"
 #include "krysp/io/hdf5_result.hpp"
 #include "krysp/io/matrix_market.hpp"
 #include "krysp/solvers/dense_eigensolve.hpp"
@@ -31,7 +32,8 @@ const char* const kEigsUsage =
     "The K extreme eigenpairs of a symmetric A (A x = lambda x), or of A x = lambda B x with B\n"
     "symmetric positive definite, by LOBPCG (block, preconditioned, soft locking).\n"
     "\n"
-    "  -k K, --k K          number of eigenpairs (required)\n"
+    "  -k K, --k K          number of eigenpairs (required; at most 256 by LOBPCG, whose block is\n"
+    "                       at most 256 columns; 3K > n is solved densely whatever K)\n"
     "  --which W            smallest | largest                 (default smallest)\n"
     "  --B M.mtx            B of the generalized problem (same size as A, SPD)\n"
     "  --precond P          auto | none | jacobi | chebyshev | block-jacobi | amg\n"
@@ -304,6 +306,7 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     opt.inner_iters = kDefaultInnerIters;
   if (const Communicator* world = distributed_world())
     return eigs_mpi(*world, args, path, bpath, opt, auto_precond, out, quiet || world->rank() != 0);
+  if (!out.empty()) io::AtomicOutput probe(out);  // an unwritable --out fails now, not after the solve
 
   const auto t_read = std::chrono::steady_clock::now();
   const CsrMatrix<double> A = io::read_matrix_market<double>(path);

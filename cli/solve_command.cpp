@@ -14,6 +14,7 @@
 #include "krysp/cli/distributed_io.hpp"
 #include "krysp/cli/mpi_session.hpp"
 #include "krysp/cli/throttle.hpp"
+#include "krysp/io/atomic_file.hpp"
 #include "krysp/io/hdf5_result.hpp"
 #include "krysp/io/matrix_market.hpp"
 #include "krysp/precond/spd_block.hpp"
@@ -337,6 +338,7 @@ int solve_command(const std::vector<std::string>& argv) {
       };
     return solve_mpi(*world, args, path, opt, out, silent);
   }
+  if (!out.empty()) io::AtomicOutput probe(out);  // an unwritable --out fails now, not after the solve
 
   const auto t_read = std::chrono::steady_clock::now();
   const CsrMatrix<double> A = io::read_matrix_market<double>(path);
