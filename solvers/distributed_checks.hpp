@@ -1,12 +1,20 @@
 #pragma once
 /// \file distributed_checks.hpp
 /// What both distributed drivers (distributed_solve.cpp, distributed_eigensolve.cpp) refuse up
-/// front about the backend (internal, not installed). Call inside
-/// A.comm().collective() so that a refusal on one rank is the same InputError on every rank.
+/// front about the backend and the scale of the numbers (internal, not installed). The backend
+/// check goes inside A.comm().collective() so that a refusal on one rank is the same InputError
+/// on every rank; the scale check is collective itself.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
 #include "krysp/precond/preconditioner.hpp"
+#include "krysp/solvers/problem_scale.hpp"
 #include "krysp/solvers/solve.hpp"
+#include "krysp/sparse/dist_csr.hpp"
 
 namespace krysp::detail {
 
@@ -15,6 +23,28 @@ namespace krysp::detail {
 inline void check_distributed_backend(Backend backend, const char* who) {
   KRYSP_REQUIRE(backend != Backend::Cuda || cuda_device_available(), who,
                 ": the CUDA backend needs a GPU on every rank, and this one has none");
+}
+
+/// One process rescales problems far from 1 (problem_scale.hpp); the ranks refuse them beyond
+/// kRefuseExponentLimit instead, agreed over the ranks (collective): their squares would leave
+/// double's range, and CG could read ‖b‖² = 0 as b = 0. `v`: this rank's part of b (or of start
+/// vectors), possibly empty.
+inline void check_distributed_scale(const DistCsrMatrix& A, const std::vector<double>& v, const char* who) {
+  auto largest = [](const CsrMatrix<double>& M) {
+    double m = 0;
+    for (index_t k = 0; k < M.nnz(); ++k) m = std::max(m, std::abs(M.values()(k)));
+    return m;
+  };
+  double vm = 0;
+  for (double e : v) vm = std::max(vm, std::abs(e));
+  const double am = A.comm().max(std::max(largest(A.local_block()), largest(A.off_block())));
+  vm = A.comm().max(vm);
+  A.comm().collective([&] {
+    for (const auto& [name, m] : {std::pair<const char*, double>{"the matrix", am}, {"the vectors", vm}})
+      KRYSP_REQUIRE(scale_exponent(&m, 1, kRefuseExponentLimit) == 0, who, ": the largest entry of ", name, " is ",
+                    m, ", beyond 2^+-", kRefuseExponentLimit, ", where the distributed solvers' squares leave the "
+                    "range of double: scale the problem by a power of two first (one process does so itself)");
+  });
 }
 
 }  // namespace krysp::detail

@@ -72,6 +72,8 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   const auto t0 = Clock::now();
   const Communicator& comm = A.comm();
   check_request(A, B, o);
+  detail::check_distributed_scale(A, {}, "eigs");
+  if (B) detail::check_distributed_scale(*B, {}, "eigs (B)");
   LobpcgStart st;
   st.a_norm_floor = comm.max(detail::max_abs_diagonal(A.local_block()));  // the local block holds the diagonal
   st.b_norm_floor = B ? check_b_diagonal(*B) : 1.0;

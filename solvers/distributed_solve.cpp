@@ -98,6 +98,7 @@ SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>&
   });
   check_finite(A, b, "b");
   check_finite(A, x, "x0");
+  detail::check_distributed_scale(A, b, "CG");
   if (x.empty()) x.assign(m, 0.0);
   if (o.backend == Backend::Cuda) {
     const DeviceSide dev(A, o);
@@ -149,6 +150,7 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
   });
   check_finite(A, B, "B");
   check_finite(A, X, "X0");
+  detail::check_distributed_scale(A, B, "block CG");
   if (X.empty()) X.assign(ms, 0.0);
   if (o.backend == Backend::Cuda) {
     const DeviceSide dev(A, o);

@@ -5,13 +5,13 @@
 
 namespace krysp {
 
-int scale_exponent(const double* v, std::size_t n) {
+int scale_exponent(const double* v, std::size_t n, int limit) {
   double m = 0;
   for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(v[i]));
   if (!(m > 0) || !std::isfinite(m)) return 0;  // zero, NaN or Inf: the solvers report those
   int e = 0;
   std::frexp(m, &e);
-  return std::abs(e) > kScaleExponentLimit ? e : 0;
+  return std::abs(e) > limit ? e : 0;
 }
 
 int matrix_scale_exponent(const CsrMatrix<double>& A) {

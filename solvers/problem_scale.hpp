@@ -17,9 +17,13 @@ namespace krysp {
 /// within it, squares of residuals 1e16 times smaller than the entries stay normal doubles.
 inline constexpr int kScaleExponentLimit = 100;
 
+/// Where rescaling is not done (the distributed solvers), problems are refused beyond 2^±400
+/// (about 1e±120): past it, residuals 1e8 times smaller than the entries square out of range.
+inline constexpr int kRefuseExponentLimit = 400;
+
 /// The e with max_i |v_i| = m·2^e, m in [0.5, 1), when that maximum is finite and nonzero and
-/// |e| > kScaleExponentLimit; otherwise 0 (leave the numbers as they are).
-int scale_exponent(const double* v, std::size_t n);
+/// |e| > limit; otherwise 0 (leave the numbers as they are).
+int scale_exponent(const double* v, std::size_t n, int limit = kScaleExponentLimit);
 /// scale_exponent of A's values; 0 for a device-borrowed matrix, whose values stay on the device.
 int matrix_scale_exponent(const CsrMatrix<double>& A);
 /// A new host matrix with A's structure and its values times 2^−e.

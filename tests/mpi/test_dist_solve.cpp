@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "krysp/base/device_memory.hpp"
@@ -186,6 +187,10 @@ TEST_CASE("distributed CG: refusals are agreed on every rank") {
     const auto none = comm.allgather<char>(cuda_device_available() ? 0 : 1);
     if (std::count(none.begin(), none.end(), 1) == comm.size())  // CI; test_dist_device_solve runs it on GPUs
       CHECK_THROWS_WITH_AS(solve_distributed(D, b, x, o), doctest::Contains("needs a GPU on every rank"), InputError);
+  }
+  SUBCASE("a right-hand side near 1e-151 (one process rescales it; the ranks refuse it)") {
+    for (double& v : b) v = std::ldexp(v, -500);
+    CHECK_THROWS_WITH_AS(solve_distributed(D, b, x, options()), doctest::Contains("beyond 2^+-400"), InputError);
   }
   SUBCASE("a preconditioner that is not distributed") {
     CHECK_THROWS_WITH_AS(solve_distributed(D, b, x, options(PrecondKind::Amg)),
