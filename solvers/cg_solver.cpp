@@ -173,7 +173,8 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   return rep;
 }
 
-SolveReport CgSolver::solve_as_given(const std::vector<double>& b, std::vector<double>& x, const CgOptions& cg_options) {
+SolveReport CgSolver::solve_as_given(const std::vector<double>& b, std::vector<double>& x,
+                                     const CgOptions& cg_options) {
   Impl& s = *impl_;
   const std::size_t n = std::size_t(s.A.rows());
   const bool zero_x0 = x.empty();

@@ -1,5 +1,6 @@
 #include "krysp/solvers/problem_scale.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
