@@ -531,18 +531,29 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
       return v == &x0 ? eigensolve(A, B, o, sv, Y) : eigensolve(A, B, o, x0, sv);
     }
   }
-  // problem_scale.hpp: A's entries far from 1 would under- or overflow in LOBPCG's Gram matrices
-  // and norms. A·2^−e has the same eigenvectors and eigenvalues 2^−e times A's, exactly.
-  if (const int e = B ? 0 : matrix_scale_exponent(A); e != 0 && A.rows() == A.cols()) {
+  // problem_scale.hpp: entries far from 1 would under- or overflow in LOBPCG's Gram matrices and
+  // norms. A = 2^ea·A', B = 2^eb·B' (eb even): the pencil (A', B') has the eigenvalues
+  // λ' = λ·2^(eb−ea) and the B'-orthonormal vectors x' = x·2^(eb/2), its residuals 2^(eb/2−ea)
+  // times A's, exactly; the relative and norm-relative measures are the same.
+  const int ea = A.rows() == A.cols() ? matrix_scale_exponent(A) : 0;
+  const int eb = B && B->rows() == B->cols() ? matrix_scale_exponent(*B) + matrix_scale_exponent(*B) % 2 : 0;
+  if (ea != 0 || eb != 0) {
     EigOptions os = o;
-    if (o.lobpcg.convergence == EigConvergence::Absolute) os.lobpcg.tol = std::ldexp(o.lobpcg.tol, -e);
-    EigReport rep = eigensolve(scaled_matrix(A, e), nullptr, os, x0, Y);
-    for (double& l : rep.eigenvalues) l = std::ldexp(l, e);
-    scale_by_power_of_two(rep.residual_norms, e);
-    rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, e);
-    rep.complement_bound = std::ldexp(rep.complement_bound, e);
-    if (rep.verification != "off")  // its figures are the rescaled A's
-      rep.verification += detail::concat(" (figures of A scaled by 2^", -e, ")");
+    const int er = ea - eb / 2;  // the residuals' scale
+    if (o.lobpcg.convergence == EigConvergence::Absolute) os.lobpcg.tol = std::ldexp(o.lobpcg.tol, -er);
+    const CsrMatrix<double> As = ea != 0 ? scaled_matrix(A, ea) : A;
+    const std::optional<CsrMatrix<double>> Bs =
+        B ? std::optional<CsrMatrix<double>>(eb != 0 ? scaled_matrix(*B, eb) : *B) : std::nullopt;
+    EigReport rep = eigensolve(As, Bs ? &*Bs : nullptr, os, x0, Y);
+    for (double& l : rep.eigenvalues) l = std::ldexp(l, ea - eb);
+    scale_by_power_of_two(rep.residual_norms, er);
+    scale_by_power_of_two(rep.eigenvectors, -eb / 2);
+    rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, ea);
+    rep.b_norm_estimate = std::ldexp(rep.b_norm_estimate, eb);
+    rep.complement_bound = std::ldexp(rep.complement_bound, ea - eb);
+    set_accuracy_floor(rep);
+    if (rep.verification != "off")  // its figures are the rescaled pencil's
+      rep.verification += detail::concat(" (figures of A scaled by 2^", -ea, ", B by 2^", -eb, ")");
     return rep;
   }
   if (!profile_requested(o)) {

@@ -442,7 +442,8 @@ inline double robust_relative_residual(const CsrMatrix<double>& A, const std::ve
 /// 1e±180, and a right-hand side of 2^−1000 for the plain one). Their squares under- or overflow:
 /// ‖b‖² = 0 once read as b = 0, "converged" with x = 0. CG and block CG must meet rtol by the
 /// true residual recomputed here (without squaring), and LOBPCG match the analytic eigenvalues,
-/// also from start vectors of 2^900.
+/// also from start vectors of 2^900; a generalized problem with A and B scaled apart matches the
+/// plain one, its vectors B-orthonormal.
 inline void trust_extreme_scales(Backend backend) {
   const index_t m = 20, n = m * m;
   const auto L = laplacian_2d(m, m);
@@ -499,6 +500,31 @@ inline void trust_extreme_scales(Backend backend) {
       REQUIRE(er.eigenvalues.size() == 4);
       for (int j = 0; j < 4; ++j) CHECK(std::abs(er.eigenvalues[j] / std::ldexp(lambda[j], e) - 1) <= 1e-5);
     }
+  }
+  // A·x = λ·B·x with A = bcsstk07·2^300 (1e96) and B = bcsstm07·2^−401 (1e-121): the pencil's
+  // eigenvalues are the plain one's times 2^701 (1e213), its vectors B-orthonormal (about 2^200).
+  const auto K7 = test::load("bcsstk07"), M7 = test::load("bcsstm07");
+  auto times = [](const CsrMatrix<double>& M, int e) {
+    std::vector<double> v(M.values().data(), M.values().data() + M.nnz());
+    for (double& x : v) x = std::ldexp(x, e);
+    const index_t n = M.rows();
+    return CsrMatrix<double>::from_arrays(n, n, std::vector<index_t>(M.row_ptr().data(), M.row_ptr().data() + n + 1),
+                                          std::vector<index_t>(M.col_idx().data(), M.col_idx().data() + M.nnz()), v);
+  };
+  const auto Kb = times(K7, 300), Ms = times(M7, -401);
+  EigOptions go = auto_options(K7, 4, EigWhich::Smallest, backend);
+  const EigReport plain = eigensolve(K7, &M7, go), scaled = eigensolve(Kb, &Ms, go);
+  CAPTURE(std::string(to_string(scaled.status)));
+  REQUIRE(plain.converged());
+  REQUIRE(scaled.converged());
+  for (int j = 0; j < 4; ++j) {
+    CHECK(std::abs(scaled.eigenvalues[j] / std::ldexp(plain.eigenvalues[j], 701) - 1) <= 1e-6);
+    std::vector<double> x(std::size_t(K7.rows())), bx(x.size());
+    for (index_t i = 0; i < K7.rows(); ++i) x[std::size_t(i)] = scaled.eigenvectors[std::size_t(i) * 4 + j];
+    M7.multiply_host(x.data(), bx.data());  // B·x = 2^−401·M7·x
+    double xbx = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) xbx += x[i] * bx[i];
+    CHECK(std::abs(std::ldexp(xbx, -401) - 1) <= 1e-10);
   }
 }
 
