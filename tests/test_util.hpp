@@ -2,6 +2,8 @@
 // Helpers shared by the test suites.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,10 +27,22 @@ inline const std::vector<std::string>& spd_matrices() {
   return names;
 }
 
-/// Uniform random values in [lo, hi), fresh per call (seeded from the random device).
+/// The seed of random_vector: $KRYSP_TEST_SEED, or one from the random device. The test drivers
+/// print it, so that a failure on random inputs can be run again with the same ones.
+inline std::uint64_t test_seed() {
+  static const std::uint64_t seed = [] {
+    const char* e = std::getenv("KRYSP_TEST_SEED");
+    if (e && *e) return std::uint64_t(std::strtoull(e, nullptr, 10));
+    std::random_device rd;
+    return (std::uint64_t(rd()) << 32) ^ std::uint64_t(rd());
+  }();
+  return seed;
+}
+
+/// Uniform random values in [lo, hi), fresh per call (the stream of test_seed()).
 template <class T = double>
 std::vector<T> random_vector(std::size_t n, double lo = -1.0, double hi = 1.0) {
-  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mt19937_64 rng{test_seed()};
   std::uniform_real_distribution<double> d(lo, hi);
   std::vector<T> v(n);
   for (auto& e : v) e = T(d(rng));
