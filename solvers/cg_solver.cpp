@@ -113,6 +113,10 @@ void CgSolver::update_values(const std::vector<double>& values) {
 }
 
 namespace {
+/// The ‖b‖ that CgSolver::solve_device trusts from bᵀb on the device (2^∓400): outside, its squares
+/// may have left double's range (and b = 0 itself), so the solve goes through solve() instead.
+constexpr double kSolveDeviceMinNorm = 0x1p-400, kSolveDeviceMaxNorm = 0x1p400;
+
 /// InputError unless p is device (or managed) memory of the current device.
 void require_device_vector(const void* p, const char* what) {
   KRYSP_REQUIRE(p != nullptr, "solve_device: ", what, " is a null pointer");
@@ -126,7 +130,7 @@ SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bo
   require_device_vector(d_b, "b");
   require_device_vector(d_x, "x");
   const std::size_t bytes = std::size_t(n) * sizeof(double);
-  if (s.options.backend != Backend::Cuda || s.a_exp != 0) {  // the host backend, or a rescaled A: through host memory
+  auto through_host = [&] {  // solve() on host copies, which rescales b where it lies far from 1
     std::vector<double> b(static_cast<std::size_t>(n)), x;
     detail::copy_to_host(b.data(), d_b, bytes);
     if (!zero_x0) {
@@ -136,13 +140,17 @@ SolveReport CgSolver::solve_device(const double* d_b, double* d_x, index_t n, bo
     SolveReport rep = solve(b, x);
     detail::copy_to_device(d_x, x.data(), bytes);
     return rep;
-  }
+  };
+  if (s.options.backend != Backend::Cuda || s.a_exp != 0) return through_host();  // the host backend, or a rescaled A
   s.refresh_preconditioner();
   detail::copy_device_to_device(s.db.data(), d_b, bytes);  // the solver's own buffers: b and x may alias
   if (zero_x0) s.dx.zero();
   else detail::copy_device_to_device(s.dx.data(), d_x, bytes);
   SolveReport rep;
   static_cast<SolveResult&>(rep) = cg(*s.dev_ops, s.db, s.dx, s.options.cg);
+  // ‖b‖ from bᵀb: 0 for a b whose squares underflow, inf where they overflow. b is not read on the
+  // host otherwise; here d_x still holds x0, so the solve is done again through the host, rescaled.
+  if (!(rep.b_norm >= kSolveDeviceMinNorm && rep.b_norm <= kSolveDeviceMaxNorm)) return through_host();
   detail::copy_device_to_device(d_x, s.dx.data(), bytes);
   cuda_synchronize();
   rep.device = cuda_device_name();

@@ -38,8 +38,8 @@ class CgSolver {
   /// InputError for a null, host or wrong-size argument, naming it). x0 is d_x's content, or
   /// zero with zero_x0 (d_x is then not read). On the CUDA backend nothing crosses the bus but
   /// the loop's scalars; on the host backend, or where A was rescaled, b and x go through the
-  /// host. b is not rescaled here (its entries are not read on the host): keep them within
-  /// 2^±kScaleExponentLimit, or use solve().
+  /// host. Where ‖b‖ (from bᵀb on the device) is 0 or beyond 2^±400, so that its squares may have
+  /// left double's range, the solve is done again through the host, where solve() rescales b.
   SolveReport solve_device(const double* d_b, double* d_x, index_t n, bool zero_x0 = false);
 
   /// Replaces A's values, keeping its structure (values.size() == nnz; InputError otherwise). The

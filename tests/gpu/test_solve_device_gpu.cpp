@@ -3,6 +3,7 @@
 // aliased, the host backend through device vectors, and clear errors for bad pointers and sizes.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "gpu/device_vectors.hpp"
@@ -66,6 +67,30 @@ TEST_CASE("CgSolver::solve_device: warm start, aliased b and x, and the host bac
   CHECK(host.converged());
   CHECK(host.backend == std::string("host"));
   CHECK(test::true_relative_residual(A, b, test::download(dxh)) <= o.cg.rtol * 1.01);
+}
+
+TEST_CASE("CgSolver::solve_device: a b near 1e-305 or 1e300 and a zero b (squares out of range)") {
+  const auto A = laplacian_2d(30, 30);
+  const index_t n = A.rows();
+  CgSolver solver(A, on_gpu());
+  for (int e : {-1010, 1000}) {
+    CAPTURE(e);
+    std::vector<double> b = test::random_vector(std::size_t(n));
+    for (double& v : b) v = std::ldexp(v, e);
+    DeviceArray<double> db = test::uploaded(b), dx(b.size());
+    const SolveReport r = solver.solve_device(db.data(), dx.data(), n, true);
+    CHECK(r.converged());
+    std::vector<double> x = test::download(dx), bs = b;  // the residual on b·2^−e, x·2^−e: no squares out of range
+    for (double& v : x) v = std::ldexp(v, -e);
+    for (double& v : bs) v = std::ldexp(v, -e);
+    CHECK(test::true_relative_residual(A, bs, x) <= 1.01e-8);
+  }
+  const std::size_t un = std::size_t(n);
+  DeviceArray<double> zero(un), dx(un);
+  zero.zero();
+  const SolveReport z = solver.solve_device(zero.data(), dx.data(), n, true);
+  CHECK(z.converged());
+  for (double v : test::download(dx)) CHECK(v == 0.0);
 }
 
 TEST_CASE("solve_device: host pointers, null pointers and wrong sizes are InputErrors naming the argument") {
