@@ -5,7 +5,6 @@
 /// check goes inside A.comm().collective() so that a refusal on one rank is the same InputError
 /// on every rank; the scale check is collective itself.
 #include <algorithm>
-#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -30,15 +29,9 @@ inline void check_distributed_backend(Backend backend, const char* who) {
 /// double's range, and CG could read ‖b‖² = 0 as b = 0. `v`: this rank's part of b (or of start
 /// vectors), possibly empty.
 inline void check_distributed_scale(const DistCsrMatrix& A, const std::vector<double>& v, const char* who) {
-  auto largest = [](const CsrMatrix<double>& M) {
-    double m = 0;
-    for (index_t k = 0; k < M.nnz(); ++k) m = std::max(m, std::abs(M.values()(k)));
-    return m;
-  };
-  double vm = 0;
-  for (double e : v) vm = std::max(vm, std::abs(e));
+  auto largest = [](const CsrMatrix<double>& M) { return max_abs(M.values().data(), std::size_t(M.nnz())); };
   const double am = A.comm().max(std::max(largest(A.local_block()), largest(A.off_block())));
-  vm = A.comm().max(vm);
+  const double vm = A.comm().max(max_abs(v.data(), v.size()));
   A.comm().collective([&] {
     for (const auto& [name, m] : {std::pair<const char*, double>{"the matrix", am}, {"the vectors", vm}})
       KRYSP_REQUIRE(scale_exponent(&m, 1, kRefuseExponentLimit) == 0, who, ": the largest entry of ", name, " is ",

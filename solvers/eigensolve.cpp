@@ -536,7 +536,8 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
   // λ' = λ·2^(eb−ea) and the B'-orthonormal vectors x' = x·2^(eb/2), its residuals 2^(eb/2−ea)
   // times A's, exactly; the relative and norm-relative measures are the same.
   const int ea = A.rows() == A.cols() ? matrix_scale_exponent(A) : 0;
-  const int eb = B && B->rows() == B->cols() ? matrix_scale_exponent(*B) + matrix_scale_exponent(*B) % 2 : 0;
+  const int eb_raw = B && B->rows() == B->cols() ? matrix_scale_exponent(*B) : 0;
+  const int eb = eb_raw + eb_raw % 2;  // even
   if (ea != 0 || eb != 0) {
     EigOptions os = o;
     const int er = ea - eb / 2;  // the residuals' scale

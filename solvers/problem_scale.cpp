@@ -6,9 +6,14 @@
 
 namespace krysp {
 
-int scale_exponent(const double* v, std::size_t n, int limit) {
+double max_abs(const double* v, std::size_t n) {
   double m = 0;
   for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(v[i]));
+  return m;
+}
+
+int scale_exponent(const double* v, std::size_t n, int limit) {
+  const double m = max_abs(v, n);
   if (!(m > 0) || !std::isfinite(m)) return 0;  // zero, NaN or Inf: the solvers report those
   int e = 0;
   std::frexp(m, &e);
