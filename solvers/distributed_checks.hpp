@@ -5,6 +5,8 @@
 /// check goes inside A.comm().collective() so that a refusal on one rank is the same InputError
 /// on every rank; the scale check is collective itself.
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,5 +41,17 @@ inline void check_distributed_scale(const DistCsrMatrix& A, const std::vector<do
                     "range of double: scale the problem by a power of two first (one process does so itself)");
   });
 }
+
+/// Entries of B that rank 0 gathers to factor it whole (24 bytes each there).
+inline constexpr std::int64_t kBGatherMaxEntries = 4'000'000;
+
+/// "" when B's Cholesky factor shows nothing wrong (or would cost too much), else what showed B
+/// not positive definite; agreed over the ranks (collective; distributed_eigensolve.cpp). A
+/// positive diagonal does not make B positive definite, and LOBPCG may then converge to pairs of
+/// the wrong pencil. As eigensolve() does, B is factored where that costs at most kBCheckMaxFlops:
+/// whole on rank 0 where it has at most `gather_max_entries`, else each rank's diagonal block, a
+/// principal submatrix and so positive definite when B is (weaker: it cannot see an indefinite
+/// direction that spans ranks).
+std::string distributed_b_factor_note(const DistCsrMatrix& B, std::int64_t gather_max_entries = kBGatherMaxEntries);
 
 }  // namespace krysp::detail

@@ -13,6 +13,7 @@
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/cuda/device_dist_chebyshev.hpp"
 #include "krysp/solvers/distributed_checks.hpp"
+#include "krysp/solvers/envelope_cholesky.hpp"
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
 #include "krysp/solvers/host/host_eig_ops.hpp"
 #include "krysp/solvers/inner_solve.hpp"
@@ -68,6 +69,51 @@ double check_b_diagonal(const DistCsrMatrix& B) {
 
 }  // namespace
 
+namespace detail {
+
+std::string distributed_b_factor_note(const DistCsrMatrix& B, std::int64_t gather_max_entries) {
+  const Communicator& comm = B.comm();
+  auto fails = [](const CsrMatrix<double>& M) {
+    const EnvelopeCholesky::Cost c = EnvelopeCholesky::cost(M);
+    return c.flops <= kBCheckMaxFlops && double(c.entries) <= kBCheckMaxFlops && !EnvelopeCholesky::factor(M, c);
+  };
+  if (B.global_nnz() <= gather_max_entries && B.global_rows() <= kMaxIndex) {
+    struct Entry {
+      std::int64_t row, col;
+      double value;
+    };
+    std::vector<std::vector<Entry>> to(static_cast<std::size_t>(comm.size()));
+    const auto add = [&](const CsrMatrix<double>& M, auto column) {
+      const auto v = M.host_view();
+      for (index_t i = 0; i < M.rows(); ++i)
+        for (index_t k = v.row_ptr[i]; k < v.row_ptr[i + 1]; ++k)
+          to[0].push_back({B.first_row() + i, column(v.col_idx[k]), v.values[k]});
+    };
+    add(B.local_block(), [&](index_t j) { return B.first_row() + j; });
+    add(B.off_block(), [&](index_t j) { return B.halo_columns()[std::size_t(j)]; });
+    const auto from = comm.all_to_all(to);
+    char failed = 0;
+    comm.collective([&] {
+      if (comm.rank() != 0) return;
+      std::vector<index_t> I, J;
+      std::vector<double> V;
+      for (const auto& part : from)
+        for (const Entry& e : part) I.push_back(index_t(e.row)), J.push_back(index_t(e.col)), V.push_back(e.value);
+      const auto n = index_t(B.global_rows());
+      failed = fails(CsrMatrix<double>::from_triplets(n, n, I, J, V)) ? 1 : 0;
+    });
+    comm.broadcast(&failed, 1, 0);
+    return failed ? "its Cholesky factorization met a pivot <= 0" : "";
+  }
+  bool failed = false;
+  comm.collective([&] { failed = fails(B.local_block()); });
+  return comm.max(failed ? 1.0 : 0.0) > 0
+             ? "the Cholesky factorization of one rank's diagonal block (a principal submatrix) met a pivot <= 0"
+             : "";
+}
+
+}  // namespace detail
+
 EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
   const auto t0 = Clock::now();
   const Communicator& comm = A.comm();
@@ -80,6 +126,16 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
 
   EigReport rep;
   rep.which = to_string(o.lobpcg.which);
+  rep.k = o.lobpcg.k;
+  if (const std::string note = B ? detail::distributed_b_factor_note(*B) : std::string(); !note.empty()) {
+    rep.status = EigStatus::NotPositiveDefinite;
+    rep.status_note = note;
+    rep.n = index_t(std::min<std::int64_t>(A.global_rows(), kMaxIndex));
+    rep.preconditioner = "none (not run)";
+    rep.backend = o.backend == Backend::Cuda ? "cuda" : "host";
+    rep.setup_seconds = since(t0);
+    return rep;
+  }
   // Jacobi of this rank's diagonal block: the diagonal is all on it. A zero diagonal on any rank
   // is agreed; with precond_fallback it runs without a preconditioner instead, on every rank.
   const DistCsrMatrix& P = o.precond_from_b ? *B : A;

@@ -11,6 +11,7 @@
 
 #include "krysp/base/device_memory.hpp"
 #include "krysp/base/error.hpp"
+#include "krysp/solvers/distributed_checks.hpp"
 #include "krysp/solvers/distributed_eigensolve.hpp"
 #include "krysp/solvers/lobpcg_small.hpp"
 #include "krysp/sparse/generators.hpp"
@@ -229,6 +230,42 @@ TEST_CASE("distributed LOBPCG: refusals are agreed on every rank") {
     const auto DZ = DistCsrMatrix::scatter(comm, Z, 0, starts);
     CHECK_THROWS_WITH_AS(eigensolve_distributed(DZ, nullptr, options(2, EigWhich::Smallest, PrecondKind::Jacobi, 1e-6)),
                          doctest::Contains("Jacobi"), InputError);
+  }
+  SUBCASE("B with a positive diagonal but indefinite: its Cholesky factor says so, not LOBPCG's pairs") {
+    // The 2-D Laplacian 30 x 30 minus 0.05 I (λmin −0.03): LOBPCG's B-Gram matrices stay SPD on its
+    // search space, and one process converged to pairs of a pencil whose eigenvalue at −141 it missed.
+    const auto L = laplacian_2d(30, 30);
+    std::vector<index_t> I, J;
+    std::vector<double> V;
+    for (index_t i = 0; i < L.rows(); ++i)
+      for (index_t k = L.row_ptr()(i); k < L.row_ptr()(i + 1); ++k)
+        I.push_back(i), J.push_back(L.col_idx()(k)), V.push_back(L.values()(k) - (L.col_idx()(k) == i ? 0.05 : 0.0));
+    const auto DL = DistCsrMatrix::scatter(comm, L);
+    const auto DB = DistCsrMatrix::scatter(comm, CsrMatrix<double>::from_triplets(L.rows(), L.rows(), I, J, V), 0,
+                                           DL.row_starts());
+    const EigReport r = eigensolve_distributed(DL, &DB, options(4, EigWhich::Smallest, PrecondKind::Jacobi, 1e-8));
+    CHECK(r.status == EigStatus::NotPositiveDefinite);
+    CHECK(r.status_note.find("Cholesky") != std::string::npos);
+    CHECK(r.eigenvalues.empty());
+    for (auto s : comm.allgather(int(r.status))) CHECK(s == int(EigStatus::NotPositiveDefinite));
+    // Too large to gather: each rank factors its diagonal block. 2 x 2 blocks [1 2; 2 1] (eigenvalues
+    // 3 and −1) lie within every rank's rows when the ranks start at even rows.
+    const index_t n = 16 * comm.size();
+    std::vector<index_t> I2, J2;
+    std::vector<double> V2, S2;
+    for (index_t i = 0; i < n; i += 2)
+      for (index_t a = 0; a < 2; ++a)
+        for (index_t c = 0; c < 2; ++c)
+          I2.push_back(i + a), J2.push_back(i + c), V2.push_back(a == c ? 1.0 : 2.0), S2.push_back(a == c ? 2.0 : 1.0);
+    std::vector<std::int64_t> starts(static_cast<std::size_t>(comm.size()) + 1);
+    for (int p = 0; p <= comm.size(); ++p) starts[p] = 16 * p;
+    const auto P2 = DistCsrMatrix::scatter(comm, CsrMatrix<double>::from_triplets(n, n, I2, J2, V2), 0, starts);
+    CHECK(detail::distributed_b_factor_note(P2, 0).find("diagonal block") != std::string::npos);
+    CHECK(detail::distributed_b_factor_note(P2).find("its Cholesky factorization") != std::string::npos);
+    // [2 1; 1 2] is SPD: nothing to report on either path.
+    const auto S = DistCsrMatrix::scatter(comm, CsrMatrix<double>::from_triplets(n, n, I2, J2, S2), 0, starts);
+    CHECK(detail::distributed_b_factor_note(S, 0).empty());
+    CHECK(detail::distributed_b_factor_note(S).empty());
   }
   SUBCASE("B with a non-positive diagonal entry on one rank, and B on another partition") {
     std::vector<index_t> I, J;
