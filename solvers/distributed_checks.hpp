@@ -26,6 +26,25 @@ inline void check_distributed_backend(Backend backend, const char* who) {
                 ": the CUDA backend needs a GPU on every rank, and this one has none");
 }
 
+/// The preconditioners the distributed solvers take: Chebyshev on the whole distributed matrix;
+/// Jacobi, block Jacobi and AMG of each rank's diagonal block (AMG then has no coarse level across
+/// ranks, so its iterations grow with the ranks; coordinates and near-nullspace vectors are given
+/// for the whole matrix, not a rank's rows, and are refused). Goes inside collective().
+inline void check_distributed_precond(const PrecondOptions& o, const char* who) {
+  const PrecondKind k = o.kind;
+  KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
+                    k == PrecondKind::Chebyshev || k == PrecondKind::Amg,
+                who, ": preconditioner ", to_string(k), " is not distributed yet");
+  KRYSP_REQUIRE(k != PrecondKind::Amg || (o.amg.coordinates.empty() && o.amg.near_nullspace.empty()), who,
+                ": AMG's coordinates and near-nullspace vectors are not distributed yet (AMG runs on each rank's "
+                "diagonal block, and they are given for the whole matrix)");
+}
+
+/// What a report names for AMG: rank 0's hierarchy, and that each rank has its own.
+inline std::string distributed_amg_name(const Preconditioner<double>& M) {
+  return "amg of each rank's diagonal block, rank 0's: " + M.summary();
+}
+
 /// One process rescales problems far from 1 (problem_scale.hpp); the ranks refuse them beyond
 /// kRefuseExponentLimit instead, agreed over the ranks (collective): their squares would leave
 /// double's range, and CG could read ‖b‖² = 0 as b = 0. `v`: this rank's part of b (or of start

@@ -33,11 +33,7 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
     const char* who = "eigensolve_distributed";
     detail::check_distributed_backend(o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": A is empty (0 x 0): no eigenpairs to compute");
-    const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
-                      k == PrecondKind::Chebyshev,
-                  who, ": preconditioner ", to_string(k),
-                  " is not distributed yet (none, jacobi, chebyshev, or block-jacobi on each rank's diagonal block)");
+    detail::check_distributed_precond(o.precond, who);
     KRYSP_REQUIRE(!o.spectral_flip, who, ": the spectral flip is not distributed yet");
     KRYSP_REQUIRE(!o.precond_from_b || B, who, ": a preconditioner from B needs the generalized problem");
     if (B)
@@ -178,7 +174,10 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   });
   if (!cuda) host_ops = std::make_unique<HostEigOps>(A, B, M.get(), comm, A.first_row());
   rep.setup_seconds = since(t0);
-  rep.preconditioner = (M ? M->summary() : std::string("none")) + (o.precond_from_b && M ? "(B)" : "");
+  rep.preconditioner = (!M                                    ? std::string("none")
+                        : o.precond.kind == PrecondKind::Amg ? detail::distributed_amg_name(*M)
+                                                             : M->summary()) +
+                       (o.precond_from_b && M ? "(B)" : "");
   if (o.inner_iters > 0) rep.preconditioner = detail::concat("inner-cg(", o.inner_iters, " steps, ", rep.preconditioner, ")");
 
   const auto t1 = Clock::now();

@@ -30,11 +30,7 @@ void check_request(const DistCsrMatrix& A, const SolveOptions& o, const char* wh
   A.comm().collective([&] {
     detail::check_distributed_backend(o.backend, who);
     KRYSP_REQUIRE(A.global_rows() > 0, who, ": the matrix is empty (0 x 0): nothing to solve");
-    const PrecondKind k = o.precond.kind;
-    KRYSP_REQUIRE(k == PrecondKind::None || k == PrecondKind::Jacobi || k == PrecondKind::BlockJacobi ||
-                      k == PrecondKind::Chebyshev,
-                  who, ": preconditioner ", to_string(k),
-                  " is not distributed yet (none, jacobi, chebyshev, or block-jacobi on each rank's diagonal block)");
+    detail::check_distributed_precond(o.precond, who);
     validate(o.precond);
   });
 }
@@ -78,6 +74,10 @@ struct DeviceSide {
   std::unique_ptr<Preconditioner<double>> M;
 };
 
+std::string precond_name(const SolveOptions& o, const Preconditioner<double>* M) {
+  return o.precond.kind == PrecondKind::Amg && M ? detail::distributed_amg_name(*M) : to_string(o.precond.kind);
+}
+
 // cg() and block_cg() default the iteration cap from ops.size(), which is this rank's rows here:
 // set it from the global order, so that every rank stops at the same iteration.
 CgOptions global_cap(CgOptions cg, std::int64_t n) {
@@ -113,7 +113,7 @@ SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>&
     rep.setup_seconds = since(t0);
     static_cast<SolveResult&>(rep) = cg(*ops, vb, vx, global_cap(o.cg, A.global_rows()));
     if (m > 0) vx.download(x.data(), m);
-    rep.preconditioner = to_string(o.precond.kind);
+    rep.preconditioner = precond_name(o, dev.M.get());
     rep.backend = "cuda";
     rep.device = cuda_device_name();
     rep.spmv_kernel = dev.kernel(A);
@@ -128,7 +128,7 @@ SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>&
   rep.setup_seconds = since(t0);
   static_cast<SolveResult&>(rep) = cg(ops, vb, vx, global_cap(o.cg, A.global_rows()));
   std::copy(vx.data(), vx.data() + m, x.begin());
-  rep.preconditioner = to_string(o.precond.kind);
+  rep.preconditioner = precond_name(o, M.get());
   rep.backend = "host";
   rep.device = "host";
   rep.spmv_kernel = "host-reference, " + std::to_string(A.comm().size()) + " ranks";
@@ -173,7 +173,7 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
     if (ms > 0) vx.download(rx.data(), ms);
     for (std::size_t j = 0; j < std::size_t(s); ++j)
       for (std::size_t i = 0; i < m; ++i) X[j * m + i] = rx[i * s + j];
-    rep.preconditioner = to_string(o.precond.kind);
+    rep.preconditioner = precond_name(o, dev.M.get());
     rep.backend = "cuda";
     rep.device = cuda_device_name();
     rep.spmm_kernel = dev.kernel(A);
@@ -192,7 +192,7 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
   static_cast<BlockSolveResult&>(rep) = block_cg(ops, vb, vx, global_cap(o.cg, A.global_rows()));
   for (std::size_t j = 0; j < std::size_t(s); ++j)
     for (std::size_t i = 0; i < m; ++i) X[j * m + i] = vx(i * s + j);
-  rep.preconditioner = to_string(o.precond.kind);
+  rep.preconditioner = precond_name(o, M.get());
   rep.backend = "host";
   rep.device = "host";
   rep.spmm_kernel = "host-reference, " + std::to_string(A.comm().size()) + " ranks";

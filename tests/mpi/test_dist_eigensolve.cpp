@@ -149,6 +149,13 @@ TEST_CASE("distributed LOBPCG with block Jacobi of each rank's diagonal block: L
   }
 }
 
+TEST_CASE("distributed LOBPCG with AMG of each rank's diagonal block: LAPACK's eigenvalues") {
+  check_against_one_rank(laplacian_3d(9, 8, 7), nullptr, options(4, EigWhich::Smallest, PrecondKind::Amg, 1e-8));
+  auto o = options(5, EigWhich::Smallest, PrecondKind::Amg, 1e-8);
+  o.lobpcg.block_size = 12;
+  check_against_one_rank(load("bcsstk06"), nullptr, o);
+}
+
 TEST_CASE("distributed LOBPCG: the inner PCG solve reaches the smallest pairs Jacobi alone does not") {
   // 1138_bus's smallest pairs stagnate with Jacobi alone (see cases()); eight inner PCG steps over
   // Jacobi, whose dot products are summed over the ranks like LOBPCG's, converge them.
@@ -202,9 +209,11 @@ TEST_CASE("distributed LOBPCG: refusals are agreed on every rank") {
   const int bad = comm.size() > 1 ? 1 : 0;
   const auto A = laplacian_2d(8, 8);
   const auto D = DistCsrMatrix::scatter(comm, A);
-  SUBCASE("a preconditioner that is not distributed") {
-    CHECK_THROWS_WITH_AS(eigensolve_distributed(D, nullptr, options(4, EigWhich::Smallest, PrecondKind::Amg, 1e-6)),
-                         doctest::Contains("is not distributed yet (none, jacobi, chebyshev, or block-jacobi"),
+  SUBCASE("AMG with near-nullspace vectors (given for the whole matrix, not a rank's rows)") {
+    auto o = options(4, EigWhich::Smallest, PrecondKind::Amg, 1e-6);
+    o.precond.amg.near_nullspace.assign(64, 1.0);
+    o.precond.amg.near_nullspace_vectors = 1;
+    CHECK_THROWS_WITH_AS(eigensolve_distributed(D, nullptr, o), doctest::Contains("are not distributed yet"),
                          InputError);
   }
   SUBCASE("the CUDA backend on ranks without a GPU") {
