@@ -34,6 +34,13 @@ class NcclTransport final : public DeviceTransport {
     KRYSP_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     KRYSP_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
     KRYSP_NCCL_CHECK(ncclCommInitRank(&nccl_, comm.size(), id, comm.rank()));
+    // NCCL connects on a communicator's first collective (about 2 s on two GPUs): one sum now puts
+    // that in the transport's making, not in whichever solve sums first.
+    DeviceArray<double> one(1);
+    one.zero();
+    sum(one.data(), 1);
+    KRYSP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    KRYSP_CUDA_CHECK(cudaDeviceSynchronize());
   }
   ~NcclTransport() override {
     if (stream_) cudaStreamSynchronize(stream_);

@@ -1,6 +1,7 @@
 // The device operator of a distributed matrix (sparse/dist_csr_device.hpp).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -85,6 +86,14 @@ DeviceDistCsr::DeviceDistCsr(const DistCsrMatrix& A, const SpmvPlanOptions& spmv
     }
   });
   if (A.comm().size() > 1) A.comm().device_transport();  // collective: made here, not mid-product
+  // NCCL connects two ranks on their first message: one product of zeros exchanges the halo now,
+  // so that cost is set-up, not the first solve's (every neighbour takes part, as in a product).
+  if (A.comm().size() > 1 && !A.neighbours().empty()) {
+    DeviceArray<double> x(std::size_t(std::max<index_t>(rows(), 1))), y(std::size_t(std::max<index_t>(rows(), 1)));
+    x.zero();
+    product(1, x.data(), 1, y.data(), 1);
+    KRYSP_CUDA_CHECK(cudaDeviceSynchronize());
+  }
 }
 
 DeviceDistCsr::~DeviceDistCsr() {
