@@ -58,6 +58,7 @@ const char* to_string(EigStatus s) {
     case EigStatus::NotPositiveDefinite: return "not-positive-definite";
     case EigStatus::NonFinite: return "non-finite";
     case EigStatus::Unverified: return "unverified";
+    case EigStatus::OutOfRange: return "out-of-range";
   }
   return "unknown";
 }
@@ -546,6 +547,10 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     const std::optional<CsrMatrix<double>> Bs =
         B ? std::optional<CsrMatrix<double>>(eb != 0 ? scaled_matrix(*B, eb) : *B) : std::nullopt;
     EigReport rep = eigensolve(As, Bs ? &*Bs : nullptr, os, x0, Y);
+    // Pairs of the scaled pencil that scaled back leave double's range are no answer.
+    if ((!survives_scaling(rep.eigenvalues, ea - eb) || !survives_scaling(rep.eigenvectors, -eb / 2)) &&
+        rep.status != EigStatus::NotPositiveDefinite && rep.status != EigStatus::NonFinite)
+      rep.status = EigStatus::OutOfRange;
     for (double& l : rep.eigenvalues) l = std::ldexp(l, ea - eb);
     scale_by_power_of_two(rep.residual_norms, er);
     scale_by_power_of_two(rep.eigenvectors, -eb / 2);

@@ -65,8 +65,13 @@ enum class EigStatus {
   /// an eigenvalue beyond the k-th returned one and restarting did not recover it, or the check
   /// broke down: the pairs may not be the k extreme ones.
   Unverified,
+  /// The pairs were found for A and B scaled by powers of two (solvers/problem_scale.hpp), but
+  /// some eigenvalue or eigenvector entry scaled back leaves the range of double (overflows, or
+  /// underflows to a subnormal or zero): no answer can be given in double.
+  OutOfRange,
 };
-/// "converged", "max-iterations", "stagnated", "not-positive-definite", "non-finite" or "unverified".
+/// "converged", "max-iterations", "stagnated", "not-positive-definite", "non-finite",
+/// "unverified" or "out-of-range".
 const char* to_string(EigStatus s);
 
 /// What the solver reports after each iteration.

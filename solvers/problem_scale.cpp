@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 
 namespace krysp {
@@ -34,6 +35,15 @@ CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e) {
     val[std::size_t(k)] = std::ldexp(A.values()(k), -e);
   }
   return CsrMatrix<double>::from_arrays(A.rows(), A.cols(), row_ptr, col, val);
+}
+
+bool survives_scaling(const std::vector<double>& v, int e) {
+  for (double x : v) {
+    if (x == 0) continue;
+    const double y = std::ldexp(x, e);
+    if (!std::isfinite(y) || std::abs(y) < std::numeric_limits<double>::min()) return false;
+  }
+  return true;
 }
 
 void scale_by_power_of_two(std::vector<double>& v, int e) {

@@ -30,6 +30,10 @@ int scale_exponent(const double* v, std::size_t n, int limit = kScaleExponentLim
 int matrix_scale_exponent(const CsrMatrix<double>& A);
 /// A new host matrix with A's structure and its values times 2^−e.
 CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e);
+/// Whether v·2^e, computed from v, kept every entry: none overflowed, and none that was nonzero
+/// became subnormal or zero. A solution or eigenpair scaled back from a rescaled problem is no
+/// answer where it did not (x = A⁻¹b with A near 1e-300 and b near 1e300 is near 1e600).
+bool survives_scaling(const std::vector<double>& v, int e);
 /// v ← v·2^e.
 void scale_by_power_of_two(std::vector<double>& v, int e);
 

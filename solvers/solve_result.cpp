@@ -9,6 +9,8 @@ const char* to_string(SolveStatus s) {
     case SolveStatus::NotSpd: return "breakdown: matrix is not SPD (p'Ap <= 0)";
     case SolveStatus::PrecondNotSpd: return "breakdown: preconditioner is not SPD (r'z <= 0)";
     case SolveStatus::NonFinite: return "breakdown: NaN or Inf encountered";
+    case SolveStatus::OutOfRange:
+      return "out of range: x lies beyond what double can hold (A and b scaled too far apart)";
   }
   return "unknown";
 }

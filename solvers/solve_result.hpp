@@ -4,6 +4,7 @@
 /// never exceptions.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ enum class SolveStatus {
   NotSpd,           ///< pᵀAp ≤ 0: the matrix is not symmetric positive definite
   PrecondNotSpd,    ///< rᵀM⁻¹r ≤ 0 with r ≠ 0: the preconditioner is not SPD
   NonFinite,        ///< NaN or Inf appeared (in A, b, x0 or during the iteration)
+  /// Solved for A and b scaled by powers of two (solvers/problem_scale.hpp), but x scaled back
+  /// leaves the range of double (A and b lie so far apart that x overflows, or underflows to a
+  /// subnormal or zero): no answer can be given in double.
+  OutOfRange,
 };
 /// "converged", "max-iterations", or the breakdown with its reason (what the CLI prints).
 const char* to_string(SolveStatus s);
@@ -90,6 +95,17 @@ struct ColumnResult {
   /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }
 };
+
+/// A result (SolveResult or ColumnResult) whose x did not survive scaling back: OutOfRange, unless
+/// it had broken down already; the original problem's residual is then unknown (infinite).
+template <class Result>
+void mark_out_of_range(Result& r) {
+  if (r.status != SolveStatus::Converged && r.status != SolveStatus::MaxIterations &&
+      r.status != SolveStatus::Stagnated)
+    return;
+  r.status = SolveStatus::OutOfRange;
+  r.true_residual_norm = r.true_relative_residual = std::numeric_limits<double>::infinity();
+}
 
 /// What one block CG solve reports: a result per right-hand side.
 struct BlockSolveResult {

@@ -526,6 +526,32 @@ inline void trust_extreme_scales(Backend backend) {
     for (std::size_t i = 0; i < x.size(); ++i) xbx += x[i] * bx[i];
     CHECK(std::abs(std::ldexp(xbx, -401) - 1) <= 1e-10);
   }
+  // Answers beyond double's range are no answers: the Laplacian times 2^−1000 (1e-301) with b of
+  // 1e300 has x near 1e600, and A = bcsstk07·2^700 with B = bcsstm07·2^−700 eigenvalues near 1e430.
+  // Both once ended "converged" with x or λ infinite.
+  {
+    std::vector<double> v(L.values().data(), L.values().data() + L.nnz());
+    for (double& x : v) x = std::ldexp(x, -1000);
+    const auto T = CsrMatrix<double>::from_arrays(
+        n, n, std::vector<index_t>(L.row_ptr().data(), L.row_ptr().data() + n + 1),
+        std::vector<index_t>(L.col_idx().data(), L.col_idx().data() + L.nnz()), v);
+    const std::vector<double> big(std::size_t(n), 1e300);
+    SolveOptions o;
+    o.backend = backend;
+    std::vector<double> x, X;
+    const SolveReport r = solve(T, big, x, o);
+    CAPTURE(std::string(to_string(r.status)));
+    CHECK(r.status == SolveStatus::OutOfRange);
+    std::vector<double> B2(big);
+    B2.insert(B2.end(), big.begin(), big.end());
+    const BlockSolveReport br = solve_block(T, B2, 2, X, o);
+    CHECK_FALSE(br.converged());
+    for (const ColumnResult& c : br.columns) CHECK(c.status == SolveStatus::OutOfRange);
+    const auto Kf = times(K7, 700), Mf = times(M7, -700);
+    const EigReport far = eigensolve(Kf, &Mf, go);
+    CAPTURE(std::string(to_string(far.status)));
+    CHECK(far.status == EigStatus::OutOfRange);
+  }
 }
 
 /// Trust: CG and block CG report converged only when b - A*x meets rtol
