@@ -263,8 +263,30 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   const amg::AdaptOutcome out = amg::run_adaptive_cycles(ops, plan);
   auto_choice_.adapt_vectors = K;
   auto_choice_.adapt_factor = out.factor;
+  // Where the first hierarchy is slow, its smoothers go to kAmgSlowDegree for a few more cycles,
+  // and the second hierarchy is set up at that degree; a first hierarchy that comes back does so
+  // at its own degree.
+  std::vector<ChebyshevCoefficients> first_coef;
+  const int first_degree = opt_.smoother_degree;
+  if (amg::slow_augmenting(plan, out.keep, auto_choice_, info_.levels[0].block_size, out.factor, opt_)) {
+    for (Level& L : levels_) {
+      first_coef.push_back(L.coef);
+      L.coef = amg::at_degree(L.coef, kAmgSlowDegree);
+    }
+    opt_.smoother_degree = kAmgSlowDegree;
+    amg::AdaptivePlan more = plan;
+    more.cycles = kAmgSlowCycles;
+    more.conditional = false;
+    auto_choice_.slow_cycles = amg::run_adaptive_cycles(ops, more).cycles;
+  }
   AmgOptions adapted = opt_;
+  const auto restore_degree = [&] {
+    for (std::size_t l = 0; l < first_coef.size(); ++l) levels_[l].coef = first_coef[l];
+    opt_.smoother_degree = first_degree;
+    auto_choice_.slow_cycles = 0;
+  };
   if (!out.keep || !amg::adopt_adapted_vectors(ops.row_major(), K, adapted)) {
+    restore_degree();
     auto_choice_.adapt_discarded_cycles = out.cycles;
     info_.auto_choice = auto_choice_;
     return;
@@ -291,6 +313,7 @@ void HostAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
     plans_ = std::move(first_plans);
     chol_ = std::move(first_chol);
     chol_work_ = std::move(first_chol_work);
+    restore_degree();
     before_stop_reason_ = first_stop_reason;
     before_stalled_ = first_info.stalled;
     auto_choice_.theta_retries = first_info.auto_choice.theta_retries;

@@ -161,6 +161,8 @@ struct AmgAutoChoice {
   /// the augmented hierarchy cost too much or stalled: amg::augmented_worse)
   int adapt_discarded_cycles = 0;
   int theta_retries = 0;   ///< levels aggregated again at θ·kAmgThetaRetry (kAmgSlowCoarsening)
+  /// Cycles run at kAmgSlowDegree after the augmenting ones (amg::slow_augmenting); 0: none
+  int slow_cycles = 0;
 };
 
 /// The host sparse pieces of the AMG set-up, exposed for tests.
@@ -346,6 +348,17 @@ struct AdaptivePlan {
 /// before its first set-up whether to record level 0 for a second one.
 inline bool may_adapt(const AmgOptions& o) {
   return o.adaptive_cycles != 0 && o.coordinates.empty() && o.near_nullspace.empty() && o.filter != AmgFilter::On;
+}
+/// Whether the auto rule's kept augmentation goes on at kAmgSlowDegree (kAmgSlowFactor): the
+/// degree was auto (AmgAutoChoice::degree), b = 1, and the first hierarchy left `factor` a cycle.
+inline bool slow_augmenting(const AdaptivePlan& plan, bool keep, const AmgAutoChoice& c, int b, double factor,
+                            const AmgOptions& o) {
+  return plan.conditional && plan.augment && keep && c.degree && b == 1 && o.smoother == AmgSmoother::Chebyshev &&
+         o.smoother_degree < kAmgSlowDegree && factor >= kAmgSlowFactor;
+}
+/// The same interval at degree d (a Chebyshev smoother's coefficients; c0 = 0: none).
+inline ChebyshevCoefficients at_degree(const ChebyshevCoefficients& c, int d) {
+  return c.c0 > 0 ? chebyshev_coefficients(c.lambda_min, c.lambda_max, d) : c;
 }
 /// The adapting V-cycles after a first set-up of `levels` levels whose level 0 has b unknowns a
 /// node and the λmax(D⁻¹A) estimate lambda0. No cycles with one level, coordinates or vectors

@@ -193,6 +193,7 @@ std::string describe_choice(const AmgOptions& o, const AmgAutoChoice& c) {
                     c.adapt_factor);
       s << why;
     }
+    if (c.slow_cycles > 0) s << ", then " << c.slow_cycles << " at degree " << kAmgSlowDegree;
   } else if (c.adapt_discarded_cycles > 0) {
     std::snprintf(why, sizeof why, ", near-nullspace kept (%d V-cycles on %d vectors: left %.2f a cycle)",
                   c.adapt_discarded_cycles, c.adapt_vectors, c.adapt_factor);

@@ -23,6 +23,8 @@ ChebyshevCoefficients chebyshev_coefficients(double lambda_min, double lambda_ma
   const double theta = 0.5 * (lambda_max + lambda_min), delta = 0.5 * (lambda_max - lambda_min);
   const double sigma = theta / delta;
   ChebyshevCoefficients c;
+  c.lambda_min = lambda_min;
+  c.lambda_max = lambda_max;
   c.c0 = 1.0 / theta;
   double rho = 1.0 / sigma;
   for (int k = 1; k < degree; ++k) {

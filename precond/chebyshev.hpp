@@ -58,6 +58,7 @@ struct ChebyshevInfo {
 struct ChebyshevCoefficients {
   double c0 = 0;
   std::vector<double> c1, c2;
+  double lambda_min = 0, lambda_max = 0;  ///< the interval they were made for
 };
 /// The coefficients of the degree-d polynomial for the interval [lambda_min, lambda_max].
 ChebyshevCoefficients chebyshev_coefficients(double lambda_min, double lambda_max, int degree);

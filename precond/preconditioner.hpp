@@ -149,6 +149,18 @@ inline constexpr double kAmgAugmentMidFactor = 0.79;
 /// not kept (bcsstk08: 22 against ~2, its dense rows aggregated with twice the coarse unknowns);
 /// the first hierarchy, set aside meanwhile, comes back.
 inline constexpr double kAmgAugmentMaxComplexityGrowth = 2.5;
+/// Where the auto rule keeps the augmented near-nullspace of a matrix of one unknown a node whose
+/// first hierarchy left at least this much a cycle (bcsstk10 and bcsstk19 0.95, bcsstk20 0.98,
+/// bcsstk08 0.96; aft01 and bcsstk06 0.92, bcsstk28 0.94 at b = 3), the smoothers go to degree
+/// kAmgSlowDegree: the first hierarchy's run kAmgSlowCycles more cycles on the kept vectors, and
+/// the second hierarchy is set up at that degree. From b = A·1 on the host: bcsstk19 229 → 104
+/// iterations, bcsstk20 133 → 79, bcsstk10 67 → 41, bcsstk08 16 → 11 (docs/amg.md, "Degree 6
+/// where the first hierarchy is slow").
+inline constexpr double kAmgSlowFactor = 0.94;
+/// The Chebyshev degree taken there (the auto rule's structural degree is 3).
+inline constexpr int kAmgSlowDegree = 6;
+/// The cycles the first hierarchy runs at that degree before the second set-up.
+inline constexpr int kAmgSlowCycles = 5;
 /// The constant is a poor near-nullspace when its Rayleigh quotient of D⁻¹A, 1ᵀA1/1ᵀD1, is at
 /// least this fraction of the level-0 estimate of λmax(D⁻¹A): near the top of the spectrum, where
 /// an M-matrix has it near 0 (bodyy6: 2.00 against 1.98; bcsstk06, the next: 0.67 of it).

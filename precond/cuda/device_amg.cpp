@@ -144,12 +144,35 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   const std::size_t size = std::size_t(n) * std::size_t(K);
   std::vector<T> x;
   amg::AdaptOutcome out;
+  // Where the first hierarchy is slow, its smoothers go to kAmgSlowDegree for a few more cycles,
+  // and the second hierarchy is set up at that degree, as HostAmg::adapt does; a first hierarchy
+  // that comes back does so at its own degree.
+  std::vector<ChebyshevCoefficients> first_coef;
+  const int first_degree = opt_.smoother_degree;
+  const auto restore_degree = [&] {
+    for (std::size_t l = 0; l < first_coef.size(); ++l) levels_[l].coef = first_coef[l];
+    if (!first_coef.empty()) graphs_.clear();  // captured at the other degree
+    opt_.smoother_degree = first_degree;
+    auto_choice_.slow_cycles = 0;
+  };
   try {
     const std::vector<double> start = amg::adaptive_start_block(n, gpu_->info.levels[0].block_size, plan);
     x.assign(start.begin(), start.end());
     Ops ops{*this, n, K, DeviceArray<T>(size), DeviceArray<T>(size), DeviceArray<T>(size)};
     ops.X.upload(x.data(), size);
     out = amg::run_adaptive_cycles(ops, plan);
+    if (amg::slow_augmenting(plan, out.keep, auto_choice_, gpu_->info.levels[0].block_size, out.factor, opt_)) {
+      for (Level& L : levels_) {
+        first_coef.push_back(L.coef);
+        L.coef = amg::at_degree(L.coef, kAmgSlowDegree);
+      }
+      opt_.smoother_degree = kAmgSlowDegree;
+      graphs_.clear();  // captured at the first degree
+      amg::AdaptivePlan more = plan;
+      more.cycles = kAmgSlowCycles;
+      more.conditional = false;
+      auto_choice_.slow_cycles = amg::run_adaptive_cycles(ops, more).cycles;
+    }
     ops.X.download(x.data(), size);
   } catch (const DeviceError&) {
     if (!plan.conditional) throw;  // asked for: say that it does not fit
@@ -164,6 +187,7 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
   block_bytes_ = 0;
   AmgOptions adapted = opt_;
   if (!out.keep || !amg::adopt_adapted_vectors(x, K, adapted)) {
+    restore_degree();
     auto_choice_.adapt_discarded_cycles = out.cycles;
     keep_choice();
     return;
@@ -210,6 +234,7 @@ void DeviceAmg<T>::adapt(const CsrMatrix<T>& A, const amg::AdaptivePlan& plan,
     correction_ = std::move(kept_correction);
     upload_bytes_ = kept_bytes;
     opt_ = first;
+    restore_degree();
     auto_choice_.theta_retries = gpu_->info.auto_choice.theta_retries;  // the first set-up's
     auto_choice_.adapted_cycles = 0;
     auto_choice_.adapt_discarded_cycles = out.cycles;

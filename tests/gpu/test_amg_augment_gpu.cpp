@@ -15,6 +15,7 @@
 #include "krysp/precond/amg.hpp"
 #include "krysp/precond/cuda/amg_device_setup.hpp"
 #include "krysp/precond/cuda/device_amg.hpp"
+#include "krysp/solvers/solve.hpp"
 #include "krysp/sparse/generators.hpp"
 #include "krysp/sparse/spmv_plan.hpp"
 #include "amg_setup_checks.hpp"
@@ -256,5 +257,39 @@ TEST_CASE("AMG GPU: the augmented set-up seeded with the first's level 0 is bitw
       if (l > 0) CHECK(test::same(test::host_copy(re_seeded.levels[l].A), test::host_copy(re_plain.levels[l].A)));
     }
     CHECK(test::host_factor(re_seeded) == test::host_factor(re_plain));
+  }
+}
+
+TEST_CASE("AMG GPU: degree 6 where the first hierarchy stays slow, as on the host (bcsstk19, bcsstk20)") {
+  for (const char* name : {"bcsstk19", "bcsstk20"}) {
+    CAPTURE(std::string(name));
+    const CsrMatrix<double> A = test::load(name);
+    const SpmvPlan<double> plan(A);
+    const DeviceAmg<double> M(A, plan, AmgOptions{});
+    const HostAmg<double> H(A, amg::vcycle_on_device(AmgOptions{}));
+    REQUIRE(M.set_up_on_gpu());
+    MESSAGE(std::string(name), ": ", M.summary());
+    CHECK(M.info().auto_choice.slow_cycles == kAmgSlowCycles);
+    CHECK(H.info().auto_choice.slow_cycles == kAmgSlowCycles);
+    CHECK(M.options().smoother_degree == kAmgSlowDegree);
+    CHECK(M.summary().find("then 5 at degree 6") != std::string::npos);
+    // From b = A·1: at most 0.15 times Jacobi-CG's iterations, the true residual recomputed here.
+    const std::vector<double> ones(std::size_t(A.rows()), 1.0);
+    std::vector<double> b(ones.size()), xa, xj;
+    A.multiply_host(ones.data(), b.data());
+    SolveOptions o;
+    o.backend = Backend::Host;
+    o.cg.rtol = 1e-8;
+    o.precond.kind = PrecondKind::Jacobi;
+    const SolveReport jacobi = solve(A, b, xj, o);
+    o.backend = Backend::Cuda;
+    o.precond.kind = PrecondKind::Amg;
+    const SolveReport amg = solve(A, b, xa, o);
+    MESSAGE(std::string(name), ": PCG iterations ", amg.iterations, " with AMG on the GPU, ", jacobi.iterations,
+            " with Jacobi");
+    CHECK(jacobi.converged());
+    CHECK(amg.converged());
+    CHECK(test::true_relative_residual(A, b, xa) <= 1e-8);
+    CHECK(double(amg.iterations) <= 0.15 * double(jacobi.iterations));
   }
 }

@@ -192,7 +192,8 @@ TEST_CASE("AMG pads nodes with removed unknowns: a shell with a supported edge (
   CHECK(padded.preconditioner.find("on nodes padded to 6 unknowns (13 short nodes, 13 unit rows)") !=
         std::string::npos);
   CHECK(unpadded.preconditioner.find("padded") == std::string::npos);
-  CHECK(double(padded.iterations) <= 0.7 * double(unpadded.iterations));
+  // b = 1 is slow enough to take degree 6 (kAmgSlowFactor): 616 iterations, 898 at degree 3; padded 454.
+  CHECK(double(padded.iterations) <= 0.8 * double(unpadded.iterations));
 
   // M = G·M_pad⁻¹·Gᵀ is symmetric positive definite; a block applies each column as a single apply.
   PrecondOptions o;
