@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "krysp/precond/preconditioner.hpp"
 #include "krysp/sparse/dist_csr.hpp"
 
 namespace krysp::cli {
@@ -44,6 +45,13 @@ inline std::vector<double> rows_of_block(const DistCsrMatrix& A, const std::vect
   for (std::size_t j = 0; j < static_cast<std::size_t>(cols); ++j)
     for (std::size_t i = 0; i < m; ++i) out[j * m + i] = global[j * n + first + i];
   return out;
+}
+
+/// The rows a rank's range must start at a multiple of: an explicit block size of block Jacobi or
+/// of AMG's nodes, whose blocks must not straddle ranks (1: any row).
+inline index_t partition_align(const PrecondOptions& p) {
+  const int b = p.kind == PrecondKind::BlockJacobi ? p.block_size : p.kind == PrecondKind::Amg ? p.amg.block_size : 0;
+  return b > 1 ? index_t(b) : 1;
 }
 
 }  // namespace krysp::cli

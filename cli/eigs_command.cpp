@@ -200,7 +200,7 @@ int eigs_mpi(const Communicator& world, const Args& args, const std::string& pat
     world.device_kind();  // collective: the device transport is made now, on every rank's GPU
   }
   const auto t_read = std::chrono::steady_clock::now();
-  const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path);
+  const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path, true, partition_align(opt.precond));
   std::optional<DistCsrMatrix> B;
   if (!bpath.empty()) {
     CsrMatrix<double> whole;

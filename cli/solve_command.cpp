@@ -252,7 +252,7 @@ int solve_mpi(const Communicator& world, const Args& args, const std::string& pa
     world.device_kind();  // collective: the device transport is made now, on every rank's GPU
   }
   const auto t_read = std::chrono::steady_clock::now();
-  const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path);
+  const DistCsrMatrix A = DistCsrMatrix::read_matrix_market(world, path, true, partition_align(opt.precond));
   const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count();
   KRYSP_REQUIRE(A.global_rows() <= kMaxIndex, path, ": ", A.global_rows(),
                 " rows: the command line gathers x on rank 0, which holds at most 2^31-1 rows");

@@ -164,15 +164,20 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   }
   std::unique_ptr<HostEigOps> host_ops;
   std::unique_ptr<CudaEigOps> cuda_ops;
-  comm.collective([&] {
-    if (cuda) {
-      const index_t b = lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);
-      cuda_ops = std::make_unique<CudaEigOps>(*dA, dB.get(), M.get(), std::max<index_t>(3 * b, o.verify ? o.lobpcg.k : 0),
-                                              comm, o.spmm, A.first_row());  // the start by global row, as the host's
-      cuda_ops->prepare(b);
-    }
-  });
-  if (!cuda) host_ops = std::make_unique<HostEigOps>(A, B, M.get(), comm, A.first_row());
+  auto make_ops = [&](const Preconditioner<double>* m) {
+    host_ops.reset();
+    cuda_ops.reset();
+    comm.collective([&] {
+      if (cuda) {
+        const index_t b = lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);
+        cuda_ops = std::make_unique<CudaEigOps>(*dA, dB.get(), m, std::max<index_t>(3 * b, o.verify ? o.lobpcg.k : 0),
+                                                comm, o.spmm, A.first_row());  // the start by global row, as the host's
+        cuda_ops->prepare(b);
+      }
+    });
+    if (!cuda) host_ops = std::make_unique<HostEigOps>(A, B, m, comm, A.first_row());
+  };
+  make_ops(M.get());
   rep.setup_seconds = since(t0);
   rep.preconditioner = (!M                                    ? std::string("none")
                         : o.precond.kind == PrecondKind::Amg ? detail::distributed_amg_name(*M)
@@ -189,16 +194,30 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
       check_missed_eigenvalues(eig_ops, A.global_rows(), o, st, rep,
                                [&](const LobpcgStart& rs) { return lobpcg(eig_ops, o.lobpcg, rs); });
   };
-  auto run_with_inner = [&](auto& ops) {
-    if (o.inner_iters > 0) {
-      InnerSolveOps<std::decay_t<decltype(ops)>> inner(ops, o.inner_iters, o.inner_rtol);
-      run(inner);
-    } else {
+  // Returns whether the inner CG met pᵀA·p ≤ 0 (a global sum: the same on every rank).
+  auto run_with_inner = [&](auto& ops, bool inner_solve) {
+    if (!inner_solve) {
       run(ops);
+      return false;
     }
+    InnerSolveOps<std::decay_t<decltype(ops)>> inner(ops, o.inner_iters, o.inner_rtol);
+    run(inner);
+    return inner.met_nonpositive_curvature();
   };
-  if (cuda) run_with_inner(*cuda_ops);
-  else run_with_inner(*host_ops);
+  const bool inner_solve = o.inner_iters > 0;
+  const EigReport before = rep;
+  const bool indefinite = cuda ? run_with_inner(*cuda_ops, inner_solve) : run_with_inner(*host_ops, inner_solve);
+  if (indefinite && !rep.converged() && o.precond_fallback) {
+    // As eigensolve(): a symmetric but indefinite A needs only LOBPCG, not the inner CG or a
+    // preconditioner made for an SPD A. The failed run is replaced by one without them.
+    const std::string failed = rep.preconditioner;
+    rep = before;
+    rep.precond_note = detail::concat(failed, " met p^T A p <= 0 (A is not positive definite)");
+    rep.preconditioner = "none";
+    make_ops(nullptr);
+    if (cuda) run_with_inner(*cuda_ops, false);
+    else run_with_inner(*host_ops, false);
+  }
   rep.solve_seconds = since(t1);
   rep.n = index_t(std::min<std::int64_t>(A.global_rows(), kMaxIndex));
   rep.backend = cuda ? "cuda" : "host";

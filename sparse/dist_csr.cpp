@@ -141,7 +141,7 @@ void DistCsrMatrix::check_symmetric() const {
   const double tol = kSymmetryTolerance * comm_.max(amax);
   auto not_symmetric = [](std::int64_t i, std::int64_t j, double aij, double aji) {
     return detail::concat("A is not symmetric: A(", i + 1, ",", j + 1, ") = ", aij, " but A(", j + 1, ",", i + 1,
-                          ") = ", aji, " (CG needs a symmetric positive definite matrix)");
+                          ") = ", aji, " (CG and LOBPCG need a symmetric matrix)");
   };
   // The local block: (i, j) against (j, i) here. The off-rank entries: each goes to the owner of
   // its column, which looks for the mirror in its own rows; the mirrors it holds towards a rank
@@ -179,7 +179,7 @@ void DistCsrMatrix::check_symmetric() const {
   comm_.agree(why.empty(), why);
 }
 
-std::vector<std::int64_t> DistCsrMatrix::balanced_row_starts(const CsrMatrix<double>& A, int parts) {
+std::vector<std::int64_t> DistCsrMatrix::balanced_row_starts(const CsrMatrix<double>& A, int parts, index_t align) {
   KRYSP_REQUIRE(parts >= 1, "balanced_row_starts: ", parts, " parts");
   const auto rp = A.host_view().row_ptr;
   const std::int64_t n = A.rows(), nnz = A.nnz();
@@ -192,6 +192,8 @@ std::vector<std::int64_t> DistCsrMatrix::balanced_row_starts(const CsrMatrix<dou
     while (i < n && std::int64_t(rp[i]) * parts < std::int64_t(k) * nnz) ++i;
     starts[k] = i;
   }
+  if (align > 1 && n % align == 0)
+    for (std::int64_t& s : starts) s -= s % align;
   return starts;
 }
 
@@ -206,7 +208,7 @@ DistCsrMatrix DistCsrMatrix::scatter(const Communicator& comm, const CsrMatrix<d
     KRYSP_REQUIRE(A.rows() == A.cols(), "matrix is ", A.rows(), "x", A.cols(), ", not square");
     if (check_symmetry) {
       const std::string why = symmetry_violation_cached(A, "A");
-      KRYSP_REQUIRE(why.empty(), why, " (CG needs a symmetric positive definite matrix)");
+      KRYSP_REQUIRE(why.empty(), why, " (CG and LOBPCG need a symmetric matrix)");
     }
     starts = row_starts.empty() ? balanced_row_starts(A, P) : row_starts;
     KRYSP_REQUIRE(starts.size() == std::size_t(P) + 1 && starts.front() == 0 && starts.back() == A.rows() &&
@@ -237,12 +239,15 @@ DistCsrMatrix DistCsrMatrix::scatter(const Communicator& comm, const CsrMatrix<d
 }
 
 DistCsrMatrix DistCsrMatrix::read_matrix_market(const Communicator& comm, const std::string& path,
-                                                bool check_symmetry) {
+                                                bool check_symmetry, index_t align) {
   CsrMatrix<double> A;
+  std::vector<std::int64_t> starts;
   comm.collective([&] {
-    if (comm.rank() == 0) A = io::read_matrix_market<double>(path);
+    if (comm.rank() != 0) return;
+    A = io::read_matrix_market<double>(path);
+    starts = balanced_row_starts(A, comm.size(), align);
   });
-  return scatter(comm, A, 0, {}, check_symmetry);
+  return scatter(comm, A, 0, starts, check_symmetry);
 }
 
 void DistCsrMatrix::exchange_and_multiply(index_t N, const double* X, index_t ldx, double* Y, index_t ldy) const {

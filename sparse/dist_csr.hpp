@@ -51,13 +51,16 @@ class DistCsrMatrix final : public LinearOperator<double> {
   static DistCsrMatrix scatter(const Communicator& comm, const CsrMatrix<double>& A, int root = 0,
                                const std::vector<std::int64_t>& row_starts = {}, bool check_symmetry = true);
   /// Rank 0 reads the Matrix Market file (io/matrix_market.hpp) and scatters it with a partition
-  /// that balances nonzeros (collective; a missing or malformed file is an InputError on all ranks).
+  /// that balances nonzeros (collective; a missing or malformed file is an InputError on all ranks),
+  /// its ranges starting at multiples of `align` (balanced_row_starts).
   static DistCsrMatrix read_matrix_market(const Communicator& comm, const std::string& path,
-                                          bool check_symmetry = true);
+                                          bool check_symmetry = true, index_t align = 1);
   /// parts + 1 row offsets splitting A's rows into `parts` consecutive ranges of about equal
   /// nonzeros (part k starts at the first row with ≥ k·nnz/parts entries before it): ranges may be
-  /// empty when parts exceeds the rows.
-  static std::vector<std::int64_t> balanced_row_starts(const CsrMatrix<double>& A, int parts);
+  /// empty when parts exceeds the rows. With align > 1 dividing the rows, each start is rounded
+  /// down to a multiple of it, so that nodes of `align` unknowns (block Jacobi's blocks, AMG's
+  /// nodes) stay on one rank.
+  static std::vector<std::int64_t> balanced_row_starts(const CsrMatrix<double>& A, int parts, index_t align = 1);
 
   /// m, this rank's rows (entries of its part of x and y).
   index_t rows() const override { return local_.rows(); }

@@ -115,6 +115,26 @@ TEST_CASE("dist_csr: empty ranks, a one-row rank, and no off-rank columns") {
   }
 }
 
+TEST_CASE("dist_csr: balanced row starts aligned to nodes") {
+  // bcsstk06 (420 rows) in 2 to 7 parts, aligned to 3 and 4: every start a multiple, in order,
+  // from 0 to n; 7 does not divide 420 and leaves the starts as they were.
+  const auto A = load("bcsstk06");
+  for (int parts = 2; parts <= 7; ++parts)
+    for (index_t align : {3, 4, 7, 11}) {
+      CAPTURE(parts);
+      CAPTURE(align);
+      const auto plain = DistCsrMatrix::balanced_row_starts(A, parts);
+      const auto s = DistCsrMatrix::balanced_row_starts(A, parts, align);
+      REQUIRE(s.size() == std::size_t(parts) + 1);
+      CHECK(s.front() == 0);
+      CHECK(s.back() == 420);
+      for (std::size_t k = 0; k + 1 < s.size(); ++k) {
+        CHECK(s[k] <= s[k + 1]);
+        CHECK((420 % align != 0 ? s[k] == plain[k] : s[k] % align == 0 && plain[k] - s[k] < align));
+      }
+    }
+}
+
 TEST_CASE("dist_csr: bad input on one rank is an InputError on every rank") {
   const auto& comm = world();
   const int P = comm.size(), bad = P > 1 ? 1 : 0;

@@ -156,6 +156,30 @@ TEST_CASE("distributed LOBPCG with AMG of each rank's diagonal block: LAPACK's e
   check_against_one_rank(load("bcsstk06"), nullptr, o);
 }
 
+TEST_CASE("distributed LOBPCG: an indefinite A under the inner CG runs again without it, as one process does") {
+  // −(2-D Laplacian 20 x 20): symmetric, negative definite. The inner CG meets pᵀAp < 0 and stalls;
+  // with precond_fallback LOBPCG runs again plain and must find dense LAPACK's smallest.
+  const auto L = laplacian_2d(20, 20);
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i < L.rows(); ++i)
+    for (index_t k = L.row_ptr()(i); k < L.row_ptr()(i + 1); ++k)
+      I.push_back(i), J.push_back(L.col_idx()(k)), V.push_back(-L.values()(k));
+  const auto A = CsrMatrix<double>::from_triplets(L.rows(), L.rows(), I, J, V);
+  auto o = options(4, EigWhich::Smallest, PrecondKind::None, 1e-8);
+  o.inner_iters = 8;
+  o.precond_fallback = true;
+  const auto D = DistCsrMatrix::scatter(world(), A);
+  const EigReport rep = eigensolve_distributed(D, nullptr, o);
+  CAPTURE(rep.precond_note);
+  CHECK(rep.converged());
+  CHECK(rep.precond_note.find("met p^T A p <= 0") != std::string::npos);
+  CHECK(rep.preconditioner == "none");
+  const std::vector<double> all = dense_eigenvalues(A);
+  REQUIRE(rep.eigenvalues.size() == 4);
+  for (std::size_t j = 0; j < 4; ++j) CHECK(std::abs(rep.eigenvalues[j] - all[j]) <= 1e-7 * std::abs(all[j]));
+}
+
 TEST_CASE("distributed LOBPCG: the inner PCG solve reaches the smallest pairs Jacobi alone does not") {
   // 1138_bus's smallest pairs stagnate with Jacobi alone (see cases()); eight inner PCG steps over
   // Jacobi, whose dot products are summed over the ranks like LOBPCG's, converge them.
