@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "krysp/base/error.hpp"
 #include "krysp/precond/chebyshev.hpp"
 #include "krysp/precond/cuda/device_dist_chebyshev.hpp"
+#include "krysp/solvers/dense_eigensolve.hpp"
 #include "krysp/solvers/distributed_checks.hpp"
 #include "krysp/solvers/envelope_cholesky.hpp"
 #include "krysp/solvers/cuda/cuda_eig_ops.hpp"
@@ -27,6 +29,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Too small for LOBPCG's basis: eigensolve()'s dense solve of the whole spectrum applies.
+bool too_small_for_lobpcg(const DistCsrMatrix& A, const EigOptions& o) {
+  return A.global_rows() <= kMaxIndex && detail::dense_eigensolve_applies(o, index_t(A.global_rows()), 0);
+}
+
 // What the distributed eigensolver refuses up front, agreed over the ranks.
 void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOptions& o) {
   A.comm().collective([&] {
@@ -40,7 +47,7 @@ void check_request(const DistCsrMatrix& A, const DistCsrMatrix* B, const EigOpti
       KRYSP_REQUIRE(B->row_starts() == A.row_starts(), who, ": B is ", B->global_rows(),
                     " rows on another partition than A (", A.global_rows(),
                     " rows): B must have A's order and row_starts");
-    lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);  // InputError naming k, b, n
+    if (!too_small_for_lobpcg(A, o)) lobpcg_block_size(o.lobpcg, A.global_rows(), 0, 0);  // InputError naming k, b, n
   });
 }
 
@@ -63,6 +70,36 @@ double check_b_diagonal(const DistCsrMatrix& B) {
   return B.comm().max(m);
 }
 
+// The whole of M as one CsrMatrix (collective): on rank 0 only, or with `everywhere` on every rank;
+// the other ranks get an empty matrix. For matrices small enough to hold whole (n ≤ kMaxIndex).
+CsrMatrix<double> gather_whole(const DistCsrMatrix& M, bool everywhere) {
+  const Communicator& comm = M.comm();
+  struct Entry {
+    std::int64_t row, col;
+    double value;
+  };
+  std::vector<Entry> mine;
+  const auto add = [&](const CsrMatrix<double>& L, auto column) {
+    const auto v = L.host_view();
+    for (index_t i = 0; i < L.rows(); ++i)
+      for (index_t k = v.row_ptr[i]; k < v.row_ptr[i + 1]; ++k)
+        mine.push_back({M.first_row() + i, column(v.col_idx[k]), v.values[k]});
+  };
+  add(M.local_block(), [&](index_t j) { return M.first_row() + j; });
+  add(M.off_block(), [&](index_t j) { return M.halo_columns()[std::size_t(j)]; });
+  std::vector<std::vector<Entry>> to(static_cast<std::size_t>(comm.size()));
+  for (std::size_t r = 0; r < to.size(); ++r)
+    if (everywhere || r == 0) to[r] = mine;
+  const auto from = comm.all_to_all(to);
+  if (!everywhere && comm.rank() != 0) return CsrMatrix<double>();
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (const auto& part : from)
+    for (const Entry& e : part) I.push_back(index_t(e.row)), J.push_back(index_t(e.col)), V.push_back(e.value);
+  const auto n = index_t(M.global_rows());
+  return CsrMatrix<double>::from_triplets(n, n, I, J, V);
+}
+
 }  // namespace
 
 namespace detail {
@@ -74,29 +111,10 @@ std::string distributed_b_factor_note(const DistCsrMatrix& B, std::int64_t gathe
     return c.flops <= kBCheckMaxFlops && double(c.entries) <= kBCheckMaxFlops && !EnvelopeCholesky::factor(M, c);
   };
   if (B.global_nnz() <= gather_max_entries && B.global_rows() <= kMaxIndex) {
-    struct Entry {
-      std::int64_t row, col;
-      double value;
-    };
-    std::vector<std::vector<Entry>> to(static_cast<std::size_t>(comm.size()));
-    const auto add = [&](const CsrMatrix<double>& M, auto column) {
-      const auto v = M.host_view();
-      for (index_t i = 0; i < M.rows(); ++i)
-        for (index_t k = v.row_ptr[i]; k < v.row_ptr[i + 1]; ++k)
-          to[0].push_back({B.first_row() + i, column(v.col_idx[k]), v.values[k]});
-    };
-    add(B.local_block(), [&](index_t j) { return B.first_row() + j; });
-    add(B.off_block(), [&](index_t j) { return B.halo_columns()[std::size_t(j)]; });
-    const auto from = comm.all_to_all(to);
     char failed = 0;
+    const CsrMatrix<double> whole = gather_whole(B, false);
     comm.collective([&] {
-      if (comm.rank() != 0) return;
-      std::vector<index_t> I, J;
-      std::vector<double> V;
-      for (const auto& part : from)
-        for (const Entry& e : part) I.push_back(index_t(e.row)), J.push_back(index_t(e.col)), V.push_back(e.value);
-      const auto n = index_t(B.global_rows());
-      failed = fails(CsrMatrix<double>::from_triplets(n, n, I, J, V)) ? 1 : 0;
+      if (comm.rank() == 0) failed = fails(whole) ? 1 : 0;
     });
     comm.broadcast(&failed, 1, 0);
     return failed ? "its Cholesky factorization met a pivot <= 0" : "";
@@ -117,6 +135,21 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   detail::check_distributed_scale(A, {}, "eigs");
   if (B) detail::check_distributed_scale(*B, {}, "eigs (B)");
   LobpcgStart st;
+  // Too small for LOBPCG's basis (3k > n): as one process does, the whole spectrum by LAPACK, here
+  // on every rank from the gathered matrices (a few hundred rows); each keeps its rows of the vectors.
+  if (too_small_for_lobpcg(A, o)) {
+    if (B) check_b_diagonal(*B);
+    const CsrMatrix<double> Aw = gather_whole(A, true);
+    std::optional<CsrMatrix<double>> Bw;
+    if (B) Bw = gather_whole(*B, true);
+    EigReport rep = detail::dense_eigensolve(Aw, Bw ? &*Bw : nullptr, o);
+    const auto k = std::ptrdiff_t(rep.eigenvalues.size()), first = std::ptrdiff_t(A.first_row());
+    if (!rep.eigenvectors.empty())
+      rep.eigenvectors = std::vector<double>(rep.eigenvectors.begin() + first * k,
+                                             rep.eigenvectors.begin() + (first + std::ptrdiff_t(A.rows())) * k);
+    rep.setup_seconds = since(t0) - rep.solve_seconds;
+    return rep;
+  }
   st.a_norm_floor = comm.max(detail::max_abs_diagonal(A.local_block()));  // the local block holds the diagonal
   st.b_norm_floor = B ? check_b_diagonal(*B) : 1.0;
 

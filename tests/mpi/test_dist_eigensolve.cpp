@@ -156,6 +156,31 @@ TEST_CASE("distributed LOBPCG with AMG of each rank's diagonal block: LAPACK's e
   check_against_one_rank(load("bcsstk06"), nullptr, o);
 }
 
+TEST_CASE("distributed LOBPCG: too small for its basis (3k > n), the dense solve on every partition") {
+  // The 1-D Laplacian of 10 rows, k = 4, alone and with a diagonal B: LAPACK's pairs, each rank its
+  // rows of the vectors (residuals recomputed from the gathered vectors), as one process gives.
+  const auto& comm = world();
+  const auto A = laplacian_1d(10);
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i < 10; ++i) I.push_back(i), J.push_back(i), V.push_back(1.0 + 0.1 * i);
+  const auto B = CsrMatrix<double>::from_triplets(10, 10, I, J, V);
+  const auto D = DistCsrMatrix::scatter(comm, A);
+  const auto DB = DistCsrMatrix::scatter(comm, B, 0, D.row_starts());
+  for (bool generalized : {false, true}) {
+    CAPTURE(generalized);
+    const auto o = options(4, EigWhich::Smallest, PrecondKind::None, 1e-8);
+    const EigReport rep = eigensolve_distributed(D, generalized ? &DB : nullptr, o);
+    CHECK(rep.converged());
+    CHECK(rep.solver.rfind("dense-", 0) == 0);
+    REQUIRE(rep.eigenvectors.size() == std::size_t(D.rows()) * 4);
+    const std::vector<double> all = dense_eigenvalues(A, generalized ? &B : nullptr);
+    for (std::size_t j = 0; j < 4; ++j) CHECK(std::abs(rep.eigenvalues[j] - all[j]) <= 1e-12 * std::abs(all[j]));
+    const auto X = gather_rows(comm, rep.eigenvectors, 10, D.first_row(), 4);
+    CHECK(worst_relative_residual(A, generalized ? &B : nullptr, X, rep.eigenvalues) <= 1e-12);
+  }
+}
+
 TEST_CASE("distributed LOBPCG: an indefinite A under the inner CG runs again without it, as one process does") {
   // −(2-D Laplacian 20 x 20): symmetric, negative definite. The inner CG meets pᵀAp < 0 and stalls;
   // with precond_fallback LOBPCG runs again plain and must find dense LAPACK's smallest.
@@ -248,10 +273,11 @@ TEST_CASE("distributed LOBPCG: refusals are agreed on every rank") {
       CHECK_THROWS_WITH_AS(eigensolve_distributed(D, nullptr, o), doctest::Contains("needs a GPU on every rank"),
                            InputError);
   }
-  SUBCASE("k too large for the global order") {
+  SUBCASE("a block size too large for the global order (given, so no dense solve)") {
     const auto S = DistCsrMatrix::scatter(comm, laplacian_1d(10));
-    CHECK_THROWS_WITH_AS(eigensolve_distributed(S, nullptr, options(4, EigWhich::Smallest, PrecondKind::None, 1e-6)),
-                         doctest::Contains("too large for n = 10"), InputError);
+    auto o = options(4, EigWhich::Smallest, PrecondKind::None, 1e-6);
+    o.lobpcg.block_size = 4;
+    CHECK_THROWS_WITH_AS(eigensolve_distributed(S, nullptr, o), doctest::Contains("too large for n = 10"), InputError);
   }
   SUBCASE("a zero diagonal on one rank's rows under Jacobi") {
     std::vector<index_t> I, J;
