@@ -89,8 +89,10 @@ int report_eigs(const EigReport& rep, const EigOptions& opt, const std::string& 
                 std::int64_t n, std::int64_t nnz, const std::string& out, bool quiet) {
   const index_t k = opt.lobpcg.k;
   const bool have_pairs = rep.eigenvalues.size() == std::size_t(k);
+  // B refused before any iteration (its Cholesky factor): the error below says it all.
+  const bool refused = rep.status == EigStatus::NotPositiveDefinite && !have_pairs && rep.iterations == 0;
 
-  if (!quiet) {
+  if (!quiet && !refused) {
     if (!rep.precond_note.empty())
       std::printf("krysp: %s; used %s instead\n", rep.precond_note.c_str(), rep.preconditioner.c_str());
     if (rep.solver == "lobpcg")
