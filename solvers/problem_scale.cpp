@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 
 namespace krysp {
 
@@ -37,10 +37,10 @@ CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e) {
   return CsrMatrix<double>::from_arrays(A.rows(), A.cols(), row_ptr, col, val);
 }
 
-bool survives_scaling(const std::vector<double>& v, int e) {
-  for (double x : v) {
-    if (x == 0) continue;
-    const double y = std::ldexp(x, e);
+bool survives_scaling(const double* v, std::size_t n, int e) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (v[i] == 0) continue;
+    const double y = std::ldexp(v[i], e);
     if (!std::isfinite(y) || std::abs(y) < std::numeric_limits<double>::min()) return false;
   }
   return true;

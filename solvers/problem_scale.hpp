@@ -33,7 +33,9 @@ CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e);
 /// Whether v·2^e, computed from v, kept every entry: none overflowed, and none that was nonzero
 /// became subnormal or zero. A solution or eigenpair scaled back from a rescaled problem is no
 /// answer where it did not (x = A⁻¹b with A near 1e-300 and b near 1e300 is near 1e600).
-bool survives_scaling(const std::vector<double>& v, int e);
+bool survives_scaling(const double* v, std::size_t n, int e);
+/// The same for a whole vector.
+inline bool survives_scaling(const std::vector<double>& v, int e) { return survives_scaling(v.data(), v.size(), e); }
 /// v ← v·2^e.
 void scale_by_power_of_two(std::vector<double>& v, int e);
 

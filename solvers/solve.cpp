@@ -175,9 +175,7 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
     BlockSolveReport rep = solve_block(a_exp != 0 ? scaled_matrix(A, a_exp) : A, Bs, s, X, os);
     const std::size_t n = std::size_t(A.rows());
     for (std::size_t j = 0; j < rep.columns.size(); ++j)
-      if (!survives_scaling(std::vector<double>(X.begin() + std::ptrdiff_t(j * n), X.begin() + std::ptrdiff_t((j + 1) * n)),
-                            b_exp - a_exp))
-        mark_out_of_range(rep.columns[j]);
+      if (!survives_scaling(X.data() + j * n, n, b_exp - a_exp)) mark_out_of_range(rep.columns[j]);
     scale_by_power_of_two(X, b_exp - a_exp);
     for (ColumnResult& c : rep.columns) {
       c.b_norm = std::ldexp(c.b_norm, b_exp);

@@ -34,8 +34,8 @@ class NcclTransport final : public DeviceTransport {
     KRYSP_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     KRYSP_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
     KRYSP_NCCL_CHECK(ncclCommInitRank(&nccl_, comm.size(), id, comm.rank()));
-    // NCCL connects on a communicator's first collective (about 2 s on two GPUs): one sum now puts
-    // that in the transport's making, not in whichever solve sums first.
+    // NCCL connects on a communicator's first collective, which can take seconds: one sum now puts
+    // that in the transport's making, not in whichever solve sums first (docs/distributed.md).
     DeviceArray<double> one(1);
     one.zero();
     sum(one.data(), 1);
