@@ -156,6 +156,27 @@ inline AmgSolved amg_pcg(const CsrMatrix<double>& A, const AmgOptions& amg, Back
   return {r.iterations, true_relative_residual(A, b, x), r.preconditioner};
 }
 
+/// AMG-PCG (on `backend`) against Jacobi-PCG (host) from b = A·1 to rtol 1e-8, both checked
+/// converged by the true residual recomputed here: {AMG's iterations, Jacobi's}.
+inline std::pair<index_t, index_t> amg_and_jacobi_iterations(const CsrMatrix<double>& A, Backend backend) {
+  const std::vector<double> ones(std::size_t(A.rows()), 1.0);
+  std::vector<double> b(ones.size()), xa, xj;
+  A.multiply_host(ones.data(), b.data());
+  SolveOptions o;
+  o.backend = Backend::Host;
+  o.cg.rtol = 1e-8;
+  o.precond.kind = PrecondKind::Jacobi;
+  const SolveReport jacobi = solve(A, b, xj, o);
+  o.backend = backend;
+  o.precond.kind = PrecondKind::Amg;
+  const SolveReport amg = solve(A, b, xa, o);
+  CHECK(jacobi.converged());
+  CHECK(amg.converged());
+  CHECK(true_relative_residual(A, b, xj) <= 1e-8);
+  CHECK(true_relative_residual(A, b, xa) <= 1e-8);
+  return {amg.iterations, jacobi.iterations};
+}
+
 /// The cell-centred 5-point diffusion operator on an m × m grid with no-flux (Neumann) boundaries:
 /// symmetric positive semidefinite, A·1 = 0. Coefficient 1, and `contrast` in the square
 /// [m/3, m/3 + m/4)²; a face takes the harmonic mean of its two cells' coefficients, so the
