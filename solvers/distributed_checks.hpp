@@ -1,9 +1,9 @@
 #pragma once
 /// \file distributed_checks.hpp
 /// What both distributed drivers (distributed_solve.cpp, distributed_eigensolve.cpp) refuse up
-/// front about the backend and the scale of the numbers (internal, not installed). The backend
-/// check goes inside A.comm().collective() so that a refusal on one rank is the same InputError
-/// on every rank; the scale check is collective itself.
+/// front about the backend and the preconditioner, and the scale of their numbers (internal, not
+/// installed). The checks go inside A.comm().collective() so that a refusal on one rank is the
+/// same InputError on every rank; the scale exponents are collective themselves.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -45,20 +45,21 @@ inline std::string distributed_amg_name(const Preconditioner<double>& M) {
   return "amg of each rank's diagonal block, rank 0's: " + M.summary();
 }
 
-/// One process rescales problems far from 1 (problem_scale.hpp); the ranks refuse them beyond
-/// kRefuseExponentLimit instead, agreed over the ranks (collective): their squares would leave
-/// double's range, and CG could read ‖b‖² = 0 as b = 0. `v`: this rank's part of b (or of start
-/// vectors), possibly empty.
-inline void check_distributed_scale(const DistCsrMatrix& A, const std::vector<double>& v, const char* who) {
+/// The ranks rescale problems far from 1 as one process does (problem_scale.hpp), by exponents
+/// agreed over the ranks (collective): scale_exponent of the largest |entry| of A on any rank.
+inline int distributed_scale_exponent(const DistCsrMatrix& A) {
   auto largest = [](const CsrMatrix<double>& M) { return max_abs(M.values().data(), std::size_t(M.nnz())); };
-  const double am = A.comm().max(std::max(largest(A.local_block()), largest(A.off_block())));
-  const double vm = A.comm().max(max_abs(v.data(), v.size()));
-  A.comm().collective([&] {
-    for (const auto& [name, m] : {std::pair<const char*, double>{"the matrix", am}, {"the vectors", vm}})
-      KRYSP_REQUIRE(scale_exponent(&m, 1, kRefuseExponentLimit) == 0, who, ": the largest entry of ", name, " is ",
-                    m, ", beyond 2^+-", kRefuseExponentLimit, ", where the distributed solvers' squares leave the "
-                    "range of double: scale the problem by a power of two first (one process does so itself)");
-  });
+  const double m = A.comm().max(std::max(largest(A.local_block()), largest(A.off_block())));
+  return scale_exponent(&m, 1);
+}
+/// The same for vectors: `v` is this rank's part (possibly empty).
+inline int distributed_scale_exponent(const Communicator& comm, const std::vector<double>& v) {
+  const double m = comm.max(max_abs(v.data(), v.size()));
+  return scale_exponent(&m, 1);
+}
+/// survives_scaling on every rank's part (collective).
+inline bool survives_scaling_everywhere(const Communicator& comm, const std::vector<double>& v, int e) {
+  return comm.max(survives_scaling(v, e) ? 0.0 : 1.0) == 0;
 }
 
 /// Entries of B that rank 0 gathers to factor it whole (24 bytes each there).

@@ -29,6 +29,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// ε·‖A‖/min|λ|: about the smallest relative residual rounding allows these pairs.
+double accuracy_floor(const EigReport& rep) {
+  double least = std::numeric_limits<double>::infinity();
+  for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
+  return least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least
+                   : std::numeric_limits<double>::infinity();
+}
+
 // Too small for LOBPCG's basis: eigensolve()'s dense solve of the whole spectrum applies.
 bool too_small_for_lobpcg(const DistCsrMatrix& A, const EigOptions& o) {
   return A.global_rows() <= kMaxIndex && detail::dense_eigensolve_applies(o, index_t(A.global_rows()), 0);
@@ -132,8 +140,31 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
   const auto t0 = Clock::now();
   const Communicator& comm = A.comm();
   check_request(A, B, o);
-  detail::check_distributed_scale(A, {}, "eigs");
-  if (B) detail::check_distributed_scale(*B, {}, "eigs (B)");
+  // problem_scale.hpp, as eigensolve(): A = 2^ea·A', B = 2^eb·B' (eb even) has the pencil's
+  // eigenvalues times 2^(ea−eb), the vectors times 2^(−eb/2), the residuals times 2^(ea−eb/2).
+  const int ea = detail::distributed_scale_exponent(A), eb_raw = B ? detail::distributed_scale_exponent(*B) : 0;
+  const int eb = eb_raw + eb_raw % 2;
+  if (ea != 0 || eb != 0) {
+    EigOptions os = o;
+    const int er = ea - eb / 2;
+    if (o.lobpcg.convergence == EigConvergence::Absolute) os.lobpcg.tol = std::ldexp(o.lobpcg.tol, -er);
+    const std::optional<DistCsrMatrix> Bs = B ? std::optional<DistCsrMatrix>(B->scaled(-eb)) : std::nullopt;
+    EigReport rep = eigensolve_distributed(ea != 0 ? A.scaled(-ea) : A, Bs ? &*Bs : nullptr, os);
+    const bool fits = detail::survives_scaling_everywhere(comm, rep.eigenvalues, ea - eb) &&
+                      detail::survives_scaling_everywhere(comm, rep.eigenvectors, -eb / 2);
+    if (!fits && rep.status != EigStatus::NotPositiveDefinite && rep.status != EigStatus::NonFinite)
+      rep.status = EigStatus::OutOfRange;
+    scale_by_power_of_two(rep.eigenvalues, ea - eb);
+    scale_by_power_of_two(rep.residual_norms, er);
+    scale_by_power_of_two(rep.eigenvectors, -eb / 2);
+    rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, ea);
+    rep.b_norm_estimate = std::ldexp(rep.b_norm_estimate, eb);
+    rep.complement_bound = std::ldexp(rep.complement_bound, ea - eb);
+    rep.accuracy_floor = accuracy_floor(rep);
+    if (rep.verification != "off")  // its figures are the rescaled pencil's
+      rep.verification += detail::concat(" (figures of A scaled by 2^", -ea, ", B by 2^", -eb, ")");
+    return rep;
+  }
   LobpcgStart st;
   // Too small for LOBPCG's basis (3k > n): as one process does, the whole spectrum by LAPACK, here
   // on every rank from the gathered matrices (a few hundred rows); each keeps its rows of the vectors.
@@ -259,10 +290,7 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
                           : std::string("host-reference")) +
                     ", " + std::to_string(comm.size()) + " ranks" +
                     (cuda && comm.size() > 1 ? ", " + comm.device_kind() : std::string());
-  double least = std::numeric_limits<double>::infinity();
-  for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
-  rep.accuracy_floor = least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least
-                                 : std::numeric_limits<double>::infinity();
+  rep.accuracy_floor = accuracy_floor(rep);
   return rep;
 }
 

@@ -98,7 +98,22 @@ SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>&
   });
   check_finite(A, b, "b");
   check_finite(A, x, "x0");
-  detail::check_distributed_scale(A, b, "CG");
+  // problem_scale.hpp: far from 1, solved exactly as A·2^−a_exp, b·2^−b_exp, as one process does.
+  const int a_exp = detail::distributed_scale_exponent(A), b_exp = detail::distributed_scale_exponent(A.comm(), b);
+  if (a_exp != 0 || b_exp != 0) {
+    std::vector<double> bs = b;
+    scale_by_power_of_two(bs, -b_exp);
+    scale_by_power_of_two(x, a_exp - b_exp);
+    SolveOptions os = o;
+    os.cg.atol = std::ldexp(o.cg.atol, -b_exp);
+    SolveReport rep = solve_distributed(a_exp != 0 ? A.scaled(-a_exp) : A, bs, x, os);
+    if (!detail::survives_scaling_everywhere(A.comm(), x, b_exp - a_exp)) mark_out_of_range(rep);
+    scale_by_power_of_two(x, b_exp - a_exp);
+    rep.b_norm = std::ldexp(rep.b_norm, b_exp);
+    rep.true_residual_norm = std::ldexp(rep.true_residual_norm, b_exp);
+    scale_by_power_of_two(rep.residual_history, b_exp);
+    return rep;
+  }
   if (x.empty()) x.assign(m, 0.0);
   if (o.backend == Backend::Cuda) {
     const DeviceSide dev(A, o);
@@ -150,7 +165,26 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
   });
   check_finite(A, B, "B");
   check_finite(A, X, "X0");
-  detail::check_distributed_scale(A, B, "block CG");
+  const int a_exp = detail::distributed_scale_exponent(A), b_exp = detail::distributed_scale_exponent(A.comm(), B);
+  if (a_exp != 0 || b_exp != 0) {  // as solve_distributed
+    std::vector<double> Bs = B;
+    scale_by_power_of_two(Bs, -b_exp);
+    scale_by_power_of_two(X, a_exp - b_exp);
+    SolveOptions os = o;
+    os.cg.atol = std::ldexp(o.cg.atol, -b_exp);
+    BlockSolveReport rep = solve_block_distributed(a_exp != 0 ? A.scaled(-a_exp) : A, Bs, s, X, os);
+    for (std::size_t j = 0; j < rep.columns.size(); ++j) {
+      const bool fits = survives_scaling(X.data() + j * m, m, b_exp - a_exp);
+      if (A.comm().max(fits ? 0.0 : 1.0) > 0) mark_out_of_range(rep.columns[j]);
+    }
+    scale_by_power_of_two(X, b_exp - a_exp);
+    for (ColumnResult& c : rep.columns) {
+      c.b_norm = std::ldexp(c.b_norm, b_exp);
+      c.true_residual_norm = std::ldexp(c.true_residual_norm, b_exp);
+      scale_by_power_of_two(c.residual_history, b_exp);
+    }
+    return rep;
+  }
   if (X.empty()) X.assign(ms, 0.0);
   if (o.backend == Backend::Cuda) {
     const DeviceSide dev(A, o);

@@ -17,10 +17,6 @@ namespace krysp {
 /// within it, squares of residuals 1e16 times smaller than the entries stay normal doubles.
 inline constexpr int kScaleExponentLimit = 100;
 
-/// Where rescaling is not done (the distributed solvers), problems are refused beyond 2^±400
-/// (about 1e±120): past it, residuals 1e8 times smaller than the entries square out of range.
-inline constexpr int kRefuseExponentLimit = 400;
-
 /// max_i |v_i| (0 for n = 0; NaN entries are skipped).
 double max_abs(const double* v, std::size_t n);
 /// The e with max_i |v_i| = m·2^e, m in [0.5, 1), when that maximum is finite and nonzero and

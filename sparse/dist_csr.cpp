@@ -238,6 +238,27 @@ DistCsrMatrix DistCsrMatrix::scatter(const Communicator& comm, const CsrMatrix<d
   return from_local_rows(comm, n, row_ptr, cols, values, false);
 }
 
+DistCsrMatrix DistCsrMatrix::scaled(int e) const {
+  auto times = [e](const CsrMatrix<double>& M) {
+    const auto v = M.host_view();
+    std::vector<index_t> rp = v.row_ptr ? std::vector<index_t>(v.row_ptr, v.row_ptr + v.rows + 1)
+                                        : std::vector<index_t>(std::size_t(v.rows) + 1, 0);
+    std::vector<index_t> ci(v.col_idx, v.col_idx + v.nnz);
+    std::vector<double> val(v.values, v.values + v.nnz);
+    for (double& x : val) x = std::ldexp(x, e);
+    return CsrMatrix<double>::from_arrays(M.rows(), M.cols(), rp, ci, val);
+  };
+  DistCsrMatrix D;
+  D.comm_ = comm_;
+  D.row_starts_ = row_starts_;
+  D.global_nnz_ = global_nnz_;
+  D.local_ = times(local_);
+  D.off_ = times(off_);
+  D.halo_columns_ = halo_columns_;
+  D.neighbours_ = neighbours_;
+  return D;
+}
+
 DistCsrMatrix DistCsrMatrix::read_matrix_market(const Communicator& comm, const std::string& path,
                                                 bool check_symmetry, index_t align) {
   CsrMatrix<double> A;

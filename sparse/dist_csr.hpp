@@ -91,6 +91,9 @@ class DistCsrMatrix final : public LinearOperator<double> {
   const std::vector<std::int64_t>& halo_columns() const { return halo_columns_; }
   /// The halo plan: one entry per neighbour rank, ascending ranks.
   const std::vector<HaloNeighbour>& neighbours() const { return neighbours_; }
+  /// A copy with every value times 2^e (exact short of the subnormal range; not collective): the
+  /// distributed solvers' rescaling of problems far from 1 (solvers/problem_scale.hpp).
+  DistCsrMatrix scaled(int e) const;
 
  private:
   DistCsrMatrix() = default;

@@ -216,6 +216,31 @@ TEST_CASE("distributed LOBPCG: the inner PCG solve reaches the smallest pairs Ja
   }
 }
 
+TEST_CASE("distributed LOBPCG: A and B far from 1 are rescaled, as one process does") {
+  // A = (3-D Laplacian)·2^300, B = diag(1 + 0.5 sin(0.3 i))·2^−401: the pencil's eigenvalues are
+  // the plain one's times 2^701 (about 1e211), beyond what the ranks once accepted.
+  const auto& comm = world();
+  const auto A = laplacian_3d(8, 7, 6);
+  std::vector<index_t> I, J;
+  std::vector<double> V;
+  for (index_t i = 0; i < A.rows(); ++i) I.push_back(i), J.push_back(i), V.push_back(1.0 + 0.5 * std::sin(0.3 * i));
+  const auto B = CsrMatrix<double>::from_triplets(A.rows(), A.rows(), I, J, V);
+  const auto D = DistCsrMatrix::scatter(comm, A);
+  const auto DB = DistCsrMatrix::scatter(comm, B, 0, D.row_starts());
+  const auto o = options(4, EigWhich::Smallest, PrecondKind::Jacobi, 1e-8);
+  const EigReport plain = eigensolve_distributed(D, &DB, o);
+  const auto Ds = D.scaled(300), DBs = DB.scaled(-401);
+  const EigReport scaled = eigensolve_distributed(Ds, &DBs, o);
+  CAPTURE(scaled.verification);
+  REQUIRE(plain.converged());
+  REQUIRE(scaled.converged());
+  for (std::size_t j = 0; j < 4; ++j)
+    CHECK(std::abs(scaled.eigenvalues[j] / std::ldexp(plain.eigenvalues[j], 701) - 1) <= 1e-7);
+  // Eigenvalues near 1e430 are beyond double: out of range.
+  const auto Df = D.scaled(700), DBf = DB.scaled(-700);
+  CHECK(eigensolve_distributed(Df, &DBf, o).status == EigStatus::OutOfRange);
+}
+
 TEST_CASE("distributed LOBPCG: the generalized problem A x = lambda B x") {
   const auto A = laplacian_3d(8, 7, 6);
   std::vector<index_t> I, J;
