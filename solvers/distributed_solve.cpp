@@ -165,23 +165,30 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
   });
   check_finite(A, B, "B");
   check_finite(A, X, "X0");
-  const int a_exp = detail::distributed_scale_exponent(A), b_exp = detail::distributed_scale_exponent(A.comm(), B);
-  if (a_exp != 0 || b_exp != 0) {  // as solve_distributed
+  // As solve_block(): each column its own power of two, agreed over the ranks.
+  const int a_exp = detail::distributed_scale_exponent(A);
+  std::vector<int> e(static_cast<std::size_t>(s), 0);
+  for (std::size_t j = 0; j < e.size(); ++j) {
+    const double mj = A.comm().max(max_abs(B.data() + j * m, m));
+    e[j] = scale_exponent(&mj, 1);
+  }
+  if (a_exp != 0 || std::any_of(e.begin(), e.end(), [](int x) { return x != 0; })) {
     std::vector<double> Bs = B;
-    scale_by_power_of_two(Bs, -b_exp);
-    scale_by_power_of_two(X, a_exp - b_exp);
+    for (std::size_t j = 0; j < e.size(); ++j) {
+      scale_columns(Bs, m, j, -e[j]);
+      scale_columns(X, m, j, a_exp - e[j]);
+    }
     SolveOptions os = o;
-    os.cg.atol = std::ldexp(o.cg.atol, -b_exp);
+    os.cg.atol = std::ldexp(o.cg.atol, -*std::max_element(e.begin(), e.end()));  // the strictest column's
     BlockSolveReport rep = solve_block_distributed(a_exp != 0 ? A.scaled(-a_exp) : A, Bs, s, X, os);
     for (std::size_t j = 0; j < rep.columns.size(); ++j) {
-      const bool fits = survives_scaling(X.data() + j * m, m, b_exp - a_exp);
-      if (A.comm().max(fits ? 0.0 : 1.0) > 0) mark_out_of_range(rep.columns[j]);
-    }
-    scale_by_power_of_two(X, b_exp - a_exp);
-    for (ColumnResult& c : rep.columns) {
-      c.b_norm = std::ldexp(c.b_norm, b_exp);
-      c.true_residual_norm = std::ldexp(c.true_residual_norm, b_exp);
-      scale_by_power_of_two(c.residual_history, b_exp);
+      ColumnResult& c = rep.columns[j];
+      const bool fits = survives_scaling(X.data() + j * m, m, e[j] - a_exp);
+      if (A.comm().max(fits ? 0.0 : 1.0) > 0) mark_out_of_range(c);
+      scale_columns(X, m, j, e[j] - a_exp);
+      c.b_norm = std::ldexp(c.b_norm, e[j]);
+      c.true_residual_norm = std::ldexp(c.true_residual_norm, e[j]);
+      scale_by_power_of_two(c.residual_history, e[j]);
     }
     return rep;
   }

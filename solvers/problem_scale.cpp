@@ -46,6 +46,11 @@ bool survives_scaling(const double* v, std::size_t n, int e) {
   return true;
 }
 
+void scale_columns(std::vector<double>& V, std::size_t n, std::size_t j, int e) {
+  if (e == 0) return;
+  for (std::size_t i = j * n; i < (j + 1) * n && i < V.size(); ++i) V[i] = std::ldexp(V[i], e);
+}
+
 void scale_by_power_of_two(std::vector<double>& v, int e) {
   if (e == 0) return;
   for (double& x : v) x = std::ldexp(x, e);

@@ -32,6 +32,8 @@ CsrMatrix<double> scaled_matrix(const CsrMatrix<double>& A, int e);
 bool survives_scaling(const double* v, std::size_t n, int e);
 /// The same for a whole vector.
 inline bool survives_scaling(const std::vector<double>& v, int e) { return survives_scaling(v.data(), v.size(), e); }
+/// Column j of a column-major block of n-row columns times 2^e.
+void scale_columns(std::vector<double>& V, std::size_t n, std::size_t j, int e);
 /// v ← v·2^e.
 void scale_by_power_of_two(std::vector<double>& v, int e);
 

@@ -165,22 +165,28 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
   KRYSP_REQUIRE(zero_x0 || X.size() == ns, "solve_block: X0 has ", X.size(), " entries, expected n*s = ", A.rows(),
                 "*", s);
   KRYSP_REQUIRE(o.block_group >= 0, "solve_block: block_group = ", o.block_group, " (0 or a positive width)");
-  const int a_exp = matrix_scale_exponent(A), b_exp = scale_exponent(B.data(), B.size());
-  if (a_exp != 0 || b_exp != 0) {  // problem_scale.hpp: solved exactly as A·2^−a_exp, B·2^−b_exp
+  // problem_scale.hpp: solved exactly as A·2^−a_exp and column j of B times 2^−e_j. Each column
+  // has its own exponent: one for columns 1e200 apart flushed the small one to zero (x = 0,
+  // "converged").
+  const std::size_t n = std::size_t(A.rows());
+  const int a_exp = matrix_scale_exponent(A);
+  std::vector<int> e(static_cast<std::size_t>(s), 0);
+  for (std::size_t j = 0; j < e.size(); ++j) e[j] = scale_exponent(B.data() + j * n, n);
+  if (a_exp != 0 || std::any_of(e.begin(), e.end(), [](int x) { return x != 0; })) {
     std::vector<double> Bs = B;
-    scale_by_power_of_two(Bs, -b_exp);
-    scale_by_power_of_two(X, a_exp - b_exp);
+    if (!zero_x0)
+      for (std::size_t j = 0; j < e.size(); ++j) scale_columns(X, n, j, a_exp - e[j]);
+    for (std::size_t j = 0; j < e.size(); ++j) scale_columns(Bs, n, j, -e[j]);
     SolveOptions os = o;
-    os.cg.atol = std::ldexp(o.cg.atol, -b_exp);
+    os.cg.atol = std::ldexp(o.cg.atol, -*std::max_element(e.begin(), e.end()));  // the strictest column's
     BlockSolveReport rep = solve_block(a_exp != 0 ? scaled_matrix(A, a_exp) : A, Bs, s, X, os);
-    const std::size_t n = std::size_t(A.rows());
-    for (std::size_t j = 0; j < rep.columns.size(); ++j)
-      if (!survives_scaling(X.data() + j * n, n, b_exp - a_exp)) mark_out_of_range(rep.columns[j]);
-    scale_by_power_of_two(X, b_exp - a_exp);
-    for (ColumnResult& c : rep.columns) {
-      c.b_norm = std::ldexp(c.b_norm, b_exp);
-      c.true_residual_norm = std::ldexp(c.true_residual_norm, b_exp);
-      scale_by_power_of_two(c.residual_history, b_exp);
+    for (std::size_t j = 0; j < rep.columns.size(); ++j) {
+      ColumnResult& c = rep.columns[j];
+      if (!survives_scaling(X.data() + j * n, n, e[j] - a_exp)) mark_out_of_range(c);
+      scale_columns(X, n, j, e[j] - a_exp);
+      c.b_norm = std::ldexp(c.b_norm, e[j]);
+      c.true_residual_norm = std::ldexp(c.true_residual_norm, e[j]);
+      scale_by_power_of_two(c.residual_history, e[j]);
     }
     return rep;
   }

@@ -526,6 +526,31 @@ inline void trust_extreme_scales(Backend backend) {
     for (std::size_t i = 0; i < x.size(); ++i) xbx += x[i] * bx[i];
     CHECK(std::abs(std::ldexp(xbx, -401) - 1) <= 1e-10);
   }
+  // Right-hand sides 1e200 and 1e600 apart in one block (each column its own scale): one scale for
+  // the block once flushed the small column to zero, "converged" with x = 0. Also in groups of one.
+  for (index_t group : {0, 1}) {
+    CAPTURE(group);
+    const std::vector<double> ones(static_cast<std::size_t>(n), 1.0);
+    std::vector<double> b1(ones.size()), B3;
+    L.multiply_host(ones.data(), b1.data());
+    for (int e : {0, 665, -996}) {
+      if (group == 0 && e < 0) continue;  // together, 1e-300 and 1e200 columns: the group of one covers it
+      for (double v : b1) B3.push_back(std::ldexp(v * (1 + 0.1 * e), e));
+    }
+    const index_t s = index_t(B3.size()) / n;
+    SolveOptions o;
+    o.backend = backend;
+    o.cg.rtol = 1e-8;
+    o.block_group = group;
+    std::vector<double> X;
+    const BlockSolveReport br = solve_block(L, B3, s, X, o);
+    CHECK(br.converged());
+    for (index_t c = 0; c < s; ++c) {
+      const std::vector<double> bc(B3.begin() + std::ptrdiff_t(c) * n, B3.begin() + std::ptrdiff_t(c + 1) * n);
+      CAPTURE(c);
+      CHECK(robust_relative_residual(L, bc, X.data() + std::size_t(c) * n) <= 1.01e-8);
+    }
+  }
   // Answers beyond double's range are no answers: the Laplacian times 2^−1000 (1e-301) with b of
   // 1e300 has x near 1e600, and A = bcsstk07·2^700 with B = bcsstm07·2^−700 eigenvalues near 1e430.
   // Both once ended "converged" with x or λ infinite.

@@ -246,6 +246,19 @@ TEST_CASE("distributed CG and block CG: numbers far from 1 are rescaled, as one 
     CHECK(global_true_residual(comm, L, b0, std::vector<double>(X.begin(), X.begin() + D.rows()), D.first_row()) <=
           1.01e-9);
   }
+  // Columns 2^665 (1e200) apart: each its own scale, both met by the residual scaled back.
+  {
+    const auto D = DistCsrMatrix::scatter(comm, L);
+    const auto b = slice(b0, D.first_row(), D.first_row() + D.rows());
+    std::vector<double> B2 = b, X;
+    for (double v : b) B2.push_back(std::ldexp(v, 665));
+    CHECK(solve_block_distributed(D, B2, 2, X, options(PrecondKind::Jacobi, 1e-9)).converged());
+    const std::ptrdiff_t m = D.rows();
+    std::vector<double> x0(X.begin(), X.begin() + m), x1(X.begin() + m, X.begin() + 2 * m);
+    for (double& v : x1) v = std::ldexp(v, -665);
+    CHECK(global_true_residual(comm, L, b0, x0, D.first_row()) <= 1.01e-9);
+    CHECK(global_true_residual(comm, L, b0, x1, D.first_row()) <= 1.01e-9);
+  }
   // x near 1e600 is beyond double: out of range, not converged.
   const auto T = DistCsrMatrix::scatter(comm, L).scaled(-1000);
   std::vector<double> big(std::size_t(T.rows()), 1e300), x;
