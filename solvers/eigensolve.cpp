@@ -294,6 +294,49 @@ CsrMatrix<double> shifted_negative(const CsrMatrix<double>& A, double sigma) {
 }  // namespace
 
 namespace {
+/// LOBPCG drops a constraint direction whose share of its column, projected off the columns
+/// before it, is below about 1e-7 (SVQB's threshold on the B-Gram matrix). That is right where the
+/// share is rounding (a column that combines others) and wrong where it is not: the span the
+/// caller meant loses a direction, and its eigenvector comes back as a wanted pair (columns
+/// [v0, v0 + 1e-9·v1] returned v1's eigenvalue). Shares between rounding (1e-12) and 1e-6 are
+/// refused; the share is computed by Gram–Schmidt on the columns themselves (twice), not from the
+/// Gram matrix, whose square root cannot resolve it. Not checked for a device-borrowed B.
+void check_constraint_independence(const CsrMatrix<double>* B, const ColumnBlock& Y) {
+  if (Y.cols < 2 || (B && B->is_device_borrowed())) return;
+  const std::size_t n = std::size_t(Y.rows);
+  auto times_b = [&](const std::vector<double>& v) {
+    if (!B) return v;
+    std::vector<double> w(n);
+    B->multiply_host(v.data(), w.data());
+    return w;
+  };
+  auto dot = [n](const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+  };
+  std::vector<std::vector<double>> Q, BQ;  // the kept columns, B-orthonormal, and B times them
+  for (index_t j = 0; j < Y.cols; ++j) {
+    std::vector<double> v(Y.values + std::size_t(j) * n, Y.values + std::size_t(j + 1) * n);
+    const double norm0 = std::sqrt(dot(v, times_b(v)));
+    if (!(norm0 > 0) || !std::isfinite(norm0)) continue;  // zero: no direction (LOBPCG drops it)
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t k = 0; k < Q.size(); ++k) {
+        const double c = dot(BQ[k], v);
+        for (std::size_t i = 0; i < n; ++i) v[i] -= c * Q[k][i];
+      }
+    std::vector<double> bv = times_b(v);
+    const double norm = std::sqrt(std::max(dot(v, bv), 0.0)), share = norm / norm0;
+    if (share <= 1e-12) continue;  // a combination of the columns before it, to rounding
+    KRYSP_REQUIRE(share > 1e-6, "eigs: constraint column ", j + 1, " is within ", share,
+                  " (relative, B-norm) of the span of the columns before it: too close to tell from rounding, "
+                  "so the span is not determined; give linearly independent constraints (ideally B-orthonormal)");
+    for (std::size_t i = 0; i < n; ++i) v[i] /= norm, bv[i] /= norm;
+    Q.push_back(std::move(v));
+    BQ.push_back(std::move(bv));
+  }
+}
+
 /// flip_sigma (not NaN): A is σI − A_user of the spectral flip, whose eigenvalues θ are the
 /// user's λ = σ − θ.
 EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
@@ -400,6 +443,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     rep.setup_seconds = since(t0) - rep.solve_seconds;
     return rep;
   }
+  check_constraint_independence(B, Y);
   const std::vector<double> x0r = x0.cols > 0 ? to_row_major(x0) : std::vector<double>();
   const std::vector<double> yr = Y.cols > 0 ? to_row_major(Y) : std::vector<double>();
   LobpcgStart st;

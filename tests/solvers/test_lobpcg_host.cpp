@@ -492,6 +492,15 @@ TEST_CASE("LOBPCG host: constraints (deflation): eigenvectors B-orthogonal to Y 
       }
     }
     for (double res : true_residuals(A, &B, r)) CHECK(std::isfinite(res));
+    // Nearly dependent: y3 = y0 − 2y1 plus a fresh direction 1e-9 of its size. The span is not
+    // determined to rounding; LOBPCG would drop that direction and return its eigenvector as a
+    // wanted pair. It is refused instead.
+    const std::vector<double> fresh = test::random_vector(std::size_t(n));
+    const std::vector<double> y3(Y.begin() + std::ptrdiff_t(3) * n, Y.begin() + std::ptrdiff_t(4) * n);
+    const double size = 1e-9 * test::norm2(y3) / test::norm2(fresh);
+    for (index_t i = 0; i < n; ++i) Y[std::size_t(3) * n + i] += size * fresh[std::size_t(i)];
+    CHECK_THROWS_WITH_AS(eigensolve(A, &B, o, {}, {n, c, Y.data()}), doctest::Contains("constraint column 4 is within"),
+                         InputError);
   }
 }
 
