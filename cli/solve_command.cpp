@@ -158,6 +158,16 @@ int report_single(const std::string& path, std::int64_t n, std::int64_t nnz, con
   return rep.converged() ? kExitOk : kExitNotConverged;
 }
 
+// A column's status in the block table's width: to_string's words up to its colon.
+std::string short_status(SolveStatus s) {
+  const std::string full = to_string(s);
+  const std::size_t colon = full.find(':');
+  return colon == std::string::npos ? full : full.substr(0, colon) + (s == SolveStatus::NotSpd        ? " (not SPD)"
+                                                                      : s == SolveStatus::PrecondNotSpd ? " (M not SPD)"
+                                                                      : s == SolveStatus::NonFinite     ? " (NaN/Inf)"
+                                                                                                       : "");
+}
+
 // The report of a block solve (X: all n × s entries, column-major); the HDF5 file when `out` is given.
 int report_many(const std::string& path, index_t n, std::int64_t nnz, const BlockSolveReport& rep, index_t s,
                 const std::vector<double>& X, const std::vector<double>& exact, const SolveOptions& opt,
@@ -168,7 +178,8 @@ int report_many(const std::string& path, index_t n, std::int64_t nnz, const Bloc
     std::printf("  %4s  %-24s %6s %12s %12s\n", "col", "status", "iters", "true relres", exact.empty() ? "" : "error");
     for (index_t j = 0; j < s; ++j) {
       const auto& c = rep.columns[j];
-      std::printf("  %4d  %-24.24s %6d %12.3e", j, to_string(c.status), c.iterations, c.true_relative_residual);
+      std::printf("  %4d  %-24.24s %6d %12.3e", j, short_status(c.status).c_str(), c.iterations,
+                  c.true_relative_residual);
       if (!exact.empty()) std::printf(" %12.3e", column_error(X, exact, n, j));
       std::printf("\n");
     }
