@@ -135,8 +135,11 @@ BlockSolveResult block_cg(Ops& ops, const typename Ops::Block& B, typename Ops::
       c.residual_history.push_back(rnorm);
       c.relative_residual = c.b_norm > 0 ? rnorm / c.b_norm : rnorm;
       c.iterations = it;
-      if (!std::isfinite(rr[j])) c.status = SolveStatus::NonFinite;
-      else if (rr[j] <= tol2[j]) c.status = SolveStatus::Converged;
+      if (!std::isfinite(rr[j])) {  // no true residual to recompute: report the non-finite one, not 0
+        c.status = SolveStatus::NonFinite;
+        c.true_residual_norm = rnorm;
+        c.true_relative_residual = c.relative_residual;
+      } else if (rr[j] <= tol2[j]) c.status = SolveStatus::Converged;
       else still.push_back(j);
       worst = std::max(worst, c.relative_residual);
     }

@@ -122,7 +122,12 @@ SolveResult cg(Ops& ops, const typename Ops::Vector& b, typename Ops::Vector& x,
       res.residual_history.push_back(rnorm);
       res.relative_residual = rnorm / res.b_norm;
       res.iterations = k;
-      if (!std::isfinite(rnorm)) { res.status = SolveStatus::NonFinite; return true; }
+      if (!std::isfinite(rnorm)) {  // no true residual to recompute: report the non-finite one, not 0
+        res.status = SolveStatus::NonFinite;
+        res.true_residual_norm = rnorm;
+        res.true_relative_residual = res.relative_residual;
+        return true;
+      }
       if (sc[s.rr(k)] <= tol2) seen_converged = true;
     }
     if (seen_converged) { res.status = SolveStatus::Converged; return true; }

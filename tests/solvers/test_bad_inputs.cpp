@@ -170,7 +170,20 @@ TEST_CASE("Bad input: NaN or Inf in A, b or x0 is a non-finite status, never an 
     b[3] = 1;
     x.assign(A.rows(), 0.0);
     x[7] = bad;
-    CHECK(solve(A, b, x, host()).status == SolveStatus::NonFinite);
+    const SolveReport rx = solve(A, b, x, host());
+    CHECK(rx.status == SolveStatus::NonFinite);
+    CHECK_FALSE(std::isfinite(rx.true_relative_residual));  // not a 0 that reads as a perfect answer
+    // x0 finite but so large that r0's squares overflow: the same, for CG and each block column.
+    std::fill(x.begin(), x.end(), 1e200);
+    const SolveReport rh = solve(A, b, x, host());
+    CHECK(rh.status == SolveStatus::NonFinite);
+    CHECK_FALSE(std::isfinite(rh.true_relative_residual));
+    std::vector<double> B2(b), X2(2 * std::size_t(A.rows()), 1e200);
+    B2.insert(B2.end(), b.begin(), b.end());
+    for (const ColumnResult& c : solve_block(A, B2, 2, X2, host()).columns) {
+      CHECK(c.status == SolveStatus::NonFinite);
+      CHECK_FALSE(std::isfinite(c.true_relative_residual));
+    }
     std::vector<double> vals(A.values().data(), A.values().data() + A.nnz());
     vals[10] = bad;
     auto Abad = CsrMatrix<double>::from_arrays(A.rows(), A.cols(),
