@@ -308,11 +308,12 @@ int eigs_command(const std::vector<std::string>& argv_in) {
     opt.inner_iters = kDefaultInnerIters;
   // An approximate inverse of A steers LOBPCG toward the low end: for the largest pairs it slows it
   // down (docs/eigensolver.md, "Preconditioners"); say so, and go on.
-  if (!quiet && opt.lobpcg.which == EigWhich::Largest && !opt.precond_from_b &&
+  const Communicator* const world = distributed_world();
+  if (!quiet && (!world || world->rank() == 0) && opt.lobpcg.which == EigWhich::Largest && !opt.precond_from_b &&
       (opt.precond.kind == PrecondKind::Amg || opt.precond.kind == PrecondKind::Chebyshev))
     std::printf("krysp: note: --precond %s approximates A^-1, which helps the smallest pairs; for the largest, "
                 "--precond auto (none, or jacobi-b with --B) is usually far faster\n", to_string(opt.precond.kind));
-  if (const Communicator* world = distributed_world())
+  if (world)
     return eigs_mpi(*world, args, path, bpath, opt, auto_precond, out, quiet || world->rank() != 0);
   if (!out.empty()) io::AtomicOutput probe(out);  // an unwritable --out fails now, not after the solve
 
