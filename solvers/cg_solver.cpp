@@ -174,11 +174,9 @@ SolveReport CgSolver::solve(const std::vector<double>& b, std::vector<double>& x
   CgOptions cg = s.options.cg;
   cg.atol = std::ldexp(cg.atol, -b_exp);
   SolveReport rep = solve_as_given(bs, x, cg);
-  if (!survives_scaling(x, b_exp - s.a_exp)) mark_out_of_range(rep);
+  const bool fits = survives_scaling(x, b_exp - s.a_exp);
   scale_by_power_of_two(x, b_exp - s.a_exp);
-  rep.b_norm = std::ldexp(rep.b_norm, b_exp);
-  rep.true_residual_norm = std::ldexp(rep.true_residual_norm, b_exp);
-  scale_by_power_of_two(rep.residual_history, b_exp);
+  unscale_result(rep, b_exp, fits);
   return rep;
 }
 

@@ -29,14 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// ε·‖A‖/min|λ|: about the smallest relative residual rounding allows these pairs.
-double accuracy_floor(const EigReport& rep) {
-  double least = std::numeric_limits<double>::infinity();
-  for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
-  return least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least
-                   : std::numeric_limits<double>::infinity();
-}
-
 // Too small for LOBPCG's basis: eigensolve()'s dense solve of the whole spectrum applies.
 bool too_small_for_lobpcg(const DistCsrMatrix& A, const EigOptions& o) {
   return A.global_rows() <= kMaxIndex && detail::dense_eigensolve_applies(o, index_t(A.global_rows()), 0);
@@ -114,10 +106,7 @@ namespace detail {
 
 std::string distributed_b_factor_note(const DistCsrMatrix& B, std::int64_t gather_max_entries) {
   const Communicator& comm = B.comm();
-  auto fails = [](const CsrMatrix<double>& M) {
-    const EnvelopeCholesky::Cost c = EnvelopeCholesky::cost(M);
-    return c.flops <= kBCheckMaxFlops && double(c.entries) <= kBCheckMaxFlops && !EnvelopeCholesky::factor(M, c);
-  };
+  auto fails = [](const CsrMatrix<double>& M) { return EnvelopeCholesky::shows_indefinite(M, kBCheckMaxFlops); };
   if (B.global_nnz() <= gather_max_entries && B.global_rows() <= kMaxIndex) {
     char failed = 0;
     const CsrMatrix<double> whole = gather_whole(B, false);
@@ -150,19 +139,9 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
     if (o.lobpcg.convergence == EigConvergence::Absolute) os.lobpcg.tol = std::ldexp(o.lobpcg.tol, -er);
     const std::optional<DistCsrMatrix> Bs = B ? std::optional<DistCsrMatrix>(B->scaled(-eb)) : std::nullopt;
     EigReport rep = eigensolve_distributed(ea != 0 ? A.scaled(-ea) : A, Bs ? &*Bs : nullptr, os);
-    const bool fits = detail::survives_scaling_everywhere(comm, rep.eigenvalues, ea - eb) &&
-                      detail::survives_scaling_everywhere(comm, rep.eigenvectors, -eb / 2);
-    if (!fits && rep.status != EigStatus::NotPositiveDefinite && rep.status != EigStatus::NonFinite)
-      rep.status = EigStatus::OutOfRange;
-    scale_by_power_of_two(rep.eigenvalues, ea - eb);
-    scale_by_power_of_two(rep.residual_norms, er);
-    scale_by_power_of_two(rep.eigenvectors, -eb / 2);
-    rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, ea);
-    rep.b_norm_estimate = std::ldexp(rep.b_norm_estimate, eb);
-    rep.complement_bound = std::ldexp(rep.complement_bound, ea - eb);
-    rep.accuracy_floor = accuracy_floor(rep);
-    if (rep.verification != "off")  // its figures are the rescaled pencil's
-      rep.verification += detail::concat(" (figures of A scaled by 2^", -ea, ", B by 2^", -eb, ")");
+    unscale_eig_report(rep, ea, eb,
+                       detail::survives_scaling_everywhere(comm, rep.eigenvalues, ea - eb) &&
+                           detail::survives_scaling_everywhere(comm, rep.eigenvectors, -eb / 2));
     return rep;
   }
   LobpcgStart st;
@@ -290,7 +269,7 @@ EigReport eigensolve_distributed(const DistCsrMatrix& A, const DistCsrMatrix* B,
                           : std::string("host-reference")) +
                     ", " + std::to_string(comm.size()) + " ranks" +
                     (cuda && comm.size() > 1 ? ", " + comm.device_kind() : std::string());
-  rep.accuracy_floor = accuracy_floor(rep);
+  rep.accuracy_floor = eig_accuracy_floor(rep);
   return rep;
 }
 

@@ -107,11 +107,9 @@ SolveReport solve_distributed(const DistCsrMatrix& A, const std::vector<double>&
     SolveOptions os = o;
     os.cg.atol = std::ldexp(o.cg.atol, -b_exp);
     SolveReport rep = solve_distributed(a_exp != 0 ? A.scaled(-a_exp) : A, bs, x, os);
-    if (!detail::survives_scaling_everywhere(A.comm(), x, b_exp - a_exp)) mark_out_of_range(rep);
+    const bool fits = detail::survives_scaling_everywhere(A.comm(), x, b_exp - a_exp);
     scale_by_power_of_two(x, b_exp - a_exp);
-    rep.b_norm = std::ldexp(rep.b_norm, b_exp);
-    rep.true_residual_norm = std::ldexp(rep.true_residual_norm, b_exp);
-    scale_by_power_of_two(rep.residual_history, b_exp);
+    unscale_result(rep, b_exp, fits);
     return rep;
   }
   if (x.empty()) x.assign(m, 0.0);
@@ -182,13 +180,9 @@ BlockSolveReport solve_block_distributed(const DistCsrMatrix& A, const std::vect
     os.cg.atol = std::ldexp(o.cg.atol, -*std::max_element(e.begin(), e.end()));  // the strictest column's
     BlockSolveReport rep = solve_block_distributed(a_exp != 0 ? A.scaled(-a_exp) : A, Bs, s, X, os);
     for (std::size_t j = 0; j < rep.columns.size(); ++j) {
-      ColumnResult& c = rep.columns[j];
-      const bool fits = survives_scaling(X.data() + j * m, m, e[j] - a_exp);
-      if (A.comm().max(fits ? 0.0 : 1.0) > 0) mark_out_of_range(c);
+      const bool fits = A.comm().max(survives_scaling(X.data() + j * m, m, e[j] - a_exp) ? 0.0 : 1.0) == 0;
       scale_columns(X, m, j, e[j] - a_exp);
-      c.b_norm = std::ldexp(c.b_norm, e[j]);
-      c.true_residual_norm = std::ldexp(c.true_residual_norm, e[j]);
-      scale_by_power_of_two(c.residual_history, e[j]);
+      unscale_result(rep.columns[j], e[j], fits);
     }
     return rep;
   }

@@ -424,8 +424,7 @@ EigReport eigensolve_impl(const CsrMatrix<double>& A, const CsrMatrix<double>* B
     // A positive diagonal does not make B positive definite, and LOBPCG may then converge to pairs
     // of the wrong pencil and miss others (a B slightly indefinite leaves its Gram matrices SPD on
     // the search space). Where factoring it is cheap, its Cholesky factor decides.
-    const EnvelopeCholesky::Cost c = EnvelopeCholesky::cost(*B);
-    if (c.flops <= kBCheckMaxFlops && double(c.entries) <= kBCheckMaxFlops && !EnvelopeCholesky::factor(*B, c)) {
+    if (EnvelopeCholesky::shows_indefinite(*B, kBCheckMaxFlops)) {
       EigReport rep;
       rep.status = EigStatus::NotPositiveDefinite;
       rep.status_note = "its Cholesky factorization met a pivot <= 0";
@@ -555,12 +554,7 @@ bool profile_requested(const EigOptions& o) {
   return o.profile || (e && *e && std::string(e) != "0");
 }
 
-void set_accuracy_floor(EigReport& rep) {
-  double least = std::numeric_limits<double>::infinity();
-  for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
-  rep.accuracy_floor = least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least
-                                 : std::numeric_limits<double>::infinity();
-}
+void set_accuracy_floor(EigReport& rep) { rep.accuracy_floor = eig_accuracy_floor(rep); }
 }  // namespace
 
 EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, const EigOptions& o,
@@ -591,19 +585,8 @@ EigReport eigensolve(const CsrMatrix<double>& A, const CsrMatrix<double>* B, con
     const std::optional<CsrMatrix<double>> Bs =
         B ? std::optional<CsrMatrix<double>>(eb != 0 ? scaled_matrix(*B, eb) : *B) : std::nullopt;
     EigReport rep = eigensolve(As, Bs ? &*Bs : nullptr, os, x0, Y);
-    // Pairs of the scaled pencil that scaled back leave double's range are no answer.
-    if ((!survives_scaling(rep.eigenvalues, ea - eb) || !survives_scaling(rep.eigenvectors, -eb / 2)) &&
-        rep.status != EigStatus::NotPositiveDefinite && rep.status != EigStatus::NonFinite)
-      rep.status = EigStatus::OutOfRange;
-    for (double& l : rep.eigenvalues) l = std::ldexp(l, ea - eb);
-    scale_by_power_of_two(rep.residual_norms, er);
-    scale_by_power_of_two(rep.eigenvectors, -eb / 2);
-    rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, ea);
-    rep.b_norm_estimate = std::ldexp(rep.b_norm_estimate, eb);
-    rep.complement_bound = std::ldexp(rep.complement_bound, ea - eb);
-    set_accuracy_floor(rep);
-    if (rep.verification != "off")  // its figures are the rescaled pencil's
-      rep.verification += detail::concat(" (figures of A scaled by 2^", -ea, ", B by 2^", -eb, ")");
+    unscale_eig_report(rep, ea, eb,
+                       survives_scaling(rep.eigenvalues, ea - eb) && survives_scaling(rep.eigenvectors, -eb / 2));
     return rep;
   }
   if (!profile_requested(o)) {

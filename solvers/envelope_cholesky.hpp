@@ -42,6 +42,14 @@ class EnvelopeCholesky {
   /// The same, with `c` = cost(A) already computed (its ordering is reused).
   static std::optional<EnvelopeCholesky> factor(const CsrMatrix<double>& A, const Cost& c);
 
+  /// Whether factoring A, where that costs at most `max_flops` multiply-adds (and envelope
+  /// entries), meets a pivot ≤ 0: proof that A is not positive definite. False where it would cost
+  /// more, or A factors.
+  static bool shows_indefinite(const CsrMatrix<double>& A, double max_flops) {
+    const Cost c = cost(A);
+    return c.flops <= max_flops && double(c.entries) <= max_flops && !factor(A, c);
+  }
+
   /// Y = A⁻¹·F for N columns of row-major blocks (leading dimensions ldf, ldy ≥ N) in host memory;
   /// F and Y may be the same block.
   void solve(index_t N, const double* F, index_t ldf, double* Y, index_t ldy) const;

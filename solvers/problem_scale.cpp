@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "krysp/base/error.hpp"
+
 namespace krysp {
 
 double max_abs(const double* v, std::size_t n) {
@@ -44,6 +46,28 @@ bool survives_scaling(const double* v, std::size_t n, int e) {
     if (!std::isfinite(y) || std::abs(y) < std::numeric_limits<double>::min()) return false;
   }
   return true;
+}
+
+double eig_accuracy_floor(const EigReport& rep) {
+  double least = std::numeric_limits<double>::infinity();
+  for (double l : rep.eigenvalues) least = std::min(least, std::abs(l));
+  return least > 0 ? std::numeric_limits<double>::epsilon() * rep.a_norm_estimate / least
+                   : std::numeric_limits<double>::infinity();
+}
+
+void unscale_eig_report(EigReport& rep, int ea, int eb, bool fits) {
+  if (!fits && rep.status != EigStatus::NotPositiveDefinite && rep.status != EigStatus::NonFinite)
+    rep.status = EigStatus::OutOfRange;
+  const int er = ea - eb / 2;  // the residuals' scale
+  scale_by_power_of_two(rep.eigenvalues, ea - eb);
+  scale_by_power_of_two(rep.residual_norms, er);
+  scale_by_power_of_two(rep.eigenvectors, -eb / 2);
+  rep.a_norm_estimate = std::ldexp(rep.a_norm_estimate, ea);
+  rep.b_norm_estimate = std::ldexp(rep.b_norm_estimate, eb);
+  rep.complement_bound = std::ldexp(rep.complement_bound, ea - eb);
+  rep.accuracy_floor = eig_accuracy_floor(rep);
+  if (rep.verification != "off")  // its figures are the rescaled pencil's
+    rep.verification += detail::concat(" (figures of A scaled by 2^", -ea, ", B by 2^", -eb, ")");
 }
 
 void scale_columns(std::vector<double>& V, std::size_t n, std::size_t j, int e) {

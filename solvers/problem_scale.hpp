@@ -6,9 +6,13 @@
 /// Multiplying by 2^e is exact in binary floating point (short of the subnormal range), so the
 /// solvers run on A·2^−e_A and b·2^−e_b and their results are scaled back: the iterates are those
 /// of the original problem, bit for bit, wherever both are representable.
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
+#include "krysp/solvers/eigensolve.hpp"
+#include "krysp/solvers/solve_result.hpp"
 #include "krysp/sparse/csr.hpp"
 
 namespace krysp {
@@ -36,5 +40,28 @@ inline bool survives_scaling(const std::vector<double>& v, int e) { return survi
 void scale_columns(std::vector<double>& V, std::size_t n, std::size_t j, int e);
 /// v ← v·2^e.
 void scale_by_power_of_two(std::vector<double>& v, int e);
+
+/// A CG result (SolveResult or a block's ColumnResult) of a solve for b·2^−e_b, back on the
+/// caller's scale: b's norm, the true residual and the history times 2^e_b. Where x did not
+/// survive scaling back (`fits` false) the status is OutOfRange, unless the solve had broken down
+/// already, and the original problem's residual is unknown (infinite).
+template <class Result>
+void unscale_result(Result& r, int e_b, bool fits) {
+  r.b_norm = std::ldexp(r.b_norm, e_b);
+  r.true_residual_norm = std::ldexp(r.true_residual_norm, e_b);
+  scale_by_power_of_two(r.residual_history, e_b);
+  if (fits || (r.status != SolveStatus::Converged && r.status != SolveStatus::MaxIterations &&
+               r.status != SolveStatus::Stagnated))
+    return;
+  r.status = SolveStatus::OutOfRange;
+  r.true_residual_norm = r.true_relative_residual = std::numeric_limits<double>::infinity();
+}
+/// ε·‖A‖/min|λ|: about the smallest relative residual rounding allows a report's pairs.
+double eig_accuracy_floor(const EigReport& rep);
+/// An eigensolve report of the pencil (A·2^−ea, B·2^−eb), eb even, back on the caller's scale:
+/// eigenvalues times 2^(ea−eb), vectors 2^(−eb/2), residuals 2^(ea−eb/2), the norm estimates and
+/// the accuracy floor. Where the pairs did not survive that (`fits` false) the status is
+/// OutOfRange, unless B was not positive definite or a NaN or Inf appeared.
+void unscale_eig_report(EigReport& rep, int ea, int eb, bool fits);
 
 }  // namespace krysp

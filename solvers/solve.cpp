@@ -181,12 +181,9 @@ BlockSolveReport solve_block(const CsrMatrix<double>& A, const std::vector<doubl
     os.cg.atol = std::ldexp(o.cg.atol, -*std::max_element(e.begin(), e.end()));  // the strictest column's
     BlockSolveReport rep = solve_block(a_exp != 0 ? scaled_matrix(A, a_exp) : A, Bs, s, X, os);
     for (std::size_t j = 0; j < rep.columns.size(); ++j) {
-      ColumnResult& c = rep.columns[j];
-      if (!survives_scaling(X.data() + j * n, n, e[j] - a_exp)) mark_out_of_range(c);
+      const bool fits = survives_scaling(X.data() + j * n, n, e[j] - a_exp);
       scale_columns(X, n, j, e[j] - a_exp);
-      c.b_norm = std::ldexp(c.b_norm, e[j]);
-      c.true_residual_norm = std::ldexp(c.true_residual_norm, e[j]);
-      scale_by_power_of_two(c.residual_history, e[j]);
+      unscale_result(rep.columns[j], e[j], fits);
     }
     return rep;
   }

@@ -4,7 +4,6 @@
 /// never exceptions.
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -95,17 +94,6 @@ struct ColumnResult {
   /// status == Converged.
   bool converged() const { return status == SolveStatus::Converged; }
 };
-
-/// A result (SolveResult or ColumnResult) whose x did not survive scaling back: OutOfRange, unless
-/// it had broken down already; the original problem's residual is then unknown (infinite).
-template <class Result>
-void mark_out_of_range(Result& r) {
-  if (r.status != SolveStatus::Converged && r.status != SolveStatus::MaxIterations &&
-      r.status != SolveStatus::Stagnated)
-    return;
-  r.status = SolveStatus::OutOfRange;
-  r.true_residual_norm = r.true_relative_residual = std::numeric_limits<double>::infinity();
-}
 
 /// What one block CG solve reports: a result per right-hand side.
 struct BlockSolveResult {
